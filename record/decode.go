@@ -1,0 +1,113 @@
+package record
+
+import (
+	"iter"
+	"time"
+)
+
+// Record is a decoded, verified record. It does not copy event bytes: the
+// slices it yields alias the buffer given to Decode and are valid exactly as
+// long as that buffer is left unchanged.
+type Record struct {
+	received int64
+	count    int
+	events   []byte // the events region of the decoded buffer
+	size     int
+}
+
+// Received is the time logpond received the batch, or the zero time when the
+// writer did not know it.
+func (r Record) Received() time.Time {
+	if r.received == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, r.received)
+}
+
+// Count is the number of events in the record.
+func (r Record) Count() int { return r.count }
+
+// Size is the encoded size of the record in bytes.
+func (r Record) Size() int { return r.size }
+
+// Events yields the events in order, each aliasing the decoded buffer. The
+// record was fully validated by Decode, so iteration cannot fail.
+func (r Record) Events() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		rest := r.events
+		for range r.count {
+			n := le.Uint32(rest)
+			if !yield(rest[EventOverhead : EventOverhead+n : EventOverhead+n]) {
+				return
+			}
+			rest = rest[EventOverhead+n:]
+		}
+	}
+}
+
+// SizeOf reads the total record size from the first HeaderSize bytes of a
+// record, for readers of a stream of records that must know how much to read
+// next. It checks what the header alone can show (version, length ≥
+// MinSize); the record still needs Decode.
+func SizeOf(head []byte) (int, error) {
+	if len(head) < HeaderSize {
+		return 0, corrupt(len(head), ErrTruncated, "header needs %d bytes, have %d", HeaderSize, len(head))
+	}
+	h := readHeader(head)
+	if h.version != Version {
+		return 0, versionError(h.version)
+	}
+	if h.length < MinSize {
+		return 0, corrupt(offLength, ErrLength, "length %d is below the %d bytes of an empty record", h.length, MinSize)
+	}
+	return int(h.length), nil
+}
+
+// Decode verifies the record that fills b exactly and returns it without
+// copying: the length field must equal len(b), the checksum must match, the
+// version and flags must be known, and the events must exactly fill the
+// record. Every failure is a *CorruptError wrapping one of the Err…
+// sentinels.
+func Decode(b []byte) (Record, error) {
+	size, err := SizeOf(b)
+	if err != nil {
+		return Record{}, err
+	}
+	if size > len(b) {
+		return Record{}, corrupt(len(b), ErrTruncated, "record is %d bytes, buffer ends after %d", size, len(b))
+	}
+	if size < len(b) {
+		return Record{}, corrupt(offLength, ErrLength, "record is %d bytes but fills a buffer of %d", size, len(b))
+	}
+	body := b[:size-TrailerSize]
+	if want, got := le.Uint32(b[size-TrailerSize:]), checksum(body); want != got {
+		return Record{}, corrupt(size-TrailerSize, ErrChecksum, "stored %08x, computed %08x", want, got)
+	}
+	h := readHeader(b)
+	if h.flags != 0 || h.reserved != 0 {
+		return Record{}, corrupt(offFlags, ErrFlags, "flags %#02x, reserved %#04x", h.flags, h.reserved)
+	}
+	events := body[HeaderSize:]
+	rest := events
+	for i := range h.count {
+		if len(rest) < EventOverhead {
+			return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "event %d of %d: length prefix runs past the end", i+1, h.count)
+		}
+		n := le.Uint32(rest)
+		if uint64(n) > uint64(len(rest)-EventOverhead) {
+			return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "event %d of %d: %d bytes declared, %d left", i+1, h.count, n, len(rest)-EventOverhead)
+		}
+		rest = rest[EventOverhead+int(n):]
+	}
+	if len(rest) != 0 {
+		return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "%d bytes left over after %d events", len(rest), h.count)
+	}
+	return Record{received: h.received, count: int(h.count), events: events, size: size}, nil
+}
+
+func versionError(v uint8) error {
+	if v == 0 {
+		return corrupt(offVersion, ErrVersion, "version 0 (zero-filled bytes?)")
+	}
+	return corrupt(offVersion, ErrVersion, "version %d, this build reads version %d", v, Version)
+}

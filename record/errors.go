@@ -1,0 +1,52 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kinds of damage. A decoding error wraps exactly one of these in a
+// [*CorruptError]; test with errors.Is.
+var (
+	// ErrTruncated: the buffer ends before the record does (a torn write, a
+	// short read, or a zero-length entry).
+	ErrTruncated = errors.New("truncated")
+	// ErrLength: the length field is impossible (smaller than an empty
+	// record) or disagrees with the size of the buffer holding the record.
+	ErrLength = errors.New("bad length")
+	// ErrChecksum: the CRC-32C does not match the bytes it covers.
+	ErrChecksum = errors.New("checksum mismatch")
+	// ErrVersion: the version byte names no known format. Version 0 is what
+	// zero-filled bytes (a torn or preallocated tail) look like.
+	ErrVersion = errors.New("unknown version")
+	// ErrFlags: flag or reserved bits that this version does not define are
+	// set.
+	ErrFlags = errors.New("unknown flags")
+	// ErrLayout: the checksum matches, yet the events do not exactly fill
+	// the record (an event runs past the end, or bytes are left over). Only
+	// a faulty or hostile writer produces this.
+	ErrLayout = errors.New("bad event layout")
+)
+
+// CorruptError reports a record that cannot be decoded: what is wrong (Err,
+// one of the sentinels above) and where decoding stopped (Offset, in bytes
+// from the start of the record).
+type CorruptError struct {
+	Offset int
+	Err    error
+	Detail string
+}
+
+func (e *CorruptError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("record: %v at offset %d", e.Err, e.Offset)
+	}
+	return fmt.Sprintf("record: %v at offset %d: %s", e.Err, e.Offset, e.Detail)
+}
+
+// Unwrap returns the kind of damage, so errors.Is(err, ErrChecksum) works.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+func corrupt(off int, kind error, format string, args ...any) error {
+	return &CorruptError{Offset: off, Err: kind, Detail: fmt.Sprintf(format, args...)}
+}
