@@ -1,0 +1,194 @@
+// Package conf loads logpond's TOML configuration: defaults for every key,
+// strict decoding (an unknown key is an error naming it and its line), and
+// cross-key checks whose messages say what to change.
+//
+// The key names are a public contract (users' files depend on them): rename
+// nothing; add keys with defaults.
+package conf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole configuration. Every field has a default (Default);
+// Load overlays a file on it and validates the result.
+type Config struct {
+	Journal Journal `toml:"journal"`
+	Ledger  Ledger  `toml:"ledger"`
+	Input   Input   `toml:"input"`
+	Output  Output  `toml:"output"`
+	Admin   Admin   `toml:"admin"`
+	Log     Log     `toml:"log"`
+}
+
+// Journal configures the write-ahead journal that acknowledgements wait on.
+type Journal struct {
+	// Dir holds the journal's segment files; put it on its own device.
+	Dir string `toml:"dir"`
+	// SegmentBytes is the size at which the journal starts a new segment
+	// file; front truncation drops whole segments.
+	SegmentBytes Size `toml:"segment_bytes"`
+	// MaxBytes bounds the journal on disk; appends wait when it is full.
+	MaxBytes Size `toml:"max_bytes"`
+	// MaxGroupWait is how long the committer may wait for more appends
+	// before writing a group; 0 writes as soon as the queue is empty.
+	MaxGroupWait Duration `toml:"max_group_wait"`
+	// MaxGroupBytes caps the bytes written (and fsynced) as one group.
+	MaxGroupBytes Size `toml:"max_group_bytes"`
+}
+
+// Ledger configures the large direct-IO store that outputs drain.
+type Ledger struct {
+	// Dir holds the ledger's segments, cursors and stream id; put it on its
+	// own device.
+	Dir string `toml:"dir"`
+	// SegmentBytes is the size at which the ledger seals a segment.
+	SegmentBytes Size `toml:"segment_bytes"`
+	// MaxBytes bounds the ledger on disk; the flusher waits when it is full.
+	MaxBytes Size `toml:"max_bytes"`
+	// FlushInterval is the longest a record waits in the journal before the
+	// flusher writes and syncs it to the ledger.
+	FlushInterval Duration `toml:"flush_interval"`
+	// Retention keeps drained segments this long after every cursor passed
+	// them; 0 deletes them as soon as they are drained.
+	Retention Duration `toml:"retention"`
+	// DirectIO reads and writes segments with O_DIRECT, keeping the ledger
+	// out of the page cache.
+	DirectIO bool `toml:"direct_io"`
+}
+
+// Input holds the inputs.
+type Input struct {
+	Beats Beats `toml:"beats"`
+}
+
+// Beats configures the Lumberjack v2 listener that Beats' output.logstash
+// sends to.
+type Beats struct {
+	// Listen is the host:port to accept Beats connections on.
+	Listen string `toml:"listen"`
+}
+
+// Output holds the outputs.
+type Output struct {
+	Elasticsearch Elasticsearch `toml:"elasticsearch"`
+}
+
+// Elasticsearch configures the bulk output.
+type Elasticsearch struct {
+	// Hosts are the cluster's URLs; requests fail over between them.
+	Hosts []string `toml:"hosts"`
+}
+
+// Admin configures the HTTP endpoint for metrics and health.
+type Admin struct {
+	// Listen is the host:port of the admin endpoint; "" disables it.
+	Listen string `toml:"listen"`
+}
+
+// Log configures logpond's own log.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `toml:"level"`
+	// Format is text (logfmt-like) or json.
+	Format string `toml:"format"`
+}
+
+// Default returns the configuration used for every key a file leaves out.
+func Default() Config {
+	return Config{
+		Journal: Journal{
+			Dir:           "/var/lib/logpond/journal",
+			SegmentBytes:  64 << 20,
+			MaxBytes:      1 << 30,
+			MaxGroupWait:  0,
+			MaxGroupBytes: 4 << 20,
+		},
+		Ledger: Ledger{
+			Dir:           "/var/lib/logpond/ledger",
+			SegmentBytes:  256 << 20,
+			MaxBytes:      16 << 30,
+			FlushInterval: Duration(100e6), // 100ms
+			Retention:     0,
+			DirectIO:      true,
+		},
+		Input:  Input{Beats: Beats{Listen: "0.0.0.0:5044"}},
+		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"http://127.0.0.1:9200"}}},
+		Admin:  Admin{Listen: "127.0.0.1:9600"},
+		Log:    Log{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads the TOML file at path over the defaults and validates it. The
+// error, if any, lists every problem found, each naming the file, the line
+// where known, the key, and what to change.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("conf: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load for bytes already read; name is used in messages.
+func Parse(name string, data []byte) (*Config, error) {
+	cfg := Default()
+	// Decode into a copy whose slices are nil, so a file's hosts replace the
+	// default list instead of being merged into it.
+	cfg.Output.Elasticsearch.Hosts = nil
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
+	if err != nil {
+		return nil, decodeError(name, data, err)
+	}
+	if !md.IsDefined("output", "elasticsearch", "hosts") {
+		cfg.Output.Elasticsearch.Hosts = Default().Output.Elasticsearch.Hosts
+	}
+	var errs []error
+	for _, k := range topUndecoded(md.Undecoded()) {
+		errs = append(errs, &KeyError{File: name, Line: keyLine(data, k), Key: k.String(),
+			Msg: unknownKeyMessage(k)})
+	}
+	for _, p := range cfg.validate() {
+		p.File = name
+		p.Line = keyLine(data, splitKey(p.Key))
+		errs = append(errs, p)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &cfg, nil
+}
+
+// KeyError is one problem with one key of a configuration file.
+type KeyError struct {
+	File string
+	Line int    // 0 when the key is not in the file (a default was used)
+	Key  string // dotted path, e.g. "journal.max_bytes"
+	Msg  string
+}
+
+func (e *KeyError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("conf: %s: %s", loc, e.Msg)
+	}
+	return fmt.Sprintf("conf: %s: %s: %s", loc, e.Key, e.Msg)
+}
+
+// decodeError turns a TOML syntax or type error into a KeyError with the
+// line and key the decoder reported.
+func decodeError(name string, data []byte, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &KeyError{File: name, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+	}
+	return fmt.Errorf("conf: %s: %w", name, err)
+}

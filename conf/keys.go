@@ -1,0 +1,163 @@
+package conf
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// topUndecoded drops keys below an already-listed unknown key, so an unknown
+// table is reported once, not once per key inside it.
+func topUndecoded(keys []toml.Key) []toml.Key {
+	var out []toml.Key
+	for _, k := range keys {
+		covered := slices.ContainsFunc(out, func(p toml.Key) bool {
+			return len(p) < len(k) && slices.Equal(p, k[:len(p)])
+		})
+		if !covered {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// unknownKeyMessage names the section the key is in and, when one is close,
+// the known key or section that was probably meant.
+func unknownKeyMessage(k toml.Key) string {
+	// Find the first part of the path that logpond does not know.
+	for i := range len(k) - 1 {
+		known := Keys(strings.Join(k[:i], "."))
+		if !slices.Contains(known, k[i]) {
+			msg := fmt.Sprintf("unknown key: [%s] is not a section of logpond's configuration", strings.Join(k[:i+1], "."))
+			if best := closest(k[i], known); best != "" {
+				msg += fmt.Sprintf(" (did you mean [%s]?)", strings.Join(append(slices.Clone(k[:i]), best), "."))
+			}
+			return msg
+		}
+	}
+	section := strings.Join(k[:len(k)-1], ".")
+	known := Keys(section)
+	where := "at the top level"
+	if section != "" {
+		where = "in [" + section + "]"
+	}
+	if best := closest(k[len(k)-1], known); best != "" {
+		return fmt.Sprintf("unknown key %s (did you mean %q?)", where, best)
+	}
+	return fmt.Sprintf("unknown key %s; known keys there: %s", where, strings.Join(known, ", "))
+}
+
+// Keys lists the keys (and sub-tables) that section accepts; "" is the top
+// level. It is derived from Config's toml tags, so it cannot drift.
+func Keys(section string) []string {
+	t := reflect.TypeFor[Config]()
+	if section != "" {
+		for _, name := range strings.Split(section, ".") {
+			f, ok := fieldByTag(t, name)
+			if !ok || f.Type.Kind() != reflect.Struct {
+				return nil
+			}
+			t = f.Type
+		}
+	}
+	var out []string
+	for i := range t.NumField() {
+		out = append(out, t.Field(i).Tag.Get("toml"))
+	}
+	return out
+}
+
+func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("toml") == tag {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// closest returns the known key nearest to k by edit distance, if it is near
+// enough to be a plausible typo.
+func closest(k string, known []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range known {
+		if d := editDistance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(2, len(k)/3) {
+		return best
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func splitKey(dotted string) toml.Key { return strings.Split(dotted, ".") }
+
+// keyLine finds the line where key is set (or, for a table, declared) in a
+// TOML document, or 0. BurntSushi/toml does not expose key positions, so
+// this follows table headers and (dotted) keys line by line; it is used
+// only to point at the line in messages.
+func keyLine(data []byte, key toml.Key) int {
+	var table toml.Key
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			table = parsePath(strings.Trim(line[:end], "[]"))
+			if slices.Equal(table, key) {
+				return n
+			}
+			continue
+		}
+		eq := strings.IndexByte(line, '=')
+		if eq < 0 {
+			continue
+		}
+		full := append(slices.Clone(table), parsePath(line[:eq])...)
+		if len(full) >= len(key) && slices.Equal(full[:len(key)], key) {
+			return n
+		}
+	}
+	return 0
+}
+
+func parsePath(s string) toml.Key {
+	var k toml.Key
+	for _, part := range strings.Split(s, ".") {
+		k = append(k, strings.Trim(strings.TrimSpace(part), `"'`))
+	}
+	return k
+}

@@ -1,0 +1,181 @@
+package conf
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits that make a configuration safe to run. Each is explained where it
+// is checked.
+const (
+	minSegmentBytes  Size = 1 << 20
+	maxSegmentBytes  Size = 1 << 30
+	minGroupBytes    Size = 4 << 10
+	maxGroupWait          = Duration(time.Second)
+	maxFlushInterval      = Duration(time.Minute)
+	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
+	ledgerBlock Size = 4096
+)
+
+// validate returns one KeyError per problem, without file or line.
+func (c *Config) validate() []*KeyError {
+	var ps []*KeyError
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	j, l := c.Journal, c.Ledger
+	checkDir := func(key, dir string) {
+		if strings.TrimSpace(dir) == "" {
+			bad(key, "is empty: set it to the directory to keep this store in, e.g. %q", defaultDir(key))
+		}
+	}
+	checkDir("journal.dir", j.Dir)
+	checkDir("ledger.dir", l.Dir)
+	if j.Dir != "" && l.Dir != "" {
+		jd, ld := filepath.Clean(j.Dir), filepath.Clean(l.Dir)
+		if jd == ld || within(jd, ld) || within(ld, jd) {
+			bad("ledger.dir", "%q overlaps journal.dir %q: give each store its own directory, ideally on its own device", l.Dir, j.Dir)
+		}
+	}
+
+	// Segments below 1 MiB make the journal and ledger juggle thousands of
+	// files; above 1 GiB front truncation and retention free space too
+	// coarsely.
+	checkSegment := func(key string, v Size) {
+		if v < minSegmentBytes || v > maxSegmentBytes {
+			bad(key, "%s is outside %s…%s: pick a size in that range, e.g. %s", v, minSegmentBytes, maxSegmentBytes, defaultSize(key))
+		}
+	}
+	checkSegment("journal.segment_bytes", j.SegmentBytes)
+	checkSegment("ledger.segment_bytes", l.SegmentBytes)
+
+	// Front truncation drops whole segments: with fewer than two segments of
+	// room, a full journal would have nothing it could drop and appends would
+	// wait forever (design §4).
+	if j.MaxBytes < 2*j.SegmentBytes {
+		bad("journal.max_bytes", "%s is less than 2 × journal.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", j.MaxBytes, j.SegmentBytes, 2*j.SegmentBytes)
+	}
+	if j.MaxGroupBytes < minGroupBytes {
+		bad("journal.max_group_bytes", "%s is below %s: a group must hold at least a few records", j.MaxGroupBytes, minGroupBytes)
+	} else if j.MaxGroupBytes > j.SegmentBytes {
+		bad("journal.max_group_bytes", "%s is more than journal.segment_bytes (%s): lower max_group_bytes or raise segment_bytes", j.MaxGroupBytes, j.SegmentBytes)
+	}
+	// Every acknowledgement may wait this long: more than a second is a
+	// misconfiguration (clients time out), not a tuning choice.
+	if j.MaxGroupWait > maxGroupWait {
+		bad("journal.max_group_wait", "%s is more than %s: every acknowledgement can wait this long; use a few milliseconds, or 0 to write as soon as the queue is empty", j.MaxGroupWait, maxGroupWait)
+	}
+
+	// O_DIRECT writes whole blocks: segments must end on a block boundary.
+	if l.SegmentBytes%ledgerBlock != 0 {
+		bad("ledger.segment_bytes", "%s is not a multiple of %s (the direct-IO block size): use e.g. %s", l.SegmentBytes, ledgerBlock, (l.SegmentBytes/ledgerBlock+1)*ledgerBlock)
+	}
+	// The open segment plus one sealed segment is the least the ledger
+	// needs to keep writing while outputs drain.
+	if l.MaxBytes < 2*l.SegmentBytes {
+		bad("ledger.max_bytes", "%s is less than 2 × ledger.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", l.MaxBytes, l.SegmentBytes, 2*l.SegmentBytes)
+	}
+	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
+		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)
+	}
+
+	checkListen := func(key, addr string, optional bool) {
+		if addr == "" && optional {
+			return
+		}
+		if err := validListen(addr); err != nil {
+			bad(key, "%v", err)
+		}
+	}
+	checkListen("input.beats.listen", c.Input.Beats.Listen, false)
+	checkListen("admin.listen", c.Admin.Listen, true)
+
+	hosts := c.Output.Elasticsearch.Hosts
+	if len(hosts) == 0 {
+		bad("output.elasticsearch.hosts", "is empty: list at least one Elasticsearch URL, e.g. [\"http://127.0.0.1:9200\"]")
+	}
+	for i, h := range hosts {
+		if err := validHost(h); err != nil {
+			bad("output.elasticsearch.hosts", "entry %d: %v", i+1, err)
+		}
+	}
+
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not a level: use debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "%q is not a format: use text or json", c.Log.Format)
+	}
+	return ps
+}
+
+// within reports whether dir is inside parent.
+func within(dir, parent string) bool {
+	rel, err := filepath.Rel(parent, dir)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
+}
+
+func validListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. \"0.0.0.0:5044\" or \"[::1]:5044\"): %v", addr, err)
+	}
+	if host != "" && net.ParseIP(host) == nil && strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: %q is not a host name or IP address", addr, host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// validHost accepts what Logstash's hosts accepts: a URL with http or
+// https, or a bare host[:port] (meaning http).
+func validHost(h string) error {
+	s := h
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", h, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: scheme %q is not http or https", h, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q has no host: write it like \"https://es1.example.com:9200\"", h)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %q is not a number from 1 to 65535", h, p)
+		}
+	}
+	return nil
+}
+
+func defaultDir(key string) string {
+	d := Default()
+	if key == "journal.dir" {
+		return d.Journal.Dir
+	}
+	return d.Ledger.Dir
+}
+
+func defaultSize(key string) Size {
+	d := Default()
+	if key == "journal.segment_bytes" {
+		return d.Journal.SegmentBytes
+	}
+	return d.Ledger.SegmentBytes
+}
