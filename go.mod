@@ -3,7 +3,7 @@ module github.com/logpond/logpond
 go 1.26.8
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.50.0
 )

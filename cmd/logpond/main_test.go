@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+// TestMain builds the real binary once: these tests run logpond as a user
+// would, as a separate process receiving real signals.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "logpond-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "logpond")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeConfig(t *testing.T, root string) string {
+	t.Helper()
+	path := filepath.Join(root, "logpond.toml")
+	cfg := fmt.Sprintf(`
+[journal]
+dir = %q
+[ledger]
+dir = %q
+[input.beats]
+listen = "127.0.0.1:0"
+[admin]
+listen = "127.0.0.1:0"
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// started runs logpond and returns once it logged that it started, with
+// the rest of its stderr going into a buffer.
+func started(t *testing.T, config string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, "-config", config)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var log bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "logpond started") {
+			go io.Copy(io.Discard, stderr) // keep the pipe drained
+			return cmd, &log
+		}
+	}
+	t.Fatalf("logpond exited before it started:\n%s", log.String())
+	return nil, nil
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(10 * time.Second):
+		t.Fatal("logpond did not stop within 10s")
+		return -1
+	}
+}
+
+func TestStopsCleanlyOnSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd, _ := started(t, writeConfig(t, t.TempDir()))
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := exitCode(t, cmd); code != 0 {
+				t.Fatalf("exit code %d after %v, want 0", code, sig)
+			}
+		})
+	}
+}
+
+func TestSecondProcessRefusesLockedDirs(t *testing.T) {
+	root := t.TempDir()
+	config := writeConfig(t, root)
+	first, _ := started(t, config)
+
+	out, err := exec.Command(binary, "-config", config).CombinedOutput()
+	if err == nil {
+		t.Fatalf("second logpond started on locked directories:\n%s", out)
+	}
+	lockPath := filepath.Join(root, "journal", "LOCK")
+	if !strings.Contains(string(out), lockPath) || !strings.Contains(string(out), fmt.Sprint(first.Process.Pid)) {
+		t.Fatalf("second logpond's error does not name the lock %s and holder pid %d:\n%s", lockPath, first.Process.Pid, out)
+	}
+
+	first.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, first); code != 0 {
+		t.Fatalf("first logpond exit code %d, want 0", code)
+	}
+	// With the first one gone, the directories are free again.
+	again, _ := started(t, config)
+	again.Process.Signal(syscall.SIGTERM)
+	exitCode(t, again)
+}
+
+func TestBadConfigExitsWithMessage(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "bad.toml")
+	os.WriteFile(path, []byte("[journal]\nsegment_size = \"1MiB\"\n"), 0o644)
+	out, err := exec.Command(binary, "-config", path).CombinedOutput()
+	if code := exitCodeOf(err); code != 1 {
+		t.Fatalf("exit code %d, want 1:\n%s", code, out)
+	}
+	if !strings.Contains(string(out), path+":2: journal.segment_size: unknown key") {
+		t.Fatalf("message does not name the file, line and key:\n%s", out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	out, err := exec.Command(binary).CombinedOutput()
+	if code := exitCodeOf(err); code != 2 || !strings.Contains(string(out), "usage: logpond -config FILE") {
+		t.Fatalf("no-argument run: exit %d, output %q; want 2 and a usage line", code, out)
+	}
+}
+
+func exitCodeOf(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
