@@ -1,5 +1,86 @@
-// Package journal is logpond's write-ahead journal: the small store every
-// acknowledgement waits on (design.md §4). Appends are gathered by one
-// committer into groups, each written with one WriteBatch and made durable
-// with one fsync before any caller in it is told its LSN.
+// Package journal is logpond's write-ahead journal: the small store that
+// every acknowledgement waits on (design.md §4).
+//
+// # Promise
+//
+// [Journal.Append] returns a record's LSN only after the record has been
+// written and fsynced — and, when the write went into a newly created file or
+// directory, after the directories holding it were fsynced too. Concurrent
+// appends are gathered by one committer goroutine into groups: one
+// tidwall/wal WriteBatch and one fsync per group, each caller holding its own
+// completion with an error. LSNs are assigned in commit order, contiguous,
+// and never reused, even when the journal directory is emptied or replaced
+// (the caller supplies the ledger's last LSN as the floor).
+//
+// # Directory layout
+//
+//	DIR/gen-<base>/00000000000000000001
+//
+// The journal is a sequence of generations. Each generation is one
+// tidwall/wal log in a directory named "gen-" and the LSN just before its
+// first record, as 20 decimal digits (so names sort by LSN). A record's LSN
+// is base + its tidwall index. Only the newest generation is written; when it
+// reaches segment_bytes the committer starts the next one, whose base is the
+// last LSN written. Front truncation ([Journal.Release]) deletes whole
+// generations whose records are all in the ledger: nothing is ever rewritten,
+// so truncation costs an unlink and a directory fsync, off the ack path.
+// (tidwall's own TruncateFront copies the rest of a segment while holding the
+// log's mutex, which would stall appends; the journal never calls it.)
+//
+// tidwall/wal is opened with NoSync and a segment size it never reaches, so
+// each generation is exactly one segment file; the committer fsyncs
+// explicitly. The generation names are also the persisted high-water mark:
+// the newest generation's base survives even when it holds no record.
+//
+// # Entry format
+//
+// tidwall stores each entry as a uvarint length followed by the entry. A
+// journal entry is a frame around one record (package record):
+//
+//	offset  size  field
+//	0       4     crc     CRC-32C of bytes [4,20) followed by the record's own CRC
+//	4       8     lsn     the record's LSN (little-endian)
+//	12      8     group   LSN of the first record of the write group
+//	20      ...   record  record.Decode-able bytes, self-checked by their own CRC
+//
+// The frame CRC covers the header and, through the record's CRC, the whole
+// record, without hashing the record twice. The LSN makes every entry check
+// its own position; the group field lets recovery tell a torn last group from
+// damage to a group that was already synced (see below).
+//
+// # Recovery
+//
+// Before tidwall opens the newest generation (tidwall fails on a torn length
+// prefix and reads zero bytes as valid empty entries), the journal scans its
+// segment and verifies every entry: length prefix within the file, frame
+// CRC, expected LSN, non-decreasing group, record CRC. At the first bad entry
+// (offset P, expected LSN L) it looks for any valid entry beyond P:
+//
+//   - none, or only entries of L's own write group (group ≤ L): the tail is a
+//     torn write of the last group, which the committer never acknowledged
+//     (it writes a group only after the previous one is fsynced). The file is
+//     cut at P and fsynced, and the cut is logged exactly (file, offset,
+//     bytes, first LSN cut, reason).
+//   - an entry of a later group (group > L): the damaged group was followed by
+//     another, so it had been fsynced and acknowledged. Open refuses with a
+//     [*CorruptionError] naming file and offset.
+//
+// Older generations were fsynced before the next one was started; damage in
+// them is reported as a [*CorruptionError] when they are read.
+//
+// # Failure
+//
+// A failed write or fsync fails its whole group and poisons the instance:
+// every later Append gets [ErrPoisoned] wrapping the cause, because tidwall
+// changes its in-memory tail before writing and never rolls back, and a
+// failed fsync may have dropped the dirty pages (no retry can make them
+// durable). Recovery is Close and a fresh Open, which re-reads the tail from
+// disk — after ENOSPC, once space is back.
+//
+// # Limits
+//
+// max_bytes bounds the bytes on disk: Append waits (until its context ends)
+// while the journal is full, and a record that could never fit is refused.
+// Memory: tidwall keeps the newest generation's segment in memory, so the
+// journal holds up to about 2 × segment_bytes, plus the queued records.
 package journal

@@ -1,0 +1,76 @@
+package journal
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/logpond/logpond/record"
+)
+
+// Entry frame layout (doc.go). On disk in every journal: never change it.
+const (
+	offFrameCRC   = 0
+	offFrameLSN   = 4
+	offFrameGroup = 12
+	frameHeader   = 20
+	// minFrame is the smallest valid frame: a header around an empty record.
+	minFrame = frameHeader + record.MinSize
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// frameCRC is the frame checksum: the header fields and the record's own
+// trailing CRC, which already covers every record byte.
+func frameCRC(frame []byte) uint32 {
+	c := crc32.Update(0, castagnoli, frame[offFrameLSN:frameHeader])
+	return crc32.Update(c, castagnoli, frame[len(frame)-record.TrailerSize:])
+}
+
+// appendFrame appends the frame for rec, which must be a record encoded by
+// package record, to dst.
+func appendFrame(dst []byte, lsn, group uint64, rec []byte) []byte {
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, lsn)
+	dst = binary.LittleEndian.AppendUint64(dst, group)
+	dst = append(dst, rec...)
+	binary.LittleEndian.PutUint32(dst[start+offFrameCRC:], frameCRC(dst[start:]))
+	return dst
+}
+
+// entrySize is the number of bytes tidwall writes for a frame around a
+// record of n bytes: the uvarint length prefix and the frame.
+func entrySize(n int) int64 {
+	f := uint64(frameHeader + n)
+	var b [binary.MaxVarintLen64]byte
+	return int64(binary.PutUvarint(b[:], f)) + int64(f)
+}
+
+// frame is a parsed, verified entry.
+type frame struct {
+	lsn, group uint64
+	rec        []byte // aliases the scanned buffer
+}
+
+// parseFrame verifies one frame: size, frame CRC, and the record's own
+// checks. It does not know which LSN to expect; the caller checks that.
+func parseFrame(b []byte) (frame, error) {
+	if len(b) < minFrame {
+		return frame{}, errFrameShort
+	}
+	if binary.LittleEndian.Uint32(b[offFrameCRC:]) != frameCRC(b) {
+		return frame{}, errFrameCRC
+	}
+	f := frame{
+		lsn:   binary.LittleEndian.Uint64(b[offFrameLSN:]),
+		group: binary.LittleEndian.Uint64(b[offFrameGroup:]),
+		rec:   b[frameHeader:],
+	}
+	if f.group > f.lsn {
+		return frame{}, errFrameGroup
+	}
+	if _, err := record.Decode(f.rec); err != nil {
+		return frame{}, err
+	}
+	return f, nil
+}

@@ -1,0 +1,104 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const (
+	genPrefix = "gen-"
+	// segmentFile is the name of the one tidwall segment in a generation:
+	// tidwall names segments by first index and a fresh log starts at 1.
+	segmentFile = "00000000000000000001"
+)
+
+// generation is one tidwall log in the journal. Records base+1 … base+n.
+type generation struct {
+	base uint64 // LSN before the first record
+	dir  string
+	size int64 // bytes of its segment file (closed generations only)
+}
+
+func genName(base uint64) string { return fmt.Sprintf("%s%020d", genPrefix, base) }
+
+func (g generation) segment() string { return filepath.Join(g.dir, segmentFile) }
+
+// listGenerations returns the journal's generations, oldest first.
+func listGenerations(dir string) ([]generation, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list %s: %w", dir, err)
+	}
+	var gens []generation
+	for _, de := range des {
+		name := de.Name()
+		if !de.IsDir() || !strings.HasPrefix(name, genPrefix) {
+			continue
+		}
+		base, err := strconv.ParseUint(strings.TrimPrefix(name, genPrefix), 10, 64)
+		if err != nil || len(name) != len(genPrefix)+20 {
+			return nil, fmt.Errorf("journal: %s: unexpected directory %q: a journal directory holds only gen-<20 digits> directories", dir, name)
+		}
+		g := generation{base: base, dir: filepath.Join(dir, name)}
+		st, err := os.Stat(g.segment())
+		switch {
+		case err == nil:
+			g.size = st.Size()
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		gens = append(gens, g)
+	}
+	slices.SortFunc(gens, func(a, b generation) int {
+		switch {
+		case a.base < b.base:
+			return -1
+		case a.base > b.base:
+			return 1
+		}
+		return 0
+	})
+	return gens, nil
+}
+
+// createGeneration makes the directory of a new generation durable: the
+// directory is created and the journal directory fsynced, so that the
+// generation (and with it the LSN high-water mark in its name) survives a
+// power cut. tidwall creates the segment file inside it; the caller fsyncs
+// the generation directory after that.
+func createGeneration(dir string, base uint64, syncDir func(string) error) (generation, error) {
+	g := generation{base: base, dir: filepath.Join(dir, genName(base))}
+	if err := os.Mkdir(g.dir, 0o750); err != nil {
+		return g, fmt.Errorf("journal: create generation: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return g, fmt.Errorf("journal: create generation %s: %w", g.dir, err)
+	}
+	return g, nil
+}
+
+// syncDir fsyncs a directory, making the creation, rename or removal of
+// entries in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// journalDirOf returns the journal directory of a segment path, for
+// messages.
+func journalDirOf(segment string) string { return filepath.Dir(filepath.Dir(segment)) }

@@ -1,0 +1,145 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/wal"
+	"go.uber.org/goleak"
+
+	"github.com/logpond/logpond/record"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// rec encodes a record with one event naming its writer and sequence, so
+// content can be checked after recovery.
+func rec(t testing.TB, writer, seq int, pad int) []byte {
+	ev := fmt.Appendf(nil, `{"writer":%d,"seq":%d,"pad":"%s"}`, writer, seq, bytes.Repeat([]byte("p"), pad))
+	b, err := record.Encode(nil, t0, [][]byte{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func smallOpts() Options {
+	return Options{SegmentBytes: 64 << 10, MaxBytes: 64 << 20, MaxGroupBytes: 1 << 20}
+}
+
+func mustOpen(t testing.TB, dir string, opts Options) *Journal {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
+	j, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", bytes.TrimRight(p, "\n"))
+	return len(p), nil
+}
+
+func mustAppend(t testing.TB, j *Journal, r []byte) uint64 {
+	t.Helper()
+	lsn, err := j.Append(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lsn
+}
+
+// readAll returns every record the journal holds, by LSN.
+func readAll(t testing.TB, j *Journal) map[uint64][]byte {
+	t.Helper()
+	out := map[uint64][]byte{}
+	r := j.Reader(j.FirstLSN())
+	for r.Next() {
+		out[r.LSN()] = append([]byte(nil), r.Record()...)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// countingLog wraps a tidwall log and counts, at the fsync call itself, how
+// many records each fsync made durable. It can fail writes or fsyncs and
+// hold an fsync until released.
+type countingLog struct {
+	walLog
+	mu        sync.Mutex
+	pending   int   // records written since the last fsync
+	perSync   []int // records made durable by each fsync
+	failWrite error
+	failSync  error
+	skipSync  bool          // a journal that never fsyncs (negative control)
+	hold      chan struct{} // when set, Sync waits for it to be closed
+}
+
+func (c *countingLog) WriteBatch(b *wal.Batch) error {
+	c.mu.Lock()
+	err := c.failWrite
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	before, _ := c.walLog.LastIndex()
+	if err := c.walLog.WriteBatch(b); err != nil {
+		return err
+	}
+	after, _ := c.walLog.LastIndex()
+	c.mu.Lock()
+	c.pending += int(after - before)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *countingLog) Sync() error {
+	c.mu.Lock()
+	hold, fail, skip := c.hold, c.failSync, c.skipSync
+	c.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	if fail != nil {
+		return fail
+	}
+	if !skip {
+		if err := c.walLog.Sync(); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.perSync = append(c.perSync, c.pending)
+	c.pending = 0
+	c.mu.Unlock()
+	return nil
+}
+
+// counting installs a countingLog on opts and returns a getter for the
+// current one (rotation opens a new tidwall log per generation; the wrapper
+// state is shared across them through the returned pointer).
+func counting(opts *Options) *countingLog {
+	c := &countingLog{}
+	opts.hooks.wrapLog = func(w walLog) walLog {
+		c.mu.Lock()
+		c.walLog = w
+		c.mu.Unlock()
+		return c
+	}
+	return c
+}

@@ -1,0 +1,468 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestAppendReadReopen(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	want := map[uint64][]byte{}
+	for i := range 100 {
+		r := rec(t, 0, i, i*10)
+		lsn := mustAppend(t, j, r)
+		if lsn != uint64(i+1) {
+			t.Fatalf("append %d got LSN %d, want %d", i, lsn, i+1)
+		}
+		want[lsn] = r
+	}
+	if j.LastLSN() != 100 || j.FirstLSN() != 1 {
+		t.Fatalf("first/last = %d/%d, want 1/100", j.FirstLSN(), j.LastLSN())
+	}
+	check := func(j *Journal) {
+		got := readAll(t, j)
+		if len(got) != len(want) {
+			t.Fatalf("read %d records, want %d", len(got), len(want))
+		}
+		for lsn, r := range want {
+			if !bytes.Equal(got[lsn], r) {
+				t.Fatalf("LSN %d differs", lsn)
+			}
+		}
+	}
+	check(j)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(context.Background(), rec(t, 0, 0, 0)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Append after Close: %v, want ErrClosed", err)
+	}
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if j.Recovery() != nil {
+		t.Fatalf("clean reopen cut a tail: %+v", j.Recovery())
+	}
+	check(j)
+	if lsn := mustAppend(t, j, rec(t, 0, 100, 0)); lsn != 101 {
+		t.Fatalf("after reopen got LSN %d, want 101", lsn)
+	}
+}
+
+func TestAppendRefusesInvalidRecord(t *testing.T) {
+	j := mustOpen(t, t.TempDir(), smallOpts())
+	defer j.Close()
+	if _, err := j.Append(context.Background(), []byte("not a record")); err == nil || !strings.Contains(err.Error(), "invalid record") {
+		t.Fatalf("got %v, want an invalid-record error", err)
+	}
+}
+
+// TestConcurrentAppendersShareFsyncs: 64 appenders get distinct, contiguous
+// LSNs, and fsyncs (counted by the fsync wrapper itself) make more than one
+// record durable on average. A journal that fsyncs per Append fails this.
+func TestConcurrentAppendersShareFsyncs(t *testing.T) {
+	opts := smallOpts()
+	opts.SegmentBytes = 1 << 20
+	c := counting(&opts)
+	j := mustOpen(t, t.TempDir(), opts)
+	const writers, each = 64, 20
+	var mu sync.Mutex
+	var lsns []uint64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				lsn, err := j.Append(context.Background(), rec(t, w, i, 100))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				lsns = append(lsns, lsn)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(lsns, func(a, b int) bool { return lsns[a] < lsns[b] })
+	for i, lsn := range lsns {
+		if lsn != uint64(i+1) {
+			t.Fatalf("LSNs not distinct and contiguous: position %d holds %d", i, lsn)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for _, n := range c.perSync {
+		total += n
+	}
+	if total != writers*each {
+		t.Fatalf("fsyncs covered %d records, want %d", total, writers*each)
+	}
+	if len(c.perSync) >= total {
+		t.Fatalf("%d fsyncs for %d records: appends were not grouped", len(c.perSync), total)
+	}
+	t.Logf("%d records in %d fsyncs (%.1f per fsync)", total, len(c.perSync), float64(total)/float64(len(c.perSync)))
+}
+
+// TestNewGenerationDirectoriesSyncedBeforeAck: whenever a record lands in a
+// new generation, its directory and the journal directory were fsynced
+// before Append returned.
+func TestNewGenerationDirectoriesSyncedBeforeAck(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	synced := map[string]int{} // directory → fsync count
+	opts := smallOpts()
+	opts.hooks.syncDir = func(d string) error {
+		mu.Lock()
+		synced[d]++
+		mu.Unlock()
+		return syncDir(d)
+	}
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	var seen []string
+	for i := range 200 {
+		lsn := mustAppend(t, j, rec(t, 0, i, 2000))
+		j.mu.Lock()
+		var gdir string
+		for _, g := range j.gens {
+			if g.base < lsn {
+				gdir = g.dir
+			}
+		}
+		j.mu.Unlock()
+		mu.Lock()
+		if synced[gdir] == 0 {
+			t.Fatalf("LSN %d acknowledged in %s before that directory was fsynced", lsn, gdir)
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != gdir {
+			seen = append(seen, gdir)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 3 {
+		t.Fatalf("only %d generations used; the test needs rotations", len(seen))
+	}
+	if synced[dir] < len(seen) {
+		t.Fatalf("journal directory fsynced %d times for %d generations", synced[dir], len(seen))
+	}
+}
+
+func TestRotationReleaseAndSpace(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	j := mustOpen(t, dir, opts)
+	var last uint64
+	for i := range 300 {
+		last = mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	gens, err := listGenerations(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gens) < 4 {
+		t.Fatalf("%d generations after 300 KiB with 64 KiB segments", len(gens))
+	}
+	before := j.UsedBytes()
+	if err := j.Release(last / 2); err != nil {
+		t.Fatal(err)
+	}
+	first := j.FirstLSN()
+	if first <= 1 || first > last/2+1 {
+		t.Fatalf("after Release(%d) first LSN is %d", last/2, first)
+	}
+	if j.UsedBytes() >= before {
+		t.Fatalf("Release freed nothing: %d → %d bytes", before, j.UsedBytes())
+	}
+	got := readAll(t, j)
+	if uint64(len(got)) != last-first+1 {
+		t.Fatalf("read %d records from %d to %d", len(got), first, last)
+	}
+	// Releasing everything keeps the active generation and the LSN sequence.
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j = mustOpen(t, dir, opts)
+	defer j.Close()
+	if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != last+1 {
+		t.Fatalf("after releasing everything and reopening got LSN %d, want %d", lsn, last+1)
+	}
+	var onDisk int64
+	gens, _ = listGenerations(dir)
+	for _, g := range gens {
+		st, _ := os.Stat(g.segment())
+		onDisk += st.Size()
+	}
+	if j.UsedBytes() != onDisk {
+		t.Fatalf("UsedBytes %d, files hold %d", j.UsedBytes(), onDisk)
+	}
+}
+
+func TestFullJournalMakesAppendWait(t *testing.T) {
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	var last uint64
+	ctx := context.Background()
+	for {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		lsn, err := j.Append(short, rec(t, 0, 0, 4000))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = lsn
+		if last > 1000 {
+			t.Fatal("journal never became full")
+		}
+	}
+	if j.UsedBytes() > opts.MaxBytes {
+		t.Fatalf("journal holds %d bytes, max is %d", j.UsedBytes(), opts.MaxBytes)
+	}
+	done := make(chan uint64)
+	go func() {
+		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- lsn
+	}()
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	if lsn := <-done; lsn != last+1 {
+		t.Fatalf("waiting append got LSN %d, want %d", lsn, last+1)
+	}
+}
+
+func TestTooLargeRecordRefused(t *testing.T) {
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	if _, err := j.Append(context.Background(), rec(t, 0, 0, 100<<10)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+}
+
+func TestLSNsNeverRepeat(t *testing.T) {
+	t.Run("fresh journal starts after the ledger", func(t *testing.T) {
+		opts := smallOpts()
+		opts.StartAfter = 1000
+		j := mustOpen(t, t.TempDir(), opts)
+		defer j.Close()
+		if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 1001 {
+			t.Fatalf("got LSN %d, want 1001", lsn)
+		}
+	})
+	t.Run("journal behind the ledger jumps ahead", func(t *testing.T) {
+		dir := t.TempDir()
+		j := mustOpen(t, dir, smallOpts())
+		for i := range 5 {
+			mustAppend(t, j, rec(t, 0, i, 0))
+		}
+		j.Close()
+		opts := smallOpts()
+		opts.StartAfter = 10
+		j = mustOpen(t, dir, opts)
+		if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 11 {
+			t.Fatalf("got LSN %d, want 11", lsn)
+		}
+		j.Close()
+		// The jump is persisted: a reopen with a lower floor continues at 12.
+		j = mustOpen(t, dir, smallOpts())
+		defer j.Close()
+		if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 12 {
+			t.Fatalf("got LSN %d, want 12", lsn)
+		}
+		if got := readAll(t, j); len(got) != 7 {
+			t.Fatalf("read %d records, want 7 (1-5, 11, 12)", len(got))
+		}
+	})
+	t.Run("journal ahead of the ledger continues", func(t *testing.T) {
+		dir := t.TempDir()
+		j := mustOpen(t, dir, smallOpts())
+		for i := range 20 {
+			mustAppend(t, j, rec(t, 0, i, 0))
+		}
+		j.Close()
+		opts := smallOpts()
+		opts.StartAfter = 10
+		j = mustOpen(t, dir, opts)
+		defer j.Close()
+		if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 21 {
+			t.Fatalf("got LSN %d, want 21", lsn)
+		}
+	})
+}
+
+func TestFsyncFailurePoisons(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	for i := range 10 {
+		mustAppend(t, j, rec(t, 0, i, 0))
+	}
+	c.mu.Lock()
+	c.failSync = syscall.EIO
+	c.mu.Unlock()
+	if _, err := j.Append(context.Background(), rec(t, 0, 10, 0)); !errors.Is(err, ErrPoisoned) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append during failing fsync: %v, want ErrPoisoned wrapping EIO", err)
+	}
+	// The failure is sticky even once the disk "recovers": an fsync that
+	// failed may have dropped the dirty pages.
+	c.mu.Lock()
+	c.failSync = nil
+	c.mu.Unlock()
+	for i := range 5 {
+		if lsn, err := j.Append(context.Background(), rec(t, 0, 11+i, 0)); !errors.Is(err, ErrPoisoned) {
+			t.Fatalf("append after poisoning returned LSN %d, err %v; want ErrPoisoned", lsn, err)
+		}
+	}
+	if err := j.Close(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Close: %v, want the sticky EIO", err)
+	}
+	// A fresh open resumes; the acknowledged records are intact.
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	got := readAll(t, j)
+	for lsn := uint64(1); lsn <= 10; lsn++ {
+		if !bytes.Equal(got[lsn], rec(t, 0, int(lsn-1), 0)) {
+			t.Fatalf("acknowledged LSN %d lost or changed after poisoning", lsn)
+		}
+	}
+	if lsn := mustAppend(t, j, rec(t, 0, 99, 0)); lsn <= 10 {
+		t.Fatalf("reopened journal reused LSN %d", lsn)
+	}
+}
+
+func TestWriteFailurePoisons(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	mustAppend(t, j, rec(t, 0, 0, 0))
+	c.mu.Lock()
+	c.failWrite = syscall.ENOSPC
+	c.mu.Unlock()
+	if _, err := j.Append(context.Background(), rec(t, 0, 1, 0)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("got %v, want ENOSPC", err)
+	}
+	c.mu.Lock()
+	c.failWrite = nil
+	c.mu.Unlock()
+	if _, err := j.Append(context.Background(), rec(t, 0, 2, 0)); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("got %v, want ErrPoisoned", err)
+	}
+	j.Close()
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if lsn := mustAppend(t, j, rec(t, 0, 3, 0)); lsn != 2 {
+		t.Fatalf("reopened journal appends at %d, want 2", lsn)
+	}
+}
+
+func TestCloseCommitsQueuedAppends(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	hold := make(chan struct{})
+	c.mu.Lock()
+	c.hold = hold
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	results := make(chan error, 10)
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := j.Append(context.Background(), rec(t, 0, i, 0))
+			results <- err
+		}()
+	}
+	// Wait until the committer is inside an fsync and the rest are queued.
+	for len(j.queue) < 9 {
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error)
+	go func() { closed <- j.Close() }()
+	c.mu.Lock()
+	c.hold = nil
+	c.mu.Unlock()
+	close(hold)
+	wg.Wait()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	close(results)
+	for err := range results {
+		if err != nil {
+			t.Fatalf("queued append failed on Close: %v", err)
+		}
+	}
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if n := len(readAll(t, j)); n != 10 {
+		t.Fatalf("%d records after Close, want 10", n)
+	}
+}
+
+func TestGroupWaitGathersMore(t *testing.T) {
+	opts := smallOpts()
+	opts.MaxGroupWait = 200 * time.Millisecond
+	c := counting(&opts)
+	j := mustOpen(t, t.TempDir(), opts)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mustAppend(t, j, rec(t, 0, i, 0))
+		}()
+	}
+	wg.Wait()
+	j.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.perSync) >= 8 {
+		t.Fatalf("with a group wait, 8 concurrent appends took %d fsyncs", len(c.perSync))
+	}
+}
+
+func TestGenerationNamesAreTheHighWaterMark(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	opts.StartAfter = 41
+	j := mustOpen(t, dir, opts)
+	j.Close()
+	if _, err := os.Stat(filepath.Join(dir, genName(41))); err != nil {
+		t.Fatalf("empty journal did not persist its start: %v", err)
+	}
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 42 {
+		t.Fatalf("got LSN %d, want 42", lsn)
+	}
+}

@@ -1,0 +1,69 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+)
+
+// Repair describes a torn tail that Open cut from the newest generation.
+type Repair struct {
+	File     string // the segment file that was cut
+	Offset   int64  // where the cut starts: the new file size
+	Bytes    int64  // how many bytes were cut
+	FirstLSN uint64 // the LSN the first cut entry should have carried
+	Reason   string // what was wrong at Offset
+}
+
+// repairTail verifies every entry of generation g's segment (the newest
+// generation) and cuts a torn tail, before tidwall opens it. It returns the
+// number of valid records, and a *Repair when it cut something. Damage that
+// a later write group follows is a *CorruptionError and nothing is cut.
+func repairTail(g generation, log *slog.Logger) (int, *Repair, error) {
+	path := g.segment()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil, nil // a generation whose segment was never created
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	s := newScanner(data, g.base+1)
+	kept := 0
+	for s.next() {
+		kept++
+	}
+	if s.err == nil {
+		return kept, nil, nil
+	}
+	if f, q, found := laterGroupAfter(data, s.off, s.nextLSN); found {
+		return kept, nil, &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN,
+			Err: fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", s.err, f.lsn, q)}
+	}
+	rep := &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: s.nextLSN, Reason: s.err.Error()}
+	if err := cutFile(path, rep.Offset); err != nil {
+		return kept, nil, err
+	}
+	log.Warn("journal: cut torn tail (never acknowledged: no later write group follows it)",
+		"file", rep.File, "offset", rep.Offset, "bytes_cut", rep.Bytes, "first_lsn_cut", rep.FirstLSN,
+		"records_kept", kept, "reason", rep.Reason)
+	return kept, rep, nil
+}
+
+// cutFile truncates path to size and fsyncs it, so that the cut tail cannot
+// reappear after another crash and be read as records.
+func cutFile(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("journal: repair %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("journal: repair %s: truncate to %d: %w", path, size, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal: repair %s: fsync: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,92 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// scanner walks the entries of one segment held in memory. It knows the LSN
+// the next entry must carry, so every entry checks its own position.
+type scanner struct {
+	data    []byte
+	off     int
+	nextLSN uint64
+	group   uint64 // group of the last entry read
+	cur     frame
+	err     error // damage at off; nil at a clean end
+}
+
+func newScanner(data []byte, firstLSN uint64) *scanner {
+	return &scanner{data: data, nextLSN: firstLSN}
+}
+
+// next advances to the next entry. It returns false at the end of the data
+// or at the first damage, which err then describes (offset s.off).
+func (s *scanner) next() bool {
+	if s.off >= len(s.data) || s.err != nil {
+		return false
+	}
+	f, n, err := entryAt(s.data[s.off:])
+	if err == nil && f.lsn != s.nextLSN {
+		err = fmt.Errorf("%w: entry says %d, position says %d", errLSN, f.lsn, s.nextLSN)
+	}
+	if err == nil && f.group < s.group {
+		err = fmt.Errorf("%w: group %d after group %d", errFrameGroup, f.group, s.group)
+	}
+	if err != nil {
+		s.err = err
+		return false
+	}
+	s.cur = f
+	s.off += n
+	s.nextLSN++
+	s.group = f.group
+	return true
+}
+
+// entryAt parses the tidwall entry (uvarint length, frame) at the start of
+// b, returning the frame and the entry's total size.
+func entryAt(b []byte) (frame, int, error) {
+	size, n := binary.Uvarint(b)
+	if n <= 0 {
+		return frame{}, 0, errPrefix
+	}
+	if size > math.MaxInt32 || size > uint64(len(b)-n) {
+		return frame{}, 0, fmt.Errorf("%w: %d bytes declared, %d left", errPastEnd, size, len(b)-n)
+	}
+	f, err := parseFrame(b[n : n+int(size)])
+	if err != nil {
+		return frame{}, 0, err
+	}
+	return f, n + int(size), nil
+}
+
+// laterGroupAfter looks beyond a damaged entry at off (which should have
+// carried LSN want) for any valid entry. It reports the first one it finds
+// that belongs to a later write group than want's (group > want): proof that
+// the damaged group had been fsynced, since the committer writes a group
+// only after the previous one is durable. Candidate offsets are filtered by
+// the LSN window an entry there could carry before any checksum is computed,
+// so zero-filled or random bytes cost little.
+func laterGroupAfter(data []byte, off int, want uint64) (frame, int, bool) {
+	maxLSN := want + uint64(len(data)-off)/minFrame + 1
+	for q := off + 1; q < len(data); q++ {
+		size, n := binary.Uvarint(data[q:])
+		if n <= 0 || size < minFrame || size > uint64(len(data)-q-n) {
+			continue
+		}
+		lsn := binary.LittleEndian.Uint64(data[q+n+offFrameLSN:])
+		if lsn <= want || lsn > maxLSN {
+			continue
+		}
+		f, err := parseFrame(data[q+n : q+n+int(size)])
+		if err != nil {
+			continue
+		}
+		if f.group > want {
+			return f, q, true
+		}
+	}
+	return frame{}, 0, false
+}
