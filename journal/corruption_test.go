@@ -1,0 +1,262 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fixture is a journal of 14 records: LSNs 1–11 each written as its own
+// group, then 12–14 as one group of three (the last group).
+type fixture struct {
+	dir     string
+	segment string
+	offsets map[uint64]int64 // LSN → offset of its entry
+	ends    map[uint64]int64 // LSN → offset just past its entry
+	size    int64
+}
+
+const fixtureRecords = 14
+
+func fixtureRecord(t testing.TB, lsn uint64) []byte { return rec(t, 0, int(lsn), int(lsn)*7) }
+
+func buildFixture(t *testing.T) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	for lsn := uint64(1); lsn <= 10; lsn++ {
+		mustAppend(t, j, fixtureRecord(t, lsn))
+	}
+	// Hold the fsync of LSN 11 while 12–14 queue up behind it, so they are
+	// gathered into one group.
+	hold := make(chan struct{})
+	c.mu.Lock()
+	c.hold = hold
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); mustAppend(t, j, fixtureRecord(t, 11)) }()
+	// Wait until 11 is written: the committer is then held in its fsync.
+	for {
+		c.mu.Lock()
+		w := c.walLog
+		c.mu.Unlock()
+		if li, _ := w.LastIndex(); li == 11 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for lsn := uint64(12); lsn <= 14; lsn++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); mustAppend(t, j, fixtureRecord(t, lsn)) }()
+		for len(j.queue) < int(lsn-11) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	c.mu.Lock()
+	c.hold = nil
+	c.mu.Unlock()
+	close(hold)
+	wg.Wait()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{dir: dir, segment: filepath.Join(dir, genName(0), segmentFile), offsets: map[uint64]int64{}, ends: map[uint64]int64{}}
+	data, err := os.ReadFile(f.segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScanner(data, 1)
+	for off := 0; s.next(); off = s.off {
+		f.offsets[s.cur.lsn] = int64(off)
+		f.ends[s.cur.lsn] = int64(s.off)
+		wantGroup := s.cur.lsn
+		if s.cur.lsn >= 12 {
+			wantGroup = 12
+		}
+		if s.cur.group != wantGroup {
+			t.Fatalf("fixture: LSN %d is in group %d, want %d", s.cur.lsn, s.cur.group, wantGroup)
+		}
+	}
+	if s.err != nil || len(f.offsets) != fixtureRecords {
+		t.Fatalf("fixture: %d records, err %v", len(f.offsets), s.err)
+	}
+	f.size = int64(len(data))
+	return f
+}
+
+// copyTo copies the fixture's journal into a fresh directory.
+func (f fixture) copyTo(t *testing.T) (dir, segment string) {
+	dir = t.TempDir()
+	segment = filepath.Join(dir, genName(0), segmentFile)
+	os.MkdirAll(filepath.Dir(segment), 0o750)
+	src, _ := os.Open(f.segment)
+	defer src.Close()
+	dst, _ := os.Create(segment)
+	defer dst.Close()
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	return dir, segment
+}
+
+func modify(t *testing.T, path string, fn func([]byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, fn(b), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectKept opens dir and checks that exactly LSNs 1..kept survive, intact,
+// and that the next append continues at kept+1.
+func expectKept(t *testing.T, dir string, kept uint64) *Journal {
+	t.Helper()
+	j := mustOpen(t, dir, smallOpts())
+	got := readAll(t, j)
+	if uint64(len(got)) != kept {
+		j.Close()
+		t.Fatalf("kept %d records, want %d", len(got), kept)
+	}
+	for lsn := uint64(1); lsn <= kept; lsn++ {
+		if !bytes.Equal(got[lsn], fixtureRecord(t, lsn)) {
+			j.Close()
+			t.Fatalf("LSN %d missing or changed", lsn)
+		}
+	}
+	if lsn := mustAppend(t, j, rec(t, 9, 9, 0)); lsn != kept+1 {
+		j.Close()
+		t.Fatalf("next append got LSN %d, want %d", lsn, kept+1)
+	}
+	return j
+}
+
+func TestCorruptionTable(t *testing.T) {
+	f := buildFixture(t)
+	type result struct {
+		kept      uint64 // records that must survive; ignored when refuse
+		cutAt     int64  // expected Repair.Offset, -1 for no repair
+		refuse    bool   // Open must fail with a located *CorruptionError
+		refuseLSN uint64
+	}
+	cases := []struct {
+		name   string
+		damage func(b []byte) []byte
+		want   result
+	}{
+		{"intact", func(b []byte) []byte { return b }, result{kept: 14, cutAt: -1}},
+		{"zero-filled tail after the last record", func(b []byte) []byte { return append(b, make([]byte, 4096)...) },
+			result{kept: 14, cutAt: f.size}},
+		{"last group zero-filled in place", func(b []byte) []byte { clear(b[f.offsets[12]:]); return b },
+			result{kept: 11, cutAt: f.offsets[12]}},
+		{"flipped byte in the last record", func(b []byte) []byte { b[f.offsets[14]+30] ^= 0x40; return b },
+			result{kept: 13, cutAt: f.offsets[14]}},
+		{"flipped byte mid last group (rest of the group follows)", func(b []byte) []byte { b[f.offsets[13]+30] ^= 0x40; return b },
+			result{kept: 12, cutAt: f.offsets[13]}},
+		{"flipped byte in the first record of the last group", func(b []byte) []byte { b[f.ends[12]-1] ^= 1; return b },
+			result{kept: 11, cutAt: f.offsets[12]}},
+		{"flipped byte in the middle", func(b []byte) []byte { b[f.offsets[5]+40] ^= 0x01; return b },
+			result{refuse: true, refuseLSN: 5}},
+		{"flipped length prefix in the middle", func(b []byte) []byte { b[f.offsets[5]] ^= 0x7f; return b },
+			result{refuse: true, refuseLSN: 5}},
+		{"flipped LSN field in the middle", func(b []byte) []byte { b[f.offsets[7]+1+offFrameLSN] ^= 0x02; return b },
+			result{refuse: true, refuseLSN: 7}},
+		{"group before the last one damaged", func(b []byte) []byte { b[f.offsets[11]+50] ^= 0x10; return b },
+			result{refuse: true, refuseLSN: 11}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, seg := f.copyTo(t)
+			modify(t, seg, tc.damage)
+			if tc.want.refuse {
+				j, err := Open(dir, smallOpts())
+				if err == nil {
+					j.Close()
+					t.Fatal("opened a journal with damage before its last group")
+				}
+				var ce *CorruptionError
+				if !errors.As(err, &ce) {
+					t.Fatalf("got %v, want a *CorruptionError", err)
+				}
+				if ce.File != seg || ce.Offset != f.offsets[tc.want.refuseLSN] || ce.LSN != tc.want.refuseLSN {
+					t.Fatalf("error locates %s:%d LSN %d, want %s:%d LSN %d (%v)", ce.File, ce.Offset, ce.LSN, seg, f.offsets[tc.want.refuseLSN], tc.want.refuseLSN, err)
+				}
+				if b, _ := os.ReadFile(seg); int64(len(b)) != f.size {
+					t.Fatal("a refused open changed the file")
+				}
+				return
+			}
+			j := expectKept(t, dir, tc.want.kept)
+			defer j.Close()
+			rep := j.Recovery()
+			switch {
+			case tc.want.cutAt < 0 && rep != nil:
+				t.Fatalf("unexpected repair %+v", rep)
+			case tc.want.cutAt >= 0 && (rep == nil || rep.Offset != tc.want.cutAt || rep.File != seg || rep.FirstLSN != tc.want.kept+1):
+				t.Fatalf("repair %+v, want a cut of %s at %d from LSN %d", rep, seg, tc.want.cutAt, tc.want.kept+1)
+			}
+		})
+	}
+}
+
+// TestTruncateAtEveryOffset cuts the file at every byte offset across the
+// last group and the record before it: exactly the entries wholly before
+// the cut survive.
+func TestTruncateAtEveryOffset(t *testing.T) {
+	f := buildFixture(t)
+	for cut := f.offsets[10]; cut < f.size; cut++ {
+		var kept uint64
+		for lsn := uint64(1); lsn <= fixtureRecords; lsn++ {
+			if f.ends[lsn] <= cut {
+				kept = lsn
+			}
+		}
+		dir, seg := f.copyTo(t)
+		modify(t, seg, func(b []byte) []byte { return b[:cut] })
+		j := expectKept(t, dir, kept)
+		rep := j.Recovery()
+		j.Close()
+		torn := cut != f.ends[kept]
+		if torn != (rep != nil) || (torn && (rep.Offset != f.ends[kept] || rep.Bytes != cut-f.ends[kept])) {
+			t.Fatalf("cut at %d: repair %+v, want torn=%v from %d", cut, rep, torn, f.ends[kept])
+		}
+	}
+}
+
+// TestDamageInSealedGeneration: older generations were fsynced before the
+// next began; damage there is reported, with location, when read.
+func TestDamageInSealedGeneration(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	for i := range 100 {
+		mustAppend(t, j, rec(t, 0, i, 2000))
+	}
+	j.Close()
+	seg := filepath.Join(dir, genName(0), segmentFile)
+	modify(t, seg, func(b []byte) []byte { b[100] ^= 0xff; return b })
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	r := j.Reader(1)
+	for r.Next() {
+	}
+	var ce *CorruptionError
+	if !errors.As(r.Err(), &ce) || ce.File != seg || ce.Offset != 0 || ce.LSN != 1 {
+		t.Fatalf("reader error %v, want a *CorruptionError at %s:0 LSN 1", r.Err(), seg)
+	}
+	// The reader says how to inspect it.
+	if want := "ledgerctl -journal " + dir + " verify"; !bytes.Contains([]byte(r.Err().Error()), []byte(want)) {
+		t.Fatalf("error %q does not name %q", r.Err(), want)
+	}
+	_ = context.Background
+}
