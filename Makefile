@@ -30,6 +30,7 @@ run: build
 # Fuzz every parser of untrusted bytes; seeds live in each package's testdata/.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./record
+	$(GO) test -run '^$$' -fuzz '^FuzzExamineTail$$' -fuzztime $(FUZZTIME) ./journal
 
 clean:
 	rm -rf bin

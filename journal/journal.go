@@ -78,6 +78,7 @@ type Journal struct {
 
 	// Owned by the committer goroutine (and by Open before it starts).
 	wal         walLog
+	raw         *wal.Log // the tidwall log under wal, for forceClose
 	base        uint64 // LSN before the active generation's first record
 	last        uint64 // last LSN written
 	activeBytes int64  // bytes in the active generation's segment
@@ -212,7 +213,7 @@ func (j *Journal) openActive(g generation) error {
 		w.Close()
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	j.wal = w
+	j.wal, j.raw = w, w
 	if j.opts.hooks.wrapLog != nil {
 		j.wal = j.opts.hooks.wrapLog(w)
 	}
@@ -483,8 +484,9 @@ func (j *Journal) closeWAL() {
 	}
 	if err := j.wal.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
 		j.log.Warn("journal: close segment", "err", err)
+		forceClose(j.raw, j.log)
 	}
-	j.wal = nil
+	j.wal, j.raw = nil, nil
 }
 
 // Close stops accepting appends, commits those already queued, closes the

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logpond/logpond/internal/powerloss"
 )
 
 func TestAppendReadReopen(t *testing.T) {
@@ -464,5 +466,45 @@ func TestGenerationNamesAreTheHighWaterMark(t *testing.T) {
 	defer j.Close()
 	if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 42 {
 		t.Fatalf("got LSN %d, want 42", lsn)
+	}
+}
+
+// openFDsUnder counts this process's open descriptors on files under dir.
+func openFDsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPoisonedJournalClosesItsFiles: on a dead disk tidwall's Close fails
+// its own fsync and returns without closing the file; the journal must not
+// leak the descriptor (the device could never be unmounted).
+func TestPoisonedJournalClosesItsFiles(t *testing.T) {
+	disk := powerloss.New(t, 64<<20)
+	dir := filepath.Join(disk.Dir, "journal")
+	j := mustOpen(t, dir, smallOpts())
+	mustAppend(t, j, rec(t, 0, 0, 0))
+	if openFDsUnder(t, dir) == 0 {
+		t.Fatal("no open segment file found: the test cannot see descriptors")
+	}
+	if err := disk.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(context.Background(), rec(t, 0, 1, 0)); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("append on a dead disk: %v, want ErrPoisoned", err)
+	}
+	j.Close()
+	if n := openFDsUnder(t, dir); n != 0 {
+		t.Fatalf("%d descriptors still open under %s after a poisoned Close", n, dir)
 	}
 }

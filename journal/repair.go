@@ -29,19 +29,10 @@ func repairTail(g generation, log *slog.Logger) (int, *Repair, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("journal: read %s: %w", path, err)
 	}
-	s := newScanner(data, g.base+1)
-	kept := 0
-	for s.next() {
-		kept++
+	kept, rep, err := examineTail(path, data, g.base+1)
+	if err != nil || rep == nil {
+		return kept, nil, err
 	}
-	if s.err == nil {
-		return kept, nil, nil
-	}
-	if f, q, found := laterGroupAfter(data, s.off, s.nextLSN); found {
-		return kept, nil, &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN,
-			Err: fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", s.err, f.lsn, q)}
-	}
-	rep := &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: s.nextLSN, Reason: s.err.Error()}
 	if err := cutFile(path, rep.Offset); err != nil {
 		return kept, nil, err
 	}
@@ -66,4 +57,23 @@ func cutFile(path string, size int64) error {
 		return fmt.Errorf("journal: repair %s: fsync: %w", path, err)
 	}
 	return f.Close()
+}
+
+// examineTail decides what recovery does with a segment's bytes (doc.go,
+// Recovery): keep everything (nil, nil), cut a torn tail (a *Repair), or
+// refuse (a *CorruptionError). It does no I/O.
+func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error) {
+	s := newScanner(data, firstLSN)
+	kept := 0
+	for s.next() {
+		kept++
+	}
+	if s.err == nil {
+		return kept, nil, nil
+	}
+	if f, q, found := laterGroupAfter(data, s.off, s.nextLSN); found {
+		return kept, nil, &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN,
+			Err: fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", s.err, f.lsn, q)}
+	}
+	return kept, &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: s.nextLSN, Reason: s.err.Error()}, nil
 }
