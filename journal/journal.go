@@ -79,9 +79,9 @@ type Journal struct {
 	// Owned by the committer goroutine (and by Open before it starts).
 	wal         walLog
 	raw         *wal.Log // the tidwall log under wal, for forceClose
-	base        uint64 // LSN before the active generation's first record
-	last        uint64 // last LSN written
-	activeBytes int64  // bytes in the active generation's segment
+	base        uint64   // LSN before the active generation's first record
+	last        uint64   // last LSN written
+	activeBytes int64    // bytes in the active generation's segment
 	batch       wal.Batch
 	frames      []byte
 	offsets     []int
