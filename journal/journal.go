@@ -213,6 +213,9 @@ func (j *Journal) openActive(g generation) error {
 		w.Close()
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
+	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes)) {
+		j.log.Warn("journal: cannot presize tidwall's segment buffer (its layout changed): appends copy more")
+	}
 	j.wal, j.raw = w, w
 	if j.opts.hooks.wrapLog != nil {
 		j.wal = j.opts.hooks.wrapLog(w)
