@@ -404,8 +404,15 @@ func TestCloseCommitsQueuedAppends(t *testing.T) {
 			results <- err
 		}()
 	}
-	// Wait until the committer is inside an fsync and the rest are queued.
-	for len(j.queue) < 9 {
+	// Wait until the committer is inside an fsync (its group written) and
+	// the rest are queued.
+	for {
+		c.mu.Lock()
+		written := c.pending
+		c.mu.Unlock()
+		if written > 0 && written+len(j.queue) == 10 {
+			break
+		}
 		time.Sleep(time.Millisecond)
 	}
 	closed := make(chan error)

@@ -3,11 +3,16 @@ package journal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/internal/powerloss"
 )
@@ -96,4 +101,58 @@ func TestPowerLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealENOSPC fills a small real file system until the journal's write
+// fails with ENOSPC: the journal is poisoned, nothing after is
+// acknowledged, and once space is back a fresh open resumes with every
+// acknowledged record intact.
+func TestRealENOSPC(t *testing.T) {
+	disk := powerloss.New(t, 32<<20)
+	dir := filepath.Join(disk.Dir, "journal")
+	// A filler leaves a few MiB for the journal.
+	filler := filepath.Join(disk.Dir, "filler")
+	var st unix.Statfs_t
+	if err := unix.Statfs(disk.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	if err := os.WriteFile(filler, make([]byte, free-4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, MaxGroupBytes: 1 << 20}
+	j := mustOpen(t, dir, opts)
+	acked := map[uint64][]byte{}
+	var appendErr error
+	for i := 0; i < 100000; i++ {
+		r := rec(t, 0, i, 4000)
+		lsn, err := j.Append(context.Background(), r)
+		if err != nil {
+			appendErr = err
+			break
+		}
+		acked[lsn] = r
+	}
+	if !errors.Is(appendErr, syscall.ENOSPC) || !errors.Is(appendErr, ErrPoisoned) {
+		t.Fatalf("append on a full disk: %v, want ErrPoisoned wrapping ENOSPC", appendErr)
+	}
+	if _, err := j.Append(context.Background(), rec(t, 1, 0, 0)); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("append after ENOSPC: %v, want ErrPoisoned", err)
+	}
+	j.Close()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	j = mustOpen(t, dir, opts)
+	defer j.Close()
+	got := readAll(t, j)
+	for lsn, r := range acked {
+		if !bytes.Equal(got[lsn], r) {
+			t.Fatalf("acknowledged LSN %d lost after ENOSPC", lsn)
+		}
+	}
+	if _, err := j.Append(context.Background(), rec(t, 2, 0, 4000)); err != nil {
+		t.Fatalf("append after space came back: %v", err)
+	}
+	t.Logf("%d records acknowledged before ENOSPC", len(acked))
 }
