@@ -44,7 +44,7 @@ func listGenerations(dir string) ([]generation, error) {
 		if err != nil || len(name) != len(genPrefix)+20 {
 			return nil, fmt.Errorf("journal: %s: unexpected directory %q: a journal directory holds only gen-<20 digits> directories", dir, name)
 		}
-		g := generation{base: base, dir: filepath.Join(dir, name)}
+		g := generation{base: base, dir: filepath.Join(dir, name), size: -1}
 		st, err := os.Stat(g.segment())
 		switch {
 		case err == nil:
@@ -63,7 +63,22 @@ func listGenerations(dir string) ([]generation, error) {
 		}
 		return 0
 	})
-	return gens, nil
+	// A generation without a segment file, other than the newest, is a
+	// Release that a crash interrupted (it removes the segment, then the
+	// directory): finish it. The newest may lack its file only because
+	// tidwall had not created it yet; Open lets tidwall create it.
+	kept := gens[:0]
+	for i, g := range gens {
+		if g.size < 0 && i < len(gens)-1 {
+			if err := os.Remove(g.dir); err != nil {
+				return nil, fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
+			}
+			continue
+		}
+		g.size = max(g.size, 0)
+		kept = append(kept, g)
+	}
+	return kept, nil
 }
 
 // createGeneration makes the directory of a new generation durable: the

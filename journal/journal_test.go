@@ -515,3 +515,55 @@ func TestPoisonedJournalClosesItsFiles(t *testing.T) {
 		t.Fatalf("%d descriptors still open under %s after a poisoned Close", n, dir)
 	}
 }
+
+// TestInterruptedReleaseIsFinished: a crash between removing a released
+// generation's segment and its directory leaves an empty directory, which
+// the next Open removes instead of treating it as a generation.
+func TestInterruptedReleaseIsFinished(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	for i := range 100 {
+		mustAppend(t, j, rec(t, 0, i, 2000))
+	}
+	j.Close()
+	gens, _ := listGenerations(dir)
+	if err := os.Remove(gens[0].segment()); err != nil {
+		t.Fatal(err)
+	}
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if _, err := os.Stat(gens[0].dir); !os.IsNotExist(err) {
+		t.Fatalf("leftover %s not removed: %v", gens[0].dir, err)
+	}
+	if first := j.FirstLSN(); first != gens[1].base+1 {
+		t.Fatalf("first LSN %d, want %d", first, gens[1].base+1)
+	}
+	if n := len(readAll(t, j)); n != int(100-gens[1].base) {
+		t.Fatalf("read %d records, want %d", n, 100-gens[1].base)
+	}
+}
+
+// TestReaderNeverSkipsReleasedRecords: a Reader whose next generation was
+// released under it reports that, instead of skipping records.
+func TestReaderNeverSkipsReleasedRecords(t *testing.T) {
+	j := mustOpen(t, t.TempDir(), smallOpts())
+	defer j.Close()
+	var last uint64
+	for i := range 100 {
+		last = mustAppend(t, j, rec(t, 0, i, 2000))
+	}
+	r := j.Reader(1)
+	if !r.Next() {
+		t.Fatal(r.Err())
+	}
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	n := 1
+	for r.Next() {
+		n++
+	}
+	if r.Err() == nil || !strings.Contains(r.Err().Error(), "released") {
+		t.Fatalf("reader read %d records and ended with %v; want a released error", n, r.Err())
+	}
+}

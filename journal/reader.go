@@ -81,11 +81,8 @@ func (r *Reader) load() bool {
 	r.path = g.segment()
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, os.ErrNotExist) {
-		if r.gi == 0 {
-			r.err = fmt.Errorf("journal: LSN %d was released", r.next)
-			return false
-		}
-		data = nil // an emptied generation (release interrupted by a crash)
+		r.err = fmt.Errorf("journal: LSN %d was released while being read", r.next)
+		return false
 	} else if err != nil {
 		r.err = fmt.Errorf("journal: read %s: %w", r.path, err)
 		return false
