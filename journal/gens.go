@@ -97,23 +97,6 @@ func createGeneration(dir string, base uint64, syncDir func(string) error) (gene
 	return g, nil
 }
 
-// syncDir fsyncs a directory, making the creation, rename or removal of
-// entries in it durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
-
 // journalDirOf returns the journal directory of a segment path, for
 // messages.
 func journalDirOf(segment string) string { return filepath.Dir(filepath.Dir(segment)) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/wal"
 
+	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/record"
 )
 
@@ -128,7 +129,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		spaceFreed: make(chan struct{}),
 	}
 	if j.syncDir == nil {
-		j.syncDir = syncDir
+		j.syncDir = fsutil.SyncDir
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/internal/powerloss"
 )
 
@@ -133,7 +134,7 @@ func TestNewGenerationDirectoriesSyncedBeforeAck(t *testing.T) {
 		mu.Lock()
 		synced[d]++
 		mu.Unlock()
-		return syncDir(d)
+		return fsutil.SyncDir(d)
 	}
 	j := mustOpen(t, dir, opts)
 	defer j.Close()

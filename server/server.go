@@ -20,6 +20,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // Server is an opened logpond instance. Open, then Run, then Close.
@@ -94,22 +95,10 @@ func prepareDir(key, dir string) (string, error) {
 	}
 	// fsync the parent so the new directory's entry survives a power cut
 	// before anything inside it is relied on.
-	if err := syncDir(parent); err != nil {
+	if err := fsutil.SyncDir(parent); err != nil {
 		return "", fmt.Errorf("server: create %s %s: %w", key, abs, err)
 	}
 	return abs, nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Run logs the configured pipeline and blocks until ctx is done. It returns
