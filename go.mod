@@ -4,6 +4,9 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/google/uuid v1.6.0
+	github.com/ncw/directio v1.0.5
+	github.com/tidwall/wal v1.2.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
 )
@@ -13,5 +16,4 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/tidwall/tinylru v1.1.0 // indirect
-	github.com/tidwall/wal v1.2.1 // indirect
 )

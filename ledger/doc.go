@@ -1,10 +1,54 @@
-// Package ledger is logpond's large store: records moved from the journal by
-// the flusher, in segment files named by first LSN and written and read with
-// O_DIRECT, drained by outputs through named cursors (design.md §5).
+// Package ledger is logpond's large store: records moved from the journal
+// by the flusher, kept in segment files written and read with O_DIRECT, and
+// drained by outputs (design.md §5). The ledger never imports the journal:
+// the flusher in package server moves records between them.
 //
-// Its contract: a record is "in the ledger" only after its segment was
-// written, fdatasynced, and (for a new segment) the directory fsynced;
-// synced bytes are never rewritten; a segment is deleted only when every
-// cursor is past it and retention allows. The ledger never imports the
-// journal: the flusher in package server moves records between them.
+// # Promise
+//
+// [Ledger.Append] buffers a record; [Ledger.Sync] writes what is buffered,
+// fdatasyncs the segment and, when a segment file was created since the
+// last Sync, fsyncs the directory. Only when Sync returns are the records
+// "in the ledger" ([Ledger.LastLSN]). Bytes that were synced are never
+// written again: every write ends with zero padding to the next block
+// boundary and the next write starts at that boundary. (Rewriting a
+// partially filled 4 KiB block can tear on a disk with 512-byte sectors and
+// destroy records that were synced and already dropped from the journal.)
+//
+// # Directory layout
+//
+//	DIR/STREAM                         stream id: a random UUID, written once
+//	DIR/<first LSN, 20 digits>.seg     segments, oldest first
+//
+// A record never spans segments. The newest segment is the open one; it is
+// never deleted, so its name keeps the LSN high-water mark even when every
+// older segment has been drained and deleted.
+//
+// # Segment format
+//
+// A segment is a sequence of writes. Each write starts on a block boundary
+// (4096 bytes), holds one or more frames back to back, and is padded with
+// zeros to the next boundary. A frame is
+//
+//	offset  size  field
+//	0       4     length   record bytes that follow the header
+//	4       4     crc      CRC-32C of bytes [0,4) and [8,16): the header alone
+//	8       8     lsn      the record's LSN (little-endian)
+//	16      ...   record   bytes of package record, self-checked by their CRC
+//
+// # Reading and recovery
+//
+// Frames follow one another with consecutive LSNs. A reader that meets a
+// header it cannot use (zero padding, or the torn end of a write that a
+// crash cut short) skips to the next block boundary, where the next write
+// began: there it must find a valid frame with exactly the next LSN, or the
+// end of the file. A valid frame with any other LSN, or anything else, is
+// damage: in a sealed segment a [*CorruptionError] with segment and offset.
+//
+// On open, the newest segment is scanned. If it ends in damage at offset P
+// (expected LSN L), the tail is cut: the file is truncated at the block
+// boundary after P and fsynced. Cutting is allowed only when the caller's
+// Covered(L) says the journal still holds L and everything after it (then
+// nothing is lost: the flusher replays it); otherwise Open fails with a
+// [*CorruptionError]. New writes start at that boundary, so the bytes of the
+// torn write before it are never rewritten either.
 package ledger

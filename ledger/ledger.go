@@ -1,0 +1,294 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/logpond/logpond/internal/fsutil"
+)
+
+// Options configure a ledger; they mirror the [ledger] configuration.
+type Options struct {
+	// SegmentBytes is the size at which the open segment is sealed and a new
+	// one started (a multiple of BlockSize).
+	SegmentBytes int64
+	// DirectIO reads and writes segments with O_DIRECT.
+	DirectIO bool
+	// Covered reports whether the journal still holds lsn and every record
+	// after it. Open cuts a torn tail of the open segment only when it does;
+	// nil means nothing is covered (any cut is reported as corruption).
+	Covered func(lsn uint64) bool
+	// Logger receives repairs and failures.
+	Logger *slog.Logger
+
+	hooks hooks
+}
+
+// hooks are per-instance seams for tests.
+type hooks struct {
+	fdatasync func(*os.File) error
+	syncDir   func(string) error
+}
+
+// writeBuffer is the size of the writer's aligned buffer: records are
+// gathered here and written with one pwrite per Sync (or per full buffer).
+const writeBuffer = 1 << 20
+
+// segment is one segment file.
+type segment struct {
+	first uint64 // LSN of its first record (its name)
+	path  string
+	size  int64 // bytes on disk
+}
+
+func segmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, segmentSuffix) }
+
+// Ledger is an open ledger. Append and Sync belong to one writer goroutine
+// (the flusher); readers and the accessors may run concurrently with it.
+type Ledger struct {
+	dir       string
+	opts      Options
+	log       *slog.Logger
+	stream    string
+	fdatasync func(*os.File) error
+	syncDir   func(string) error
+	repair    *Repair
+
+	// Writer state, owned by the writer goroutine.
+	f        *os.File // the open segment
+	writeOff int64    // where the next write starts: a block boundary
+	buf      []byte   // aligned; frames not yet written
+	bufLen   int
+	last     uint64 // last appended LSN, buffered or not
+	dirDirty bool   // a segment file was created since the last Sync
+
+	mu       sync.Mutex // guards the fields below
+	segs     []segment  // oldest first; the last is open
+	durable  uint64     // last LSN made durable by Sync
+	advanced chan struct{}
+	poisoned error
+	closed   bool
+}
+
+// Repair describes a torn tail Open cut from the open segment.
+type Repair struct {
+	Segment  string
+	Offset   int64  // where the damage began
+	CutAt    int64  // the new end of the file (next write offset)
+	FirstLSN uint64 // first LSN cut (the journal still had it)
+	Reason   string
+}
+
+// Open opens (creating if needed) the ledger in dir, recovering the open
+// segment's tail (doc.go).
+func Open(dir string, opts Options) (*Ledger, error) {
+	if opts.SegmentBytes <= 0 || opts.SegmentBytes%BlockSize != 0 {
+		return nil, fmt.Errorf("ledger: segment bytes %d must be a positive multiple of %d", opts.SegmentBytes, BlockSize)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Ledger{dir: dir, opts: opts, log: opts.Logger, fdatasync: opts.hooks.fdatasync, syncDir: opts.hooks.syncDir,
+		buf: alignedBuffer(writeBuffer), advanced: make(chan struct{})}
+	if l.fdatasync == nil {
+		l.fdatasync = fdatasync
+	}
+	if l.syncDir == nil {
+		l.syncDir = fsutil.SyncDir
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	if l.stream, err = l.loadStream(len(segs) > 0); err != nil {
+		return nil, err
+	}
+	if opts.DirectIO {
+		if err := probeDirectIO(dir); err != nil {
+			return nil, err
+		}
+	}
+	l.segs = segs
+	if len(segs) > 0 {
+		if err := l.recoverOpenSegment(); err != nil {
+			return nil, err
+		}
+	}
+	l.durable = l.last
+	return l, nil
+}
+
+// listSegments returns the segments in dir, oldest first.
+func listSegments(dir string) ([]segment, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: list %s: %w", dir, err)
+	}
+	var segs []segment
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasSuffix(name, segmentSuffix) {
+			continue
+		}
+		first, err := strconv.ParseUint(strings.TrimSuffix(name, segmentSuffix), 10, 64)
+		if err != nil || len(name) != 20+len(segmentSuffix) || first == 0 {
+			return nil, fmt.Errorf("ledger: %s: unexpected file %q: segment files are named <20-digit first LSN>%s", dir, name, segmentSuffix)
+		}
+		info, err := de.Info()
+		if err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		segs = append(segs, segment{first: first, path: filepath.Join(dir, name), size: info.Size()})
+	}
+	slices.SortFunc(segs, func(a, b segment) int { return cmpUint(a.first, b.first) })
+	return segs, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// loadStream reads the stream id, creating it for a new ledger. It is
+// written once, atomically (temp file, fsync, rename, directory fsync), so
+// that it is either absent or whole.
+func (l *Ledger) loadStream(hasSegments bool) (string, error) {
+	path := filepath.Join(l.dir, streamFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id, perr := uuid.Parse(strings.TrimSpace(string(b)))
+		if perr != nil {
+			return "", fmt.Errorf("ledger: stream id in %s: %w", path, perr)
+		}
+		return id.String(), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("ledger: %w", err)
+	}
+	if hasSegments {
+		// Making up a new id would give stored events new document ids and
+		// duplicate them in Elasticsearch.
+		return "", fmt.Errorf("ledger: %s has segments but no %s file: restore it (document ids depend on it) rather than starting a new stream over old data", l.dir, streamFile)
+	}
+	id := uuid.NewString()
+	if err := writeFileAtomic(path, []byte(id+"\n"), l.syncDir); err != nil {
+		return "", err
+	}
+	l.log.Info("ledger: created", "dir", l.dir, "stream_id", id)
+	return id, nil
+}
+
+// writeFileAtomic replaces path with data so that after a crash path holds
+// either its old content or data, never a mix.
+func writeFileAtomic(path string, data []byte, syncDir func(string) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync() // the content must be durable before the rename publishes it
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path)) // the rename itself
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("ledger: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// recoverOpenSegment scans the newest segment, cuts a torn tail the journal
+// covers, and opens the segment for writing after its last record.
+func (l *Ledger) recoverOpenSegment() error {
+	seg := &l.segs[len(l.segs)-1]
+	f, err := openSegmentFile(seg.path, os.O_RDWR, l.opts.DirectIO)
+	if err != nil {
+		return fmt.Errorf("ledger: open %s: %w", seg.path, err)
+	}
+	sc := newSegScanner(f, seg.path, seg.first, 0)
+	var end int64 // just past the last valid frame
+	for sc.nextFrame() {
+		end = sc.recOff + frameSize(len(sc.rec))
+	}
+	if sc.ioErr != nil {
+		f.Close()
+		return sc.ioErr
+	}
+	l.last = sc.next - 1
+	l.writeOff = alignUp(end)
+	if d := sc.damage; d != nil {
+		if l.opts.Covered == nil || !l.opts.Covered(d.LSN) {
+			f.Close()
+			d.Err = fmt.Errorf("%w; the journal no longer holds LSN %d, so these records cannot be replayed", d.Err, d.LSN)
+			return d
+		}
+		l.writeOff = alignUp(d.Offset)
+		l.repair = &Repair{Segment: seg.path, Offset: d.Offset, CutAt: l.writeOff, FirstLSN: d.LSN, Reason: d.Err.Error()}
+		l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
+			"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err)
+	}
+	if seg.size > l.writeOff {
+		// Bytes past the last write (a torn extension, or the cut tail) go,
+		// so nothing stale can follow the next write.
+		if err := f.Truncate(l.writeOff); err == nil {
+			err = l.fdatasync(f)
+		}
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("ledger: cut %s at %d: %w", seg.path, l.writeOff, err)
+		}
+		seg.size = l.writeOff
+	}
+	l.f = f
+	return nil
+}
+
+// StreamID is the ledger's stream id (a UUID), part of every document id.
+func (l *Ledger) StreamID() string { return l.stream }
+
+// Recovery reports the torn tail Open cut, or nil.
+func (l *Ledger) Recovery() *Repair { return l.repair }
+
+// LastLSN is the last LSN made durable by Sync (0 for an empty ledger).
+func (l *Ledger) LastLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
+// FirstLSN is the LSN of the oldest retained record (LastLSN()+1 when the
+// ledger holds none).
+func (l *Ledger) FirstLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) == 0 {
+		return l.durable + 1
+	}
+	return min(l.segs[0].first, l.durable+1)
+}

@@ -1,0 +1,174 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+)
+
+// readChunk is the size of one catch-up read: large, so that a reader far
+// behind costs few system calls.
+const readChunk = 1 << 20
+
+// segScanner reads the frames of one segment file in order, with aligned
+// reads into an aligned window, applying the skip rule of doc.go.
+//
+// Window invariant: buf[0] is at file offset fileOff, a block boundary, and
+// buf[start:end] holds the bytes not yet consumed.
+type segScanner struct {
+	f       *os.File
+	path    string
+	buf     []byte
+	fileOff int64
+	start   int
+	end     int
+	eof     bool
+
+	next  uint64 // LSN the next frame must carry
+	limit uint64 // stop before LSNs above this; 0 = no limit
+
+	lsn    uint64
+	rec    []byte // aliases buf: valid until the next call to next
+	recOff int64  // file offset of the current frame
+
+	damage *CorruptionError // set when scanning stopped at damage
+	ioErr  error
+}
+
+func newSegScanner(f *os.File, path string, firstLSN uint64, from int64) *segScanner {
+	from = alignDown(from)
+	return &segScanner{f: f, path: path, buf: alignedBuffer(readChunk), fileOff: from, next: firstLSN}
+}
+
+// pos is the file offset of buf[start].
+func (s *segScanner) pos() int64 { return s.fileOff + int64(s.start) }
+
+// fill makes buf[start:end] hold at least n bytes, or reaches EOF. It
+// returns false on an I/O error.
+func (s *segScanner) fill(n int) bool {
+	for s.end-s.start < n && !s.eof {
+		if s.end == len(s.buf) || len(s.buf)-s.end < BlockSize {
+			// Compact: keep the block holding start, so alignment holds.
+			a := int(alignDown(int64(min(s.start, s.end))))
+			if a == 0 && s.end == len(s.buf) {
+				grown := alignedBuffer(len(s.buf)*2 + n)
+				copy(grown, s.buf[:s.end])
+				s.buf = grown
+			} else {
+				copy(s.buf, s.buf[a:s.end])
+				s.fileOff += int64(a)
+				s.start -= a
+				s.end -= a
+				if len(s.buf)-s.end < n-(s.end-s.start) {
+					grown := alignedBuffer(len(s.buf) + n)
+					copy(grown, s.buf[:s.end])
+					s.buf = grown
+				}
+			}
+		}
+		want := int(alignDown(int64(len(s.buf) - s.end)))
+		got, err := readAt(s.f, s.buf[s.end:s.end+want], s.fileOff+int64(s.end))
+		if err != nil {
+			s.ioErr = fmt.Errorf("ledger: read %s at %d: %w", s.path, s.fileOff+int64(s.end), err)
+			return false
+		}
+		s.end += got
+		if got < want {
+			s.eof = true
+		}
+	}
+	return true
+}
+
+// nextFrame advances to the next frame. It returns false at the end of the
+// segment, at the LSN limit, at damage (s.damage) or on an I/O error.
+func (s *segScanner) nextFrame() bool {
+	for {
+		if s.damage != nil || s.ioErr != nil || (s.limit > 0 && s.next > s.limit) {
+			return false
+		}
+		if !s.fill(frameHeader) {
+			return false
+		}
+		if s.start >= s.end {
+			return false // clean end of file
+		}
+		lsn, rec, need, err := parseFrame(s.buf[s.start:s.end])
+		if err == nil && need > 0 {
+			have := s.end - s.start
+			if !s.fill(have + need) {
+				return false
+			}
+			if s.end-s.start >= have+need {
+				continue
+			}
+			err = fmt.Errorf("%w: the file ends inside the frame", errHeader) // torn
+		}
+		if err == nil && lsn != s.next {
+			err = fmt.Errorf("%w: frame says %d, expected %d", errLSN, lsn, s.next)
+		}
+		if err == nil {
+			s.lsn, s.rec, s.recOff = lsn, rec, s.pos()
+			s.start += int(frameSize(len(rec)))
+			s.next++
+			return true
+		}
+		if !s.skip(err) {
+			return false
+		}
+	}
+}
+
+// skip handles an unusable frame at pos(): zero padding or the torn end of
+// a write. It moves to the next block boundary, where the next write began;
+// unless the skipped bytes were all zero, a valid frame with exactly the
+// next LSN must be there (or the file must end), else it is damage.
+func (s *segScanner) skip(cause error) bool {
+	at := s.pos()
+	boundary := alignDown(at) + BlockSize
+	if !s.fill(int(boundary - at)) {
+		return false
+	}
+	skipped := s.buf[s.start:min(s.end, s.start+int(boundary-at))]
+	zeros := allZero(skipped)
+	s.start += len(skipped)
+	if zeros {
+		return true // padding: whatever follows is judged on its own
+	}
+	if s.start >= s.end && !s.fill(1) {
+		return false
+	}
+	if s.start >= s.end {
+		s.damage = &CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("torn end of segment: %w", cause)}
+		return false
+	}
+	if !s.fill(frameHeader) {
+		return false
+	}
+	if lsn, ok := peekHeader(s.buf[s.start:s.end]); !ok || lsn != s.next {
+		// Bytes were lost: a hole must be followed by the very next LSN.
+		s.damage = &CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("%w (%v)", errGap, cause)}
+		return false
+	}
+	return true
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// refresh drops the bytes read ahead of the current position, so that the
+// next fill reads them from the file again (a reader following the open
+// segment must not parse a stale copy of a block the writer has since
+// written). The block holding the position is re-read from its start.
+func (s *segScanner) refresh() {
+	pos := s.pos()
+	s.fileOff = alignDown(pos)
+	s.start = int(pos - s.fileOff)
+	s.end = 0
+	s.eof = false
+}

@@ -1,0 +1,180 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Append buffers the record rec (encoded by package record) as LSN lsn.
+// LSNs must be consecutive; the first record of an empty ledger may carry
+// any LSN. Nothing is durable until Sync returns. A record never spans
+// segments: one that does not fit in the open segment starts the next.
+func (l *Ledger) Append(lsn uint64, rec []byte) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.f != nil && lsn != l.last+1 {
+		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
+	}
+	size := frameSize(len(rec))
+	used := l.writeOff + alignUp(int64(l.bufLen))
+	switch {
+	case l.f == nil:
+		if err := l.startSegment(lsn); err != nil {
+			return l.poison(err)
+		}
+	case used > 0 && l.writeOff+int64(l.bufLen)+size > l.opts.SegmentBytes:
+		if err := l.seal(); err != nil {
+			return l.poison(err)
+		}
+		if err := l.startSegment(lsn); err != nil {
+			return l.poison(err)
+		}
+	}
+	if int64(l.bufLen)+size > int64(len(l.buf)) {
+		if l.bufLen > 0 {
+			if err := l.writeBuffered(); err != nil {
+				return l.poison(err)
+			}
+		}
+		if size > int64(len(l.buf)) {
+			l.buf = alignedBuffer(int(size))
+		}
+	}
+	putFrame(l.buf[l.bufLen:], lsn, rec)
+	l.bufLen += int(size)
+	l.last = lsn
+	return nil
+}
+
+// Sync makes every appended record durable: it writes the buffer, then
+// fdatasyncs the open segment, then, if a segment file was created since the
+// last Sync, fsyncs the directory. Only then does LastLSN advance.
+func (l *Ledger) Sync() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.f == nil {
+		return nil
+	}
+	if l.bufLen > 0 {
+		if err := l.writeBuffered(); err != nil {
+			return l.poison(err)
+		}
+	}
+	if err := l.fdatasync(l.f); err != nil {
+		return l.poison(fmt.Errorf("ledger: fdatasync %s: %w", l.f.Name(), err))
+	}
+	if l.dirDirty {
+		if err := l.syncDir(l.dir); err != nil {
+			return l.poison(fmt.Errorf("ledger: %w", err))
+		}
+		l.dirDirty = false
+	}
+	l.mu.Lock()
+	l.durable = l.last
+	l.segs[len(l.segs)-1].size = l.writeOff
+	close(l.advanced)
+	l.advanced = make(chan struct{})
+	l.mu.Unlock()
+	return nil
+}
+
+// writeBuffered writes the buffered frames, zero-padded to whole blocks, at
+// the next block boundary. The next write starts after the padding, so
+// these bytes are never written again once synced.
+func (l *Ledger) writeBuffered() error {
+	n := int(alignUp(int64(l.bufLen)))
+	clear(l.buf[l.bufLen:n])
+	if err := writeAt(l.f, l.buf[:n], l.writeOff); err != nil {
+		return fmt.Errorf("ledger: write %s at %d: %w", l.f.Name(), l.writeOff, err)
+	}
+	l.writeOff += int64(n)
+	l.bufLen = 0
+	return nil
+}
+
+// seal writes and fdatasyncs the open segment and closes it. Its records
+// are durable now, but LastLSN advances only at the next Sync, which also
+// makes the next segment's directory entry durable.
+func (l *Ledger) seal() error {
+	if l.bufLen > 0 {
+		if err := l.writeBuffered(); err != nil {
+			return err
+		}
+	}
+	if err := l.fdatasync(l.f); err != nil {
+		return fmt.Errorf("ledger: fdatasync %s: %w", l.f.Name(), err)
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("ledger: close %s: %w", l.f.Name(), err)
+	}
+	l.mu.Lock()
+	l.segs[len(l.segs)-1].size = l.writeOff
+	l.mu.Unlock()
+	l.f = nil
+	return nil
+}
+
+// startSegment creates the segment whose first record is first.
+func (l *Ledger) startSegment(first uint64) error {
+	path := filepath.Join(l.dir, segmentName(first))
+	f, err := openSegmentFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, l.opts.DirectIO)
+	if err != nil {
+		return fmt.Errorf("ledger: create segment: %w", err)
+	}
+	l.f, l.writeOff, l.dirDirty = f, 0, true
+	l.mu.Lock()
+	l.segs = append(l.segs, segment{first: first, path: path})
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *Ledger) usable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.poisoned != nil:
+		return fmt.Errorf("%w: %w", ErrPoisoned, l.poisoned)
+	}
+	return nil
+}
+
+// poison makes a write or fdatasync failure sticky: a failed fdatasync may
+// have dropped the dirty data, and no retry can make it durable (design.md
+// §3). Only a fresh Open, which re-reads the tail from disk, resumes.
+func (l *Ledger) poison(err error) error {
+	l.mu.Lock()
+	if l.poisoned == nil {
+		l.poisoned = err
+	}
+	l.mu.Unlock()
+	l.log.Error("ledger poisoned: nothing more is stored until it is reopened", "err", err)
+	return fmt.Errorf("%w: %w", ErrPoisoned, err)
+}
+
+// Close closes the open segment. Records appended since the last Sync are
+// not written: the journal still holds them. Close returns the sticky
+// failure, if any; a second Close returns ErrClosed.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	poisoned := l.poisoned
+	l.mu.Unlock()
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+		l.f = nil
+	}
+	if poisoned != nil {
+		return poisoned
+	}
+	return err
+}
