@@ -1,0 +1,193 @@
+package ledger
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ledgerFixture writes LSNs 1..40 into one segment, synced in writes of 1–3
+// records (so padding separates writes), and returns the segment path and
+// where each frame ends.
+func ledgerFixture(t *testing.T) (dir, seg string, ends, starts map[uint64]int64) {
+	dir = t.TempDir()
+	l := mustOpen(t, dir, Options{SegmentBytes: 1 << 20, DirectIO: true})
+	for lsn := uint64(1); lsn <= 40; lsn++ {
+		if err := l.Append(lsn, rec(t, lsn, int(lsn*37%900))); err != nil {
+			t.Fatal(err)
+		}
+		if lsn%3 != 1 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l.Sync()
+	l.Close()
+	seg = filepath.Join(dir, segmentName(1))
+	f, _ := os.Open(seg)
+	defer f.Close()
+	sc := newSegScanner(f, seg, 1, 0)
+	ends, starts = map[uint64]int64{}, map[uint64]int64{}
+	for sc.nextFrame() {
+		starts[sc.lsn] = sc.recOff
+		ends[sc.lsn] = sc.recOff + frameSize(len(sc.rec))
+	}
+	if len(ends) != 40 || sc.damage != nil {
+		t.Fatalf("fixture: %d frames, damage %v", len(ends), sc.damage)
+	}
+	return dir, seg, ends, starts
+}
+
+func fixturePad(lsn uint64) int { return int(lsn * 37 % 900) }
+
+func copyDir(t *testing.T, src string) string {
+	dst := t.TempDir()
+	des, _ := os.ReadDir(src)
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(src, de.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dst, de.Name()), b, 0o640)
+	}
+	return dst
+}
+
+// expectRecords opens dir and checks that exactly LSNs 1..kept survive.
+func expectRecords(t *testing.T, dir string, opts Options, kept uint64) *Ledger {
+	t.Helper()
+	l := mustOpen(t, dir, opts)
+	if l.LastLSN() != kept {
+		l.Close()
+		t.Fatalf("last LSN %d, want %d", l.LastLSN(), kept)
+	}
+	r := l.Reader(1)
+	defer r.Close()
+	n := uint64(0)
+	for r.Next() {
+		n++
+		if r.LSN() != n || string(r.Record()) != string(rec(t, n, fixturePad(n))) {
+			l.Close()
+			t.Fatalf("record %d wrong", n)
+		}
+	}
+	if r.Err() != nil || n != kept {
+		l.Close()
+		t.Fatalf("read %d records (err %v), want %d", n, r.Err(), kept)
+	}
+	// The next write goes after the cut and is read back.
+	if err := l.Append(kept+1, rec(t, kept+1, fixturePad(kept+1))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func covered(uint64) bool { return true }
+
+// released models a journal that has dropped every LSN up to 40 (all of
+// them were synced to the ledger): it covers only LSNs after 40.
+func released(lsn uint64) bool { return lsn > 40 }
+
+// TestTornTailAtEveryOffset cuts the segment at every offset of its last
+// two blocks. With the journal covering the cut, exactly the frames wholly
+// before the cut survive; when the journal has dropped them (they had been
+// synced), Open refuses whenever a record was cut, and names the segment.
+func TestTornTailAtEveryOffset(t *testing.T) {
+	src, seg, ends, _ := ledgerFixture(t)
+	st, _ := os.Stat(seg)
+	for cut := st.Size() - 2*BlockSize; cut < st.Size(); cut++ {
+		var kept uint64
+		for lsn := uint64(1); lsn <= 40; lsn++ {
+			if ends[lsn] <= cut {
+				kept = lsn
+			}
+		}
+		dir := copyDir(t, src)
+		path := filepath.Join(dir, filepath.Base(seg))
+		if err := os.Truncate(path, cut); err != nil {
+			t.Fatal(err)
+		}
+		if kept < 40 {
+			_, err := Open(dir, Options{SegmentBytes: 1 << 20, DirectIO: true, Covered: released})
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.Segment != path || ce.LSN != kept+1 {
+				t.Fatalf("cut at %d without journal cover: got %v, want a *CorruptionError for LSN %d in %s", cut, err, kept+1, path)
+			}
+		}
+		l := expectRecords(t, dir, Options{SegmentBytes: 1 << 20, DirectIO: true, Covered: covered}, kept)
+		l.Close()
+	}
+}
+
+func TestLedgerCorruptionTable(t *testing.T) {
+	src, seg, ends, starts := ledgerFixture(t)
+	name := filepath.Base(seg)
+	cases := []struct {
+		name    string
+		damage  func(b []byte) []byte
+		cover   bool
+		kept    uint64 // records that survive
+		refuse  bool   // Open fails with a located *CorruptionError
+		lsnAt   uint64 // the LSN the refusal names
+		readErr bool   // Open succeeds but reading reports damage
+	}{
+		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0, false},
+		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0, false},
+		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0, false},
+		{"last write zero-filled, journal dropped it", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 0, true, 40, false},
+		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0, false},
+		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21, false},
+		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t, src)
+			path := filepath.Join(dir, name)
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, tc.damage(b), 0o640)
+			opts := Options{SegmentBytes: 1 << 20, DirectIO: true}
+			opts.Covered = released
+			if tc.cover {
+				opts.Covered = covered
+			}
+			if tc.refuse {
+				_, err := Open(dir, opts)
+				var ce *CorruptionError
+				if !errors.As(err, &ce) || ce.Segment != path || ce.LSN != tc.lsnAt {
+					t.Fatalf("got %v, want a *CorruptionError at LSN %d of %s", err, tc.lsnAt, path)
+				}
+				return
+			}
+			expectRecords(t, dir, opts, tc.kept).Close()
+		})
+	}
+}
+
+// TestDamageInSealedSegment: sealed segments are not scanned at Open; a
+// reader reports their damage with segment and offset.
+func TestDamageInSealedSegment(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOpts(t, true))
+	fill(t, l, 1, 200, 700, false)
+	l.Close()
+	segs, _ := listSegments(dir)
+	first := segs[0].path
+	b, _ := os.ReadFile(first)
+	b[3*BlockSize+100] ^= 0x80
+	os.WriteFile(first, b, 0o640)
+	l = mustOpen(t, dir, testOpts(t, true))
+	defer l.Close()
+	r := l.Reader(1)
+	defer r.Close()
+	for r.Next() {
+	}
+	var ce *CorruptionError
+	if !errors.As(r.Err(), &ce) || ce.Segment != first || ce.Offset > 3*BlockSize+100 || ce.Offset < 2*BlockSize {
+		t.Fatalf("reader error %v, want a *CorruptionError in %s near offset %d", r.Err(), first, 3*BlockSize+100)
+	}
+}
