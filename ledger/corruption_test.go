@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ func ledgerFixture(t *testing.T) (dir, seg string, ends, starts map[uint64]int64
 	dir = t.TempDir()
 	l := mustOpen(t, dir, Options{SegmentBytes: 1 << 20, DirectIO: true})
 	for lsn := uint64(1); lsn <= 40; lsn++ {
-		if err := l.Append(lsn, rec(t, lsn, int(lsn*37%900))); err != nil {
+		if err := l.Append(context.Background(), lsn, rec(t, lsn, int(lsn*37%900))); err != nil {
 			t.Fatal(err)
 		}
 		if lsn%3 != 1 {
@@ -46,6 +47,9 @@ func copyDir(t *testing.T, src string) string {
 	dst := t.TempDir()
 	des, _ := os.ReadDir(src)
 	for _, de := range des {
+		if de.IsDir() {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(src, de.Name()))
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +82,7 @@ func expectRecords(t *testing.T, dir string, opts Options, kept uint64) *Ledger 
 		t.Fatalf("read %d records (err %v), want %d", n, r.Err(), kept)
 	}
 	// The next write goes after the cut and is read back.
-	if err := l.Append(kept+1, rec(t, kept+1, fixturePad(kept+1))); err != nil {
+	if err := l.Append(context.Background(), kept+1, rec(t, kept+1, fixturePad(kept+1))); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Sync(); err != nil {

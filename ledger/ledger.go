@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,6 +23,12 @@ type Options struct {
 	// SegmentBytes is the size at which the open segment is sealed and a new
 	// one started (a multiple of BlockSize).
 	SegmentBytes int64
+	// MaxBytes bounds the ledger on disk; Append waits above it (0: no
+	// bound). It must leave room for at least two segments.
+	MaxBytes int64
+	// Retention keeps drained segments this long after every cursor passed
+	// them; 0 deletes them at the next Retain.
+	Retention time.Duration
 	// DirectIO reads and writes segments with O_DIRECT.
 	DirectIO bool
 	// Covered reports whether the journal still holds lsn and every record
@@ -41,6 +49,7 @@ type Options struct {
 type hooks struct {
 	fdatasync func(*os.File) error
 	syncDir   func(string) error
+	now       func() time.Time
 }
 
 // writeBuffer is the size of the writer's aligned buffer: records are
@@ -67,6 +76,10 @@ type Ledger struct {
 	syncDir   func(string) error
 	repair    *Repair
 
+	// openBytes is the open segment's bytes (written and buffered), kept
+	// by the writer and read by UsedBytes.
+	openBytes atomic.Int64
+
 	// Writer state, owned by the writer goroutine.
 	f        *os.File // the open segment
 	writeOff int64    // where the next write starts: a block boundary
@@ -75,12 +88,18 @@ type Ledger struct {
 	last     uint64 // last appended LSN, buffered or not
 	dirDirty bool   // a segment file was created since the last Sync
 
-	mu       sync.Mutex // guards the fields below
-	segs     []segment  // oldest first; the last is open
-	durable  uint64     // last LSN made durable by Sync
-	advanced chan struct{}
-	poisoned error
-	closed   bool
+	cursorMu sync.Mutex // serializes cursor file updates
+
+	mu        sync.Mutex // guards the fields below
+	cursors   map[string]uint64
+	drainedAt map[uint64]time.Time // segment first LSN → when Retain first saw it drained
+	freed     chan struct{}        // closed and replaced when Retain deletes
+	waiting   string               // why the writer waits, "" when it does not
+	segs      []segment            // oldest first; the last is open
+	durable   uint64               // last LSN made durable by Sync
+	advanced  chan struct{}
+	poisoned  error
+	closed    bool
 }
 
 // Repair describes a torn tail Open cut from the open segment.
@@ -98,11 +117,15 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if opts.SegmentBytes <= 0 || opts.SegmentBytes%BlockSize != 0 {
 		return nil, fmt.Errorf("ledger: segment bytes %d must be a positive multiple of %d", opts.SegmentBytes, BlockSize)
 	}
+	if opts.MaxBytes > 0 && opts.MaxBytes < 2*opts.SegmentBytes {
+		return nil, fmt.Errorf("ledger: max bytes %d must be at least 2 × segment bytes %d", opts.MaxBytes, opts.SegmentBytes)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Ledger{dir: dir, opts: opts, log: opts.Logger, fdatasync: opts.hooks.fdatasync, syncDir: opts.hooks.syncDir,
-		buf: alignedBuffer(writeBuffer), advanced: make(chan struct{})}
+		buf: alignedBuffer(writeBuffer), advanced: make(chan struct{}),
+		freed: make(chan struct{}), drainedAt: map[uint64]time.Time{}}
 	if l.fdatasync == nil {
 		l.fdatasync = fdatasync
 	}
@@ -124,6 +147,9 @@ func Open(dir string, opts Options) (*Ledger, error) {
 			return nil, err
 		}
 	}
+	if l.cursors, err = l.loadCursors(); err != nil {
+		return nil, err
+	}
 	l.segs = segs
 	if len(segs) > 0 {
 		if err := l.recoverOpenSegment(); err != nil {
@@ -131,6 +157,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		}
 	}
 	l.durable = l.last
+	l.openBytes.Store(l.writeOff)
 	return l, nil
 }
 

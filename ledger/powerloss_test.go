@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func TestPowerLoss(t *testing.T) {
 				for lsn := uint64(1); ; {
 					n := 1 + wrng.IntN(8)
 					for range n {
-						if l.Append(lsn, rec(t, lsn, int(lsn%3000))) != nil {
+						if l.Append(context.Background(), lsn, rec(t, lsn, int(lsn%3000))) != nil {
 							return
 						}
 						lsn++

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // Reader reads records in LSN order from a starting LSN, following the
@@ -73,10 +74,13 @@ func (r *Reader) Next() bool {
 		case r.sc.next <= durable:
 			// This segment is exhausted (sealed): go to the next one,
 			// which must start exactly where this one ended.
-			i := segmentFor(segs, r.segFirst)
-			if i+1 < len(segs) && segs[i+1].first == r.sc.next {
+			if slices.ContainsFunc(segs, func(s segment) bool { return s.first == r.sc.next }) {
 				r.closeSegment()
 				continue
+			}
+			if len(segs) > 0 && segs[0].first > r.sc.next {
+				r.err = fmt.Errorf("ledger: the segment holding LSN %d was deleted by retention before it was read", r.sc.next)
+				return false
 			}
 			r.err = &CorruptionError{Segment: r.sc.path, Offset: r.sc.pos(), LSN: r.sc.next,
 				Err: errors.New("segment ends before the next segment begins: records are missing")}

@@ -1,16 +1,18 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 )
 
-// Append buffers the record rec (encoded by package record) as LSN lsn.
+// Append waits (until ctx ends) while the ledger is at MaxBytes, then
+// buffers the record rec (encoded by package record) as LSN lsn.
 // LSNs must be consecutive; the first record of an empty ledger may carry
 // any LSN. Nothing is durable until Sync returns. A record never spans
 // segments: one that does not fit in the open segment starts the next.
-func (l *Ledger) Append(lsn uint64, rec []byte) error {
+func (l *Ledger) Append(ctx context.Context, lsn uint64, rec []byte) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -18,6 +20,9 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
 	}
 	size := frameSize(len(rec))
+	if err := l.waitForSpace(ctx, alignUp(size)); err != nil {
+		return err
+	}
 	used := l.writeOff + alignUp(int64(l.bufLen))
 	switch {
 	case l.f == nil:
@@ -45,6 +50,7 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 	putFrame(l.buf[l.bufLen:], lsn, rec)
 	l.bufLen += int(size)
 	l.last = lsn
+	l.openBytes.Store(l.writeOff + int64(l.bufLen))
 	return nil
 }
 
@@ -92,6 +98,7 @@ func (l *Ledger) writeBuffered() error {
 	}
 	l.writeOff += int64(n)
 	l.bufLen = 0
+	l.openBytes.Store(l.writeOff)
 	return nil
 }
 
@@ -125,6 +132,7 @@ func (l *Ledger) startSegment(first uint64) error {
 		return fmt.Errorf("ledger: create segment: %w", err)
 	}
 	l.f, l.writeOff, l.dirDirty = f, 0, true
+	l.openBytes.Store(0)
 	l.mu.Lock()
 	l.segs = append(l.segs, segment{first: first, path: path})
 	l.mu.Unlock()

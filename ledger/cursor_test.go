@@ -1,0 +1,217 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestCursors(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOpts(t, true))
+	fill(t, l, 1, 100, 500, false)
+	pos, err := l.Cursor("es")
+	if err != nil || pos != 0 {
+		t.Fatalf("new cursor at %d (%v), want 0 (before the oldest record)", pos, err)
+	}
+	if err := l.SetCursor("es", 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetCursor("es", 40); err == nil {
+		t.Fatal("cursor moved backwards")
+	}
+	if err := l.SetCursor("es", 101); err == nil {
+		t.Fatal("cursor moved past the last stored LSN")
+	}
+	if _, err := l.Cursor("../etc"); err == nil {
+		t.Fatal("a cursor name with a path was accepted")
+	}
+	l.Close()
+	l = mustOpen(t, dir, testOpts(t, true))
+	defer l.Close()
+	if pos, _ := l.Cursor("es"); pos != 50 {
+		t.Fatalf("after reopen cursor at %d, want 50", pos)
+	}
+	os.WriteFile(l.cursorPath("bad"), []byte("garbage"), 0o640)
+	if _, err := Open(t.TempDir(), testOpts(t, true)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := Open(dir, testOpts(t, true)); err == nil || !strings.Contains(err.Error(), "bad.cursor is damaged") {
+		t.Fatalf("damaged cursor file: %v", err)
+	}
+}
+
+// TestCursorSurvivesKill SIGKILLs a process that updates a cursor as fast
+// as it can, at random moments: the file then holds an old or a new value,
+// never garbage.
+func TestCursorSurvivesKill(t *testing.T) {
+	if dir := os.Getenv("LEDGER_CURSOR_CHILD"); dir != "" {
+		l, err := Open(dir, Options{SegmentBytes: 1 << 20})
+		if err != nil {
+			os.Exit(2)
+		}
+		for lsn := uint64(1); lsn <= 1000; lsn++ {
+			l.Append(context.Background(), lsn, rec(t, lsn, 0))
+		}
+		l.Sync()
+		for i := uint64(1); ; i = i%1000 + 1 {
+			if i == 1 {
+				l.DeleteCursor("out")
+			}
+			if err := l.SetCursor("out", i); err != nil {
+				os.Exit(3)
+			}
+		}
+	}
+	for round := range 10 {
+		dir := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCursorSurvivesKill$")
+		cmd.Env = append(os.Environ(), "LEDGER_CURSOR_CHILD="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(50+round*20) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		l, err := Open(dir, Options{SegmentBytes: 1 << 20})
+		if err != nil {
+			t.Fatalf("round %d: open after kill: %v", round, err)
+		}
+		if pos, ok := l.Cursors()["out"]; ok && (pos < 1 || pos > 1000) {
+			t.Fatalf("round %d: cursor holds %d", round, pos)
+		}
+		l.Close()
+	}
+}
+
+func TestRetention(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Unix(1_800_000_000, 0)
+	opts := testOpts(t, true)
+	opts.Retention = time.Hour
+	opts.hooks.now = func() time.Time { return now }
+	l := mustOpen(t, dir, opts)
+	defer l.Close()
+	fill(t, l, 1, 300, 500, false)
+	if n, _ := l.Retain(); n != 0 {
+		t.Fatalf("deleted %d segments with no cursor", n)
+	}
+	l.Cursor("a")
+	l.Cursor("b")
+	l.SetCursor("a", 300)
+	l.SetCursor("b", 150)
+	segsBefore, _ := listSegments(dir)
+	if n, _ := l.Retain(); n != 0 {
+		t.Fatalf("deleted %d segments before retention elapsed", n)
+	}
+	now = now.Add(2 * time.Hour)
+	n, err := l.Retain()
+	if err != nil || n == 0 {
+		t.Fatalf("retention deleted %d (%v)", n, err)
+	}
+	segs, _ := listSegments(dir)
+	if len(segs) != len(segsBefore)-n || segs[0].first > 151 {
+		t.Fatalf("after retention the oldest segment starts at %d; cursor b needs 151", segs[0].first)
+	}
+	// A new cursor starts at the oldest retained record.
+	if pos, _ := l.Cursor("c"); pos != segs[0].first-1 {
+		t.Fatalf("new cursor at %d, want %d", pos, segs[0].first-1)
+	}
+	// Everything drained: the open segment stays, and with it the last LSN.
+	l.SetCursor("b", 300)
+	l.SetCursor("c", 300)
+	now = now.Add(2 * time.Hour)
+	l.Retain()
+	now = now.Add(2 * time.Hour)
+	l.Retain()
+	segs, _ = listSegments(dir)
+	if len(segs) != 1 {
+		t.Fatalf("%d segments left, want only the open one", len(segs))
+	}
+	l.Close()
+	l = mustOpen(t, dir, opts)
+	defer l.Close()
+	if l.LastLSN() != 300 {
+		t.Fatalf("last LSN %d after deleting drained segments, want 300", l.LastLSN())
+	}
+}
+
+// TestRetentionRacesReader: a reader holding a segment open keeps reading
+// it after retention deleted it.
+func TestRetentionRacesReader(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOpts(t, true))
+	defer l.Close()
+	fill(t, l, 1, 300, 500, false)
+	r := l.Reader(1)
+	defer r.Close()
+	if !r.Next() || r.LSN() != 1 {
+		t.Fatal("first read failed")
+	}
+	l.Cursor("a")
+	l.SetCursor("a", 300)
+	if n, err := l.Retain(); n == 0 || err != nil {
+		t.Fatalf("retention deleted %d (%v)", n, err)
+	}
+	// The rest of the first segment still reads; then the reader reports
+	// that the next one is gone, instead of skipping records.
+	n := 1
+	for r.Next() {
+		n++
+	}
+	if n < 2 || r.Err() == nil || !strings.Contains(r.Err().Error(), "deleted") {
+		t.Fatalf("read %d records, err %v", n, r.Err())
+	}
+}
+
+func TestMaxBytesMakesAppendWait(t *testing.T) {
+	opts := testOpts(t, true)
+	opts.MaxBytes = 4 * opts.SegmentBytes
+	l := mustOpen(t, t.TempDir(), opts)
+	defer l.Close()
+	lsn := uint64(1)
+	for ; ; lsn++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := l.Append(ctx, lsn, rec(t, lsn, 3000))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if lsn > 10000 {
+			t.Fatal("ledger never became full")
+		}
+	}
+	if w := l.Waiting(); !strings.Contains(w, "ledger full") {
+		t.Fatalf("Waiting() = %q, want the reason", w)
+	}
+	if used := l.UsedBytes(); used > opts.MaxBytes {
+		t.Fatalf("used %d bytes, max %d", used, opts.MaxBytes)
+	}
+	done := make(chan error)
+	go func() { done <- l.Append(context.Background(), lsn, rec(t, lsn, 3000)) }()
+	l.Cursor("out")
+	if err := l.SetCursor("out", lsn-1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Retain(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if l.Waiting() != "" {
+		t.Fatalf("still waiting: %q", l.Waiting())
+	}
+}
+
