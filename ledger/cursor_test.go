@@ -214,4 +214,3 @@ func TestMaxBytesMakesAppendWait(t *testing.T) {
 		t.Fatalf("still waiting: %q", l.Waiting())
 	}
 }
-
