@@ -85,6 +85,8 @@ type Ledger struct {
 	writeOff int64    // where the next write starts: a block boundary
 	buf      []byte   // aligned; frames not yet written
 	bufLen   int
+	bufFirst uint64       // LSN of the first frame in buf
+	index    []indexEntry // sparse index of the open segment, written at seal
 	last     uint64 // last appended LSN, buffered or not
 	dirDirty bool   // a segment file was created since the last Sync
 
@@ -266,6 +268,7 @@ func (l *Ledger) recoverOpenSegment() error {
 	var end int64 // just past the last valid frame
 	for sc.nextFrame() {
 		end = sc.recOff + frameSize(len(sc.rec))
+		l.index = addIndexEntry(l.index, sc.lsn, sc.recOff)
 	}
 	if sc.ioErr != nil {
 		f.Close()

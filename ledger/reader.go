@@ -48,7 +48,7 @@ func (r *Reader) Next() bool {
 				r.next = segs[0].first // older records were deleted by retention
 				continue
 			}
-			if !r.open(segs[i]) {
+			if !r.open(segs[i], i == len(segs)-1) {
 				return false
 			}
 		}
@@ -91,7 +91,7 @@ func (r *Reader) Next() bool {
 	return false
 }
 
-func (r *Reader) open(s segment) bool {
+func (r *Reader) open(s segment, isLast bool) bool {
 	f, err := openSegmentFile(s.path, os.O_RDONLY, r.l.opts.DirectIO)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -102,7 +102,20 @@ func (r *Reader) open(s segment) bool {
 		return false
 	}
 	r.f, r.segFirst = f, s.first
-	r.sc = newSegScanner(f, s.path, s.first, 0)
+	from, fromLSN := int64(0), s.first
+	if r.next > s.first && !isLast {
+		// Seek with the sealed segment's sparse index.
+		entries, err := r.l.loadIndex(s)
+		if err != nil {
+			f.Close()
+			r.f, r.err = nil, err
+			return false
+		}
+		if e, ok := seekPoint(entries, r.next); ok {
+			from, fromLSN = e.off, e.lsn
+		}
+	}
+	r.sc = newSegScanner(f, s.path, fromLSN, from)
 	return true
 }
 

@@ -104,6 +104,7 @@ func (l *Ledger) Retain() (int, error) {
 			errs = append(errs, fmt.Errorf("ledger: retention: %w", err))
 			break
 		}
+		os.Remove(indexPath(s.path)) // a hint; a leftover is harmless
 		deleted++
 	}
 	if deleted > 0 {

@@ -34,9 +34,13 @@ type segScanner struct {
 	ioErr  error
 }
 
+// newSegScanner scans f from the frame at offset from, which must carry
+// firstLSN (0 and the segment's first LSN, or an index entry).
 func newSegScanner(f *os.File, path string, firstLSN uint64, from int64) *segScanner {
-	from = alignDown(from)
-	return &segScanner{f: f, path: path, buf: alignedBuffer(readChunk), fileOff: from, next: firstLSN}
+	s := &segScanner{f: f, path: path, buf: alignedBuffer(readChunk), next: firstLSN}
+	s.fileOff = alignDown(from)
+	s.start = int(from - s.fileOff)
+	return s
 }
 
 // pos is the file offset of buf[start].

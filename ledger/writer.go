@@ -47,6 +47,9 @@ func (l *Ledger) Append(ctx context.Context, lsn uint64, rec []byte) error {
 			l.buf = alignedBuffer(int(size))
 		}
 	}
+	if l.bufLen == 0 {
+		l.bufFirst = lsn
+	}
 	putFrame(l.buf[l.bufLen:], lsn, rec)
 	l.bufLen += int(size)
 	l.last = lsn
@@ -93,6 +96,7 @@ func (l *Ledger) Sync() error {
 func (l *Ledger) writeBuffered() error {
 	n := int(alignUp(int64(l.bufLen)))
 	clear(l.buf[l.bufLen:n])
+	l.index = addIndexEntry(l.index, l.bufFirst, l.writeOff)
 	if err := writeAt(l.f, l.buf[:n], l.writeOff); err != nil {
 		return fmt.Errorf("ledger: write %s at %d: %w", l.f.Name(), l.writeOff, err)
 	}
@@ -117,6 +121,11 @@ func (l *Ledger) seal() error {
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("ledger: close %s: %w", l.f.Name(), err)
 	}
+	// The index is a hint (rebuilt when missing), so a failure to write it
+	// is logged, not fatal.
+	if err := l.writeIndex(l.segs[len(l.segs)-1].path, l.index); err != nil {
+		l.log.Warn("ledger: cannot write segment index; readers will rebuild it", "err", err)
+	}
 	l.mu.Lock()
 	l.segs[len(l.segs)-1].size = l.writeOff
 	l.mu.Unlock()
@@ -131,7 +140,7 @@ func (l *Ledger) startSegment(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("ledger: create segment: %w", err)
 	}
-	l.f, l.writeOff, l.dirDirty = f, 0, true
+	l.f, l.writeOff, l.dirDirty, l.index = f, 0, true, nil
 	l.openBytes.Store(0)
 	l.mu.Lock()
 	l.segs = append(l.segs, segment{first: first, path: path})

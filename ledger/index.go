@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"strings"
+)
+
+// Sparse index of a sealed segment: DIR/<first LSN>.idx, so that opening a
+// large ledger and seeking to an LSN reads one index and part of one
+// segment, not the whole ledger. An index is a hint: a missing or damaged
+// one is rebuilt by scanning the segment.
+//
+//	offset  size      field
+//	0       4         magic "LPIX"
+//	4       4         count
+//	8       16×count  entries: LSN (u64), offset of that LSN's frame (u64)
+//	end-4   4         CRC-32C of everything before it
+const (
+	indexSuffix   = ".idx"
+	indexMagic    = "LPIX"
+	indexInterval = 256 << 10 // bytes of segment between entries
+)
+
+type indexEntry struct {
+	lsn uint64
+	off int64
+}
+
+func indexPath(segPath string) string { return strings.TrimSuffix(segPath, segmentSuffix) + indexSuffix }
+
+func encodeIndex(entries []indexEntry) []byte {
+	b := make([]byte, 0, 8+16*len(entries)+4)
+	b = append(b, indexMagic...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(entries)))
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint64(b, e.lsn)
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.off))
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+var errIndex = errors.New("damaged index")
+
+func decodeIndex(b []byte) ([]indexEntry, error) {
+	if len(b) < 12 || string(b[:4]) != indexMagic {
+		return nil, errIndex
+	}
+	n := int(binary.LittleEndian.Uint32(b[4:]))
+	if len(b) != 8+16*n+4 || crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, errIndex
+	}
+	entries := make([]indexEntry, n)
+	for i := range entries {
+		p := b[8+16*i:]
+		entries[i] = indexEntry{lsn: binary.LittleEndian.Uint64(p), off: int64(binary.LittleEndian.Uint64(p[8:]))}
+	}
+	return entries, nil
+}
+
+// writeIndex persists a sealed segment's index. Its directory entry is
+// not fsynced on purpose: an index lost in a crash is rebuilt.
+func (l *Ledger) writeIndex(segPath string, entries []indexEntry) error {
+	return writeFileAtomic(indexPath(segPath), encodeIndex(entries), func(string) error { return nil })
+}
+
+// loadIndex returns a sealed segment's index, rebuilding (and persisting)
+// it by a scan when it is missing or damaged.
+func (l *Ledger) loadIndex(s segment) ([]indexEntry, error) {
+	b, err := os.ReadFile(indexPath(s.path))
+	if err == nil {
+		if entries, derr := decodeIndex(b); derr == nil {
+			return entries, nil
+		}
+		l.log.Warn("ledger: damaged segment index, rebuilding it", "index", indexPath(s.path))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	f, err := openSegmentFile(s.path, os.O_RDONLY, l.opts.DirectIO)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	defer f.Close()
+	var entries []indexEntry
+	sc := newSegScanner(f, s.path, s.first, 0)
+	for sc.nextFrame() {
+		entries = addIndexEntry(entries, sc.lsn, sc.recOff)
+	}
+	if sc.ioErr != nil {
+		return nil, sc.ioErr
+	}
+	if sc.damage != nil {
+		return nil, sc.damage
+	}
+	if err := l.writeIndex(s.path, entries); err != nil {
+		l.log.Warn("ledger: cannot persist rebuilt index", "err", err)
+	}
+	return entries, nil
+}
+
+// addIndexEntry adds (lsn, off) when it is far enough from the last entry.
+func addIndexEntry(entries []indexEntry, lsn uint64, off int64) []indexEntry {
+	if len(entries) == 0 || off-entries[len(entries)-1].off >= indexInterval {
+		entries = append(entries, indexEntry{lsn: lsn, off: off})
+	}
+	return entries
+}
+
+// seekPoint returns the last entry at or before lsn.
+func seekPoint(entries []indexEntry, lsn uint64) (indexEntry, bool) {
+	var best indexEntry
+	found := false
+	for _, e := range entries {
+		if e.lsn > lsn {
+			break
+		}
+		best, found = e, true
+	}
+	return best, found
+}
