@@ -31,6 +31,7 @@ run: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./record
 	$(GO) test -run '^$$' -fuzz '^FuzzExamineTail$$' -fuzztime $(FUZZTIME) ./journal
+	$(GO) test -run '^$$' -fuzz '^FuzzSegmentScan$$' -fuzztime $(FUZZTIME) ./ledger
 
 clean:
 	rm -rf bin

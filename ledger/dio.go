@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -57,8 +58,8 @@ func readAt(f *os.File, buf []byte, off int64) (int, error) {
 		return 0, err
 	}
 	n, err := f.ReadAt(buf, off)
-	if err != nil && n > 0 {
-		err = nil // io.EOF after a short read at the end of the file
+	if errors.Is(err, io.EOF) {
+		err = nil // a short (or empty) read at the end of the file
 	}
 	return n, err
 }
