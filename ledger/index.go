@@ -30,7 +30,9 @@ type indexEntry struct {
 	off int64
 }
 
-func indexPath(segPath string) string { return strings.TrimSuffix(segPath, segmentSuffix) + indexSuffix }
+func indexPath(segPath string) string {
+	return strings.TrimSuffix(segPath, segmentSuffix) + indexSuffix
+}
 
 func encodeIndex(entries []indexEntry) []byte {
 	b := make([]byte, 0, 8+16*len(entries)+4)

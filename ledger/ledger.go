@@ -87,8 +87,8 @@ type Ledger struct {
 	bufLen   int
 	bufFirst uint64       // LSN of the first frame in buf
 	index    []indexEntry // sparse index of the open segment, written at seal
-	last     uint64 // last appended LSN, buffered or not
-	dirDirty bool   // a segment file was created since the last Sync
+	last     uint64       // last appended LSN, buffered or not
+	dirDirty bool         // a segment file was created since the last Sync
 
 	cursorMu sync.Mutex // serializes cursor file updates
 
