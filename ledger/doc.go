@@ -18,6 +18,8 @@
 //
 //	DIR/STREAM                         stream id: a random UUID, written once
 //	DIR/<first LSN, 20 digits>.seg     segments, oldest first
+//	DIR/<first LSN, 20 digits>.idx     sparse index of a sealed segment (index.go)
+//	DIR/cursors/<name>.cursor          an output's position (cursor.go)
 //
 // A record never spans segments. The newest segment is the open one; it is
 // never deleted, so its name keeps the LSN high-water mark even when every
@@ -51,4 +53,26 @@
 // nothing is lost: the flusher replays it); otherwise Open fails with a
 // [*CorruptionError]. New writes start at that boundary, so the bytes of the
 // torn write before it are never rewritten either.
+//
+// # Readers, cursors and retention
+//
+// A [Reader] seeks with the sparse index of a sealed segment (rebuilt by a
+// scan when missing or damaged), reads with large aligned reads, and never
+// returns a record beyond [Ledger.LastLSN]; a caught-up Reader waits with
+// [Reader.Wait]. It reads straight from the segment files; it does not keep
+// a copy of the recent tail in memory.
+//
+// A cursor holds the last LSN an output has fully done and is replaced
+// atomically. [Ledger.Retain] deletes a sealed segment once every cursor is
+// past it and it has been drained for Options.Retention; with no cursor it
+// deletes nothing, and it never deletes the open segment, whose name keeps
+// the LSN high-water mark. A Reader holding a deleted segment open keeps
+// reading it (unlink, not truncate).
+//
+// # Limits
+//
+// Options.MaxBytes bounds the bytes on disk: Append waits (until its
+// context ends) while the ledger is full, and [Ledger.Waiting] says why.
+// Memory: the writer's 1 MiB buffer (or one record, if larger) and 1 MiB per
+// Reader.
 package ledger
