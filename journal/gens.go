@@ -29,7 +29,11 @@ func genName(base uint64) string { return fmt.Sprintf("%s%020d", genPrefix, base
 func (g generation) segment() string { return filepath.Join(g.dir, segmentFile) }
 
 // listGenerations returns the journal's generations, oldest first.
-func listGenerations(dir string) ([]generation, error) {
+func listGenerations(dir string) ([]generation, error) { return scanGenerations(dir, true) }
+
+// scanGenerations lists generations; with finish it also completes
+// releases a crash interrupted (a read-only caller passes false).
+func scanGenerations(dir string, finish bool) ([]generation, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list %s: %w", dir, err)
@@ -70,6 +74,9 @@ func listGenerations(dir string) ([]generation, error) {
 	kept := gens[:0]
 	for i, g := range gens {
 		if g.size < 0 && i < len(gens)-1 {
+			if !finish {
+				continue
+			}
 			if err := os.Remove(g.dir); err != nil {
 				return nil, fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
 			}
@@ -100,3 +107,23 @@ func createGeneration(dir string, base uint64, syncDir func(string) error) (gene
 // journalDirOf returns the journal directory of a segment path, for
 // messages.
 func journalDirOf(segment string) string { return filepath.Dir(filepath.Dir(segment)) }
+
+// FirstLSNOnDisk reports, without opening the journal in dir (it changes
+// nothing), the LSN of the oldest record it holds (or the LSN it would
+// continue at, when it holds none) and whether a journal exists there. The
+// server uses it to tell the ledger which LSNs the journal can still replay.
+func FirstLSNOnDisk(dir string) (uint64, bool, error) {
+	gens, err := scanGenerations(dir, false)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(gens) == 0) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	for _, g := range gens {
+		if g.size > 0 {
+			return g.base + 1, true, nil
+		}
+	}
+	return gens[len(gens)-1].base + 1, true, nil
+}

@@ -36,6 +36,9 @@ type Options struct {
 	// the larger of it and the journal's own last LSN, so a fresh or
 	// replaced journal never reuses an LSN the ledger holds.
 	StartAfter uint64
+	// TailBytes bounds the copies of recent records kept in memory for
+	// the flusher (Recent); 0 keeps none.
+	TailBytes int64
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
 
@@ -76,6 +79,10 @@ type Journal struct {
 	once    sync.Once
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
+	tail    tailCache
+
+	commitMu  sync.Mutex
+	committed chan struct{} // closed and replaced after every durable group
 
 	// Owned by the committer goroutine (and by Open before it starts).
 	wal         walLog
@@ -127,6 +134,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 		closing:    make(chan struct{}),
 		stopped:    make(chan struct{}),
 		spaceFreed: make(chan struct{}),
+		tail:       tailCache{limit: opts.TailBytes},
+		committed:  make(chan struct{}),
 	}
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
@@ -449,10 +458,18 @@ func (j *Journal) commit(group []*request) {
 	j.last += uint64(len(group))
 	j.activeBytes += bytes
 	j.durable.Store(j.last)
+	if j.tail.limit > 0 {
+		recs := make([][]byte, len(group))
+		for i, r := range group {
+			recs[i] = r.rec
+		}
+		j.tail.add(first, recs) // copies: callers may reuse rec after Append
+	}
 	for i, r := range group {
 		r.lsn = first + uint64(i)
 		r.done <- nil
 	}
+	j.signalCommitted()
 	if j.activeBytes >= j.opts.SegmentBytes {
 		// Rotate as soon as the generation is full, so that at rest the
 		// active generation is below SegmentBytes (see admit).
