@@ -457,14 +457,16 @@ func (j *Journal) commit(group []*request) {
 	}
 	j.last += uint64(len(group))
 	j.activeBytes += bytes
-	j.durable.Store(j.last)
 	if j.tail.limit > 0 {
+		// Before durable moves: Recent may then rely on "durable but not
+		// cached" meaning "read the files".
 		recs := make([][]byte, len(group))
 		for i, r := range group {
 			recs[i] = r.rec
 		}
 		j.tail.add(first, recs) // copies: callers may reuse rec after Append
 	}
+	j.durable.Store(j.last)
 	for i, r := range group {
 		r.lsn = first + uint64(i)
 		r.done <- nil

@@ -70,7 +70,11 @@ func (c *tailCache) from(lsn uint64, max int) (recs [][]byte, ok bool) {
 // it with Reader instead. An empty result with ok means nothing new yet.
 // The returned slices must not be modified.
 func (j *Journal) Recent(from uint64, max int) ([][]byte, bool) {
-	return j.tail.from(from, max)
+	recs, ok := j.tail.from(from, max)
+	if ok && len(recs) == 0 && from <= j.durable.Load() {
+		return nil, false // durable but not cached (e.g. from before a restart)
+	}
+	return recs, ok
 }
 
 // Committed returns a channel that is closed when the next group is made

@@ -34,10 +34,10 @@ type Options struct {
 	// Covered reports whether the journal still holds lsn and every record
 	// after it (journal first LSN ≤ lsn). Open cuts a torn tail of the open
 	// segment only when it does; nil means nothing is covered (any cut is
-	// reported as corruption). Open also asks it about the LSN after the
-	// last record it finds, because a torn write can also vanish whole (a
-	// file that ends at a block boundary): if the journal has already
-	// dropped that LSN, records that had been synced are missing.
+	// reported as corruption). A torn write can also vanish whole (the file
+	// then ends cleanly at a block boundary); the ledger cannot tell that
+	// from "never written": the server's check that the journal starts at
+	// most at LastLSN()+1 catches it.
 	Covered func(lsn uint64) bool
 	// Logger receives repairs and failures.
 	Logger *slog.Logger
@@ -286,11 +286,6 @@ func (l *Ledger) recoverOpenSegment() error {
 		l.repair = &Repair{Segment: seg.path, Offset: d.Offset, CutAt: l.writeOff, FirstLSN: d.LSN, Reason: d.Err.Error()}
 		l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
 			"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err)
-	}
-	if d := sc.damage; d == nil && l.opts.Covered != nil && !l.opts.Covered(l.last+1) {
-		f.Close()
-		return &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: l.last + 1,
-			Err: fmt.Errorf("the ledger ends at LSN %d but the journal no longer holds LSN %d: synced records are missing", l.last, l.last+1)}
 	}
 	if seg.size > l.writeOff {
 		// Bytes past the last write (a torn extension, or the cut tail) go,

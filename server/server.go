@@ -1,11 +1,14 @@
-// Package server assembles logpond: it owns the data directories and, as the
-// pipeline grows, the journal, the flusher, the ledger, the inputs and the
-// outputs, and it stops them in order.
+// Package server assembles logpond: it owns the data directories (locked),
+// opens the ledger and the journal in recovery order, runs the flusher
+// between them, and stops everything in order. Inputs and outputs plug in
+// through their issues.
 //
-// Today it prepares and locks the two data directories (so a second logpond
-// on the same directories refuses to start), checks that they sit on
-// different devices, logs the pipeline it is configured to run, and waits
-// for its context to end.
+// Recovery order (design.md §3): the ledger opens first and repairs its
+// tail, asking which LSNs the journal still holds; the journal opens next,
+// repairs its tail and continues its LSNs after the ledger's last; the
+// flusher then replays every journal record after the ledger's last LSN. A
+// journal that starts beyond the ledger's last LSN + 1 means records are in
+// neither store: the server refuses to start.
 package server
 
 import (
@@ -15,19 +18,24 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/fsutil"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
 )
 
 // Server is an opened logpond instance. Open, then Run, then Close.
 type Server struct {
-	cfg   *conf.Config
-	log   *slog.Logger
-	locks []*dirlock.Lock // journal, ledger; released by Close
+	cfg     *conf.Config
+	log     *slog.Logger
+	locks   []*dirlock.Lock // journal, ledger; released by Close
+	journal *journal.Journal
+	ledger  *ledger.Ledger
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -66,7 +74,65 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 			"journal.dir", cfg.Journal.Dir, "ledger.dir", cfg.Ledger.Dir,
 			"device", fmt.Sprintf("%d:%d", unix.Major(devs[0]), unix.Minor(devs[0])))
 	}
+	if err := s.openStores(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// openStores opens the ledger, then the journal, in recovery order.
+func (s *Server) openStores() error {
+	start := time.Now()
+	c := s.cfg
+	jfirst, jexists, err := journal.FirstLSNOnDisk(c.Journal.Dir)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.ledger, err = ledger.Open(c.Ledger.Dir, ledger.Options{
+		SegmentBytes: int64(c.Ledger.SegmentBytes),
+		MaxBytes:     int64(c.Ledger.MaxBytes),
+		Retention:    time.Duration(c.Ledger.Retention),
+		DirectIO:     c.Ledger.DirectIO,
+		// The journal can replay lsn if it has not released it.
+		Covered: func(lsn uint64) bool { return jexists && jfirst <= lsn },
+		Logger:  s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	ledgerLast := s.ledger.LastLSN()
+	if !jexists && ledgerLast > 0 {
+		s.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",
+			"journal.dir", c.Journal.Dir, "ledger_last_lsn", ledgerLast)
+	}
+	s.journal, err = journal.Open(c.Journal.Dir, journal.Options{
+		SegmentBytes:  int64(c.Journal.SegmentBytes),
+		MaxBytes:      int64(c.Journal.MaxBytes),
+		MaxGroupWait:  time.Duration(c.Journal.MaxGroupWait),
+		MaxGroupBytes: int64(c.Journal.MaxGroupBytes),
+		StartAfter:    ledgerLast,
+		// The flusher's normal path: one segment of recent records in
+		// memory, so it rarely reads the journal's files.
+		TailBytes: int64(c.Journal.SegmentBytes),
+		Logger:    s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	// The journal must hold everything after the ledger's last LSN. Its
+	// first LSN (its last + 1 when it holds no record) beyond ledgerLast+1
+	// means records are in neither store: lost ledger writes whose journal
+	// copies were already released, or a journal from elsewhere.
+	jFirst, jLast := s.journal.FirstLSN(), s.journal.LastLSN()
+	if jFirst > ledgerLast+1 {
+		return fmt.Errorf("server: the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store; refusing to start (inspect with `ledgerctl -journal %s -ledger %s segments`)",
+			jFirst, ledgerLast, ledgerLast+1, jFirst-1, c.Journal.Dir, c.Ledger.Dir)
+	}
+	s.log.Info("stores recovered", "took", time.Since(start).Round(time.Millisecond).String(),
+		"stream_id", s.ledger.StreamID(), "ledger_last_lsn", ledgerLast,
+		"journal_first_lsn", jFirst, "journal_last_lsn", jLast, "to_replay", jLast-min(jLast, ledgerLast))
+	return nil
 }
 
 // prepareDir returns the absolute form of dir, creating dir when its parent
@@ -101,28 +167,60 @@ func prepareDir(key, dir string) (string, error) {
 	return abs, nil
 }
 
-// Run logs the configured pipeline and blocks until ctx is done. It returns
-// nil on a requested stop.
+// Run runs the pipeline until ctx is done, then stops it in order: the
+// journal finishes its in-flight appends and closes, the flusher moves
+// everything durable into the ledger and syncs it, and the ledger closes.
+// It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
-	s.log.Info("journal configured", "dir", c.Journal.Dir, "segment_bytes", c.Journal.SegmentBytes.String(),
-		"max_bytes", c.Journal.MaxBytes.String(), "max_group_wait", c.Journal.MaxGroupWait.String(), "max_group_bytes", c.Journal.MaxGroupBytes.String())
-	s.log.Info("ledger configured", "dir", c.Ledger.Dir, "segment_bytes", c.Ledger.SegmentBytes.String(),
-		"max_bytes", c.Ledger.MaxBytes.String(), "flush_interval", c.Ledger.FlushInterval.String(),
-		"retention", c.Ledger.Retention.String(), "direct_io", c.Ledger.DirectIO)
-	s.log.Info("would run", "input", "beats", "listen", c.Input.Beats.Listen)
-	s.log.Info("would run", "output", "elasticsearch", "hosts", c.Output.Elasticsearch.Hosts)
-	if c.Admin.Listen != "" {
-		s.log.Info("would run", "admin", c.Admin.Listen)
+	s.log.Info("not yet running (later issues)", "input.beats.listen", c.Input.Beats.Listen,
+		"output.elasticsearch.hosts", c.Output.Elasticsearch.Hosts, "admin.listen", c.Admin.Listen)
+	f := &flusher{j: s.journal, l: s.ledger, interval: time.Duration(c.Ledger.FlushInterval), log: s.log}
+	fctx, stopFlusher := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.run(fctx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-done:
+		s.log.Error("flusher failed", "err", runErr)
 	}
-	s.log.Info("pipeline not assembled yet: holding the directory locks until stopped")
-	<-ctx.Done()
-	return nil
+	start := time.Now()
+	// Stop order: no more appends, then the flusher's last pass, so that
+	// every acknowledged record is in the ledger when we exit.
+	jerr := s.journal.Close()
+	stopFlusher()
+	if runErr == nil {
+		runErr = <-done
+	}
+	// The final flush is bounded: a full ledger must not hold shutdown
+	// past the service manager's timeout; what is left stays in the
+	// journal and is replayed at the next start.
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ferr error
+	if runErr == nil {
+		ferr = f.flush(fctx)
+	}
+	lerr := s.ledger.Close()
+	s.journal, s.ledger = nil, nil
+	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
+	return errors.Join(runErr, jerr, ferr, lerr)
 }
 
-// Close releases the directory locks. It is safe to call more than once.
+// Close closes the stores if Run did not, and releases the directory
+// locks. It is safe to call more than once.
 func (s *Server) Close() error {
 	var errs []error
+	if s.journal != nil {
+		errs = append(errs, s.journal.Close())
+		s.journal = nil
+	}
+	if s.ledger != nil {
+		errs = append(errs, s.ledger.Close())
+		s.ledger = nil
+	}
 	for _, l := range s.locks {
 		errs = append(errs, l.Release())
 	}

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/record"
+)
+
+func pipelineConfig(t *testing.T, root string) *conf.Config {
+	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
+	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 64<<20
+	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 1<<30
+	cfg.Ledger.FlushInterval = conf.Duration(5 * time.Millisecond)
+	return cfg
+}
+
+func testRecord(t testing.TB, n uint64) []byte {
+	b, err := record.Encode(nil, time.Unix(1_800_000_000, 0), [][]byte{fmt.Appendf(nil, `{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", int(n%2000)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// logBuffer collects a server's log for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// running is a Server whose Run goroutine the test owns.
+type running struct {
+	s    *Server
+	stop context.CancelFunc
+	done chan error
+	log  *logBuffer
+}
+
+func start(t *testing.T, cfg *conf.Config) *running {
+	t.Helper()
+	lb := &logBuffer{}
+	s, err := Open(cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{s: s, stop: cancel, done: make(chan error, 1), log: lb}
+	go func() { r.done <- s.Run(ctx) }()
+	return r
+}
+
+func (r *running) shutdown(t *testing.T) {
+	t.Helper()
+	r.stop()
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendN appends records n..n+count-1 (content by number) and returns
+// their LSNs in order.
+func appendN(t *testing.T, j *journal.Journal, from, count uint64) []uint64 {
+	t.Helper()
+	var lsns []uint64
+	for n := from; n < from+count; n++ {
+		lsn, err := j.Append(context.Background(), testRecord(t, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lsns = append(lsns, lsn)
+	}
+	return lsns
+}
+
+// ledgerContents reopens the stores read-only-ish (a fresh Open, no Run)
+// and returns the ledger's records by LSN.
+func ledgerContents(t *testing.T, cfg *conf.Config) map[uint64][]byte {
+	t.Helper()
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := map[uint64][]byte{}
+	r := s.ledger.Reader(1)
+	defer r.Close()
+	for r.Next() {
+		out[r.LSN()] = append([]byte(nil), r.Record()...)
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return out
+}
+
+func TestFlusherMovesRecordsAndReleasesJournal(t *testing.T) {
+	cfg := pipelineConfig(t, t.TempDir())
+	r := start(t, cfg)
+	lsns := appendN(t, r.s.journal, 0, 3000) // ~3 MiB: several journal generations
+	last := lsns[len(lsns)-1]
+	deadline := time.Now().Add(30 * time.Second)
+	for r.s.ledger.LastLSN() < last || r.s.journal.FirstLSN() <= 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledger.LastLSN(), last, r.s.journal.FirstLSN())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.shutdown(t)
+	got := ledgerContents(t, cfg)
+	for i, lsn := range lsns {
+		if !bytes.Equal(got[lsn], testRecord(t, uint64(i))) {
+			t.Fatalf("LSN %d missing or wrong in the ledger", lsn)
+		}
+	}
+}
+
+// TestShutdownFlushesEverything: records acknowledged just before the stop
+// are in the ledger when Run returns.
+func TestShutdownFlushesEverything(t *testing.T) {
+	cfg := pipelineConfig(t, t.TempDir())
+	cfg.Ledger.FlushInterval = conf.Duration(time.Minute) // only the final flush moves them
+	r := start(t, cfg)
+	lsns := appendN(t, r.s.journal, 0, 500)
+	r.shutdown(t)
+	got := ledgerContents(t, cfg)
+	if len(got) != len(lsns) {
+		t.Fatalf("ledger holds %d records after shutdown, want %d", len(got), len(lsns))
+	}
+}
+
+// TestRestartReplaysJournal: records that were only in the journal when
+// the process stopped (no flush ran) reach the ledger after a restart, by
+// reading the journal's files.
+func TestRestartReplaysJournal(t *testing.T) {
+	cfg := pipelineConfig(t, t.TempDir())
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsns := appendN(t, s.journal, 0, 2000)
+	s.Close() // no Run: nothing was flushed
+	r := start(t, cfg)
+	if !strings.Contains(r.log.String(), "to_replay=2000") {
+		t.Errorf("restart log does not report the replay:\n%s", r.log.String())
+	}
+	r.shutdown(t)
+	if got := ledgerContents(t, cfg); len(got) != len(lsns) {
+		t.Fatalf("ledger holds %d records after replay, want %d", len(got), len(lsns))
+	}
+}
+
+// TestReplacedJournal: a deleted journal directory is recreated and LSNs
+// continue after the ledger's last; the log says so.
+func TestReplacedJournal(t *testing.T) {
+	cfg := pipelineConfig(t, t.TempDir())
+	r := start(t, cfg)
+	first := appendN(t, r.s.journal, 0, 100)
+	r.shutdown(t)
+	if err := os.RemoveAll(cfg.Journal.Dir); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(cfg.Journal.Dir, 0o750)
+	r = start(t, cfg)
+	second := appendN(t, r.s.journal, 100, 10)
+	if second[0] != first[len(first)-1]+1 {
+		t.Fatalf("after replacing the journal the first LSN is %d, want %d", second[0], first[len(first)-1]+1)
+	}
+	if !strings.Contains(r.log.String(), "journal directory is empty or new while the ledger holds data") {
+		t.Errorf("log does not say the journal was replaced:\n%s", r.log.String())
+	}
+	r.shutdown(t)
+	if got := ledgerContents(t, cfg); len(got) != 110 {
+		t.Fatalf("ledger holds %d records, want 110", len(got))
+	}
+}
+
+// TestGapRefusesToStart: a journal that starts beyond the ledger's last
+// LSN + 1 means records are in neither store.
+func TestGapRefusesToStart(t *testing.T) {
+	cfg := pipelineConfig(t, t.TempDir())
+	r := start(t, cfg)
+	appendN(t, r.s.journal, 0, 10)
+	r.shutdown(t)
+	// A journal from elsewhere, starting at LSN 21.
+	os.RemoveAll(cfg.Journal.Dir)
+	j, err := journal.Open(cfg.Journal.Dir, journal.Options{SegmentBytes: 1 << 20, MaxBytes: 64 << 20, MaxGroupBytes: 1 << 20, StartAfter: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, j, 0, 5)
+	j.Close()
+	_, err = Open(cfg, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "journal starts at LSN 21 but the ledger ends at LSN 10") {
+		t.Fatalf("got %v, want a refusal naming the gap", err)
+	}
+}
