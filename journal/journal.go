@@ -107,6 +107,7 @@ type Journal struct {
 
 type request struct {
 	rec  []byte
+	kept []byte // a copy of rec for the tail cache, made by the caller's goroutine
 	size int64 // bytes the entry takes on disk
 	lsn  uint64
 	done chan error // buffered: the committer never blocks on a caller
@@ -278,6 +279,11 @@ func (j *Journal) Append(ctx context.Context, rec []byte) (uint64, error) {
 		return 0, err
 	}
 	r := &request{rec: rec, size: size, done: make(chan error, 1)}
+	if j.tail.limit > 0 {
+		// Copied here, in parallel across appenders, not by the committer
+		// while the group waits for its acknowledgement.
+		r.kept = append([]byte(nil), rec...)
+	}
 	select {
 	case j.queue <- r:
 	case <-ctx.Done():
@@ -462,9 +468,9 @@ func (j *Journal) commit(group []*request) {
 		// cached" meaning "read the files".
 		recs := make([][]byte, len(group))
 		for i, r := range group {
-			recs[i] = r.rec
+			recs[i] = r.kept
 		}
-		j.tail.add(first, recs) // copies: callers may reuse rec after Append
+		j.tail.add(first, recs)
 	}
 	j.durable.Store(j.last)
 	for i, r := range group {

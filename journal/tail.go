@@ -16,8 +16,9 @@ type tailCache struct {
 	dropped bool     // something was evicted (first may be past a reader)
 }
 
-// add appends records first, first+1, … (copies), evicting old ones to stay
-// within the limit. Called by the committer after the group's fsync.
+// add appends records first, first+1, …, evicting old ones to stay within
+// the limit. It keeps the slices: they must be copies nobody else changes.
+// Called by the committer after the group's fsync.
 func (c *tailCache) add(first uint64, recs [][]byte) {
 	if c.limit <= 0 {
 		return
@@ -31,7 +32,7 @@ func (c *tailCache) add(first uint64, recs [][]byte) {
 		c.first = first
 	}
 	for _, r := range recs {
-		c.recs = append(c.recs, append([]byte(nil), r...))
+		c.recs = append(c.recs, r)
 		c.bytes += int64(len(r))
 	}
 	drop := 0
