@@ -26,9 +26,14 @@ func pipelineConfig(t *testing.T, root string) *conf.Config {
 }
 
 func testRecord(t testing.TB, n uint64) []byte {
-	b, err := record.Encode(nil, time.Unix(1_800_000_000, 0), [][]byte{fmt.Appendf(nil, `{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", int(n%2000)))})
+	return testRecordText(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", int(n%2000))))
+}
+
+// testRecordText encodes one event into a record.
+func testRecordText(event string) []byte {
+	b, err := record.Encode(nil, time.Unix(1_800_000_000, 0), [][]byte{[]byte(event)})
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // a one-event record always fits
 	}
 	return b
 }
