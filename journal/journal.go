@@ -108,7 +108,7 @@ type Journal struct {
 type request struct {
 	rec  []byte
 	kept []byte // a copy of rec for the tail cache, made by the caller's goroutine
-	size int64 // bytes the entry takes on disk
+	size int64  // bytes the entry takes on disk
 	lsn  uint64
 	done chan error // buffered: the committer never blocks on a caller
 }
