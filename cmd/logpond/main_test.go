@@ -96,7 +96,10 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 func TestStopsCleanlyOnSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd, _ := started(t, writeConfig(t, t.TempDir()))
+			cmd, log := started(t, writeConfig(t, t.TempDir()))
+			if !strings.Contains(log.String(), "stores recovered") {
+				t.Fatalf("logpond started without recovering its stores:\n%s", log.String())
+			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
