@@ -32,6 +32,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./record
 	$(GO) test -run '^$$' -fuzz '^FuzzExamineTail$$' -fuzztime $(FUZZTIME) ./journal
 	$(GO) test -run '^$$' -fuzz '^FuzzSegmentScan$$' -fuzztime $(FUZZTIME) ./ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzReadBatch$$' -fuzztime $(FUZZTIME) ./input/lumberjack
 
 clean:
 	rm -rf bin

@@ -4,7 +4,9 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/elastic/go-lumber v0.1.0
 	github.com/google/uuid v1.6.0
+	github.com/klauspost/compress v1.20.4
 	github.com/ncw/directio v1.0.5
 	github.com/tidwall/wal v1.2.1
 	go.uber.org/goleak v1.3.0

@@ -1,0 +1,181 @@
+package lumberjack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zlib"
+)
+
+// TestGoldenFilebeatSessions feeds the bytes real Filebeat 7.17.29 and
+// 9.3.0 sent and expects exactly the events they carried, byte for byte,
+// as one batch of 6.
+func TestGoldenFilebeatSessions(t *testing.T) {
+	for _, v := range []string{"7.17.29", "9.3.0"} {
+		t.Run(v, func(t *testing.T) {
+			dir := "../../../shared/testdata/filebeat/"
+			session, err := os.ReadFile(dir + "filebeat-" + v + "-session.bin")
+			if err != nil {
+				t.Skipf("no capture: %v", err)
+			}
+			want, err := os.ReadFile(dir + "filebeat-" + v + "-events.ndjson")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantEvents := bytes.Split(bytes.TrimSuffix(want, []byte("\n")), []byte("\n"))
+			r := NewReader(bytes.NewReader(session), DefaultLimits())
+			var got [][]byte
+			n, seq, err := r.ReadBatch(func(ev []byte) error {
+				got = append(got, bytes.Clone(ev))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 6 || len(got) != len(wantEvents) || seq != 6 {
+				t.Fatalf("got %d events (seq %d), want %d", n, seq, len(wantEvents))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], wantEvents[i]) {
+					t.Fatalf("event %d differs from the capture", i+1)
+				}
+			}
+			if _, _, err := r.ReadBatch(func([]byte) error { return nil }); err == nil || err.Error() != "EOF" {
+				t.Fatalf("after the session: %v, want EOF", err)
+			}
+		})
+	}
+}
+
+// frames builds Lumberjack v2 bytes.
+type frames struct{ bytes.Buffer }
+
+func (f *frames) window(n uint32) *frames {
+	f.WriteString("2W")
+	binary.Write(f, binary.BigEndian, n)
+	return f
+}
+
+func (f *frames) json(seq uint32, payload string) *frames {
+	f.WriteString("2J")
+	binary.Write(f, binary.BigEndian, seq)
+	binary.Write(f, binary.BigEndian, uint32(len(payload)))
+	f.WriteString(payload)
+	return f
+}
+
+func (f *frames) compressed(inner []byte) *frames {
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(inner)
+	w.Close()
+	f.WriteString("2C")
+	binary.Write(f, binary.BigEndian, uint32(z.Len()))
+	f.Write(z.Bytes())
+	return f
+}
+
+func readOne(data []byte, limits Limits) (int, error) {
+	_, _, err := NewReader(bytes.NewReader(data), limits).ReadBatch(func([]byte) error { return nil })
+	var n int
+	return n, err
+}
+
+func TestNestedCompressionAndPlainFrames(t *testing.T) {
+	inner := (&frames{}).json(2, `{"b":2}`).json(3, `{"c":3}`)
+	nested := (&frames{}).compressed(inner.Bytes())
+	data := (&frames{}).window(4).json(1, `{"a":1}`).compressed(nested.Bytes()).json(4, `{"d":4}`)
+	var got []string
+	n, seq, err := NewReader(bytes.NewReader(data.Bytes()), DefaultLimits()).ReadBatch(func(ev []byte) error {
+		got = append(got, string(ev))
+		return nil
+	})
+	if err != nil || n != 4 || seq != 4 || strings.Join(got, ",") != `{"a":1},{"b":2},{"c":3},{"d":4}` {
+		t.Fatalf("got %v (n %d seq %d err %v)", got, n, seq, err)
+	}
+}
+
+// TestHostileInputs: every hostile stream is refused with its own reason,
+// without allocating what it declares.
+func TestHostileInputs(t *testing.T) {
+	// A zip bomb that inflates to valid-looking events: 512 events of
+	// 128 KiB (64 MiB, against a 16 MiB batch limit below) compress to
+	// about 64 KiB.
+	bomb := func() []byte {
+		ev := `{"pad":"` + strings.Repeat("x", 128<<10) + `"}`
+		var inner frames
+		for i := range 512 {
+			inner.json(uint32(i+1), ev)
+		}
+		return (&frames{}).window(512).compressed(inner.Bytes()).Bytes()
+	}
+	deepNest := (&frames{}).json(1, `{}`)
+	for range 3 {
+		deepNest = (&frames{}).compressed(deepNest.Bytes())
+	}
+	cases := []struct {
+		name   string
+		data   []byte
+		reason string
+	}{
+		{"window 2^32-1", []byte("2W\xff\xff\xff\xff"), ReasonWindowTooLarge},
+		{"empty window", []byte("2W\x00\x00\x00\x00"), ReasonEmptyWindow},
+		{"J length 4 GiB", append((&frames{}).window(1).Bytes(), "2J\x00\x00\x00\x01\xff\xff\xff\xff"...), ReasonEventTooLarge},
+		{"zip bomb (inflates to 64 MiB)", bomb(), ReasonBatchTooLarge},
+		{"C nested 3 deep", append((&frames{}).window(1).Bytes(), deepNest.Bytes()...), ReasonNesting},
+		{"wrong version byte", []byte("1W\x00\x00\x00\x01"), ReasonBadVersion},
+		{"unknown frame type", []byte("2X\x00\x00\x00\x01"), ReasonUnknownFrame},
+		{"v1 data frame", append((&frames{}).window(1).Bytes(), "2D\x00\x00\x00\x01"...), ReasonUnknownFrame},
+		{"truncated window", []byte("2W\x00\x00"), ReasonTruncated},
+		{"truncated event", append((&frames{}).window(1).Bytes(), "2J\x00\x00\x00\x01\x00\x00\x00\x10{\"a\""...), ReasonTruncated},
+		{"missing events", (&frames{}).window(3).json(1, `{}`).Bytes(), ReasonTruncated},
+		{"invalid JSON", (&frames{}).window(1).json(1, `{"a":`).Bytes(), ReasonInvalidJSON},
+		{"garbage compression", append((&frames{}).window(1).Bytes(), "2C\x00\x00\x00\x04abcd"...), ReasonCompression},
+		{"window inside a batch", (&frames{}).window(2).json(1, `{}`).window(1).Bytes(), ReasonUnknownFrame},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			limits := DefaultLimits()
+			limits.MaxBatchBytes = 16 << 20
+			_, err := readOne(tc.data, limits)
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || pe.Reason != tc.reason {
+				t.Fatalf("got %v, want a ProtocolError %s", err, tc.reason)
+			}
+			// Allocations stay far below what the client declared.
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+				t.Fatalf("reading it allocated %d MiB", grew>>20)
+			}
+		})
+	}
+}
+
+func TestLimitsAreEnforced(t *testing.T) {
+	l := DefaultLimits()
+	l.MaxWindow, l.MaxEventBytes, l.MaxBatchBytes = 2, 10, 15
+	if _, err := readOne((&frames{}).window(3).Bytes(), l); !isReason(err, ReasonWindowTooLarge) {
+		t.Fatalf("window: %v", err)
+	}
+	if _, err := readOne((&frames{}).window(1).json(1, `{"a":"12345"}`).Bytes(), l); !isReason(err, ReasonEventTooLarge) {
+		t.Fatalf("event: %v", err)
+	}
+	if _, err := readOne((&frames{}).window(2).json(1, `{"a":123}`).json(2, `{"b":123}`).Bytes(), l); !isReason(err, ReasonBatchTooLarge) {
+		t.Fatalf("batch: %v", err)
+	}
+}
+
+func isReason(err error, reason string) bool {
+	var pe *ProtocolError
+	return errors.As(err, &pe) && pe.Reason == reason
+}
+
