@@ -178,4 +178,3 @@ func isReason(err error, reason string) bool {
 	var pe *ProtocolError
 	return errors.As(err, &pe) && pe.Reason == reason
 }
-
