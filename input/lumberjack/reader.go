@@ -44,6 +44,11 @@ type Limits struct {
 	ValidateJSON bool
 }
 
+// ReadBatchHook, when set on a Reader, is called once a window frame has
+// been read and accepted, with its event count, before any event is read:
+// the place to switch from an idle timeout to a batch timeout.
+type ReadBatchHook func(events int) error
+
 // DefaultLimits fit real Beats traffic: Filebeat's default window is 2048
 // (bulk_max_size) and real users ship 10 MiB lines.
 func DefaultLimits() Limits {
@@ -81,6 +86,9 @@ func protoErr(reason, format string, args ...any) error {
 
 // Reader reads batches from one connection. Not safe for concurrent use.
 type Reader struct {
+	// OnWindow, if set, is called when a window has been accepted.
+	OnWindow ReadBatchHook
+
 	br     *bufio.Reader
 	limits Limits
 	event  []byte // reused payload buffer; grows up to MaxEventBytes
@@ -122,6 +130,11 @@ func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 	}
 	if uint64(n) > uint64(r.limits.MaxWindow) {
 		return 0, 0, protoErr(ReasonWindowTooLarge, "window of %d events exceeds max_window %d", n, r.limits.MaxWindow)
+	}
+	if r.OnWindow != nil {
+		if err := r.OnWindow(int(n)); err != nil {
+			return 0, 0, err
+		}
 	}
 	b := &batchState{want: int(n), fn: fn}
 	for b.got < b.want {

@@ -1,0 +1,326 @@
+// Package input holds logpond's inputs. The Beats input speaks Lumberjack
+// v2 to Beats' output.logstash (package input/lumberjack reads the frames)
+// and acknowledges a batch only after the journal has made every record of
+// it durable (design.md §6).
+package input
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/record"
+)
+
+// Appender is where the input writes records: the journal. Append returns
+// only once the record is durable.
+type Appender interface {
+	Append(ctx context.Context, rec []byte) (uint64, error)
+}
+
+// BeatsOptions configure the Beats input; they mirror [input.beats].
+type BeatsOptions struct {
+	Listen         string
+	MaxConnections int
+	// IdleTimeout closes a connection that starts no batch for this long.
+	IdleTimeout time.Duration
+	// BatchTimeout closes a connection that takes longer to send one batch
+	// (slowloris).
+	BatchTimeout time.Duration
+	// Keepalive is how often ACK(0) is sent while a batch waits for the
+	// journal, so that clients under backpressure do not time out.
+	Keepalive time.Duration
+	// MaxInflightBytes is one budget shared by all connections for event
+	// bytes read but not yet durable; a connection that cannot get budget
+	// stops reading (TCP backpressure).
+	MaxInflightBytes int64
+	// MaxRecordBytes splits a larger batch into consecutive records.
+	MaxRecordBytes int
+	Limits         lumberjack.Limits
+	// TLS, when set, wraps the listener.
+	TLS    *tls.Config
+	Logger *slog.Logger
+}
+
+// Beats is a running Beats input.
+type Beats struct {
+	opts    BeatsOptions
+	log     *slog.Logger
+	ln      net.Listener
+	journal Appender
+	budget  *budget
+	slots   chan struct{} // one per allowed connection
+
+	mu         sync.Mutex // guards the fields below
+	conns      map[net.Conn]struct{}
+	violations map[string]int64
+	events     int64
+	batches    int64
+	closed     bool
+
+	wg sync.WaitGroup // the accept loop and every connection handler
+}
+
+// ListenBeats binds the listener; Serve starts accepting.
+func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxConnections <= 0 || opts.MaxInflightBytes <= 0 || opts.MaxRecordBytes <= 0 {
+		return nil, errors.New("input: max connections, inflight bytes and record bytes must be positive")
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("input: beats listen %s: %w", opts.Listen, err)
+	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+	}
+	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal,
+		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
+		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}}, nil
+}
+
+// Addr is the address the input listens on.
+func (b *Beats) Addr() net.Addr { return b.ln.Addr() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (b *Beats) Serve() error {
+	b.wg.Add(1)
+	defer b.wg.Done()
+	for {
+		conn, err := b.ln.Accept()
+		if err != nil {
+			b.mu.Lock()
+			closed := b.closed
+			b.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("input: accept: %w", err)
+		}
+		select {
+		case b.slots <- struct{}{}:
+		default:
+			b.violation(conn, "max_connections", fmt.Errorf("already %d connections (max_connections)", b.opts.MaxConnections))
+			conn.Close()
+			continue
+		}
+		if !b.track(conn) {
+			conn.Close()
+			<-b.slots
+			return nil
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer func() { <-b.slots }()
+			defer b.untrack(conn)
+			b.handle(conn)
+		}()
+	}
+}
+
+func (b *Beats) track(c net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.conns[c] = struct{}{}
+	return true
+}
+
+func (b *Beats) untrack(c net.Conn) {
+	c.Close()
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+}
+
+// Close stops accepting, interrupts reads on every connection (a batch
+// already read keeps going until its records are durable and acknowledged,
+// or the journal refuses), and waits for every handler.
+func (b *Beats) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	for c := range b.conns {
+		c.SetReadDeadline(time.Now()) // wakes a reader; appends in progress finish
+	}
+	b.mu.Unlock()
+	err := b.ln.Close()
+	b.wg.Wait()
+	return err
+}
+
+// Violations counts closed connections by reason.
+func (b *Beats) Violations() map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]int64, len(b.violations))
+	for k, v := range b.violations {
+		out[k] = v
+	}
+	return out
+}
+
+// Counts returns the acknowledged events and batches.
+func (b *Beats) Counts() (events, batches int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.events, b.batches
+}
+
+func (b *Beats) violation(c net.Conn, reason string, err error) {
+	b.mu.Lock()
+	b.violations[reason]++
+	b.mu.Unlock()
+	b.log.Warn("beats: closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
+}
+
+// handle serves one connection: read a window, write its events into
+// records, append each to the journal, acknowledge, repeat.
+func (b *Beats) handle(conn net.Conn) {
+	r := lumberjack.NewReader(conn, b.opts.Limits)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bl record.Builder
+	var held int64 // budget held by the records being built
+	defer func() { b.budget.release(held) }()
+	var wmu sync.Mutex // serializes ACK writes (keepalives come from a timer)
+	r.OnWindow = func(int) error {
+		// The window started: from now on the whole batch must arrive
+		// within BatchTimeout.
+		return conn.SetReadDeadline(time.Now().Add(b.opts.BatchTimeout))
+	}
+	flush := func() error {
+		if bl.Count() == 0 {
+			return nil
+		}
+		rec := bl.Finish()
+		stop := b.keepalive(conn, &wmu)
+		_, err := b.journal.Append(ctx, rec)
+		stop()
+		b.budget.release(held)
+		held = 0
+		bl.Reset(time.Now())
+		return err
+	}
+	for {
+		b.mu.Lock()
+		closing := b.closed
+		b.mu.Unlock()
+		if closing {
+			return // Close interrupted the read; the last batch was acknowledged
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(b.opts.IdleTimeout)); err != nil {
+			return
+		}
+		bl.Reset(time.Now())
+		n, seq, err := r.ReadBatch(func(ev []byte) error {
+			size := record.EventOverhead + len(ev)
+			if bl.Count() > 0 && bl.Size()+size > b.opts.MaxRecordBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			// Wait for budget before copying: while waiting, this
+			// connection reads nothing more (TCP backpressure), bounded by
+			// the batch deadline.
+			if err := b.budget.acquire(ctx, int64(size), b.opts.BatchTimeout); err != nil {
+				return err
+			}
+			held += int64(size)
+			return bl.Add(ev)
+		})
+		if err == nil {
+			err = flush()
+		}
+		if err != nil {
+			b.closeWith(conn, err)
+			return
+		}
+		wmu.Lock()
+		err = writeACK(conn, seq)
+		wmu.Unlock()
+		if err != nil {
+			b.log.Debug("beats: write ACK", "remote", conn.RemoteAddr().String(), "err", err)
+			return
+		}
+		b.mu.Lock()
+		b.events += int64(n)
+		b.batches++
+		b.mu.Unlock()
+	}
+}
+
+// closeWith logs and counts why a connection ends; a clean close between
+// batches is not a violation.
+func (b *Beats) closeWith(conn net.Conn, err error) {
+	var pe *lumberjack.ProtocolError
+	var ne net.Error
+	switch {
+	case errors.Is(err, errEOF):
+	case errors.As(err, &pe):
+		b.violation(conn, pe.Reason, err)
+	case errors.Is(err, errNoBudget):
+		b.violation(conn, "inflight_budget", err)
+	case errors.As(err, &ne) && ne.Timeout():
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if !closed {
+			b.violation(conn, "timeout", err)
+		}
+	default:
+		b.log.Warn("beats: connection ended", "remote", conn.RemoteAddr().String(), "err", err)
+	}
+}
+
+// keepalive writes ACK(0) every Keepalive until the returned stop is
+// called, as Logstash does, so that a client whose batch waits for the
+// journal does not time out.
+func (b *Beats) keepalive(conn net.Conn, wmu *sync.Mutex) (stop func()) {
+	if b.opts.Keepalive <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(b.opts.Keepalive)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				wmu.Lock()
+				writeACK(conn, 0)
+				wmu.Unlock()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func writeACK(conn net.Conn, seq uint32) error {
+	var ack [6]byte
+	ack[0], ack[1] = '2', 'A'
+	binary.BigEndian.PutUint32(ack[2:], seq)
+	conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := conn.Write(ack[:])
+	return err
+}

@@ -1,0 +1,236 @@
+package input
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+	"go.uber.org/goleak"
+
+	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/record"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testOptions() BeatsOptions {
+	return BeatsOptions{Listen: "127.0.0.1:0", MaxConnections: 8, IdleTimeout: 5 * time.Second, BatchTimeout: 5 * time.Second,
+		Keepalive: time.Second, MaxInflightBytes: 64 << 20, MaxRecordBytes: 1 << 20, Limits: lumberjack.DefaultLimits(),
+		Logger: slog.New(slog.DiscardHandler)}
+}
+
+func startBeats(t *testing.T, opts BeatsOptions, app Appender) *Beats {
+	t.Helper()
+	b, err := ListenBeats(opts, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Serve()
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func openJournal(t *testing.T) *journal.Journal {
+	j, err := journal.Open(t.TempDir(), journal.Options{SegmentBytes: 16 << 20, MaxBytes: 1 << 30, MaxGroupBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// journalEvents returns every event in the journal, in order.
+func journalEvents(t *testing.T, j *journal.Journal) (events [][]byte, records int) {
+	r := j.Reader(1)
+	for r.Next() {
+		rec, err := record.Decode(r.Record())
+		if err != nil {
+			t.Fatal(err)
+		}
+		records++
+		for ev := range rec.Events() {
+			events = append(events, bytes.Clone(ev))
+		}
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return events, records
+}
+
+func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
+	j := openJournal(t)
+	opts := testOptions()
+	opts.MaxRecordBytes = 64 << 10 // a 2048-event batch spans several records
+	b := startBeats(t, opts, j)
+	c, err := lj.SyncDial(b.Addr().String(), lj.CompressionLevel(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for batch := range 3 {
+		var data []interface{}
+		for i := range 2048 {
+			ev := json.RawMessage(fmt.Sprintf(`{"batch":%d,"i":%d,"message":"%0200d"}`, batch, i, i))
+			want = append(want, ev)
+			data = append(data, ev)
+		}
+		n, err := c.Send(data)
+		if err != nil || n != 2048 {
+			t.Fatalf("batch %d acked %d: %v", batch, n, err)
+		}
+		// The ACK came back: everything up to here is durable.
+		got, _ := journalEvents(t, j)
+		if len(got) != len(want) {
+			t.Fatalf("after the ACK of batch %d the journal holds %d events, want %d", batch, len(got), len(want))
+		}
+	}
+	c.Close()
+	got, records := journalEvents(t, j)
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("event %d differs", i)
+		}
+	}
+	if records <= 3 {
+		t.Fatalf("%d records for 3 batches of ~450 KiB with 64 KiB records: batches were not split", records)
+	}
+}
+
+// slowAppender delays every append, to make batches wait for "the journal".
+type slowAppender struct {
+	delay time.Duration
+	mu    sync.Mutex
+	n     int
+}
+
+func (s *slowAppender) Append(ctx context.Context, rec []byte) (uint64, error) {
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return uint64(s.n), nil
+}
+
+func rawBatch(events ...string) []byte {
+	var b bytes.Buffer
+	b.WriteString("2W")
+	binary.Write(&b, binary.BigEndian, uint32(len(events)))
+	for i, ev := range events {
+		b.WriteString("2J")
+		binary.Write(&b, binary.BigEndian, uint32(i+1))
+		binary.Write(&b, binary.BigEndian, uint32(len(ev)))
+		b.WriteString(ev)
+	}
+	return b.Bytes()
+}
+
+func TestKeepaliveWhileWaitingForTheJournal(t *testing.T) {
+	opts := testOptions()
+	opts.Keepalive = 50 * time.Millisecond
+	b := startBeats(t, opts, &slowAppender{delay: 400 * time.Millisecond})
+	conn, err := net.Dial("tcp", b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write(rawBatch(`{"a":1}`, `{"b":2}`))
+	keepalives := 0
+	for {
+		var ack [6]byte
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(conn, ack[:]); err != nil {
+			t.Fatal(err)
+		}
+		if string(ack[:2]) != "2A" {
+			t.Fatalf("got %q, want an ACK", ack[:2])
+		}
+		seq := binary.BigEndian.Uint32(ack[2:])
+		if seq == 0 {
+			keepalives++
+			continue
+		}
+		if seq != 2 {
+			t.Fatalf("ACK %d, want 2", seq)
+		}
+		break
+	}
+	if keepalives == 0 {
+		t.Fatal("no keepalive ACK(0) while the batch waited for the journal")
+	}
+}
+
+func TestViolationsCloseOnlyThatConnection(t *testing.T) {
+	j := openJournal(t)
+	opts := testOptions()
+	opts.IdleTimeout = 200 * time.Millisecond
+	opts.MaxConnections = 3
+	b := startBeats(t, opts, j)
+
+	hostile := []struct {
+		reason string
+		send   []byte
+	}{
+		{lumberjack.ReasonWindowTooLarge, []byte("2W\xff\xff\xff\xff")},
+		{lumberjack.ReasonBadVersion, []byte("1W\x00\x00\x00\x01")},
+		{lumberjack.ReasonInvalidJSON, rawBatch(`{"a":`)},
+		{"timeout", nil}, // idle: sends nothing
+	}
+	for _, h := range hostile {
+		conn, err := net.Dial("tcp", b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(h.send)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Fatalf("%s: the server answered instead of closing", h.reason)
+		}
+		conn.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for b.Violations()[h.reason] == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if b.Violations()[h.reason] == 0 {
+			t.Fatalf("violation %s not counted: %v", h.reason, b.Violations())
+		}
+		// A well-behaved client is still served.
+		good, err := lj.SyncDial(b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := good.Send([]interface{}{json.RawMessage(`{"ok":true}`)}); err != nil || n != 1 {
+			t.Fatalf("after %s a good client got %d, %v", h.reason, n, err)
+		}
+		good.Close()
+	}
+	// Connections beyond max_connections are closed at once.
+	var extra []net.Conn
+	for range opts.MaxConnections + 1 {
+		c, err := net.Dial("tcp", b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Violations()["max_connections"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, c := range extra {
+		c.Close()
+	}
+	if b.Violations()["max_connections"] == 0 {
+		t.Fatalf("no max_connections violation: %v", b.Violations())
+	}
+}
