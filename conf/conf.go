@@ -72,6 +72,24 @@ type Input struct {
 type Beats struct {
 	// Listen is the host:port to accept Beats connections on.
 	Listen string `toml:"listen"`
+	// MaxConnections bounds concurrent client connections.
+	MaxConnections int `toml:"max_connections"`
+	// MaxWindow is the most events a client may announce for one batch.
+	MaxWindow int `toml:"max_window"`
+	// MaxEventBytes is the largest single event.
+	MaxEventBytes Size `toml:"max_event_bytes"`
+	// MaxBatchBytes bounds one batch after decompression.
+	MaxBatchBytes Size `toml:"max_batch_bytes"`
+	// MaxInflightBytes is the memory budget, shared by all connections, for
+	// events read but not yet durable.
+	MaxInflightBytes Size `toml:"max_inflight_bytes"`
+	// IdleTimeout closes a connection that starts no batch for this long.
+	IdleTimeout Duration `toml:"idle_timeout"`
+	// BatchTimeout closes a connection that takes longer to send a batch.
+	BatchTimeout Duration `toml:"batch_timeout"`
+	// Keepalive is the interval of ACK(0) while a batch waits for the
+	// journal.
+	Keepalive Duration `toml:"keepalive"`
 }
 
 // Output holds the outputs.
@@ -117,7 +135,17 @@ func Default() Config {
 			Retention:     0,
 			DirectIO:      true,
 		},
-		Input:  Input{Beats: Beats{Listen: "0.0.0.0:5044"}},
+		Input: Input{Beats: Beats{
+			Listen:           "0.0.0.0:5044",
+			MaxConnections:   1000,
+			MaxWindow:        16384,
+			MaxEventBytes:    16 << 20,
+			MaxBatchBytes:    256 << 20,
+			MaxInflightBytes: 512 << 20,
+			IdleTimeout:      Duration(60e9),
+			BatchTimeout:     Duration(60e9),
+			Keepalive:        Duration(5e9),
+		}},
 		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"http://127.0.0.1:9200"}}},
 		Admin:  Admin{Listen: "127.0.0.1:9600"},
 		Log:    Log{Level: "info", Format: "text"},

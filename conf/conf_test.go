@@ -54,7 +54,8 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	want := Config{
 		Journal: Journal{Dir: "/j", SegmentBytes: 8 << 20, MaxBytes: 100 << 20, MaxGroupWait: Duration(2 * time.Millisecond), MaxGroupBytes: 1 << 20},
 		Ledger:  Ledger{Dir: "/l", SegmentBytes: 32 << 20, MaxBytes: 1 << 40, FlushInterval: Duration(time.Second), Retention: Duration(24 * time.Hour), DirectIO: false},
-		Input:   Input{Beats: Beats{Listen: "127.0.0.1:0"}},
+		Input: Input{Beats: Beats{Listen: "127.0.0.1:0", MaxConnections: 5, MaxWindow: 100, MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20,
+			MaxInflightBytes: 32 << 20, IdleTimeout: Duration(time.Second), BatchTimeout: Duration(2 * time.Second), Keepalive: Duration(time.Millisecond * 500)}},
 		Output:  Output{Elasticsearch: Elasticsearch{Hosts: []string{"https://es1:9200", "es2:9200"}}},
 		Admin:   Admin{Listen: ""},
 		Log:     Log{Level: "debug", Format: "json"},
@@ -138,6 +139,8 @@ func TestMistakes(t *testing.T) {
 		{"bad port", "[admin]\nlisten = \"127.0.0.1:http\"\n", "admin.listen", 2, "not a number"},
 		{"bad host", "[output.elasticsearch]\nhosts = [\"ftp://es:9200\"]\n", "output.elasticsearch.hosts", 2, `scheme "ftp"`},
 		{"no hosts", "[output.elasticsearch]\nhosts = []\n", "output.elasticsearch.hosts", 2, "list at least one"},
+		{"event larger than the batch", "[input.beats]\nmax_event_bytes = \"1GiB\"\n", "input.beats.max_batch_bytes", 0, "less than input.beats.max_event_bytes"},
+		{"zero keepalive", "[input.beats]\nkeepalive = \"0s\"\n", "input.beats.keepalive", 2, "must be more than 0s"},
 		{"bad log level", "[log]\nlevel = \"loud\"\n", "log.level", 2, "use debug, info, warn or error"},
 	}
 	for _, tc := range cases {

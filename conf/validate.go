@@ -94,6 +94,29 @@ func (c *Config) validate() []*KeyError {
 		}
 	}
 	checkListen("input.beats.listen", c.Input.Beats.Listen, false)
+	ib := c.Input.Beats
+	if ib.MaxConnections < 1 {
+		bad("input.beats.max_connections", "%d: allow at least 1 connection", ib.MaxConnections)
+	}
+	if ib.MaxWindow < 1 {
+		bad("input.beats.max_window", "%d: allow at least 1 event per batch (Filebeat sends up to bulk_max_size, 2048 by default)", ib.MaxWindow)
+	}
+	if ib.MaxEventBytes < 1<<10 {
+		bad("input.beats.max_event_bytes", "%s is below 1KiB: real events are bigger (use 16MiB to accept 10 MiB lines)", ib.MaxEventBytes)
+	}
+	// A batch must hold its largest event, and the shared budget a batch's
+	// largest event, or such an event could never be accepted.
+	if ib.MaxBatchBytes < ib.MaxEventBytes {
+		bad("input.beats.max_batch_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxBatchBytes, ib.MaxEventBytes)
+	}
+	if ib.MaxInflightBytes < ib.MaxEventBytes {
+		bad("input.beats.max_inflight_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxInflightBytes, ib.MaxEventBytes)
+	}
+	for key, d := range map[string]Duration{"input.beats.idle_timeout": ib.IdleTimeout, "input.beats.batch_timeout": ib.BatchTimeout, "input.beats.keepalive": ib.Keepalive} {
+		if d <= 0 {
+			bad(key, "must be more than 0s, e.g. %s", map[string]string{"input.beats.idle_timeout": "60s", "input.beats.batch_timeout": "60s", "input.beats.keepalive": "5s"}[key])
+		}
+	}
 	checkListen("admin.listen", c.Admin.Listen, true)
 
 	hosts := c.Output.Elasticsearch.Hosts

@@ -93,7 +93,15 @@ func (b *Beats) Addr() net.Addr { return b.ln.Addr() }
 
 // Serve accepts connections until Close. It returns nil after Close.
 func (b *Beats) Serve() error {
+	// Add under the lock and only while open: Close sets closed under the
+	// same lock before it waits, so no Add can race with its Wait.
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
 	b.wg.Add(1)
+	b.mu.Unlock()
 	defer b.wg.Done()
 	for {
 		conn, err := b.ln.Accept()
@@ -117,12 +125,11 @@ func (b *Beats) Serve() error {
 			conn.Close()
 			continue
 		}
-		if !b.track(conn) {
+		if !b.track(conn) { // also adds the handler to wg, under the lock
 			conn.Close()
 			<-b.slots
 			return nil
 		}
-		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
 			defer func() { <-b.slots }()
@@ -139,6 +146,7 @@ func (b *Beats) track(c net.Conn) bool {
 		return false
 	}
 	b.conns[c] = struct{}{}
+	b.wg.Add(1)
 	return true
 }
 

@@ -25,6 +25,7 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 		cfg := conf.Default()
 		cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
 		cfg.Journal.MaxBytes = 2 << 30
+		cfg.Input.Beats.Listen = "127.0.0.1:0"
 		s, err := Open(&cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)

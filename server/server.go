@@ -23,6 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/input"
+	"github.com/logpond/logpond/input/lumberjack"
 	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/journal"
@@ -36,6 +38,7 @@ type Server struct {
 	locks   []*dirlock.Lock // journal, ledger; released by Close
 	journal *journal.Journal
 	ledger  *ledger.Ledger
+	beats   *input.Beats
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -77,6 +80,24 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 	if err := s.openStores(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	b := cfg.Input.Beats
+	limits := lumberjack.DefaultLimits()
+	limits.MaxWindow, limits.MaxEventBytes, limits.MaxBatchBytes = b.MaxWindow, int(b.MaxEventBytes), int64(b.MaxBatchBytes)
+	var err error
+	s.beats, err = input.ListenBeats(input.BeatsOptions{
+		Listen: b.Listen, MaxConnections: b.MaxConnections,
+		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
+		MaxInflightBytes: int64(b.MaxInflightBytes),
+		// A record is at most one journal group, unless one event is
+		// bigger (a record always takes at least one event).
+		MaxRecordBytes: int(cfg.Journal.MaxGroupBytes),
+		Limits:         limits,
+		Logger:         log,
+	}, s.journal)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	return s, nil
 }
@@ -173,8 +194,10 @@ func prepareDir(key, dir string) (string, error) {
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
-	s.log.Info("not yet running (later issues)", "input.beats.listen", c.Input.Beats.Listen,
-		"output.elasticsearch.hosts", c.Output.Elasticsearch.Hosts, "admin.listen", c.Admin.Listen)
+	s.log.Info("not yet running (later issues)", "output.elasticsearch.hosts", c.Output.Elasticsearch.Hosts, "admin.listen", c.Admin.Listen)
+	beatsDone := make(chan error, 1)
+	go func() { beatsDone <- s.beats.Serve() }()
+	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	f := &flusher{j: s.journal, l: s.ledger, interval: time.Duration(c.Ledger.FlushInterval), log: s.log}
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -187,8 +210,15 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("flusher failed", "err", runErr)
 	}
 	start := time.Now()
-	// Stop order: no more appends, then the flusher's last pass, so that
-	// every acknowledged record is in the ledger when we exit.
+	// Stop order: stop accepting and reading (batches already read finish
+	// their appends and are acknowledged), then no more appends, then the
+	// flusher's last pass, so that every acknowledged record is in the
+	// ledger when we exit.
+	berr := s.beats.Close()
+	if err := <-beatsDone; err != nil && berr == nil {
+		berr = err
+	}
+	s.beats = nil
 	jerr := s.journal.Close()
 	stopFlusher()
 	if runErr == nil {
@@ -206,13 +236,17 @@ func (s *Server) Run(ctx context.Context) error {
 	lerr := s.ledger.Close()
 	s.journal, s.ledger = nil, nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
-	return errors.Join(runErr, jerr, ferr, lerr)
+	return errors.Join(runErr, berr, jerr, ferr, lerr)
 }
 
 // Close closes the stores if Run did not, and releases the directory
 // locks. It is safe to call more than once.
 func (s *Server) Close() error {
 	var errs []error
+	if s.beats != nil {
+		errs = append(errs, s.beats.Close())
+		s.beats = nil
+	}
 	if s.journal != nil {
 		errs = append(errs, s.journal.Close())
 		s.journal = nil

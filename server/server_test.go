@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func testConfig(t *testing.T, journal, ledger string) *conf.Config {
 	cfg := conf.Default()
 	cfg.Journal.Dir, cfg.Ledger.Dir = journal, ledger
+	cfg.Input.Beats.Listen = "127.0.0.1:0" // tests bind only to loopback, port 0
 	return &cfg
 }
 

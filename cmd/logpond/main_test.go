@@ -3,15 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/record"
 )
 
 var binary string
@@ -71,7 +78,8 @@ func started(t *testing.T, config string) (*exec.Cmd, *bytes.Buffer) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "logpond started") {
+		// Run logs the input's address right after "logpond started".
+		if strings.Contains(sc.Text(), "beats input listening") {
 			go io.Copy(io.Discard, stderr) // keep the pipe drained
 			return cmd, &log
 		}
@@ -162,4 +170,65 @@ func exitCodeOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestEndToEnd runs logpond as a user would, ships batches with go-lumber's
+// client (what Filebeat's output.logstash uses), stops logpond with SIGTERM
+// and finds every acknowledged event, byte for byte, in the ledger.
+func TestEndToEnd(t *testing.T) {
+	root := t.TempDir()
+	cmd, log := started(t, writeConfig(t, root))
+	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
+	if m == nil {
+		t.Fatalf("no listening address in the log:\n%s", log.String())
+	}
+	c, err := lj.SyncDial(m[1], lj.CompressionLevel(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for b := range 5 {
+		var data []interface{}
+		for i := range 500 {
+			ev := json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"message":"batch %d line %d"}`, b, i))
+			want = append(want, ev)
+			data = append(data, ev)
+		}
+		if n, err := c.Send(data); err != nil || n != len(data) {
+			t.Fatalf("batch %d: acked %d: %v", b, n, err)
+		}
+	}
+	c.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	l, err := ledger.Open(filepath.Join(root, "ledger"), ledger.Options{SegmentBytes: 256 << 20, DirectIO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := l.Reader(1)
+	defer r.Close()
+	var got [][]byte
+	for r.Next() {
+		rec, err := record.Decode(r.Record())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range rec.Events() {
+			got = append(got, bytes.Clone(ev))
+		}
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ledger holds %d events, %d were acknowledged", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("event %d differs", i)
+		}
+	}
 }
