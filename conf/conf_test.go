@@ -56,9 +56,9 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 		Ledger:  Ledger{Dir: "/l", SegmentBytes: 32 << 20, MaxBytes: 1 << 40, FlushInterval: Duration(time.Second), Retention: Duration(24 * time.Hour), DirectIO: false},
 		Input: Input{Beats: Beats{Listen: "127.0.0.1:0", MaxConnections: 5, MaxWindow: 100, MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20,
 			MaxInflightBytes: 32 << 20, IdleTimeout: Duration(time.Second), BatchTimeout: Duration(2 * time.Second), Keepalive: Duration(time.Millisecond * 500)}},
-		Output:  Output{Elasticsearch: Elasticsearch{Hosts: []string{"https://es1:9200", "es2:9200"}}},
-		Admin:   Admin{Listen: ""},
-		Log:     Log{Level: "debug", Format: "json"},
+		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"https://es1:9200", "es2:9200"}}},
+		Admin:  Admin{Listen: ""},
+		Log:    Log{Level: "debug", Format: "json"},
 	}
 	def := reflect.ValueOf(Default())
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
