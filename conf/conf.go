@@ -90,6 +90,21 @@ type Beats struct {
 	// Keepalive is the interval of ACK(0) while a batch waits for the
 	// journal.
 	Keepalive Duration `toml:"keepalive"`
+	// TLS, when Cert is set, makes the listener speak TLS.
+	TLS BeatsTLS `toml:"tls"`
+}
+
+// BeatsTLS configures TLS for the Beats input (Filebeat's ssl.* settings on
+// output.logstash are the other side).
+type BeatsTLS struct {
+	// Cert and Key are PEM files; TLS is on when Cert is set.
+	Cert string `toml:"cert"`
+	Key  string `toml:"key"`
+	// ClientCA is a PEM bundle that client certificates are verified
+	// against.
+	ClientCA string `toml:"client_ca"`
+	// ClientAuth is none, optional or required.
+	ClientAuth string `toml:"client_auth"`
 }
 
 // Output holds the outputs.
@@ -145,6 +160,7 @@ func Default() Config {
 			IdleTimeout:      Duration(60e9),
 			BatchTimeout:     Duration(60e9),
 			Keepalive:        Duration(5e9),
+			TLS:              BeatsTLS{ClientAuth: "none"},
 		}},
 		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"http://127.0.0.1:9200"}}},
 		Admin:  Admin{Listen: "127.0.0.1:9600"},

@@ -112,6 +112,20 @@ func (c *Config) validate() []*KeyError {
 	if ib.MaxInflightBytes < ib.MaxEventBytes {
 		bad("input.beats.max_inflight_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxInflightBytes, ib.MaxEventBytes)
 	}
+	tc := ib.TLS
+	switch tc.ClientAuth {
+	case "none", "optional", "required":
+	default:
+		bad("input.beats.tls.client_auth", "%q: use none, optional or required", tc.ClientAuth)
+	}
+	switch {
+	case tc.Cert != "" && tc.Key == "", tc.Cert == "" && tc.Key != "":
+		bad("input.beats.tls.key", "cert and key go together: set both (PEM files) or neither")
+	case tc.Cert == "" && (tc.ClientCA != "" || tc.ClientAuth != "none"):
+		bad("input.beats.tls.cert", "client_ca and client_auth need TLS: set cert and key too")
+	case tc.ClientAuth != "none" && tc.ClientCA == "":
+		bad("input.beats.tls.client_ca", "client_auth = %q needs client_ca, the PEM bundle client certificates are checked against", tc.ClientAuth)
+	}
 	for key, d := range map[string]Duration{"input.beats.idle_timeout": ib.IdleTimeout, "input.beats.batch_timeout": ib.BatchTimeout, "input.beats.keepalive": ib.Keepalive} {
 		if d <= 0 {
 			bad(key, "must be more than 0s, e.g. %s", map[string]string{"input.beats.idle_timeout": "60s", "input.beats.batch_timeout": "60s", "input.beats.keepalive": "5s"}[key])

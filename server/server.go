@@ -13,6 +13,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,8 +85,17 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 	b := cfg.Input.Beats
 	limits := lumberjack.DefaultLimits()
 	limits.MaxWindow, limits.MaxEventBytes, limits.MaxBatchBytes = b.MaxWindow, int(b.MaxEventBytes), int64(b.MaxBatchBytes)
+	var tlsCfg *tls.Config
+	if t := b.TLS; t.Cert != "" {
+		var err error
+		if tlsCfg, err = input.TLSConfig(t.Cert, t.Key, t.ClientCA, t.ClientAuth); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: input.beats.tls: %w", err)
+		}
+	}
 	var err error
 	s.beats, err = input.ListenBeats(input.BeatsOptions{
+		TLS:    tlsCfg,
 		Listen: b.Listen, MaxConnections: b.MaxConnections,
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
