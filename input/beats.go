@@ -203,14 +203,25 @@ func (b *Beats) handle(conn net.Conn) {
 	r := lumberjack.NewReader(conn, b.opts.Limits)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var bl record.Builder
-	var held int64 // budget held by the records being built
+	var bl *record.Builder // from builders while a batch is read; an idle connection holds none
+	var held int64         // budget held for events read but not yet durable
 	defer func() { b.budget.release(held) }()
 	var wmu sync.Mutex // serializes ACK writes (keepalives come from a timer)
 	r.OnWindow = func(int) error {
 		// The window started: from now on the whole batch must arrive
 		// within BatchTimeout.
 		return conn.SetReadDeadline(time.Now().Add(b.opts.BatchTimeout))
+	}
+	r.Reserve = func(n int) error {
+		// Before the event is read: while waiting, this connection reads
+		// nothing more (TCP backpressure); the wait is bounded by the
+		// batch timeout.
+		size := int64(record.EventOverhead + n)
+		if err := b.budget.acquire(ctx, size, b.opts.BatchTimeout); err != nil {
+			return err
+		}
+		held += size
+		return nil
 	}
 	flush := func() error {
 		if bl.Count() == 0 {
@@ -235,26 +246,20 @@ func (b *Beats) handle(conn net.Conn) {
 		if err := conn.SetReadDeadline(time.Now().Add(b.opts.IdleTimeout)); err != nil {
 			return
 		}
+		bl = builders.Get().(*record.Builder)
 		bl.Reset(time.Now())
 		n, seq, err := r.ReadBatch(func(ev []byte) error {
-			size := record.EventOverhead + len(ev)
-			if bl.Count() > 0 && bl.Size()+size > b.opts.MaxRecordBytes {
+			if bl.Count() > 0 && bl.Size()+record.EventOverhead+len(ev) > b.opts.MaxRecordBytes {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
-			// Wait for budget before copying: while waiting, this
-			// connection reads nothing more (TCP backpressure), bounded by
-			// the batch deadline.
-			if err := b.budget.acquire(ctx, int64(size), b.opts.BatchTimeout); err != nil {
-				return err
-			}
-			held += int64(size)
 			return bl.Add(ev)
 		})
 		if err == nil {
 			err = flush()
 		}
+		builders.Put(bl)
 		if err != nil {
 			b.closeWith(conn, err)
 			return
@@ -295,6 +300,10 @@ func (b *Beats) closeWith(conn net.Conn, err error) {
 		b.log.Warn("beats: connection ended", "remote", conn.RemoteAddr().String(), "err", err)
 	}
 }
+
+// builders lends record builders to connections for the length of a batch,
+// so that idle connections hold no record-sized buffer.
+var builders = sync.Pool{New: func() any { return new(record.Builder) }}
 
 // keepalive writes ACK(0) every Keepalive until the returned stop is
 // called, as Logstash does, so that a client whose batch waits for the

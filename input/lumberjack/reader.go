@@ -88,6 +88,10 @@ func protoErr(reason, format string, args ...any) error {
 type Reader struct {
 	// OnWindow, if set, is called when a window has been accepted.
 	OnWindow ReadBatchHook
+	// Reserve, if set, is called with an event's size once its header
+	// passed the limits and before its payload is allocated or read: the
+	// place to take memory budget (and to block, which stops reading).
+	Reserve func(n int) error
 
 	br     *bufio.Reader
 	limits Limits
@@ -97,7 +101,7 @@ type Reader struct {
 
 // NewReader reads Lumberjack v2 from r.
 func NewReader(r io.Reader, limits Limits) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), limits: limits}
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10), limits: limits}
 }
 
 // batchState tracks one window while it is read.
@@ -142,8 +146,15 @@ func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 			return b.got, 0, err
 		}
 	}
+	if cap(r.event) > keepEventBuffer {
+		r.event = nil // an idle connection must not keep a huge buffer
+	}
 	return b.got, b.lastSeq, nil
 }
+
+// keepEventBuffer is the largest event buffer a Reader keeps between
+// batches.
+const keepEventBuffer = 64 << 10
 
 // frameType reads a version byte and a frame type. atStart reports a clean
 // EOF before the version byte as io.EOF.
@@ -194,6 +205,11 @@ func (r *Reader) jsonFrame(br *bufio.Reader, b *batchState) error {
 	}
 	if b.bytes+int64(n) > r.limits.MaxBatchBytes {
 		return protoErr(ReasonBatchTooLarge, "batch exceeds %d bytes", r.limits.MaxBatchBytes)
+	}
+	if r.Reserve != nil {
+		if err := r.Reserve(int(n)); err != nil {
+			return err
+		}
 	}
 	if cap(r.event) < int(n) {
 		r.event = make([]byte, n)
@@ -262,7 +278,7 @@ func (r *Reader) compressedFrame(br *bufio.Reader, b *batchState, depth int) err
 // zbuf returns a reusable buffered reader for nesting level depth.
 func (r *Reader) zbuf(depth int, src io.Reader) *bufio.Reader {
 	for len(r.zbufs) <= depth {
-		r.zbufs = append(r.zbufs, bufio.NewReaderSize(nil, 64<<10))
+		r.zbufs = append(r.zbufs, bufio.NewReaderSize(nil, 16<<10))
 	}
 	r.zbufs[depth].Reset(src)
 	return r.zbufs[depth]
