@@ -7,10 +7,11 @@ LDFLAGS := -X main.version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench run fuzz clean
+.PHONY: build test bench bench-beats run fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
+	$(GO) build -o bin/beatsbench ./tools/beatsbench
 
 # gofmt and vet first: they are fast and catch what review would.
 test:
@@ -21,6 +22,12 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# End-to-end throughput against the no-durability and naive baselines
+# (issue 6): journal under ./data on this disk, ledger on a loop-mounted
+# ext4 whose image lives in /dev/shm (a stand-in second device). Root.
+bench-beats: build
+	tools/beatsbench/bench.sh
 
 # The example configuration keeps its data under ./data.
 run: build
