@@ -42,8 +42,8 @@ import (
 
 type loadConfig struct {
 	connections, batch, eventSize, compression int
-	duration                                  time.Duration
-	rate                                      float64 // events/s over all connections; 0 = as fast as acknowledged
+	duration                                   time.Duration
+	rate                                       float64 // events/s over all connections; 0 = as fast as acknowledged
 }
 
 type result struct {
@@ -361,4 +361,3 @@ func serveBaseline(kind, dir string) error {
 		}()
 	}
 }
-
