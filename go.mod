@@ -14,8 +14,8 @@ require (
 )
 
 require (
-	github.com/tidwall/gjson v1.10.2 // indirect
+	github.com/tidwall/gjson v1.20.2 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/pretty v1.2.0 // indirect
+	github.com/tidwall/pretty v1.3.0 // indirect
 	github.com/tidwall/tinylru v1.1.0 // indirect
 )

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/logpond/logpond/conf"
@@ -31,6 +32,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the TOML configuration file (see conf/logpond.example.toml)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,6 +50,17 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	log := newLogger(stderr, cfg.Log)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "logpond: -cpuprofile:", err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 
 	// The stop signals cancel the context; Run then winds everything down
 	// and returns, and we exit 0.
