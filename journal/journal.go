@@ -81,9 +81,6 @@ type Journal struct {
 	durable atomic.Uint64 // last LSN whose group is fsynced
 	tail    tailCache
 
-	commitMu  sync.Mutex
-	committed chan struct{} // closed and replaced after every durable group
-
 	// Owned by the committer goroutine (and by Open before it starts).
 	wal         walLog
 	raw         *wal.Log // the tidwall log under wal, for forceClose
@@ -136,7 +133,6 @@ func Open(dir string, opts Options) (*Journal, error) {
 		stopped:    make(chan struct{}),
 		spaceFreed: make(chan struct{}),
 		tail:       tailCache{limit: opts.TailBytes},
-		committed:  make(chan struct{}),
 	}
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
@@ -477,7 +473,6 @@ func (j *Journal) commit(group []*request) {
 		r.lsn = first + uint64(i)
 		r.done <- nil
 	}
-	j.signalCommitted()
 	if j.activeBytes >= j.opts.SegmentBytes {
 		// Rotate as soon as the generation is full, so that at rest the
 		// active generation is below SegmentBytes (see admit).

@@ -77,18 +77,3 @@ func (j *Journal) Recent(from uint64, max int) ([][]byte, bool) {
 	}
 	return recs, ok
 }
-
-// Committed returns a channel that is closed when the next group is made
-// durable, for a consumer waiting for new records.
-func (j *Journal) Committed() <-chan struct{} {
-	j.commitMu.Lock()
-	defer j.commitMu.Unlock()
-	return j.committed
-}
-
-func (j *Journal) signalCommitted() {
-	j.commitMu.Lock()
-	close(j.committed)
-	j.committed = make(chan struct{})
-	j.commitMu.Unlock()
-}

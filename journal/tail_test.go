@@ -13,14 +13,8 @@ func TestRecentServesTheTailFromMemory(t *testing.T) {
 	if recs, ok := j.Recent(1, 100); !ok || len(recs) != 0 {
 		t.Fatalf("empty journal: %d records, ok %v", len(recs), ok)
 	}
-	committed := j.Committed()
 	for i := range 30 {
 		mustAppend(t, j, rec(t, 0, i, 100))
-	}
-	select {
-	case <-committed:
-	default:
-		t.Fatal("Committed was not signalled")
 	}
 	if _, ok := j.Recent(1, 100); ok {
 		t.Fatal("LSN 1 was evicted, yet Recent claims to serve it")
