@@ -7,7 +7,6 @@ package input
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -333,11 +332,9 @@ func (b *Beats) keepalive(conn net.Conn, wmu *sync.Mutex) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// writeACK sends an ACK, bounded in time: a client that stops reading
+// must not hold this connection's handler forever.
 func writeACK(conn net.Conn, seq uint32) error {
-	var ack [6]byte
-	ack[0], ack[1] = '2', 'A'
-	binary.BigEndian.PutUint32(ack[2:], seq)
 	conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	_, err := conn.Write(ack[:])
-	return err
+	return lumberjack.WriteACK(conn, seq)
 }

@@ -115,11 +115,17 @@ func TestInflightBudgetIsShared(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if ev, _ := b.Counts(); ev != 200 {
-		t.Fatalf("%d events acknowledged, want 200", ev)
+	// The server counts a batch after its ACK is written, so the client
+	// can see the ACK first: wait for the count.
+	deadline := time.Now().Add(5 * time.Second)
+	for ev, _ := b.Counts(); ev != 200; ev, _ = b.Counts() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events acknowledged, want 200", ev)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	// Handlers return their budget as the clients hang up.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(5 * time.Second)
 	for {
 		b.budget.mu.Lock()
 		free := b.budget.free

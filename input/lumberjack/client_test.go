@@ -2,7 +2,6 @@ package lumberjack
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -31,10 +30,7 @@ func ackServer(t *testing.T, ln net.Listener, got *[][]byte, mu *sync.Mutex) {
 		if err != nil {
 			return
 		}
-		var ack [6]byte
-		ack[0], ack[1] = '2', 'A'
-		binary.BigEndian.PutUint32(ack[2:], seq)
-		if _, err := conn.Write(ack[:]); err != nil {
+		if err := WriteACK(conn, seq); err != nil {
 			return
 		}
 	}

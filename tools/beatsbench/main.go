@@ -351,10 +351,7 @@ func serveBaseline(kind, dir string) error {
 						return
 					}
 				}
-				var ack [6]byte
-				ack[0], ack[1] = '2', 'A'
-				binary.BigEndian.PutUint32(ack[2:], seq)
-				if _, err := conn.Write(ack[:]); err != nil {
+				if err := lumberjack.WriteACK(conn, seq); err != nil {
 					return
 				}
 			}
