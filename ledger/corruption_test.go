@@ -142,21 +142,20 @@ func TestLedgerCorruptionTable(t *testing.T) {
 	src, seg, ends, starts := ledgerFixture(t)
 	name := filepath.Base(seg)
 	cases := []struct {
-		name    string
-		damage  func(b []byte) []byte
-		cover   bool
-		kept    uint64 // records that survive
-		refuse  bool   // Open fails with a located *CorruptionError
-		lsnAt   uint64 // the LSN the refusal names
-		readErr bool   // Open succeeds but reading reports damage
+		name   string
+		damage func(b []byte) []byte
+		cover  bool
+		kept   uint64 // records that survive
+		refuse bool   // Open fails with a located *CorruptionError
+		lsnAt  uint64 // the LSN the refusal names
 	}{
-		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0, false},
-		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0, false},
-		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0, false},
-		{"last write zero-filled, journal dropped it (clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 39, false, 0, false},
-		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0, false},
-		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21, false},
-		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11, false},
+		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0},
+		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0},
+		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0},
+		{"last write zero-filled, journal dropped it (clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 39, false, 0},
+		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0},
+		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21},
+		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
