@@ -1,0 +1,573 @@
+package estest
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// bulkItem is one parsed action of a bulk request.
+type bulkItem struct {
+	action   string // "create", "index", "delete" or "update" (index with op_type create becomes create)
+	index    string
+	id       string
+	hasID    bool
+	routing  string
+	pipeline string
+	source   []byte // the source line, sliced from the request body; nil for delete
+	line     int    // 1-based line number of the action
+}
+
+// itemResult is the answer to one item.
+type itemResult struct {
+	key     string // the key of the item in the response: the action, or "index" for create under AnswerCreateAsIndex
+	index   string
+	id      string
+	idNull  bool
+	status  int
+	result  string // success: "created", "updated", "deleted", "not_found"
+	version int64
+	seqNo   int64
+	// failure
+	errType   string
+	reason    string
+	indexUUID string // with shard and index in the error object when non-empty
+}
+
+// handleBulk serves a bulk request after the method check. The order of
+// work is: Content-Type and query checks, body read (413), RequestHook,
+// Latency, parsing (whole-request 400s), Drop, Request503, then each item.
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, pathIndex string) {
+	start := time.Now()
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 {
+		s.requestError(w, http.StatusBadRequest, "parse_exception", "request body is required")
+		return
+	}
+	if !supportedContentType(ct) {
+		s.mu.Lock()
+		s.stats.RequestErrors++
+		s.mu.Unlock()
+		writeSimpleError(w, http.StatusNotAcceptable, "Content-Type header ["+truncate(ct, 256)+"] is not supported")
+		return
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.requestError(w, http.StatusBadRequest, "illegal_argument_exception", "invalid query string: "+err.Error())
+		return
+	}
+	for _, k := range sortedKeys(q) {
+		if !bulkParams[k] {
+			s.requestError(w, http.StatusBadRequest, "illegal_argument_exception",
+				"request ["+truncate(r.URL.Path, 512)+"] contains unrecognized parameter: ["+truncate(k, 256)+"]")
+			return
+		}
+	}
+	switch q.Get("refresh") {
+	case "", "true", "false", "wait_for":
+	default:
+		s.requestError(w, http.StatusBadRequest, "illegal_argument_exception",
+			"Unknown value for refresh: ["+truncate(q.Get("refresh"), 256)+"].")
+		return
+	}
+	defaultPipeline := q.Get("pipeline")
+	defaultRouting := q.Get("routing")
+
+	body, status, errType, reason := s.readBody(r)
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		// Elasticsearch answers an over-long body from its HTTP layer with
+		// an empty 413.
+		s.mu.Lock()
+		s.stats.RequestErrors++
+		s.stats.TooLarge413++
+		s.mu.Unlock()
+		writeJSON(w, http.StatusRequestEntityTooLarge, nil)
+		return
+	case status == statusGone:
+		abort(w)
+		return
+	case status != 0:
+		s.requestError(w, status, errType, reason)
+		return
+	case len(body) == 0:
+		s.requestError(w, http.StatusBadRequest, "parse_exception", "request body is required")
+		return
+	}
+
+	f := s.faultsSnapshot()
+	if f.RequestHook != nil {
+		if st, typ, why, ok := f.RequestHook(body); ok {
+			st = validStatus(st)
+			s.mu.Lock()
+			if st == http.StatusServiceUnavailable {
+				s.stats.Failed503Requests++
+			} else {
+				s.stats.RequestErrors++
+			}
+			s.mu.Unlock()
+			writeError(w, st, typ, why)
+			return
+		}
+	}
+	if f.Latency > 0 {
+		t := time.NewTimer(f.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			abort(w) // paused, closed, or the client left: no answer, nothing stored
+			return
+		}
+	}
+	if r.Context().Err() != nil {
+		abort(w)
+		return
+	}
+
+	items, perr := parseBulk(body, pathIndex, defaultPipeline, defaultRouting)
+	if perr != nil {
+		s.requestError(w, http.StatusBadRequest, perr.errType, perr.reason)
+		return
+	}
+
+	if s.chance(f.Drop) {
+		s.drop(w)
+		return
+	}
+	if s.chance(f.Request503) {
+		s.mu.Lock()
+		s.stats.Failed503Requests++
+		s.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, "cluster_block_exception",
+			"blocked by: [SERVICE_UNAVAILABLE/1/state not recovered / initialized];")
+		return
+	}
+
+	results := make([]itemResult, len(items))
+	anyError := false
+	for i := range items {
+		results[i] = s.execute(&items[i], f)
+		if results[i].errType != "" {
+			anyError = true
+		}
+	}
+	s.countItems(results)
+
+	b := make([]byte, 0, 64+200*len(results))
+	b = append(b, `{"took":`...)
+	b = strconv.AppendInt(b, time.Since(start).Milliseconds(), 10)
+	b = append(b, `,"errors":`...)
+	b = strconv.AppendBool(b, anyError)
+	b = append(b, `,"items":[`...)
+	for i := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendItem(b, &results[i])
+	}
+	b = append(b, "]}"...)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// drop closes the connection without answering (the Drop fault).
+func (s *Server) drop(w http.ResponseWriter) {
+	s.mu.Lock()
+	s.stats.Dropped++
+	s.mu.Unlock()
+	if !abort(w) {
+		// Not reachable over HTTP/1.1, which is all this server speaks.
+		// Without a hijackable connection the closest thing is a 503.
+		writeError(w, http.StatusServiceUnavailable, "estest_drop", "estest: could not drop the connection")
+	}
+}
+
+// abort closes the request's connection so that nothing is answered:
+// returning from a handler without writing would send an empty 200.
+func abort(w http.ResponseWriter) bool {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return false
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// countItems adds a request's item outcomes to the counters.
+func (s *Server) countItems(results []itemResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.stats
+	st.Items += int64(len(results))
+	for i := range results {
+		r := &results[i]
+		st.ItemsByStatus[r.status]++
+		switch r.status {
+		case http.StatusCreated:
+			st.Created++
+		case http.StatusConflict:
+			st.Conflicts409++
+		case http.StatusTooManyRequests:
+			st.Rejected429++
+		}
+		switch r.result {
+		case "updated":
+			st.Updated++
+		case "deleted":
+			st.Deleted++
+		}
+	}
+}
+
+// parseError fails a whole bulk request with 400.
+type parseError struct {
+	errType string
+	reason  string
+}
+
+func illegalArgument(reason string) *parseError {
+	return &parseError{errType: "illegal_argument_exception", reason: reason}
+}
+
+// parseBulk splits an NDJSON bulk body into items and validates them as a
+// whole the way Elasticsearch's BulkRequest does: any malformed line or
+// failed request-level validation fails the whole request.
+func parseBulk(body []byte, pathIndex, defaultPipeline, defaultRouting string) ([]bulkItem, *parseError) {
+	var items []bulkItem
+	pos, line := 0, 0
+	nextLine := func() ([]byte, bool) {
+		nl := bytes.IndexByte(body[pos:], '\n')
+		if nl < 0 {
+			return nil, false
+		}
+		l := body[pos : pos+nl]
+		pos += nl + 1
+		line++
+		if n := len(l); n > 0 && l[n-1] == '\r' {
+			l = l[:n-1]
+		}
+		return l, true
+	}
+	const unterminated = "The bulk request must be terminated by a newline [\\n]"
+	for pos < len(body) {
+		raw, ok := nextLine()
+		if !ok {
+			return nil, illegalArgument(unterminated)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue // Elasticsearch skips empty action lines
+		}
+		it, perr := parseAction(raw, line, pathIndex, defaultPipeline, defaultRouting)
+		if perr != nil {
+			return nil, perr
+		}
+		if it.action != "delete" {
+			if pos >= len(body) {
+				return nil, illegalArgument("Malformed action/metadata line [" + strconv.Itoa(it.line) +
+					"], action [" + it.action + "] has no source line")
+			}
+			src, ok := nextLine()
+			if !ok {
+				return nil, illegalArgument(unterminated)
+			}
+			it.source = src
+		}
+		items = append(items, it)
+	}
+	// Request-level validation (BulkRequest.validate): every problem is
+	// listed, and any fails the whole request.
+	var errs []string
+	if len(items) == 0 {
+		errs = append(errs, "no requests added")
+	}
+	for i := range items {
+		it := &items[i]
+		if it.index == "" {
+			errs = append(errs, "index is missing")
+		}
+		switch {
+		case it.id == "" && (it.action == "delete" || it.action == "update"):
+			errs = append(errs, "id is missing")
+		case it.hasID && it.id == "":
+			errs = append(errs, "if _id is specified it must not be empty")
+		case len(it.id) > 512:
+			errs = append(errs, "id ["+truncate(it.id, 64)+"] is too long, must be no longer than 512 bytes but was: "+
+				strconv.Itoa(len(it.id)))
+		}
+	}
+	if len(errs) > 0 {
+		var sb strings.Builder
+		sb.WriteString("Validation Failed: ")
+		for i, e := range errs {
+			if i == 50 {
+				sb.WriteString("...;")
+				break
+			}
+			sb.WriteString(strconv.Itoa(i + 1))
+			sb.WriteString(": ")
+			sb.WriteString(e)
+			sb.WriteString(";")
+		}
+		return nil, &parseError{errType: "action_request_validation_exception", reason: sb.String()}
+	}
+	return items, nil
+}
+
+// parseAction parses one action/metadata line.
+func parseAction(raw []byte, line int, pathIndex, defaultPipeline, defaultRouting string) (bulkItem, *parseError) {
+	it := bulkItem{index: pathIndex, pipeline: defaultPipeline, routing: defaultRouting, line: line}
+	ln := strconv.Itoa(line)
+	if msg := nestingError(raw); msg != "" {
+		return it, &parseError{errType: "x_content_parse_exception", reason: "[" + ln + ":1] " + msg}
+	}
+	if !gjson.ValidBytes(raw) {
+		return it, &parseError{errType: "x_content_parse_exception",
+			reason: "[" + ln + ":1] Unexpected character in action/metadata line [" + ln + "]: " + truncate(string(raw), 128)}
+	}
+	v := gjson.ParseBytes(raw)
+	if !v.IsObject() {
+		return it, illegalArgument("Malformed action/metadata line [" + ln + "], expected START_OBJECT but found [" + tokenName(v) + "]")
+	}
+	var actionKey, params gjson.Result
+	found := false
+	v.ForEach(func(k, val gjson.Result) bool {
+		actionKey, params, found = k, val, true
+		return false
+	})
+	if !found {
+		return it, illegalArgument("Malformed action/metadata line [" + ln + "], expected FIELD_NAME but found [END_OBJECT]")
+	}
+	it.action = actionKey.String()
+	switch it.action {
+	case "create", "index", "delete", "update":
+	default:
+		return it, illegalArgument("Malformed action/metadata line [" + ln +
+			"], expected field [create], [delete], [index] or [update] but found [" + truncate(it.action, 128) + "]")
+	}
+	if !params.IsObject() {
+		return it, illegalArgument("Malformed action/metadata line [" + ln + "], expected START_OBJECT or END_OBJECT but found [" +
+			tokenName(params) + "]")
+	}
+	var perr *parseError
+	params.ForEach(func(k, val gjson.Result) bool {
+		name := k.String()
+		switch {
+		case val.IsArray():
+			perr = illegalArgument("Malformed action/metadata line [" + ln + "], expected a simple value for field [" +
+				truncate(name, 128) + "] but found [START_ARRAY]")
+			return false
+		case val.IsObject():
+			if name == "_source" || name == "dynamic_templates" {
+				return true
+			}
+			perr = illegalArgument("Malformed action/metadata line [" + ln + "], expected a simple value for field [" +
+				truncate(name, 128) + "] but found [START_OBJECT]")
+			return false
+		case val.Type == gjson.Null:
+			return true // Elasticsearch ignores null metadata
+		}
+		text := val.Raw
+		if val.Type == gjson.String {
+			text = val.Str
+		}
+		switch name {
+		case "_index":
+			it.index = text
+		case "_id":
+			it.id, it.hasID = text, true
+		case "routing":
+			it.routing = text
+		case "pipeline":
+			it.pipeline = text
+		case "op_type":
+			switch text {
+			case "create":
+				if it.action == "index" {
+					it.action = "create"
+				}
+			case "index":
+			default:
+				perr = illegalArgument("opType must be 'create' or 'index', found: [" + truncate(text, 128) + "]")
+				return false
+			}
+		case "version", "version_type", "if_seq_no", "if_primary_term", "retry_on_conflict",
+			"require_alias", "require_data_stream", "list_executed_pipelines", "_source", "dynamic_templates":
+			// accepted and ignored: the test server does no concurrency control
+		default:
+			perr = illegalArgument("Action/metadata line [" + ln + "] contains an unknown parameter [" + truncate(name, 128) + "]")
+			return false
+		}
+		return true
+	})
+	if perr != nil {
+		return it, perr
+	}
+	return it, nil
+}
+
+// execute answers one item, storing it if nothing fails.
+func (s *Server) execute(it *bulkItem, f Faults) itemResult {
+	res := itemResult{key: it.action, index: it.index, id: it.id}
+	if it.action == "create" && f.AnswerCreateAsIndex {
+		res.key = "index"
+	}
+	if reason := indexNameError(it.index); reason != "" {
+		res.idNull = !it.hasID
+		res.status = http.StatusBadRequest
+		res.errType = "invalid_index_name_exception"
+		res.reason = "Invalid index name [" + truncate(it.index, 512) + "], " + reason
+		res.indexUUID = "_na_"
+		return res
+	}
+	if it.action == "update" {
+		res.status = http.StatusBadRequest
+		res.errType = "illegal_argument_exception"
+		res.reason = "estest: the update action is not supported by the test server"
+		return res
+	}
+	if !it.hasID && it.action != "delete" {
+		it.id = s.newID()
+		res.id = it.id
+	}
+	if s.chance(f.ItemReject429) {
+		res.status = http.StatusTooManyRequests
+		res.errType = "es_rejected_execution_exception"
+		res.reason = "rejected execution of primary operation [shard_detail=[" + truncate(it.index, 512) +
+			"][0][P], shard_primary_operation_bytes=" + strconv.Itoa(len(it.source)) + "] (estest fault injection)"
+		return res
+	}
+	if it.action != "delete" {
+		if reason := sourceError(it.source); reason != "" {
+			res.status = http.StatusBadRequest
+			res.errType = "document_parsing_exception"
+			res.reason = reason
+			res.indexUUID = s.indexUUID(it.index)
+			return res
+		}
+	}
+	if f.ItemHook != nil {
+		if st, typ, why, ok := f.ItemHook(it.action, it.index, it.id, it.source); ok {
+			res.status = validStatus(st)
+			res.errType = typ
+			res.reason = why
+			return res
+		}
+	}
+	pipeline := it.pipeline
+	if pipeline == "_none" {
+		pipeline = ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix := s.indices[it.index]
+	if it.action == "delete" {
+		if ix == nil {
+			res.status = http.StatusNotFound
+			res.errType = "index_not_found_exception"
+			res.reason = "no such index [" + truncate(it.index, 512) + "]"
+			res.indexUUID = "_na_"
+			return res
+		}
+		res.seqNo = ix.seqNo
+		ix.seqNo++
+		d := ix.docs[it.id]
+		if d == nil {
+			res.status, res.result, res.version = http.StatusNotFound, "not_found", 1
+			return res
+		}
+		delete(ix.docs, it.id)
+		s.count--
+		res.status, res.result, res.version = http.StatusOK, "deleted", d.version+1
+		return res
+	}
+	if ix == nil {
+		ix = &index{uuid: randomUUID(), docs: make(map[string]*storedDoc)}
+		s.indices[it.index] = ix
+	}
+	if d := ix.docs[it.id]; d != nil {
+		if it.action == "create" {
+			res.status = http.StatusConflict
+			res.errType = "version_conflict_engine_exception"
+			res.reason = "[" + truncate(it.id, 512) + "]: version conflict, document already exists (current version [" +
+				strconv.FormatInt(d.version, 10) + "])"
+			res.indexUUID = ix.uuid
+			return res
+		}
+		d.version++
+		d.seqNo = ix.seqNo
+		ix.seqNo++
+		d.source = bytes.Clone(it.source)
+		d.pipeline, d.routing = pipeline, it.routing
+		res.status, res.result, res.version, res.seqNo = http.StatusOK, "updated", d.version, d.seqNo
+		return res
+	}
+	d := &storedDoc{source: bytes.Clone(it.source), version: 1, seqNo: ix.seqNo, pipeline: pipeline, routing: it.routing}
+	if d.source == nil {
+		d.source = []byte{}
+	}
+	ix.seqNo++
+	ix.docs[it.id] = d
+	s.count++
+	res.status, res.result, res.version, res.seqNo = http.StatusCreated, "created", 1, d.seqNo
+	return res
+}
+
+// indexUUID returns the uuid of an existing index, or "_na_".
+func (s *Server) indexUUID(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ix := s.indices[name]; ix != nil {
+		return ix.uuid
+	}
+	return "_na_"
+}
+
+// appendItem appends one entry of the items array.
+func appendItem(b []byte, r *itemResult) []byte {
+	b = append(b, '{')
+	b = appendString(b, r.key)
+	b = append(b, `:{"_index":`...)
+	b = appendString(b, r.index)
+	b = append(b, `,"_id":`...)
+	if r.idNull {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, r.id)
+	}
+	if r.errType == "" {
+		b = append(b, `,"_version":`...)
+		b = strconv.AppendInt(b, r.version, 10)
+		b = append(b, `,"result":`...)
+		b = appendString(b, r.result)
+		b = append(b, `,"_shards":{"total":2,"successful":1,"failed":0},"_seq_no":`...)
+		b = strconv.AppendInt(b, r.seqNo, 10)
+		b = append(b, `,"_primary_term":1,"status":`...)
+		b = strconv.AppendInt(b, int64(r.status), 10)
+		return append(b, "}}"...)
+	}
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.status), 10)
+	b = append(b, `,"error":{"type":`...)
+	b = appendString(b, r.errType)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, r.reason)
+	if r.indexUUID != "" {
+		b = append(b, `,"index_uuid":`...)
+		b = appendString(b, r.indexUUID)
+		if r.indexUUID != "_na_" {
+			b = append(b, `,"shard":"0"`...)
+		}
+		b = append(b, `,"index":`...)
+		b = appendString(b, r.index)
+	}
+	return append(b, "}}}"...)
+}

@@ -1,0 +1,121 @@
+package estest_test
+
+// This test drives the server with the official client, so it proves the
+// product check and response formats against real client code. It is kept
+// in its own file because it is the package's only import of
+// go-elasticsearch.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esutil"
+
+	"github.com/logpond/logpond/output/estest"
+)
+
+func TestGoElasticsearchClient(t *testing.T) {
+	const seed = 11
+	t.Logf("estest seed %d", seed)
+	srv, err := estest.Start(estest.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+		tr.CloseIdleConnections()
+	}()
+	es, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses:           []string{srv.URL()},
+		Transport:           tr,
+		CompressRequestBody: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The product check runs on the first request.
+	info, err := es.Info()
+	if err != nil {
+		t.Fatalf("Info (product check): %v", err)
+	}
+	info.Body.Close()
+	if info.IsError() {
+		t.Fatalf("Info: %s", info.Status())
+	}
+
+	srv.SetFaults(estest.Faults{ItemHook: func(_, _, id string, _ []byte) (int, string, string, bool) {
+		if id == "13" {
+			return 400, "mapper_parsing_exception", "failed to parse field [n]", true
+		}
+		return 0, "", "", false
+	}})
+	var mu sync.Mutex
+	var created, failed []string
+	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
+		Client: es, Index: "logs", NumWorkers: 2, FlushBytes: 2048, Pipeline: "p1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := 0; i < n; i++ {
+		err := bi.Add(context.Background(), esutil.BulkIndexerItem{
+			Action:     "create",
+			DocumentID: fmt.Sprint(i),
+			Body:       bytes.NewReader([]byte(fmt.Sprintf(`{"n":%d}`, i))),
+			OnSuccess: func(_ context.Context, item esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem) {
+				mu.Lock()
+				defer mu.Unlock()
+				if res.Status == 201 && res.Result == "created" {
+					created = append(created, item.DocumentID)
+				}
+			},
+			OnFailure: func(_ context.Context, item esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				failed = append(failed, fmt.Sprintf("%s %d %s %v", item.DocumentID, res.Status, res.Error.Type, err))
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bi.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(created) != n-1 || len(failed) != 1 || !strings.HasPrefix(failed[0], "13 400 mapper_parsing_exception") {
+		t.Fatalf("created %d, failed %q", len(created), failed)
+	}
+	if st := bi.Stats(); st.NumCreated != n-1 || st.NumFailed != 1 {
+		t.Errorf("indexer stats %+v", st)
+	}
+	if srv.Count() != n-1 || srv.Stats().GzipRequests == 0 {
+		t.Errorf("server has %d docs, stats %+v", srv.Count(), srv.Stats())
+	}
+	if docs := srv.Docs(); docs[0].Pipeline != "p1" {
+		t.Errorf("pipeline %q", docs[0].Pipeline)
+	}
+
+	// A whole-request 503 reaches the client as an error response after
+	// its own retries.
+	srv.SetFaults(estest.Faults{Request503: 1})
+	res, err := es.Bulk(strings.NewReader(`{"create":{"_index":"logs","_id":"x"}}`+"\n{}\n"), es.Bulk.WithContext(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 503 {
+		t.Errorf("status %d, want 503", res.StatusCode)
+	}
+	t.Logf("503 requests seen by the server: %d (the client retries)", srv.Stats().Failed503Requests)
+}

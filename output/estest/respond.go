@@ -1,0 +1,159 @@
+package estest
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// setHeaders sets the headers every response carries. go-elasticsearch v8
+// refuses to talk to a server whose responses lack X-Elastic-Product.
+func setHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("X-Elastic-Product", "Elasticsearch")
+	h.Set("Content-Type", "application/json")
+}
+
+// writeJSON answers status with body, which must be JSON (or empty).
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	setHeaders(w)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a client that went away is not our error
+}
+
+// errorBody is Elasticsearch's error envelope:
+// {"error":{"root_cause":[{"type":T,"reason":R}],"type":T,"reason":R},"status":S}.
+func errorBody(status int, errType, reason string) []byte {
+	b := make([]byte, 0, 128+2*len(reason))
+	b = append(b, `{"error":{"root_cause":[`...)
+	b = appendCause(b, errType, reason)
+	b = append(b, `],"type":`...)
+	b = appendString(b, errType)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, reason)
+	b = append(b, `},"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	return append(b, '}')
+}
+
+func appendCause(b []byte, errType, reason string) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, errType)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, reason)
+	return append(b, '}')
+}
+
+// writeError answers status with an Elasticsearch error envelope.
+func writeError(w http.ResponseWriter, status int, errType, reason string) {
+	writeJSON(w, status, errorBody(status, errType, reason))
+}
+
+// writeSimpleError answers the flat form Elasticsearch uses for REST-layer
+// failures (406, 405): {"error":"...","status":S}.
+func writeSimpleError(w http.ResponseWriter, status int, reason string) {
+	b := append([]byte(`{"error":`), appendString(nil, reason)...)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	writeJSON(w, status, append(b, '}'))
+}
+
+// validStatus maps a hook's status to one net/http can send.
+func validStatus(status int) int {
+	if status < 100 || status > 599 {
+		return http.StatusInternalServerError
+	}
+	return status
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// truncate shortens s for use in an error reason.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// infoBody is GET / for version v.
+func (s *Server) infoBody() []byte {
+	lucene, wire, idx := "9.12.0", "7.17.0", "7.0.0"
+	switch {
+	case strings.HasPrefix(s.version, "7."):
+		lucene, wire, idx = "8.11.3", "6.8.0", "6.0.0-beta1"
+	case strings.HasPrefix(s.version, "9."):
+		lucene, wire, idx = "10.1.0", "8.18.0", "8.0.0"
+	}
+	b := make([]byte, 0, 512)
+	b = append(b, `{"name":"estest","cluster_name":"estest","cluster_uuid":`...)
+	b = appendString(b, s.clusterID)
+	b = append(b, `,"version":{"number":`...)
+	b = appendString(b, s.version)
+	b = append(b, `,"build_flavor":"default","build_type":"tar","build_hash":"0000000000000000000000000000000000000000",`...)
+	b = append(b, `"build_date":"2024-12-11T12:08:05.663969764Z","build_snapshot":false,"lucene_version":`...)
+	b = appendString(b, lucene)
+	b = append(b, `,"minimum_wire_compatibility_version":`...)
+	b = appendString(b, wire)
+	b = append(b, `,"minimum_index_compatibility_version":`...)
+	b = appendString(b, idx)
+	b = append(b, `},"tagline":"You Know, for Search"}`...)
+	return b
+}
