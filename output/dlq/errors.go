@@ -1,0 +1,38 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by operations on a closed Store, and by an
+	// Append that was waiting when Close was called.
+	ErrClosed = errors.New("dlq: closed")
+	// ErrPoisoned is returned by every Append after a write, fdatasync or
+	// directory fsync failed; it wraps that first failure. The failed
+	// write's entries may or may not be on disk, and no retry could tell:
+	// Close the Store and Open it again (which cuts a torn tail) to resume.
+	ErrPoisoned = errors.New("dlq: poisoned by an earlier write or sync failure; close and reopen")
+	// ErrTooLarge is returned by Append for an entry whose frame can never
+	// fit in a file (Options.SegmentBytes). Nothing of that Append's slice
+	// was written.
+	ErrTooLarge = errors.New("dlq: entry larger than a dead-letter file")
+)
+
+// CorruptionError reports damage in a dead-letter file: bytes that were
+// synced, or were followed by a later write, and do not decode. Open and
+// Scan return it; they never skip or repair such damage.
+type CorruptionError struct {
+	File   string // path of the damaged file
+	Offset int64  // byte offset in File where decoding stopped
+	Err    error  // what was wrong there
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("dlq: corrupt dead-letter file %s at offset %d: %v; the entries before it can still be listed (dlq.Scan); to start, move the file out of the directory",
+		e.File, e.Offset, e.Err)
+}
+
+// Unwrap returns the kind of damage.
+func (e *CorruptionError) Unwrap() error { return e.Err }

@@ -1,0 +1,462 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// readChunk is the size of one read: large, so that a scan of a full store
+// costs few system calls, and small enough to bound a reader's memory
+// (besides the largest frame it meets).
+const readChunk = 1 << 20
+
+// window caches a stretch of a file for reads at increasing offsets, with
+// random access when a damaged tail is searched.
+type window struct {
+	r    io.ReaderAt
+	size int64 // bytes of the file that are scanned
+	buf  []byte
+	base int64 // file offset of buf[0]
+	n    int   // valid bytes in buf
+}
+
+// errFileShrank is returned when the file holds fewer bytes than its size
+// said: a Store's Open cut its torn tail while a reader was scanning it.
+var errFileShrank = errors.New("file shorter than when scanning began")
+
+// at returns the n bytes at off, which must lie within size. The slice is
+// valid until the next call.
+func (w *window) at(off int64, n int) ([]byte, error) {
+	if off >= w.base && off+int64(n) <= w.base+int64(w.n) {
+		return w.buf[off-w.base:][:n], nil
+	}
+	want := int(min(int64(max(n, readChunk)), w.size-off))
+	if cap(w.buf) < want {
+		w.buf = make([]byte, want)
+	}
+	w.base, w.n = off, 0
+	got, err := w.r.ReadAt(w.buf[:want], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	w.n = got
+	if got < n {
+		return nil, errFileShrank
+	}
+	return w.buf[:n], nil
+}
+
+// drop forgets the cached bytes, so that they are read from the file again.
+func (w *window) drop() { w.n = 0 }
+
+// tear is where a torn tail of the newest file begins.
+type tear struct {
+	offset int64
+	reason error
+}
+
+// fileScanner reads the frames of one file in order and applies the
+// recovery rule of doc.go when it meets a frame that does not decode.
+type fileScanner struct {
+	win    window
+	path   string
+	seq    uint64
+	size   int64
+	newest bool // a torn tail ends the file instead of being damage
+
+	started bool
+	off     int64 // where the next frame starts
+	write   int64 // write offset of the previous frame, 0 before the first
+	retried int64 // damage offset already re-read once, -1 for none
+
+	frameOff int64 // offset of the frame just returned by next
+	entry    Entry // its entry
+
+	torn *tear // where the newest file's torn tail begins, when next stopped at one
+	err  error // a *CorruptionError or a read error, when next stopped at one
+}
+
+func newFileScanner(r io.ReaderAt, path string, seq uint64, size int64, newest bool) *fileScanner {
+	return &fileScanner{win: window{r: r, size: size}, path: path, seq: seq, size: size, newest: newest, retried: -1}
+}
+
+// next advances to the next entry. It returns false at the clean end of the
+// file, at a torn tail (s.torn) or at damage or a read error (s.err).
+func (s *fileScanner) next() bool {
+	if s.err != nil || s.torn != nil {
+		return false
+	}
+	if !s.started {
+		if !s.header() {
+			return false
+		}
+		s.started, s.off = true, fileHeaderSize
+	}
+	for s.off < s.size {
+		n, write, reason, err := s.frameAt(s.off)
+		if err != nil {
+			s.err = fmt.Errorf("dlq: read %s at %d: %w", s.path, s.off, err)
+			return false
+		}
+		if reason == nil && write != s.write && write != s.off {
+			reason = fmt.Errorf("%w: the frame at %d says its write began at %d, neither its own offset nor %d, where the write of the frame before it began", errWriteStart, s.off, write, s.write)
+		}
+		if reason == nil {
+			s.frameOff, s.write = s.off, write
+			s.off += n
+			return true
+		}
+		if !s.damage(s.off, reason) {
+			return false
+		}
+	}
+	return false
+}
+
+// header checks the file header. A newest file that is shorter than its
+// header, or all zeros, was being created when the writer stopped: it holds
+// no entry (doc.go) and counts as a tear at offset 0.
+func (s *fileScanner) header() bool {
+	var err error
+	if s.size < fileHeaderSize {
+		err = fmt.Errorf("%w: file is %d bytes, shorter than its header", errHeader, s.size)
+	} else {
+		var h []byte
+		if h, err = s.win.at(0, fileHeaderSize); err != nil && !errors.Is(err, errFileShrank) {
+			s.err = fmt.Errorf("dlq: read %s: %w", s.path, err)
+			return false
+		}
+		if err == nil {
+			err = checkFileHeader(h, s.seq)
+		}
+	}
+	if err == nil {
+		return true
+	}
+	if s.newest {
+		zero, rerr := s.allZero()
+		if rerr != nil {
+			s.err = fmt.Errorf("dlq: read %s: %w", s.path, rerr)
+			return false
+		}
+		if s.size < fileHeaderSize || zero {
+			s.torn = &tear{offset: 0, reason: err}
+			return false
+		}
+	}
+	s.err = &CorruptionError{File: s.path, Offset: 0, Err: err}
+	return false
+}
+
+func (s *fileScanner) allZero() (bool, error) {
+	for off := int64(0); off < s.size; {
+		n := int(min(readChunk, s.size-off))
+		b, err := s.win.at(off, n)
+		if errors.Is(err, errFileShrank) {
+			return true, nil // cut by a Store's Open: it was a tear
+		}
+		if err != nil {
+			return false, err
+		}
+		if !allZero(b) {
+			return false, nil
+		}
+		off += int64(n)
+	}
+	return true, nil
+}
+
+// frameAt checks the frame at off and, when it is good, decodes its entry
+// into s.entry. It returns the frame's size and write offset, or why the
+// bytes at off are not a good frame (reason), or a read error (err).
+func (s *fileScanner) frameAt(off int64) (n, write int64, reason, err error) {
+	if s.size-off < frameHeaderSize {
+		return 0, 0, errShort, nil
+	}
+	b, err := s.win.at(off, frameHeaderSize)
+	if errors.Is(err, errFileShrank) {
+		return 0, 0, err, nil
+	}
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	h, reason := parseFrameHeader(b, s.seq, off, s.size)
+	if reason != nil {
+		return 0, 0, reason, nil
+	}
+	n = frameHeaderSize + h.payloadLen
+	if b, err = s.win.at(off, int(n)); errors.Is(err, errFileShrank) {
+		return 0, 0, err, nil
+	} else if err != nil {
+		return 0, 0, nil, err
+	}
+	payload := b[frameHeaderSize:]
+	if checksum(payload) != h.payloadCRC {
+		return 0, 0, errPayloadCRC, nil
+	}
+	e, reason := decodeEntry(payload)
+	if reason != nil {
+		return 0, 0, reason, nil
+	}
+	s.entry = e
+	return n, h.write, nil, nil
+}
+
+// damage applies the recovery rule to bytes at off that are not a good
+// frame. It returns true when the scan should try off again (the bytes
+// were re-read; see below), false when it stops: at a tear (s.torn) or at
+// corruption (s.err).
+func (s *fileScanner) damage(off int64, reason error) bool {
+	if !s.newest {
+		s.err = &CorruptionError{File: s.path, Offset: off, Err: reason}
+		return false
+	}
+	later, err := s.laterWrite(off)
+	if err != nil {
+		s.err = fmt.Errorf("dlq: read %s: %w", s.path, err)
+		return false
+	}
+	if later < 0 {
+		s.torn = &tear{offset: off, reason: reason}
+		return false
+	}
+	if s.retried != off {
+		// A reader may have caught a write of a running Store half
+		// copied into the page cache. The later write it found began only
+		// after that write had completed and been synced, so reading the
+		// same bytes again now shows them whole, unless they are damaged.
+		s.retried = off
+		s.win.drop()
+		return true
+	}
+	s.err = &CorruptionError{File: s.path, Offset: off, Err: fmt.Errorf("%w, and a good frame of a later write follows at offset %d", reason, later)}
+	return false
+}
+
+// laterWrite returns the offset of the first good frame after off that
+// belongs to a write begun after off, or -1 when there is none. Frames of
+// the write that off lies in may follow it: a torn write can persist its
+// later pages and lose earlier ones.
+func (s *fileScanner) laterWrite(off int64) (int64, error) {
+	for o := off + 1; s.size-o >= frameHeaderSize+minPayload; o++ {
+		b, err := s.win.at(o, frameHeaderSize)
+		if errors.Is(err, errFileShrank) {
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		h, reason := parseFrameHeader(b, s.seq, o, s.size)
+		if reason != nil {
+			continue
+		}
+		n := frameHeaderSize + h.payloadLen
+		if b, err = s.win.at(o, int(n)); errors.Is(err, errFileShrank) {
+			return -1, nil
+		} else if err != nil {
+			return 0, err
+		}
+		if checksum(b[frameHeaderSize:]) != h.payloadCRC {
+			continue
+		}
+		if _, err := decodeEntry(b[frameHeaderSize:]); err != nil {
+			continue
+		}
+		if h.write > off {
+			return o, nil
+		}
+		o += n - 1 // a frame of the torn write itself: look past it
+	}
+	return -1, nil
+}
+
+// fileRef is a dead-letter file found in a directory.
+type fileRef struct {
+	seq  uint64
+	name string // base name
+}
+
+// listFiles returns the dead-letter files in dir, oldest first. Files with
+// other suffixes (the LOCK file) are ignored; a .dlq file with a malformed
+// name is an error, so that no file is silently left out.
+func listFiles(dir string) ([]fileRef, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dlq: list %s: %w", dir, err)
+	}
+	var files []fileRef
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasSuffix(name, fileSuffix) {
+			continue
+		}
+		seq, ok := parseFileName(name)
+		if !ok {
+			return nil, fmt.Errorf("dlq: %s: unexpected file %q: dead-letter files are named <%d-digit sequence number>%s", dir, name, seqDigits, fileSuffix)
+		}
+		files = append(files, fileRef{seq: seq, name: name})
+	}
+	slices.SortFunc(files, func(a, b fileRef) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	return files, nil
+}
+
+// parseFileName returns the sequence number of a dead-letter file name.
+func parseFileName(name string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(name, fileSuffix)
+	if !ok || len(digits) != seqDigits || strings.ContainsAny(digits, "+-") {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(digits, 10, 64)
+	return seq, err == nil && seq > 0
+}
+
+// Pos is where an entry is stored: the base name of its file and the byte
+// offset of its frame. Positions order entries: by file name, then offset.
+// A Pos returned by Scan or a Reader is what Store.Purge takes.
+type Pos struct {
+	File   string
+	Offset int64
+}
+
+// Reader reads the entries of a dead-letter directory, oldest first:
+//
+//	r, err := dlq.NewReader(dir)
+//	...
+//	defer r.Close()
+//	for r.Next() {
+//		use(r.Pos(), r.Entry())
+//	}
+//	if err := r.Err(); err != nil { ... }
+//
+// A Reader is read-only: it takes no lock and never writes, so it is safe
+// to use while a Store on the same directory runs in another process. It
+// sees the files that existed when it was made, up to the sizes they had
+// when it opened each; a file purged meanwhile is skipped (Purge deletes
+// oldest first, and only entries that were re-driven). A torn tail of the
+// newest file is the end, not an error; it may be a write the Store is
+// making right now. Any other damage stops it with a *CorruptionError.
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	dir   string
+	files []fileRef
+	i     int // index in files of the file being read
+	f     *os.File
+	sc    *fileScanner
+	err   error
+}
+
+// NewReader lists the files of the dead-letter directory dir.
+func NewReader(dir string) (*Reader, error) {
+	files, err := listFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{dir: dir, files: files}, nil
+}
+
+// Next advances to the next entry. It returns false at the end or on an
+// error (see Err).
+func (r *Reader) Next() bool {
+	for r.err == nil {
+		if r.sc == nil {
+			if r.i == len(r.files) {
+				return false
+			}
+			if !r.open() {
+				continue
+			}
+		}
+		if r.sc.next() {
+			return true
+		}
+		if r.sc.err != nil {
+			r.err = r.sc.err
+			return false
+		}
+		r.closeFile()
+		r.i++
+	}
+	return false
+}
+
+// open opens files[i]; false means it is gone (or r.err is set).
+func (r *Reader) open() bool {
+	ref := r.files[r.i]
+	path := filepath.Join(r.dir, ref.name)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		r.i++ // purged since the listing
+		return false
+	}
+	var info os.FileInfo
+	if err == nil {
+		if info, err = f.Stat(); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		r.err = fmt.Errorf("dlq: %w", err)
+		return false
+	}
+	r.f = f
+	r.sc = newFileScanner(f, path, ref.seq, info.Size(), r.i == len(r.files)-1)
+	return true
+}
+
+func (r *Reader) closeFile() {
+	if r.f != nil {
+		r.f.Close() // read-only: nothing to lose
+		r.f, r.sc = nil, nil
+	}
+}
+
+// Entry is the entry Next moved to (call it only after Next returned
+// true). It belongs to the caller: its Event does not alias the Reader's
+// buffers.
+func (r *Reader) Entry() Entry { return r.sc.entry }
+
+// Pos is where the entry Next moved to is stored.
+func (r *Reader) Pos() Pos { return Pos{File: r.files[r.i].name, Offset: r.sc.frameOff} }
+
+// Err is the error that stopped Next: a *CorruptionError for damage, or a
+// read error. It is nil at the end.
+func (r *Reader) Err() error { return r.err }
+
+// Close releases the open file.
+func (r *Reader) Close() error {
+	r.closeFile()
+	return nil
+}
+
+// Scan calls fn for every entry in the dead-letter directory dir, oldest
+// first, with a Reader (see its promises: read-only, lock-free, a torn
+// tail of the newest file is the end). It stops at the first error of fn,
+// which it returns, or at damage, for which it returns a *CorruptionError
+// after fn has seen every entry before it. fn owns the entries it gets.
+func Scan(dir string, fn func(pos Pos, e Entry) error) error {
+	r, err := NewReader(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+		if err := fn(r.Pos(), r.Entry()); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
