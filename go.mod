@@ -4,18 +4,25 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/elastic/go-lumber v0.1.0
 	github.com/google/uuid v1.6.0
 	github.com/klauspost/compress v1.20.4
 	github.com/ncw/directio v1.0.5
+	github.com/tidwall/gjson v1.20.2
 	github.com/tidwall/wal v1.2.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
 )
 
 require (
-	github.com/tidwall/gjson v1.20.2 // indirect
+	github.com/elastic/elastic-transport-go/v8 v8.9.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.3.0 // indirect
 	github.com/tidwall/tinylru v1.1.0 // indirect
+	go.opentelemetry.io/otel v1.29.0 // indirect
+	go.opentelemetry.io/otel/metric v1.29.0 // indirect
+	go.opentelemetry.io/otel/trace v1.29.0 // indirect
 )

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -112,10 +113,64 @@ type Output struct {
 	Elasticsearch Elasticsearch `toml:"elasticsearch"`
 }
 
-// Elasticsearch configures the bulk output.
+// Elasticsearch configures the bulk output that drains the ledger. Names
+// follow Logstash's elasticsearch output where one exists.
 type Elasticsearch struct {
+	// Enabled runs the output; false leaves the ledger undrained (its
+	// max_bytes then stops ingest once reached).
+	Enabled bool `toml:"enabled"`
 	// Hosts are the cluster's URLs; requests fail over between them.
 	Hosts []string `toml:"hosts"`
+	// Username and Password are HTTP basic credentials.
+	Username string `toml:"username"`
+	Password string `toml:"password"`
+	// APIKey is an Elasticsearch API key in its encoded (base64 id:key)
+	// form; it overrides username and password.
+	APIKey string `toml:"api_key"`
+	// Index names the target index, data stream or alias: Logstash sprintf
+	// syntax, %{[field][sub]} and %{+yyyy.MM.dd}.
+	Index string `toml:"index"`
+	// FallbackIndex receives events that lack a field Index refers to.
+	FallbackIndex string `toml:"fallback_index"`
+	// Pipeline is the ingest pipeline (sprintf syntax); "" for none. An
+	// event's @metadata.pipeline overrides it.
+	Pipeline string `toml:"pipeline"`
+	// DocumentID is "auto" (@metadata._id, else an id derived from the
+	// event's place in the ledger) or "none" (Elasticsearch assigns ids;
+	// replays after a crash then write duplicates).
+	DocumentID string `toml:"document_id"`
+	// Workers is the number of bulk requests in flight.
+	Workers int `toml:"workers"`
+	// FlushBytes is the bulk request size to aim for.
+	FlushBytes Size `toml:"flush_bytes"`
+	// FlushInterval sends a smaller request when no more events arrived
+	// for this long.
+	FlushInterval Duration `toml:"flush_interval"`
+	// MaxRequestBytes is the largest request Elasticsearch accepts (its
+	// http.max_content_length); a bigger event is dead-lettered.
+	MaxRequestBytes Size `toml:"max_request_bytes"`
+	// Compression is none or gzip (request bodies).
+	Compression string `toml:"compression"`
+	// Timeout bounds one bulk request.
+	Timeout Duration `toml:"timeout"`
+	// RetryInitialInterval and RetryMaxInterval bound the exponential
+	// backoff between retries.
+	RetryInitialInterval Duration `toml:"retry_initial_interval"`
+	RetryMaxInterval     Duration `toml:"retry_max_interval"`
+	// DeadLetterMaxBytes bounds the dead-letter store (in the ledger
+	// directory); when full the drain waits instead of dropping events.
+	DeadLetterMaxBytes Size `toml:"dead_letter_max_bytes"`
+	// TLS configures https hosts.
+	TLS ElasticsearchTLS `toml:"tls"`
+}
+
+// ElasticsearchTLS configures how the output verifies https hosts.
+type ElasticsearchTLS struct {
+	// CA is a PEM bundle to verify the cluster's certificate against
+	// instead of the system roots.
+	CA string `toml:"ca"`
+	// VerificationMode is full (verify chain and host name) or none.
+	VerificationMode string `toml:"verification_mode"`
 }
 
 // Admin configures the HTTP endpoint for metrics and health.
@@ -162,7 +217,23 @@ func Default() Config {
 			Keepalive:        Duration(5e9),
 			TLS:              BeatsTLS{ClientAuth: "none"},
 		}},
-		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"http://127.0.0.1:9200"}}},
+		Output: Output{Elasticsearch: Elasticsearch{
+			Enabled:              true,
+			Hosts:                []string{"http://127.0.0.1:9200"},
+			Index:                "%{[@metadata][beat]}-%{[@metadata][version]}",
+			FallbackIndex:        "logpond-fallback",
+			DocumentID:           "auto",
+			Workers:              2,
+			FlushBytes:           5 << 20,
+			FlushInterval:        Duration(time.Second),
+			MaxRequestBytes:      100 << 20,
+			Compression:          "none",
+			Timeout:              Duration(60 * time.Second),
+			RetryInitialInterval: Duration(2 * time.Second),
+			RetryMaxInterval:     Duration(64 * time.Second),
+			DeadLetterMaxBytes:   1 << 30,
+			TLS:                  ElasticsearchTLS{VerificationMode: "full"},
+		}},
 		Admin:  Admin{Listen: "127.0.0.1:9600"},
 		Log:    Log{Level: "info", Format: "text"},
 	}

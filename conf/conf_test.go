@@ -57,7 +57,12 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 		Input: Input{Beats: Beats{Listen: "127.0.0.1:0", MaxConnections: 5, MaxWindow: 100, MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20,
 			MaxInflightBytes: 32 << 20, IdleTimeout: Duration(time.Second), BatchTimeout: Duration(2 * time.Second), Keepalive: Duration(time.Millisecond * 500),
 			TLS: BeatsTLS{Cert: "/c.pem", Key: "/k.pem", ClientCA: "/ca.pem", ClientAuth: "required"}}},
-		Output: Output{Elasticsearch: Elasticsearch{Hosts: []string{"https://es1:9200", "es2:9200"}}},
+		Output: Output{Elasticsearch: Elasticsearch{Enabled: false, Hosts: []string{"https://es1:9200", "es2:9200"},
+			Username: "u", Password: "p", APIKey: "a2V5", Index: "logs-%{+yyyy.MM.dd}", FallbackIndex: "lost", Pipeline: "p1",
+			DocumentID: "none", Workers: 4, FlushBytes: 1 << 20, FlushInterval: Duration(time.Second / 2), MaxRequestBytes: 10 << 20,
+			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
+			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20,
+			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},
 		Admin:  Admin{Listen: ""},
 		Log:    Log{Level: "debug", Format: "json"},
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/logpond/logpond/output/sprintf"
 )
 
 // Limits that make a configuration safe to run. Each is explained where it
@@ -143,6 +145,8 @@ func (c *Config) validate() []*KeyError {
 		}
 	}
 
+	c.validateElasticsearch(bad)
+
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -154,6 +158,83 @@ func (c *Config) validate() []*KeyError {
 		bad("log.format", "%q is not a format: use text or json", c.Log.Format)
 	}
 	return ps
+}
+
+// validateElasticsearch checks [output.elasticsearch] beyond its hosts.
+func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)) {
+	es := c.Output.Elasticsearch
+	const k = "output.elasticsearch."
+	if strings.TrimSpace(es.Index) == "" {
+		bad(k+"index", "is empty: name the target index, e.g. %q", Default().Output.Elasticsearch.Index)
+	} else if _, err := sprintf.Compile(es.Index); err != nil {
+		bad(k+"index", "%v", err)
+	}
+	if es.Pipeline != "" {
+		if _, err := sprintf.Compile(es.Pipeline); err != nil {
+			bad(k+"pipeline", "%v", err)
+		}
+	}
+	if err := validIndexName(es.FallbackIndex); err != nil {
+		bad(k+"fallback_index", "%v", err)
+	}
+	switch es.DocumentID {
+	case "auto", "none":
+	default:
+		bad(k+"document_id", "%q: use auto (@metadata._id, else an id from the event's place in the ledger) or none (ids assigned by Elasticsearch)", es.DocumentID)
+	}
+	// Each worker holds one request in memory and another waits for it:
+	// the count bounds memory as well as the load on the cluster.
+	if es.Workers < 1 || es.Workers > 64 {
+		bad(k+"workers", "%d is outside 1…64", es.Workers)
+	}
+	if es.MaxRequestBytes < 1<<20 {
+		bad(k+"max_request_bytes", "%s is below 1MiB; Elasticsearch accepts 100MiB by default (http.max_content_length)", es.MaxRequestBytes)
+	}
+	if es.FlushBytes < 4<<10 || es.FlushBytes > es.MaxRequestBytes {
+		bad(k+"flush_bytes", "%s is outside 4KiB…max_request_bytes (%s): Elasticsearch suggests bulk requests of 5–15MiB", es.FlushBytes, es.MaxRequestBytes)
+	}
+	// A dead letter holds the event: the store must fit a few of the
+	// largest events the input accepts, or one of them could wedge the
+	// drain.
+	if min := 4 * c.Input.Beats.MaxEventBytes; es.DeadLetterMaxBytes < min {
+		bad(k+"dead_letter_max_bytes", "%s is less than 4 × input.beats.max_event_bytes (%s): raise it to at least %s", es.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes, min)
+	}
+	switch es.Compression {
+	case "none", "gzip":
+	default:
+		bad(k+"compression", "%q: use none or gzip", es.Compression)
+	}
+	for key, d := range map[string]Duration{k + "flush_interval": es.FlushInterval, k + "timeout": es.Timeout, k + "retry_initial_interval": es.RetryInitialInterval} {
+		if d <= 0 {
+			bad(key, "must be more than 0s")
+		}
+	}
+	if es.RetryMaxInterval < es.RetryInitialInterval {
+		bad(k+"retry_max_interval", "%s is less than retry_initial_interval (%s)", es.RetryMaxInterval, es.RetryInitialInterval)
+	}
+	switch es.TLS.VerificationMode {
+	case "full", "none":
+	default:
+		bad(k+"tls.verification_mode", "%q: use full (check the certificate chain and host name) or none", es.TLS.VerificationMode)
+	}
+}
+
+// validIndexName applies Elasticsearch's rules for index names to a
+// literal name.
+func validIndexName(name string) error {
+	switch {
+	case name == "", name == ".", name == "..":
+		return fmt.Errorf("%q is not an index name", name)
+	case len(name) > 255:
+		return fmt.Errorf("%q is longer than 255 bytes", name)
+	case strings.ToLower(name) != name:
+		return fmt.Errorf("%q: index names are lowercase", name)
+	case strings.ContainsAny(name[:1], "_-+"):
+		return fmt.Errorf("%q: index names do not start with _, - or +", name)
+	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
+		return fmt.Errorf("%q: index names contain none of \\ / * ? \" < > | space , # :", name)
+	}
+	return nil
 }
 
 // within reports whether dir is inside parent.

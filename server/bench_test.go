@@ -26,6 +26,7 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 		cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
 		cfg.Journal.MaxBytes = 2 << 30
 		cfg.Input.Beats.Listen = "127.0.0.1:0"
+		cfg.Output.Elasticsearch.Enabled = false // these tests look at the stores only
 		s, err := Open(&cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)

@@ -30,6 +30,9 @@ import (
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/sprintf"
 )
 
 // Server is an opened logpond instance. Open, then Run, then Close.
@@ -40,6 +43,8 @@ type Server struct {
 	journal *journal.Journal
 	ledger  *ledger.Ledger
 	beats   *input.Beats
+	es      *elasticsearch.Output // nil when output.elasticsearch.enabled = false
+	dlq     *dlq.Store            // the Elasticsearch output's dead letters
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -92,6 +97,10 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("server: input.beats.tls: %w", err)
 		}
+	}
+	if err := s.openOutput(); err != nil {
+		s.Close()
+		return nil, err
 	}
 	var err error
 	s.beats, err = input.ListenBeats(input.BeatsOptions{
@@ -166,6 +175,63 @@ func (s *Server) openStores() error {
 	return nil
 }
 
+// deadLetterDir is where the Elasticsearch output keeps dead letters:
+// inside the ledger directory, so on the ledger's device and under its
+// lock (design §7).
+func deadLetterDir(ledgerDir string) string { return filepath.Join(ledgerDir, "dlq", "elasticsearch") }
+
+// openOutput prepares the Elasticsearch output (it contacts nobody before
+// Run).
+func (s *Server) openOutput() error {
+	c := s.cfg.Output.Elasticsearch
+	if !c.Enabled {
+		s.log.Warn("output.elasticsearch.enabled = false: nothing drains the ledger; ingest stops when it reaches ledger.max_bytes")
+		return nil
+	}
+	index, err := sprintf.Compile(c.Index)
+	if err != nil {
+		return fmt.Errorf("server: output.elasticsearch.index: %w", err)
+	}
+	var pipeline *sprintf.Format
+	if c.Pipeline != "" {
+		if pipeline, err = sprintf.Compile(c.Pipeline); err != nil {
+			return fmt.Errorf("server: output.elasticsearch.pipeline: %w", err)
+		}
+	}
+	var ca []byte
+	if c.TLS.CA != "" {
+		if ca, err = os.ReadFile(c.TLS.CA); err != nil {
+			return fmt.Errorf("server: output.elasticsearch.tls.ca: %w", err)
+		}
+	}
+	dir := deadLetterDir(s.cfg.Ledger.Dir)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if _, err := prepareDir("output.elasticsearch dead-letter store", d); err != nil {
+			return err
+		}
+	}
+	// A dead-letter file must hold the largest event the input accepts.
+	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(s.cfg.Input.Beats.MaxEventBytes)+1<<20)
+	s.dlq, err = dlq.Open(dir, dlq.Options{MaxBytes: int64(c.DeadLetterMaxBytes), SegmentBytes: segment, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.es, err = elasticsearch.New(s.ledger, elasticsearch.Options{
+		Hosts: c.Hosts, Username: c.Username, Password: c.Password, APIKey: c.APIKey,
+		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
+		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
+		DerivedIDs: c.DocumentID == "auto",
+		Workers:    c.Workers, FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
+		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
+		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
+		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
 // prepareDir returns the absolute form of dir, creating dir when its parent
 // exists. A missing parent is an error rather than a MkdirAll, so a typo in
 // the configuration does not silently create a tree somewhere else.
@@ -204,7 +270,17 @@ func prepareDir(key, dir string) (string, error) {
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
-	s.log.Info("not yet running (later issues)", "output.elasticsearch.hosts", c.Output.Elasticsearch.Hosts, "admin.listen", c.Admin.Listen)
+	s.log.Info("not yet running (later issues)", "admin.listen", c.Admin.Listen)
+	// The output drains on its own context: it stops first, so that its
+	// cursor is persisted while the ledger is still open.
+	octx, stopOutput := context.WithCancel(context.Background())
+	defer stopOutput()
+	// outputDone stays nil (never ready) when the output is disabled.
+	var outputDone chan error
+	if s.es != nil {
+		outputDone = make(chan error, 1)
+		go func() { outputDone <- s.es.Run(octx) }()
+	}
 	beatsDone := make(chan error, 1)
 	go func() { beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
@@ -213,13 +289,21 @@ func (s *Server) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
 
-	var runErr error
+	var runErr, oerr error
+	outputStopped := false
 	select {
 	case <-ctx.Done():
 	case runErr = <-done:
 		s.log.Error("flusher failed", "err", runErr)
+	case oerr = <-outputDone:
+		outputStopped = true
+		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
 	}
 	start := time.Now()
+	stopOutput()
+	if !outputStopped && outputDone != nil {
+		oerr = <-outputDone
+	}
 	// Stop order: stop accepting and reading (batches already read finish
 	// their appends and are acknowledged), then no more appends, then the
 	// flusher's last pass, so that every acknowledged record is in the
@@ -243,10 +327,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if runErr == nil {
 		ferr = f.flush(fctx)
 	}
+	var derr error
+	if s.dlq != nil {
+		derr = s.dlq.Close()
+	}
 	lerr := s.ledger.Close()
-	s.journal, s.ledger = nil, nil
+	s.journal, s.ledger, s.dlq, s.es = nil, nil, nil, nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
-	return errors.Join(runErr, berr, jerr, ferr, lerr)
+	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
 
 // Close closes the stores if Run did not, and releases the directory
@@ -260,6 +348,10 @@ func (s *Server) Close() error {
 	if s.journal != nil {
 		errs = append(errs, s.journal.Close())
 		s.journal = nil
+	}
+	if s.dlq != nil {
+		errs = append(errs, s.dlq.Close())
+		s.dlq = nil
 	}
 	if s.ledger != nil {
 		errs = append(errs, s.ledger.Close())

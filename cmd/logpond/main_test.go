@@ -18,6 +18,7 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/record"
 )
 
@@ -52,6 +53,8 @@ dir = %q
 dir = %q
 [input.beats]
 listen = "127.0.0.1:0"
+[output.elasticsearch]
+enabled = false
 [admin]
 listen = "127.0.0.1:0"
 `, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
@@ -231,4 +234,86 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("event %d differs", i)
 		}
 	}
+}
+
+// TestEndToEndIntoElasticsearch runs the whole path: a go-lumber client,
+// the logpond binary, the in-repo Elasticsearch test server. Every
+// acknowledged event must arrive once, in Filebeat's index, without
+// @metadata, and a restart must not write any of them again.
+func TestEndToEndIntoElasticsearch(t *testing.T) {
+	srv, err := estest.Start(estest.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetFaults(estest.Faults{ItemReject429: 0.05})
+	root := t.TempDir()
+	config := filepath.Join(root, "logpond.toml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `
+[journal]
+dir = %q
+[ledger]
+dir = %q
+flush_interval = "10ms"
+[input.beats]
+listen = "127.0.0.1:0"
+[output.elasticsearch]
+hosts = [%q]
+flush_interval = "20ms"
+retry_initial_interval = "5ms"
+retry_max_interval = "50ms"
+[admin]
+listen = "127.0.0.1:0"
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), srv.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, log := started(t, config)
+	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
+	if m == nil {
+		t.Fatalf("no listening address in the log:\n%s", log.String())
+	}
+	c, err := lj.SyncDial(m[1], lj.CompressionLevel(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 2000
+	for b := range total / 500 {
+		var data []interface{}
+		for i := range 500 {
+			data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"message":"batch %d line %d"}`, b, i)))
+		}
+		if n, err := c.Send(data); err != nil || n != len(data) {
+			t.Fatalf("batch %d: acked %d: %v", b, n, err)
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for srv.Count() < total && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, log.String())
+	}
+	check := func() {
+		t.Helper()
+		docs := srv.Docs()
+		if len(docs) != total {
+			t.Fatalf("%d documents, want %d:\n%s", len(docs), total, log.String())
+		}
+		for _, d := range docs {
+			if d.Index != "filebeat-9.3.0" || !bytes.HasPrefix(d.Source, []byte(`{"message":"batch `)) {
+				t.Fatalf("document %s in %s: %s", d.ID, d.Index, d.Source)
+			}
+		}
+	}
+	check()
+	// A restart with the cursor wherever it was left: nothing new is written.
+	cmd, log = started(t, config)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, log.String())
+	}
+	check()
 }

@@ -20,6 +20,9 @@ dir = "$work/ledger-fs/ledger"
 max_bytes = "3GiB"
 [input.beats]
 listen = "127.0.0.1:0"
+[output.elasticsearch]
+# The benchmark measures ingest; nothing drains the ledger.
+enabled = false
 [log]
 level = "warn"
 TOML

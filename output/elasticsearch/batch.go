@@ -1,0 +1,54 @@
+package elasticsearch
+
+import "time"
+
+// item is one event in a bulk request: its action line and its source
+// line, both newline-terminated, at buf[start:end] of its batch.
+type item struct {
+	lsn   uint64
+	pos   uint32
+	start int
+	end   int
+	hasID bool // a create with an id: a 409 means it is already stored
+}
+
+// batch is one bulk request in the making: NDJSON bytes and the items
+// they hold, in LSN order. A batch belongs to the reader until it is sent
+// on the batches channel, then to one worker.
+type batch struct {
+	buf     []byte
+	items   []item
+	started time.Time // when the first item was added
+}
+
+func (b *batch) reset() {
+	b.buf, b.items, b.started = b.buf[:0], b.items[:0], time.Time{}
+}
+
+// body returns the request body for items, a subset of b.items in order:
+// b.buf itself when items are all of them, else a new copy.
+func (b *batch) body(items []item) []byte {
+	if len(items) == len(b.items) {
+		return b.buf
+	}
+	n := 0
+	for _, it := range items {
+		n += it.end - it.start
+	}
+	body := make([]byte, 0, n)
+	for _, it := range items {
+		body = append(body, b.buf[it.start:it.end]...)
+	}
+	return body
+}
+
+// actionLine returns the action line of it (without its newline).
+func (b *batch) actionLine(it item) []byte {
+	line := b.buf[it.start:it.end]
+	for i, c := range line {
+		if c == '\n' {
+			return line[:i]
+		}
+	}
+	return line
+}

@@ -1,0 +1,125 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/record"
+)
+
+// sink is the cheapest bulk endpoint that still answers like
+// Elasticsearch: it counts the actions and says each was created. It
+// stores nothing, so the benchmark measures the output, not a server.
+type sink struct {
+	items atomic.Int64
+	srv   *http.Server
+	url   string
+}
+
+func startSink(b *testing.B) *sink {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &sink{url: "http://" + ln.Addr().String()}
+	item := []byte(`{"create":{"status":201}}`)
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		w.Header().Set("Content-Type", "application/json")
+		body, _ := io.ReadAll(r.Body)
+		n := bytes.Count(body, []byte{'\n'}) / 2
+		out := make([]byte, 0, 32+n*(len(item)+1))
+		out = append(out, `{"errors":false,"items":[`...)
+		for i := range n {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, item...)
+		}
+		out = append(out, "]}"...)
+		w.Write(out)
+		s.items.Add(int64(n))
+	})}
+	go s.srv.Serve(ln)
+	return s
+}
+
+// BenchmarkDrain drains a backlog of 1 KiB Filebeat-like events from a
+// ledger into a sink that accepts everything: events/s and MB/s of the
+// output alone (issue target: ≥ 1.5 × the input's durable ingest rate).
+//
+//	go test -run '^$' -bench Drain -benchtime 1x -count 3 ./output/elasticsearch
+func BenchmarkDrain(b *testing.B) {
+	const events, perRecord = 500_000, 500
+	dir := b.TempDir()
+	l, err := ledger.Open(dir+"/ledger", ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 4 << 30, DirectIO: true, Retention: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := make([][]byte, perRecord)
+	var rec []byte
+	var bytesIn int64
+	lsn := uint64(0)
+	for i := 0; i < events; i += perRecord {
+		for j := range batch {
+			ev := fmt.Appendf(nil, `{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"host":{"name":"vm"},"message":"%07d `, i+j)
+			ev = append(ev, strings.Repeat("x", 1024-len(ev)-2)...)
+			batch[j] = append(ev, `"}`...)
+			bytesIn += int64(len(batch[j]))
+		}
+		rec, _ = record.Encode(rec[:0], time.Now(), batch)
+		lsn++
+		if err := l.Append(context.Background(), lsn, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	s := startSink(b)
+	defer s.srv.Close()
+	b.ResetTimer()
+	for i := range b.N {
+		d, err := dlq.Open(fmt.Sprintf("%s/dlq%d", dir, i), dlq.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.items.Store(0)
+		out, err := New(l, Options{
+			Hosts: []string{s.url}, Index: mustCompile(b, "%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "x",
+			DerivedIDs: true, Workers: 2, FlushBytes: 5 << 20, FlushInterval: 50 * time.Millisecond, MaxRequestBytes: 100 << 20,
+			Timeout: time.Minute, RetryInitial: time.Millisecond, RetryMax: time.Second,
+			Cursor: fmt.Sprintf("bench%d", i), DeadLetters: d, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- out.Run(ctx) }()
+		for s.items.Load() < events {
+			time.Sleep(time.Millisecond)
+		}
+		el := time.Since(start)
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+		b.ReportMetric(float64(events)/el.Seconds(), "events/s")
+		b.ReportMetric(float64(bytesIn)/el.Seconds()/1e6, "MB/s")
+	}
+}

@@ -1,0 +1,49 @@
+// Package elasticsearch is logpond's Elasticsearch output: it drains the
+// ledger from its cursor into the bulk API (design.md §7), with
+// go-elasticsearch/v8 (Elasticsearch 7.14 or later, for the client's
+// product check).
+//
+// # Pipeline
+//
+// One reader goroutine reads records in LSN order and turns every event
+// into a create action: index from the configured Logstash sprintf
+// template (the date from the event's @timestamp, else the record's
+// receive time — never the drain's clock, so a replay names the same
+// index), pipeline from @metadata.pipeline or the template, and the
+// source: the raw event bytes without the @metadata member, compacted onto
+// one line only when it holds raw newlines. Events are not decoded and
+// re-encoded. Batches of about flush_bytes go to Options.Workers workers
+// over a channel of the same capacity: read-ahead, and memory, is bounded
+// by about 2 × workers × flush_bytes.
+//
+// # Document ids
+//
+// With document_id = "auto" every action carries an id: the event's own
+// @metadata._id (Filebeat's fingerprint processor), else
+//
+//	<stream id as 22 characters of URL-safe base64>-<LSN>-<position>
+//
+// which depends only on where the event is stored. A create that finds the
+// id taken (409) was stored by an earlier attempt: success. So a restart
+// that resends records after the persisted cursor writes nothing twice.
+//
+// # Outcomes
+//
+// Response items are matched to actions by position, never by their
+// action key. 2xx and 409 are done; 429, 5xx and
+// es_rejected_execution_exception are retried alone (only the failed items)
+// with capped exponential backoff and jitter; any other item failure is
+// written to the dead-letter store with its status and reason. A request
+// refused as a whole for its content (400, 413) is split in halves until
+// the event that causes it is isolated and dead-lettered; one that fails
+// for any other reason (refused connection, timeout, 5xx, 429, auth) is
+// retried for ever while the events wait in the ledger. An event bigger
+// than max_request_bytes is dead-lettered without being sent.
+//
+// # Cursor
+//
+// The cursor moves only over a contiguous run of records whose every event
+// is done (stored, or synced in the dead-letter store), and is persisted
+// every flush_interval and when the output stops; after each move the
+// ledger's retention may delete what every cursor passed.
+package elasticsearch

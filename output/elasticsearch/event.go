@@ -1,0 +1,180 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+)
+
+// metadataPath is the gjson path of the top-level "@metadata" member. The
+// backslash keeps gjson from reading the leading '@' as a modifier.
+const metadataPath = `\@metadata`
+
+// eventMeta is what the output reads from an event's @metadata.
+type eventMeta struct {
+	id       string // @metadata._id, "" when absent
+	pipeline string // @metadata.pipeline, "" when absent
+	// cut is the span [cut[0], cut[1]) of the event to leave out of the
+	// indexed source: the @metadata member and one comma next to it.
+	// cut[1] == 0 when there is nothing to cut.
+	cut [2]int
+}
+
+// readMeta finds @metadata in a raw JSON event. Beats put it there for
+// the output (index name parts, _id, pipeline); like Logstash, logpond
+// does not index it.
+func readMeta(event []byte) eventMeta {
+	var m eventMeta
+	r := gjson.GetBytes(event, metadataPath)
+	if !r.Exists() || r.Index <= 0 {
+		return m
+	}
+	if r.IsObject() {
+		if v := gjson.Get(r.Raw, "_id"); v.Type == gjson.String {
+			m.id = v.Str
+		}
+		if v := gjson.Get(r.Raw, "pipeline"); v.Type == gjson.String {
+			m.pipeline = v.Str
+		}
+	}
+	m.cut = memberSpan(event, r.Index, r.Index+len(r.Raw))
+	return m
+}
+
+// memberSpan returns the span to remove so that the object member whose
+// value is event[valStart:valEnd] disappears and the object stays valid
+// JSON: the key, the colon, the value and one adjacent comma. It returns
+// a zero span when the bytes around the value do not look like an object
+// member (then nothing is removed).
+func memberSpan(event []byte, valStart, valEnd int) [2]int {
+	i := valStart - 1
+	for i >= 0 && isSpace(event[i]) {
+		i--
+	}
+	if i < 0 || event[i] != ':' {
+		return [2]int{}
+	}
+	i--
+	for i >= 0 && isSpace(event[i]) {
+		i--
+	}
+	if i < 0 || event[i] != '"' {
+		return [2]int{}
+	}
+	// Walk back to the key's opening quote. The key is "@metadata" (or an
+	// escaped spelling of it): a quote preceded by an odd number of
+	// backslashes is escaped.
+	j := i - 1
+	for j >= 0 {
+		if event[j] == '"' {
+			k, n := j-1, 0
+			for k >= 0 && event[k] == '\\' {
+				k--
+				n++
+			}
+			if n%2 == 0 {
+				break
+			}
+		}
+		j--
+	}
+	if j < 0 {
+		return [2]int{}
+	}
+	keyStart := j
+	p := keyStart - 1
+	for p >= 0 && isSpace(event[p]) {
+		p--
+	}
+	if p < 0 {
+		return [2]int{}
+	}
+	switch event[p] {
+	case ',':
+		// A member before it: drop ",<ws>"key":value".
+		return [2]int{p, valEnd}
+	case '{':
+		// The first member: drop "key":value<ws>, and the comma after it,
+		// if another member follows.
+		e := valEnd
+		for e < len(event) && isSpace(event[e]) {
+			e++
+		}
+		if e < len(event) && event[e] == ',' {
+			return [2]int{keyStart, e + 1}
+		}
+		return [2]int{keyStart, valEnd}
+	}
+	return [2]int{}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// appendSource appends the event as it is indexed: without the span cut
+// (the @metadata member), on one line. NDJSON forbids raw newlines, and a
+// pretty-printed event (valid JSON) has them between tokens: such an
+// event is compacted. Inside valid JSON strings a newline is always
+// escaped, so compaction changes no value. An event that is not valid
+// JSON and holds a newline cannot be sent at all: errNotOneLine.
+func appendSource(dst, event []byte, cut [2]int) ([]byte, error) {
+	start := len(dst)
+	if cut[1] > 0 {
+		dst = append(dst, event[:cut[0]]...)
+		dst = append(dst, event[cut[1]:]...)
+	} else {
+		dst = append(dst, event...)
+	}
+	if bytes.IndexByte(dst[start:], '\n') < 0 && bytes.IndexByte(dst[start:], '\r') < 0 {
+		return dst, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, dst[start:]); err != nil {
+		return dst[:start], fmt.Errorf("%w: %v", errNotOneLine, err)
+	}
+	return append(dst[:start], buf.Bytes()...), nil
+}
+
+// idPrefix is the stream id as it starts every derived document id: the
+// UUID's 16 bytes in URL-safe base64 (22 characters).
+func idPrefix(streamID string) (string, error) {
+	u, err := uuid.Parse(streamID)
+	if err != nil {
+		return "", fmt.Errorf("elasticsearch: ledger stream id %q: %w", streamID, err)
+	}
+	return base64.RawURLEncoding.EncodeToString(u[:]), nil
+}
+
+// appendDocID appends the document id of the event at position pos of the
+// record at lsn: "<stream>-<lsn>-<pos>". The stream id keeps two ledgers
+// (two instances, or a ledger rebuilt from scratch) apart; LSN and
+// position never repeat within a stream (design §2).
+func appendDocID(dst []byte, prefix string, lsn uint64, pos int) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, '-')
+	dst = strconv.AppendUint(dst, lsn, 10)
+	dst = append(dst, '-')
+	return strconv.AppendInt(dst, int64(pos), 10)
+}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,233 @@
+package elasticsearch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	es "github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// Options configures an Output. The server fills it from
+// [output.elasticsearch]; every field must be set (no zero defaults).
+type Options struct {
+	Hosts              []string
+	Username, Password string
+	APIKey             string
+	CACert             []byte // PEM; nil for the system roots
+	InsecureSkipVerify bool   // tls.verification_mode = none
+	Index              *sprintf.Format
+	FallbackIndex      string
+	Pipeline           *sprintf.Format // nil for none
+	// DerivedIDs is document_id = "auto": every create carries an id
+	// (@metadata._id or one derived from the event's place in the ledger).
+	DerivedIDs      bool
+	Workers         int
+	FlushBytes      int
+	FlushInterval   time.Duration
+	MaxRequestBytes int
+	Gzip            bool
+	Timeout         time.Duration
+	RetryInitial    time.Duration
+	RetryMax        time.Duration
+	// Cursor names the output's ledger cursor.
+	Cursor string
+	// DeadLetters keeps events Elasticsearch rejects for good. The Output
+	// appends to it; its owner closes it after Run returned.
+	DeadLetters *dlq.Store
+	Logger      *slog.Logger
+	// Transport, when set, replaces the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Output drains a ledger into Elasticsearch from its cursor (design §7).
+// Run it once; it stops when its context ends.
+//
+// Promise: the cursor is persisted only at an LSN up to which every event
+// is stored in Elasticsearch (2xx, or 409 on a create with its id) or
+// synced in the dead-letter store. Events are sent as create actions with
+// ids that depend only on where they are stored, so sending a record again
+// after a restart stores nothing twice.
+type Output struct {
+	opts      Options
+	ledger    *ledger.Ledger
+	client    *es.Client
+	transport http.RoundTripper
+	log       *slog.Logger
+	idPrefix  string
+	stats     counters
+
+	mu       sync.Mutex // guards the outage state below
+	down     bool       // the last request failed as a whole
+	downFrom time.Time
+}
+
+// New prepares an Output over l. It contacts nobody until Run.
+func New(l *ledger.Ledger, opts Options) (*Output, error) {
+	if opts.Workers < 1 || opts.FlushBytes < 1 || opts.MaxRequestBytes < opts.FlushBytes || opts.Index == nil ||
+		opts.DeadLetters == nil || opts.Cursor == "" || opts.RetryInitial <= 0 || opts.RetryMax < opts.RetryInitial || opts.Timeout <= 0 || opts.FlushInterval <= 0 {
+		return nil, fmt.Errorf("elasticsearch: incomplete options %+v", opts)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	prefix, err := idPrefix(l.StreamID())
+	if err != nil {
+		return nil, err
+	}
+	transport := opts.Transport
+	if transport == nil {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipVerify} //nolint:gosec // only when the user sets verification_mode = none
+		if len(opts.CACert) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(opts.CACert) {
+				return nil, errors.New("elasticsearch: tls.ca holds no PEM certificate")
+			}
+			tlsCfg.RootCAs = pool
+		}
+		transport = &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:     tlsCfg,
+			MaxIdleConnsPerHost: opts.Workers,
+			IdleConnTimeout:     90 * time.Second,
+		}
+	}
+	client, err := es.NewClient(es.Config{
+		Addresses: opts.Hosts,
+		Username:  opts.Username,
+		Password:  opts.Password,
+		APIKey:    opts.APIKey,
+		Transport: transport,
+		// Retries are the output's own: it must decide per item, keep
+		// backing off for ever, and log the outage once. A failed
+		// request still marks its host dead in the client's pool, so the
+		// next attempt goes to another host (failover).
+		DisableRetry:             true,
+		CompressRequestBody:      opts.Gzip,
+		CompressRequestBodyLevel: 1, // Filebeat's default level: most of the gain for little CPU
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elasticsearch: %w", err)
+	}
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+}
+
+// Run drains the ledger until ctx ends or a failure that retrying cannot
+// fix (the ledger or the dead-letter store failing), which it returns. On
+// return, no request is in flight and the cursor is persisted as far as
+// events are done. It returns nil when ctx ended.
+func (o *Output) Run(ctx context.Context) error {
+	cursor, err := o.ledger.Cursor(o.opts.Cursor)
+	if err != nil {
+		return fmt.Errorf("elasticsearch: %w", err)
+	}
+	o.log.Info("draining the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts, "workers", o.opts.Workers)
+	tr := newTracker(cursor)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Memory bound: one batch being filled, Workers batches queued and
+	// Workers being sent, each about FlushBytes (plus one event).
+	batches := make(chan *batch, o.opts.Workers)
+	errs := make(chan error, o.opts.Workers+2)
+	var wg sync.WaitGroup
+	for range o.opts.Workers {
+		wg.Go(func() {
+			w := &worker{o: o, tr: tr}
+			for b := range batches {
+				if err := w.deliver(ctx, b, b.items); err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+						cancel()
+					}
+					// Keep draining the channel so the reader can finish.
+					continue
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := o.read(ctx, cursor+1, tr, batches); err != nil && ctx.Err() == nil {
+			errs <- err
+			cancel()
+		}
+	})
+	commitDone := make(chan struct{})
+	go func() {
+		defer close(commitDone)
+		o.commitLoop(ctx, tr, cursor)
+	}()
+	wg.Wait()
+	cancel()
+	<-commitDone
+	// The final persist: what the workers finished before the stop.
+	done, _ := tr.Done()
+	var runErr error
+	select {
+	case runErr = <-errs:
+	default:
+	}
+	if done > cursor {
+		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("elasticsearch: %w", err))
+		} else {
+			o.stats.cursor.Store(done)
+		}
+	}
+	// Run is called once: release the client's connections and its
+	// goroutines (it schedules one per dead host to bring it back).
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if err := o.client.Close(cctx); err != nil {
+		o.log.Warn("closing the Elasticsearch client", "err", err)
+	}
+	if t, ok := o.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+	o.log.Info("drain stopped", "cursor_lsn", done, "err", runErr)
+	return runErr
+}
+
+// commitLoop persists the cursor every FlushInterval while it moved, and
+// lets the ledger's retention delete what every cursor has passed. The
+// cursor lags what is done by up to one interval: a crash then resends
+// those records, which the ids make harmless.
+func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
+	t := time.NewTicker(o.opts.FlushInterval)
+	defer t.Stop()
+	last := from
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, _ := tr.Done()
+		if done <= last {
+			continue
+		}
+		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
+			o.log.Error("persisting the cursor failed; will retry", "lsn", done, "err", err)
+			continue
+		}
+		last = done
+		o.stats.cursor.Store(done)
+		if n, err := o.ledger.Retain(); err != nil {
+			o.log.Error("ledger retention failed", "err", err)
+		} else if n > 0 {
+			o.log.Debug("ledger retention deleted drained segments", "segments", n)
+		}
+	}
+}

@@ -1,0 +1,329 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/record"
+)
+
+// maxResponseBytes bounds how much of a bulk response is read. With
+// filter_path a response is a few dozen bytes per item; error reasons make
+// it longer, never near this.
+const maxResponseBytes = 256 << 20
+
+// worker sends batches; each of Options.Workers runs one, so that many
+// requests are in flight.
+type worker struct {
+	o       *Output
+	tr      *tracker
+	results []itemResult // reused per response
+}
+
+// deliver sends items (of b) until each is done or dead-lettered. It
+// returns only then, or when ctx ends (items stay pending: the cursor
+// does not pass them), or on a failure retrying cannot fix.
+//
+// Outcomes (design §7): a request that fails as a whole for reasons that
+// are not the events' (refused, timeouts, 429, 5xx, auth) is retried for
+// ever with capped backoff while the data waits in the ledger; a request
+// refused as a whole because of its content (400, 413) is split in halves
+// until the event that causes it is alone, and that one is dead-lettered;
+// in a 2xx response each item is done, retried, or dead-lettered.
+func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
+	o := w.o
+	attempt := 0
+	for len(items) > 0 {
+		// A body is never reused: the HTTP transport may still be reading
+		// it after the response came (a server may answer 413 early).
+		body := b.body(items)
+		start := time.Now()
+		status, resp, err := o.bulk(ctx, body)
+		o.stats.requests.Add(1)
+		o.stats.requestNanos.Add(int64(time.Since(start)))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var reason string
+		switch {
+		case err != nil:
+			reason = err.Error()
+		case status == 400 || status == 413:
+			errType, why := errorBody(resp)
+			if why == "" {
+				why = fmt.Sprintf("the request was refused as a whole with HTTP %d", status)
+			}
+			o.stats.refused.Add(1)
+			if len(items) == 1 {
+				return w.bury(ctx, b, items, status, errType, why)
+			}
+			o.log.Warn("elasticsearch refused a whole bulk request: splitting it to isolate the events that cause it",
+				"status", status, "type", errType, "reason", why, "events", len(items))
+			half := len(items) / 2
+			left, right := append([]item(nil), items[:half]...), append([]item(nil), items[half:]...)
+			if err := w.deliver(ctx, b, left); err != nil {
+				return err
+			}
+			return w.deliver(ctx, b, right)
+		case status < 200 || status > 299:
+			errType, why := errorBody(resp)
+			reason = fmt.Sprintf("bulk request answered %d %s %s", status, errType, why)
+		}
+		var results []itemResult
+		if reason == "" {
+			results, err = parseBulkResponse(resp, len(items), w.results)
+			if err != nil {
+				reason = err.Error()
+			}
+			w.results = results
+		}
+		if reason != "" {
+			o.stats.failedRequests.Add(1)
+			o.outage(reason)
+			if err := o.sleep(ctx, attempt); err != nil {
+				return err
+			}
+			attempt++
+			continue
+		}
+		o.reachable()
+
+		var retry, dead []item
+		var deadResults []itemResult
+		run := itemRun{w: w}
+		for i, r := range results {
+			switch classify(r, items[i].hasID) {
+			case outcomeDone:
+				if r.status == 409 {
+					o.stats.conflicts.Add(1)
+				} else {
+					o.stats.indexed.Add(1)
+				}
+				if err := run.add(items[i].lsn); err != nil {
+					return err
+				}
+			case outcomeRetry:
+				o.stats.retried.Add(1)
+				retry = append(retry, items[i])
+			case outcomeDead:
+				dead = append(dead, items[i])
+				deadResults = append(deadResults, r)
+			}
+		}
+		if err := run.flush(); err != nil {
+			return err
+		}
+		if len(dead) > 0 {
+			if err := w.buryResults(ctx, b, dead, deadResults); err != nil {
+				return err
+			}
+		}
+		items = retry
+		if len(items) > 0 {
+			if err := o.sleep(ctx, attempt); err != nil {
+				return err
+			}
+			attempt++
+		}
+	}
+	return nil
+}
+
+// itemRun finishes done items in the tracker, one call per run of items of
+// the same record.
+type itemRun struct {
+	w   *worker
+	lsn uint64
+	n   int
+}
+
+func (r *itemRun) add(lsn uint64) error {
+	if r.n > 0 && lsn != r.lsn {
+		if err := r.flush(); err != nil {
+			return err
+		}
+	}
+	r.lsn = lsn
+	r.n++
+	return nil
+}
+
+func (r *itemRun) flush() error {
+	if r.n == 0 {
+		return nil
+	}
+	err := r.w.tr.finish(r.lsn, r.n)
+	r.n = 0
+	return err
+}
+
+// bury dead-letters items that all failed for one reason, then counts
+// them done.
+func (w *worker) bury(ctx context.Context, b *batch, items []item, status int, errType, reason string) error {
+	results := make([]itemResult, len(items))
+	for i := range results {
+		results[i] = itemResult{status: status, errType: errType, reason: reason}
+	}
+	return w.buryResults(ctx, b, items, results)
+}
+
+// buryResults writes one dead letter per item (synced), and only then
+// marks the items done, so that the cursor never passes an event that is
+// neither in Elasticsearch nor in the dead-letter store.
+func (w *worker) buryResults(ctx context.Context, b *batch, items []item, results []itemResult) error {
+	o := w.o
+	events, received, err := o.originals(items)
+	if err != nil {
+		return err
+	}
+	entries := make([]dlq.Entry, len(items))
+	for i, it := range items {
+		index, id := actionTarget(b.actionLine(it))
+		r := results[i]
+		entries[i] = dlq.Entry{
+			Stream: o.ledger.StreamID(), LSN: it.lsn, Position: it.pos, Index: index, Action: "create", DocID: id,
+			Status: r.status, ErrType: r.errType, Reason: r.reason, Received: received[i], Failed: time.Now(), Event: events[i],
+		}
+		o.log.Warn("event dead-lettered: Elasticsearch rejected it for good", "lsn", it.lsn, "position", it.pos,
+			"index", index, "status", r.status, "type", r.errType, "reason", r.reason)
+	}
+	if err := o.bury(ctx, entries); err != nil {
+		return err
+	}
+	run := itemRun{w: w}
+	for _, it := range items {
+		if err := run.add(it.lsn); err != nil {
+			return err
+		}
+	}
+	return run.flush()
+}
+
+// bury appends entries to the dead-letter store (durable when it returns).
+func (o *Output) bury(ctx context.Context, entries []dlq.Entry) error {
+	if err := o.opts.DeadLetters.Append(ctx, entries); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("elasticsearch: dead-letter store: %w", err)
+	}
+	o.stats.dead.Add(int64(len(entries)))
+	return nil
+}
+
+// originals reads the events of items back from the ledger, exactly as
+// stored (the batch holds them without @metadata), with their records'
+// receive times. Dead letters are rare; the extra read keeps batches from
+// carrying a second copy of every event.
+func (o *Output) originals(items []item) ([][]byte, []time.Time, error) {
+	events := make([][]byte, len(items))
+	received := make([]time.Time, len(items))
+	for i := 0; i < len(items); {
+		lsn := items[i].lsn
+		r := o.ledger.Reader(lsn)
+		ok := r.Next()
+		if !ok || r.LSN() != lsn {
+			err := r.Err()
+			r.Close()
+			return nil, nil, fmt.Errorf("elasticsearch: re-reading record %d for its dead letters: %v", lsn, err)
+		}
+		rec, err := record.Decode(r.Record())
+		if err != nil {
+			r.Close()
+			return nil, nil, fmt.Errorf("elasticsearch: re-reading record %d: %w", lsn, err)
+		}
+		evs := make([][]byte, 0, rec.Count())
+		for ev := range rec.Events() {
+			evs = append(evs, ev)
+		}
+		for ; i < len(items) && items[i].lsn == lsn; i++ {
+			if p := int(items[i].pos); p < len(evs) {
+				events[i] = append([]byte(nil), evs[p]...)
+			}
+			received[i] = rec.Received()
+		}
+		r.Close()
+	}
+	return events, received, nil
+}
+
+// actionTarget returns the _index and _id of an action line.
+func actionTarget(line []byte) (index, id string) {
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	a := gjson.GetBytes(line, "create")
+	return a.Get("_index").String(), a.Get("_id").String()
+}
+
+// bulk sends one bulk request and returns the status and body of the
+// response; err is a transport failure (nothing was answered).
+func (o *Output) bulk(ctx context.Context, body []byte) (int, []byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
+	defer cancel()
+	res, err := o.client.Bulk(bytes.NewReader(body),
+		o.client.Bulk.WithContext(rctx),
+		o.client.Bulk.WithFilterPath(filterPath))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	resp, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes))
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the bulk response: %w", err)
+	}
+	o.stats.bytesSent.Add(int64(len(body)))
+	return res.StatusCode, resp, nil
+}
+
+// sleep waits the backoff of the given attempt (0 first): doubling from
+// RetryInitial, capped at RetryMax, with jitter so that workers (and
+// several logpond instances) do not retry in lockstep.
+func (o *Output) sleep(ctx context.Context, attempt int) error {
+	d := o.opts.RetryInitial
+	for i := 0; i < attempt && d < o.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, o.opts.RetryMax)
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// outage records a request that failed as a whole; the first of a series
+// is logged (the wait state's entry).
+func (o *Output) outage(reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down {
+		return
+	}
+	o.down, o.downFrom = true, time.Now()
+	o.stats.outages.Add(1)
+	o.log.Warn("elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason)
+}
+
+// reachable ends an outage (the wait state's exit), logging how long it
+// lasted.
+func (o *Output) reachable() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down {
+		return
+	}
+	o.down = false
+	o.log.Info("elasticsearch is answering again", "outage", time.Since(o.downFrom).Round(time.Millisecond).String())
+}
