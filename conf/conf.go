@@ -234,8 +234,8 @@ func Default() Config {
 			DeadLetterMaxBytes:   1 << 30,
 			TLS:                  ElasticsearchTLS{VerificationMode: "full"},
 		}},
-		Admin:  Admin{Listen: "127.0.0.1:9600"},
-		Log:    Log{Level: "info", Format: "text"},
+		Admin: Admin{Listen: "127.0.0.1:9600"},
+		Log:   Log{Level: "info", Format: "text"},
 	}
 }
 

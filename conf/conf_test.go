@@ -63,8 +63,8 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
 			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20,
 			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},
-		Admin:  Admin{Listen: ""},
-		Log:    Log{Level: "debug", Format: "json"},
+		Admin: Admin{Listen: ""},
+		Log:   Log{Level: "debug", Format: "json"},
 	}
 	def := reflect.ValueOf(Default())
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
