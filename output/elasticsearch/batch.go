@@ -1,7 +1,5 @@
 package elasticsearch
 
-import "time"
-
 // item is one event in a bulk request: its action line and its source
 // line, both newline-terminated, at buf[start:end] of its batch.
 type item struct {
@@ -12,17 +10,11 @@ type item struct {
 	hasID bool // a create with an id: a 409 means it is already stored
 }
 
-// batch is one bulk request in the making: NDJSON bytes and the items
-// they hold, in LSN order. A batch belongs to the reader until it is sent
-// on the batches channel, then to one worker.
+// batch is one bulk request: NDJSON bytes and the items they hold, in LSN
+// order. It belongs to one worker. Its buffer is never reused once sent.
 type batch struct {
-	buf     []byte
-	items   []item
-	started time.Time // when the first item was added
-}
-
-func (b *batch) reset() {
-	b.buf, b.items, b.started = b.buf[:0], b.items[:0], time.Time{}
+	buf   []byte
+	items []item
 }
 
 // body returns the request body for items, a subset of b.items in order:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -30,7 +31,13 @@ type eventMeta struct {
 // does not index it.
 func readMeta(event []byte) eventMeta {
 	var m eventMeta
-	r := gjson.GetBytes(event, metadataPath)
+	if len(event) == 0 {
+		return m
+	}
+	// gjson.Get on a string that aliases the event: GetBytes would copy
+	// the result. The strings taken from it (id, pipeline) are used before
+	// the event's buffer changes.
+	r := gjson.Get(unsafe.String(&event[0], len(event)), metadataPath)
 	if !r.Exists() || r.Index <= 0 {
 		return m
 	}

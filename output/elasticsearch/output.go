@@ -138,28 +138,32 @@ func (o *Output) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Memory bound: one batch being filled, Workers batches queued and
-	// Workers being sent, each about FlushBytes (plus one event).
-	batches := make(chan *batch, o.opts.Workers)
+	// Memory bound: one chunk being filled, Workers chunks queued and
+	// Workers being turned into requests, each about FlushBytes of records
+	// (plus one record), and per worker the request built from its chunk.
+	chunks := make(chan *chunk, o.opts.Workers)
+	free := make(chan *chunk, 2*o.opts.Workers+1) // chunk buffers for reuse
 	errs := make(chan error, o.opts.Workers+2)
 	var wg sync.WaitGroup
 	for range o.opts.Workers {
 		wg.Go(func() {
 			w := &worker{o: o, tr: tr}
-			for b := range batches {
-				if err := w.deliver(ctx, b, b.items); err != nil {
-					if ctx.Err() == nil {
-						errs <- err
-						cancel()
-					}
-					// Keep draining the channel so the reader can finish.
-					continue
+			for c := range chunks {
+				if err := w.process(ctx, c); err != nil && ctx.Err() == nil {
+					errs <- err
+					cancel()
+				}
+				// Keep draining the channel (after an error too) so the
+				// reader can finish.
+				select {
+				case free <- c:
+				default:
 				}
 			}
 		})
 	}
 	wg.Go(func() {
-		if err := o.read(ctx, cursor+1, tr, batches); err != nil && ctx.Err() == nil {
+		if err := o.read(ctx, cursor+1, tr, chunks, free); err != nil && ctx.Err() == nil {
 			errs <- err
 			cancel()
 		}

@@ -14,29 +14,57 @@ import (
 // so it cannot be compacted onto the one line NDJSON gives it.
 var errNotOneLine = errors.New("event is not valid JSON and spans several lines")
 
-// read turns ledger records from LSN from on into batches, in LSN order,
-// and sends each on out; it closes out when it returns. A partial batch
-// goes out when FlushInterval has passed since its first event and no more
-// records are waiting.
-func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *batch) error {
+// chunk is a run of consecutive ledger records, copied out of the
+// reader's buffer, that one worker turns into bulk requests. The reader
+// only copies; the per-event work (metadata, index names, the body) runs
+// in the workers, in parallel.
+type chunk struct {
+	data    []byte
+	recs    []chunkRecord
+	started time.Time // when the first record was added
+}
+
+type chunkRecord struct {
+	lsn        uint64
+	start, end int // the record is data[start:end]
+}
+
+func (c *chunk) reset() {
+	c.data, c.recs, c.started = c.data[:0], c.recs[:0], time.Time{}
+}
+
+// read copies ledger records from LSN from on into chunks of about
+// FlushBytes, registers each record with the tracker in LSN order, and
+// sends the chunks on out; it closes out when it returns. A partial chunk
+// goes out once FlushInterval has passed since its first record and no
+// more records are waiting. Chunk buffers come back on free.
+func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *chunk, free chan *chunk) error {
 	defer close(out)
 	r := o.ledger.Reader(from)
 	defer r.Close()
-	b := &batch{}
+	next := func() *chunk {
+		select {
+		case c := <-free:
+			c.reset()
+			return c
+		default:
+			return &chunk{data: make([]byte, 0, o.opts.FlushBytes+o.opts.FlushBytes/8)}
+		}
+	}
+	c := next()
 	send := func() bool {
 		select {
-		case out <- b:
-			b = &batch{buf: make([]byte, 0, o.opts.FlushBytes+o.opts.FlushBytes/8)}
+		case out <- c:
+			c = next()
 			return true
 		case <-ctx.Done():
 			return false
 		}
 	}
-	var scratch []byte
 	for {
 		for r.Next() {
-			lsn := r.LSN()
-			rec, err := record.Decode(r.Record())
+			lsn, raw := r.LSN(), r.Record()
+			rec, err := record.Decode(raw)
 			if err != nil {
 				// The ledger checked the frame; a record that does not
 				// decode was stored broken, which retrying cannot fix.
@@ -45,48 +73,30 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			if err := tr.add(lsn, rec.Count()); err != nil {
 				return err
 			}
-			pos := 0
-			for ev := range rec.Events() {
-				var dead *dlq.Entry
-				scratch, dead = o.add(b, lsn, pos, rec.Received(), ev, scratch)
-				if dead != nil {
-					// Nothing to send: keep it, then count it done.
-					if err := o.bury(ctx, []dlq.Entry{*dead}); err != nil {
-						return err
-					}
-					if err := tr.finish(lsn, 1); err != nil {
-						return err
-					}
-				}
-				pos++
-				if len(b.buf) > o.opts.MaxRequestBytes && len(b.items) > 1 {
-					// The last event would take the request past the limit:
-					// it starts the next one.
-					last := b.items[len(b.items)-1]
-					tail := append([]byte(nil), b.buf[last.start:last.end]...)
-					b.buf, b.items = b.buf[:last.start], b.items[:len(b.items)-1]
-					if !send() {
-						return nil
-					}
-					last.start, last.end = 0, len(tail)
-					b.buf, b.items, b.started = append(b.buf, tail...), append(b.items, last), time.Now()
-				}
-				if len(b.buf) >= o.opts.FlushBytes && !send() {
-					return nil
-				}
+			if rec.Count() == 0 {
+				continue
+			}
+			if len(c.recs) == 0 {
+				c.started = time.Now()
+			}
+			start := len(c.data)
+			c.data = append(c.data, raw...)
+			c.recs = append(c.recs, chunkRecord{lsn: lsn, start: start, end: len(c.data)})
+			if len(c.data) >= o.opts.FlushBytes && !send() {
+				return nil
 			}
 		}
 		if err := r.Err(); err != nil {
 			return fmt.Errorf("elasticsearch: reading the ledger: %w", err)
 		}
 		// Caught up with the ledger.
-		if len(b.items) == 0 {
+		if len(c.recs) == 0 {
 			if err := r.Wait(ctx); err != nil {
 				return nil // ctx ended
 			}
 			continue
 		}
-		if wait := time.Until(b.started.Add(o.opts.FlushInterval)); wait > 0 {
+		if wait := time.Until(c.started.Add(o.opts.FlushInterval)); wait > 0 {
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			err := r.Wait(wctx)
 			cancel()
@@ -94,7 +104,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 				return nil
 			}
 			if err == nil {
-				continue // more records: fill the batch further
+				continue // more records: fill the chunk further
 			}
 		}
 		if !send() {
@@ -103,19 +113,63 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 }
 
+// process turns the records of c into bulk requests of at most
+// MaxRequestBytes (normally one: a chunk holds about FlushBytes) and
+// delivers them.
+func (w *worker) process(ctx context.Context, c *chunk) error {
+	o := w.o
+	b := &batch{buf: make([]byte, 0, len(c.data)+len(c.data)/4)}
+	for _, cr := range c.recs {
+		rec, err := record.Decode(c.data[cr.start:cr.end])
+		if err != nil {
+			return fmt.Errorf("elasticsearch: record %d: %w", cr.lsn, err)
+		}
+		pos := 0
+		for ev := range rec.Events() {
+			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch); dead != nil {
+				// Nothing to send: keep it, then count it done.
+				if err := o.bury(ctx, []dlq.Entry{*dead}); err != nil {
+					return err
+				}
+				if err := w.tr.finish(cr.lsn, 1); err != nil {
+					return err
+				}
+			}
+			pos++
+			if len(b.buf) > o.opts.MaxRequestBytes && len(b.items) > 1 {
+				// The last event would take the request past the limit:
+				// it starts the next one.
+				last := b.items[len(b.items)-1]
+				next := &batch{buf: append(make([]byte, 0, len(b.buf)), b.buf[last.start:last.end]...)}
+				b.buf, b.items = b.buf[:last.start], b.items[:len(b.items)-1]
+				if err := w.deliver(ctx, b, b.items); err != nil {
+					return err
+				}
+				last.start, last.end = 0, len(next.buf)
+				next.items = append(next.items, last)
+				b = next
+			}
+		}
+	}
+	if len(b.items) == 0 {
+		return nil
+	}
+	return w.deliver(ctx, b, b.items)
+}
+
 // add appends the event at position pos of record lsn to b as a create
 // action. An event that cannot be sent at all (too big for any request,
 // or multi-line and not JSON) is not added: add returns its dead letter.
-func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev, scratch []byte) ([]byte, *dlq.Entry) {
+// scratch is the caller's buffer for index and pipeline names.
+func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byte, scratch *[]byte) *dlq.Entry {
 	start := len(b.buf)
 	meta := readMeta(ev)
-	var ok bool
-	scratch, ok = o.opts.Index.Append(scratch[:0], ev, received)
+	name, ok := o.opts.Index.Append((*scratch)[:0], ev, received)
 	if !ok {
-		scratch = append(scratch[:0], o.opts.FallbackIndex...)
+		name = append(name[:0], o.opts.FallbackIndex...)
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
-	b.buf = appendJSONString(b.buf, scratch)
+	b.buf = appendJSONString(b.buf, name)
 	hasID := o.opts.DerivedIDs
 	if hasID {
 		b.buf = append(b.buf, `,"_id":`...)
@@ -133,12 +187,13 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev, scra
 		b.buf = appendJSONString(b.buf, meta.pipeline)
 	case o.opts.Pipeline != nil:
 		var p []byte
-		if p, ok = o.opts.Pipeline.Append(scratch[:0], ev, received); ok && len(p) > 0 {
+		if p, ok = o.opts.Pipeline.Append(name[:0], ev, received); ok && len(p) > 0 {
 			b.buf = append(b.buf, `,"pipeline":`...)
 			b.buf = appendJSONString(b.buf, p)
 		}
-		scratch = p
+		name = p
 	}
+	*scratch = name
 	b.buf = append(b.buf, "}}\n"...)
 	var err error
 	b.buf, err = appendSource(b.buf, ev, meta.cut)
@@ -153,13 +208,10 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev, scra
 	}
 	if dead != nil {
 		b.buf = b.buf[:start]
-		return scratch, dead
-	}
-	if len(b.items) == 0 {
-		b.started = time.Now()
+		return dead
 	}
 	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf), hasID: hasID})
-	return scratch, nil
+	return nil
 }
 
 // deadLetter makes the dead letter of an event whose action starts at

@@ -37,6 +37,17 @@ func parseBulkResponse(body []byte, n int, results []itemResult) ([]itemResult, 
 		return nil, fmt.Errorf("%w: no items array", errBadResponse)
 	}
 	results = results[:0]
+	if e := gjson.GetBytes(body, "errors"); e.Type == gjson.False {
+		// The usual answer: every item succeeded. Count them, and trust
+		// the flag for their status.
+		if c := items.Get("#").Int(); c != int64(n) {
+			return nil, fmt.Errorf("%w: %d items for %d actions", errBadResponse, c, n)
+		}
+		for range n {
+			results = append(results, itemResult{status: 200})
+		}
+		return results, nil
+	}
 	var bad error
 	items.ForEach(func(_, item gjson.Result) bool {
 		// Each item is an object with one member, named after the action.

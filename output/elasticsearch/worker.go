@@ -24,6 +24,7 @@ const maxResponseBytes = 256 << 20
 type worker struct {
 	o       *Output
 	tr      *tracker
+	scratch []byte       // index and pipeline names
 	results []itemResult // reused per response
 }
 
