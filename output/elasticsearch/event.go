@@ -6,94 +6,61 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unsafe"
 
 	"github.com/google/uuid"
-	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/output/sprintf"
 )
 
-// metadataPath is the gjson path of the top-level "@metadata" member. The
-// backslash keeps gjson from reading the leading '@' as a modifier.
-const metadataPath = `\@metadata`
-
-// eventMeta is what the output reads from an event's @metadata.
+// eventMeta is what the output reads from an event's @metadata. Its
+// slices alias the event.
 type eventMeta struct {
-	id       string // @metadata._id, "" when absent
-	pipeline string // @metadata.pipeline, "" when absent
+	id       []byte // @metadata._id, nil when absent
+	pipeline []byte // @metadata.pipeline, nil when absent
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
 	// indexed source: the @metadata member and one comma next to it.
 	// cut[1] == 0 when there is nothing to cut.
 	cut [2]int
 }
 
-// readMeta finds @metadata in a raw JSON event. Beats put it there for
-// the output (index name parts, _id, pipeline); like Logstash, logpond
-// does not index it.
+// readMeta finds the top-level @metadata member of a raw JSON event. Beats
+// put it there for the output (index name parts, _id, pipeline); like
+// Logstash, logpond does not index it.
 func readMeta(event []byte) eventMeta {
 	var m eventMeta
-	if len(event) == 0 {
+	ks, vs, ve, ok := sprintf.Member(event, "@metadata")
+	if !ok {
 		return m
 	}
-	// gjson.Get on a string that aliases the event: GetBytes would copy
-	// the result. The strings taken from it (id, pipeline) are used before
-	// the event's buffer changes.
-	r := gjson.Get(unsafe.String(&event[0], len(event)), metadataPath)
-	if !r.Exists() || r.Index <= 0 {
-		return m
-	}
-	if r.IsObject() {
-		if v := gjson.Get(r.Raw, "_id"); v.Type == gjson.String {
-			m.id = v.Str
-		}
-		if v := gjson.Get(r.Raw, "pipeline"); v.Type == gjson.String {
-			m.pipeline = v.Str
-		}
-	}
-	m.cut = memberSpan(event, r.Index, r.Index+len(r.Raw))
+	meta := event[vs:ve]
+	m.id = stringMember(meta, "_id")
+	m.pipeline = stringMember(meta, "pipeline")
+	m.cut = memberSpan(event, ks, ve)
 	return m
 }
 
+// stringMember returns the decoded string value of member key of obj, or
+// nil when it is absent, empty or not a string.
+func stringMember(obj []byte, key string) []byte {
+	_, vs, ve, ok := sprintf.Member(obj, key)
+	if !ok || obj[vs] != '"' || ve-vs < 3 {
+		return nil
+	}
+	raw := obj[vs:ve]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	s, ok := sprintf.AppendString(nil, raw)
+	if !ok || len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // memberSpan returns the span to remove so that the object member whose
-// value is event[valStart:valEnd] disappears and the object stays valid
-// JSON: the key, the colon, the value and one adjacent comma. It returns
-// a zero span when the bytes around the value do not look like an object
-// member (then nothing is removed).
-func memberSpan(event []byte, valStart, valEnd int) [2]int {
-	i := valStart - 1
-	for i >= 0 && isSpace(event[i]) {
-		i--
-	}
-	if i < 0 || event[i] != ':' {
-		return [2]int{}
-	}
-	i--
-	for i >= 0 && isSpace(event[i]) {
-		i--
-	}
-	if i < 0 || event[i] != '"' {
-		return [2]int{}
-	}
-	// Walk back to the key's opening quote. The key is "@metadata" (or an
-	// escaped spelling of it): a quote preceded by an odd number of
-	// backslashes is escaped.
-	j := i - 1
-	for j >= 0 {
-		if event[j] == '"' {
-			k, n := j-1, 0
-			for k >= 0 && event[k] == '\\' {
-				k--
-				n++
-			}
-			if n%2 == 0 {
-				break
-			}
-		}
-		j--
-	}
-	if j < 0 {
-		return [2]int{}
-	}
-	keyStart := j
+// key starts at keyStart and whose value ends at valEnd disappears and the
+// object stays valid JSON: the member and one adjacent comma.
+func memberSpan(event []byte, keyStart, valEnd int) [2]int {
 	p := keyStart - 1
 	for p >= 0 && isSpace(event[p]) {
 		p--

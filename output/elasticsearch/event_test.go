@@ -33,7 +33,7 @@ func TestSourceDropsMetadata(t *testing.T) {
 			if string(got) != "prefix"+tc.want {
 				t.Errorf("source %q, want %q", got[6:], tc.want)
 			}
-			if m.id != tc.id || m.pipeline != tc.pipeline {
+			if string(m.id) != tc.id || string(m.pipeline) != tc.pipeline {
 				t.Errorf("id %q pipeline %q, want %q %q", m.id, m.pipeline, tc.id, tc.pipeline)
 			}
 		})

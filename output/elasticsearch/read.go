@@ -25,8 +25,8 @@ type chunk struct {
 }
 
 type chunkRecord struct {
-	lsn        uint64
-	start, end int // the record is data[start:end]
+	lsn uint64
+	rec record.Record // decoded from data
 }
 
 func (c *chunk) reset() {
@@ -63,8 +63,15 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 	for {
 		for r.Next() {
-			lsn, raw := r.LSN(), r.Record()
-			rec, err := record.Decode(raw)
+			lsn := r.LSN()
+			if len(c.recs) == 0 {
+				c.started = time.Now()
+			}
+			// Decode the copy, which the worker then uses as is: one
+			// checksum pass per record.
+			start := len(c.data)
+			c.data = append(c.data, r.Record()...)
+			rec, err := record.Decode(c.data[start:])
 			if err != nil {
 				// The ledger checked the frame; a record that does not
 				// decode was stored broken, which retrying cannot fix.
@@ -74,14 +81,10 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 				return err
 			}
 			if rec.Count() == 0 {
+				c.data = c.data[:start]
 				continue
 			}
-			if len(c.recs) == 0 {
-				c.started = time.Now()
-			}
-			start := len(c.data)
-			c.data = append(c.data, raw...)
-			c.recs = append(c.recs, chunkRecord{lsn: lsn, start: start, end: len(c.data)})
+			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
 			if len(c.data) >= o.opts.FlushBytes && !send() {
 				return nil
 			}
@@ -120,10 +123,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	o := w.o
 	b := &batch{buf: make([]byte, 0, len(c.data)+len(c.data)/4)}
 	for _, cr := range c.recs {
-		rec, err := record.Decode(c.data[cr.start:cr.end])
-		if err != nil {
-			return fmt.Errorf("elasticsearch: record %d: %w", cr.lsn, err)
-		}
+		rec := cr.rec
 		pos := 0
 		for ev := range rec.Events() {
 			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch); dead != nil {
@@ -173,7 +173,7 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	hasID := o.opts.DerivedIDs
 	if hasID {
 		b.buf = append(b.buf, `,"_id":`...)
-		if meta.id != "" {
+		if meta.id != nil {
 			b.buf = appendJSONString(b.buf, meta.id)
 		} else {
 			b.buf = append(b.buf, '"')
@@ -182,7 +182,7 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		}
 	}
 	switch {
-	case meta.pipeline != "":
+	case meta.pipeline != nil:
 		b.buf = append(b.buf, `,"pipeline":`...)
 		b.buf = appendJSONString(b.buf, meta.pipeline)
 	case o.opts.Pipeline != nil:
