@@ -196,8 +196,9 @@ func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)
 	// A dead letter holds the event: the store must fit a few of the
 	// largest events the input accepts, or one of them could wedge the
 	// drain.
-	if min := 4 * c.Input.Beats.MaxEventBytes; es.DeadLetterMaxBytes < min {
-		bad(k+"dead_letter_max_bytes", "%s is less than 4 × input.beats.max_event_bytes (%s): raise it to at least %s", es.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes, min)
+	// (1MiB covers an entry's other fields: index, reason, ids.)
+	if min := 4 * (c.Input.Beats.MaxEventBytes + 1<<20); es.DeadLetterMaxBytes < min {
+		bad(k+"dead_letter_max_bytes", "%s is less than 4 × (input.beats.max_event_bytes + 1MiB) (max_event_bytes is %s): raise it to at least %s", es.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes, min)
 	}
 	switch es.Compression {
 	case "none", "gzip":

@@ -210,7 +210,9 @@ func (s *Server) openOutput() error {
 			return err
 		}
 	}
-	// A dead-letter file must hold the largest event the input accepts.
+	// A dead-letter file must hold the largest event the input accepts
+	// (plus 1MiB for the entry's other fields); conf checked that four such
+	// files fit in dead_letter_max_bytes.
 	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(s.cfg.Input.Beats.MaxEventBytes)+1<<20)
 	s.dlq, err = dlq.Open(dir, dlq.Options{MaxBytes: int64(c.DeadLetterMaxBytes), SegmentBytes: segment, Logger: s.log})
 	if err != nil {

@@ -224,7 +224,7 @@ func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 // the middle: exactly one document per id, every event present.
 func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
 	r := newRig(t, estest.Options{})
-	r.es.SetFaults(estest.Faults{ItemReject429: 0.10, Request503: 0.05})
+	r.es.SetFaults(estest.Faults{ItemReject429: 0.10, Request503: 0.05, Drop: 0.01, Latency: time.Millisecond})
 	const records, perRecord = 1000, 100
 	n := 0
 	for range records {
@@ -427,6 +427,10 @@ func TestCursorNeverPassesAPendingItem(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, "the held event", func() bool { return r.es.Count() == 100 })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 100 })
+	// Only the failing item was sent again, never its neighbours.
+	if items, retried := r.es.Stats().Items, run.out.Stats().Retried; items != 100+retried {
+		t.Errorf("the test server saw %d items for 100 events and %d item retries", items, retried)
+	}
 }
 
 func TestOutageAndFailover(t *testing.T) {
