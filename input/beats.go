@@ -62,6 +62,7 @@ type Beats struct {
 	violations map[string]int64
 	events     int64
 	batches    int64
+	bytes      int64 // event bytes acknowledged
 	closed     bool
 
 	wg sync.WaitGroup // the accept loop and every connection handler
@@ -182,6 +183,24 @@ func (b *Beats) Violations() map[string]int64 {
 	return out
 }
 
+// BeatsStats is a snapshot of the input's counters and state.
+type BeatsStats struct {
+	Events, Batches, Bytes int64 // acknowledged
+	Connections            int   // open now
+	InflightBytes          int64 // budget held by events read but not yet durable
+	MaxInflightBytes       int64
+	BudgetWaiters          int // connections waiting for budget (backpressure)
+}
+
+// Stats returns the input's counters and state. Safe for concurrent use.
+func (b *Beats) Stats() BeatsStats {
+	b.mu.Lock()
+	st := BeatsStats{Events: b.events, Batches: b.batches, Bytes: b.bytes, Connections: len(b.conns)}
+	b.mu.Unlock()
+	st.InflightBytes, st.MaxInflightBytes, st.BudgetWaiters = b.budget.state()
+	return st
+}
+
 // Counts returns the acknowledged events and batches.
 func (b *Beats) Counts() (events, batches int64) {
 	b.mu.Lock()
@@ -247,7 +266,9 @@ func (b *Beats) handle(conn net.Conn) {
 		}
 		bl = builders.Get().(*record.Builder)
 		bl.Reset(time.Now())
+		var batchBytes int64
 		n, seq, err := r.ReadBatch(func(ev []byte) error {
+			batchBytes += int64(len(ev))
 			if bl.Count() > 0 && bl.Size()+record.EventOverhead+len(ev) > b.opts.MaxRecordBytes {
 				if err := flush(); err != nil {
 					return err
@@ -273,6 +294,7 @@ func (b *Beats) handle(conn net.Conn) {
 		b.mu.Lock()
 		b.events += int64(n)
 		b.batches++
+		b.bytes += batchBytes
 		b.mu.Unlock()
 	}
 }

@@ -16,10 +16,18 @@ var errNoBudget = errors.New("no in-flight budget within the batch timeout (max_
 // budget is the max_inflight_bytes pool shared by every connection: the
 // bytes of events read but not yet durable in the journal.
 type budget struct {
-	mu    sync.Mutex
-	free  int64
-	total int64
-	freed chan struct{} // closed and replaced on every release
+	mu      sync.Mutex
+	free    int64
+	total   int64
+	waiters int           // acquires waiting for bytes
+	freed   chan struct{} // closed and replaced on every release
+}
+
+// state returns the bytes held, the total and how many acquires wait.
+func (b *budget) state() (held, total int64, waiters int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total - b.free, b.total, b.waiters
 }
 
 func newBudget(total int64) *budget {
@@ -36,7 +44,13 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration) error
 		b.mu.Unlock()
 		return nil
 	}
+	b.waiters++
 	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.waiters--
+		b.mu.Unlock()
+	}()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {

@@ -41,6 +41,11 @@ type Options struct {
 	TailBytes int64
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
+	// ObserveGroup, when set, is called by the committer after each group
+	// was written and fsynced, before its appenders are told: the number of
+	// records, their bytes, and how long the fsync took. It runs on the ack
+	// path: it must be quick and must not block (metrics only).
+	ObserveGroup func(records int, bytes int64, fsync time.Duration)
 
 	// hooks lets tests inject faults and observe fsyncs, per instance.
 	hooks hooks
@@ -453,9 +458,13 @@ func (j *Journal) commit(group []*request) {
 	}
 	// The group's one fsync. Nobody in the group is told "done" before it
 	// returns: an acknowledged event must survive a power cut.
+	syncStart := time.Now()
 	if err := j.wal.Sync(); err != nil {
 		j.poison(fmt.Errorf("journal: fsync group of %d records at LSN %d: %w", len(group), first, err), group)
 		return
+	}
+	if j.opts.ObserveGroup != nil {
+		j.opts.ObserveGroup(len(group), bytes, time.Since(syncStart))
 	}
 	j.last += uint64(len(group))
 	j.activeBytes += bytes
@@ -606,6 +615,21 @@ func (j *Journal) Release(upTo uint64) error {
 
 // UsedBytes is the journal's size on disk, plus the bytes of appends
 // admitted but not yet written.
+// Waiting reports why appends wait, or "" when they do not: the journal is
+// full (the flusher has not released space yet) or poisoned. Safe for
+// concurrent use.
+func (j *Journal) Waiting() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.poisoned != nil:
+		return "journal failed: " + j.poisoned.Error()
+	case j.full:
+		return "journal full: waiting for the flusher to move records to the ledger"
+	}
+	return ""
+}
+
 func (j *Journal) UsedBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -27,6 +27,7 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 		cfg.Journal.MaxBytes = 2 << 30
 		cfg.Input.Beats.Listen = "127.0.0.1:0"
 		cfg.Output.Elasticsearch.Enabled = false // these tests look at the stores only
+		cfg.Admin.Listen = ""
 		s, err := Open(&cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)

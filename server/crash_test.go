@@ -63,6 +63,7 @@ func crashConfig(root string) *conf.Config {
 	cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
 	cfg.Input.Beats.Listen = "127.0.0.1:0"
 	cfg.Output.Elasticsearch.Enabled = false // these tests look at the stores only
+	cfg.Admin.Listen = ""
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 64<<20
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 1<<30
 	cfg.Ledger.FlushInterval = conf.Duration(2 * time.Millisecond)

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,6 +47,12 @@ type Server struct {
 	beats   *input.Beats
 	es      *elasticsearch.Output // nil when output.elasticsearch.enabled = false
 	dlq     *dlq.Store            // the Elasticsearch output's dead letters
+	metrics *metrics
+	// admin serves /metrics and health while Run runs; adminDone closes
+	// when its goroutine ends.
+	adminLn   net.Listener
+	admin     *http.Server
+	adminDone chan struct{}
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -52,6 +60,7 @@ type Server struct {
 // nothing stays locked.
 func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 	s := &Server{cfg: cfg, log: log}
+	s.metrics = newMetrics(s)
 	dirs := []struct{ key, dir string }{
 		{"journal.dir", cfg.Journal.Dir},
 		{"ledger.dir", cfg.Ledger.Dir},
@@ -99,6 +108,10 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		}
 	}
 	if err := s.openOutput(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.listenAdmin(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -154,8 +167,9 @@ func (s *Server) openStores() error {
 		StartAfter:    ledgerLast,
 		// The flusher's normal path: one segment of recent records in
 		// memory, so it rarely reads the journal's files.
-		TailBytes: int64(c.Journal.SegmentBytes),
-		Logger:    s.log,
+		TailBytes:    int64(c.Journal.SegmentBytes),
+		Logger:       s.log,
+		ObserveGroup: s.metrics.observeGroup,
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -227,6 +241,7 @@ func (s *Server) openOutput() error {
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
 		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,
+		Observer: esObserver{s.metrics},
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -272,7 +287,7 @@ func prepareDir(key, dir string) (string, error) {
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
-	s.log.Info("not yet running (later issues)", "admin.listen", c.Admin.Listen)
+	s.startAdmin()
 	// The output drains on its own context: it stops first, so that its
 	// cursor is persisted while the ledger is still open.
 	octx, stopOutput := context.WithCancel(context.Background())
@@ -302,6 +317,8 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
 	}
 	start := time.Now()
+	// The admin endpoint reads the components: it stops before they do.
+	s.stopAdmin()
 	stopOutput()
 	if !outputStopped && outputDone != nil {
 		oerr = <-outputDone
@@ -343,6 +360,10 @@ func (s *Server) Run(ctx context.Context) error {
 // locks. It is safe to call more than once.
 func (s *Server) Close() error {
 	var errs []error
+	if s.admin == nil && s.adminLn != nil {
+		errs = append(errs, s.adminLn.Close()) // Run never served on it
+		s.adminLn = nil
+	}
 	if s.beats != nil {
 		errs = append(errs, s.beats.Close())
 		s.beats = nil

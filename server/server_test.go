@@ -24,6 +24,7 @@ func testConfig(t *testing.T, journal, ledger string) *conf.Config {
 	cfg.Journal.Dir, cfg.Ledger.Dir = journal, ledger
 	cfg.Input.Beats.Listen = "127.0.0.1:0"   // tests bind only to loopback, port 0
 	cfg.Output.Elasticsearch.Enabled = false // these tests look at the stores only
+	cfg.Admin.Listen = ""
 	return &cfg
 }
 

@@ -49,6 +49,20 @@ type Options struct {
 	Logger      *slog.Logger
 	// Transport, when set, replaces the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Observer, when set, receives measurements for metrics.
+	Observer Observer
+}
+
+// Observer receives the output's measurements. Its methods are called
+// from the workers and must be quick.
+type Observer interface {
+	// Request: one bulk request took d; status is 0 when nothing was
+	// answered (refused connection, timeout).
+	Request(d time.Duration, status int)
+	// Items: n items of one response ended with status and outcome
+	// ("done", "conflict", "retry", "dead"); errType is Elasticsearch's
+	// error type ("" for successes).
+	Items(status int, outcome, errType string, n int)
 }
 
 // Output drains a ledger into Elasticsearch from its cursor (design §7).
@@ -68,9 +82,10 @@ type Output struct {
 	idPrefix  string
 	stats     counters
 
-	mu       sync.Mutex // guards the outage state below
-	down     bool       // the last request failed as a whole
-	downFrom time.Time
+	mu         sync.Mutex // guards the outage state below
+	down       bool       // the last request failed as a whole
+	downFrom   time.Time
+	downReason string
 }
 
 // New prepares an Output over l. It contacts nobody until Run.

@@ -1,6 +1,7 @@
 package elasticsearch
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -39,4 +40,17 @@ func (o *Output) Stats() Stats {
 		Indexed: c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), CursorLSN: c.cursor.Load(),
 	}
+}
+
+// Waiting says why the output is not making progress because of
+// Elasticsearch, or "": it is failing whole requests (unreachable, 5xx,
+// 429, auth). (A full dead-letter store says so itself.) Safe for
+// concurrent use.
+func (o *Output) Waiting() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down {
+		return fmt.Sprintf("elasticsearch failing requests since %s: %s", o.downFrom.Format(time.RFC3339), o.downReason)
+	}
+	return ""
 }

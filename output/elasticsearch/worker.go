@@ -47,8 +47,12 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		body := b.body(items)
 		start := time.Now()
 		status, resp, err := o.bulk(ctx, body)
+		took := time.Since(start)
 		o.stats.requests.Add(1)
-		o.stats.requestNanos.Add(int64(time.Since(start)))
+		o.stats.requestNanos.Add(int64(took))
+		if o.opts.Observer != nil && ctx.Err() == nil {
+			o.opts.Observer.Request(took, status)
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -121,6 +125,9 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		if err := run.flush(); err != nil {
 			return err
 		}
+		if o.opts.Observer != nil {
+			observeItems(o.opts.Observer, results, items)
+		}
 		if len(dead) > 0 {
 			if err := w.buryResults(ctx, b, dead, deadResults); err != nil {
 				return err
@@ -135,6 +142,35 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		}
 	}
 	return nil
+}
+
+// observeItems reports a response's items, one call per distinct
+// (status, outcome, error type).
+func observeItems(obs Observer, results []itemResult, items []item) {
+	type key struct {
+		status  int
+		outcome string
+		errType string
+	}
+	counts := map[key]int{}
+	for i, r := range results {
+		k := key{status: r.status, errType: r.errType}
+		switch classify(r, items[i].hasID) {
+		case outcomeDone:
+			k.outcome = "done"
+			if r.status == 409 {
+				k.outcome = "conflict"
+			}
+		case outcomeRetry:
+			k.outcome = "retry"
+		case outcomeDead:
+			k.outcome = "dead"
+		}
+		counts[k]++
+	}
+	for k, n := range counts {
+		obs.Items(k.status, k.outcome, k.errType, n)
+	}
 }
 
 // itemRun finishes done items in the tracker, one call per run of items of
@@ -309,6 +345,7 @@ func (o *Output) sleep(ctx context.Context, attempt int) error {
 func (o *Output) outage(reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.downReason = reason
 	if o.down {
 		return
 	}

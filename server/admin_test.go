@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/logpond/logpond/output/estest"
+)
+
+// TestMetricsAndHealth runs the whole pipeline into the test Elasticsearch
+// and scrapes /metrics, /healthz and /readyz: the numbers must match what
+// was sent.
+func TestMetricsAndHealth(t *testing.T) {
+	srv, err := estest.Start(estest.Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetFaults(estest.Faults{ItemReject429: 0.1})
+	root := t.TempDir()
+	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
+	cfg.Admin.Listen = "127.0.0.1:0"
+	es := &cfg.Output.Elasticsearch
+	es.Enabled, es.Hosts = true, []string{srv.URL()}
+	es.FlushInterval, es.RetryInitialInterval, es.RetryMaxInterval = 10e6, 1e6, 10e6
+	cfg.Ledger.FlushInterval = 5e6
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		s.Close()
+	}()
+	base := "http://" + s.AdminAddr().String()
+
+	c, err := lj.SyncDial(s.BeatsAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, per = 4, 250
+	sent := 0
+	var bytes int
+	for b := range batches {
+		var data []interface{}
+		for i := range per {
+			ev := fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"message":"%d-%d"}`, b, i)
+			bytes += len(ev)
+			data = append(data, json.RawMessage(ev))
+		}
+		if n, err := c.Send(data); err != nil || n != per {
+			t.Fatalf("acked %d: %v", n, err)
+		}
+		sent += per
+	}
+	c.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	var fams map[string]*dto.MetricFamily
+	for {
+		fams = scrape(t, base+"/metrics")
+		if value(fams, "logpond_ledger_lag_records", "cursor", "elasticsearch") == 0 &&
+			value(fams, "logpond_ledger_last_lsn") > 0 && srv.Count() == sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipeline did not drain: %d documents of %d", srv.Count(), sent)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"logpond_input_events_total", nil, float64(sent)},
+		{"logpond_input_batches_total", nil, batches},
+		{"logpond_input_bytes_total", nil, float64(bytes)},
+		{"logpond_input_connections", nil, 0},
+		{"logpond_backpressure", []string{"reason", "journal_full"}, 0},
+		{"logpond_backpressure", []string{"reason", "elasticsearch"}, 0},
+	} {
+		if got := value(fams, tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if n := histCount(fams, "logpond_journal_group_records"); n == 0 || n != value(fams, "logpond_journal_fsyncs_total") {
+		t.Errorf("group histogram count %v, fsyncs %v", n, value(fams, "logpond_journal_fsyncs_total"))
+	}
+	if histCount(fams, "logpond_journal_fsync_seconds") == 0 || histCount(fams, "logpond_output_request_seconds") == 0 {
+		t.Error("fsync or request latency histogram is empty")
+	}
+	if got := value(fams, "logpond_output_items_total", "outcome", "done") + value(fams, "logpond_output_items_total", "outcome", "conflict"); got != float64(sent) {
+		t.Errorf("items done %v, want %d", got, sent)
+	}
+	if value(fams, "logpond_output_items_total", "outcome", "retry") == 0 {
+		t.Error("the test server's 429s were not counted as retries")
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s: %d %s", path, res.StatusCode, body)
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// value sums the samples of a counter or gauge whose labels include the
+// given name/value pairs; -1 when the family is missing.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		if !hasLabels(m, labels) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		}
+	}
+	return sum
+}
+
+func histCount(fams map[string]*dto.MetricFamily, name string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+	n := 0.0
+	for _, m := range f.GetMetric() {
+		n += float64(m.GetHistogram().GetSampleCount())
+	}
+	return n
+}
+
+func hasLabels(m *dto.Metric, kv []string) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == kv[i] && strings.EqualFold(l.GetValue(), kv[i+1]) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
