@@ -448,8 +448,15 @@ func TestOutageAndFailover(t *testing.T) {
 	if err := r.es.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	run := r.start(r.options(func(o *Options) { o.Hosts = []string{dead, r.es.URL()} }))
+	var logbuf syncBuffer
+	run := r.start(r.options(func(o *Options) {
+		o.Hosts = []string{dead, r.es.URL()}
+		o.Logger = slog.New(slog.NewTextHandler(&logbuf, nil))
+	}))
 	waitFor(t, "failed requests", func() bool { return run.out.Stats().FailedRequests >= 3 })
+	if w := run.out.Waiting(); !strings.Contains(w, "elasticsearch failing requests") {
+		t.Errorf("Waiting() = %q during the outage", w)
+	}
 	if r.es.Count() != 0 {
 		t.Fatal("documents stored while the cluster was down")
 	}
@@ -462,6 +469,36 @@ func TestOutageAndFailover(t *testing.T) {
 	if st := run.out.Stats(); st.Outages == 0 {
 		t.Errorf("outage not counted: %+v", st)
 	}
+	// The wait state is logged once on entry and once on exit, however
+	// many requests failed in between.
+	log := logbuf.String()
+	if n := strings.Count(log, "elasticsearch is failing requests"); n != 1 {
+		t.Errorf("outage entry logged %d times:\n%s", n, log)
+	}
+	if n := strings.Count(log, "elasticsearch is answering again"); n != 1 {
+		t.Errorf("outage exit logged %d times:\n%s", n, log)
+	}
+	if w := run.out.Waiting(); w != "" {
+		t.Errorf("Waiting() = %q after the outage", w)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestGzipRequests(t *testing.T) {
