@@ -56,6 +56,11 @@ type Beats struct {
 	journal Appender
 	budget  *budget
 	slots   chan struct{} // one per allowed connection
+	// stop ends with Close: handlers' waits for budget, journal space or a
+	// journal queue slot end with it (a batch not yet queued in the journal
+	// is not acknowledged; the client sends it again).
+	stop       context.Context
+	cancelStop context.CancelFunc
 
 	mu         sync.Mutex // guards the fields below
 	conns      map[net.Conn]struct{}
@@ -83,7 +88,8 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 	if opts.TLS != nil {
 		ln = tls.NewListener(ln, opts.TLS)
 	}
-	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal,
+	stop, cancel := context.WithCancel(context.Background())
+	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
 		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}}, nil
 }
@@ -164,9 +170,13 @@ func (b *Beats) Close() error {
 	b.mu.Lock()
 	b.closed = true
 	for c := range b.conns {
-		c.SetReadDeadline(time.Now()) // wakes a reader; appends in progress finish
+		c.SetReadDeadline(time.Now()) // wakes a reader
 	}
 	b.mu.Unlock()
+	// Without this, a batch waiting for journal space would hold Close
+	// (and the server's shutdown) for as long as the journal stays full.
+	// Appends already queued in the journal still finish.
+	b.cancelStop()
 	err := b.ln.Close()
 	b.wg.Wait()
 	return err
@@ -219,7 +229,7 @@ func (b *Beats) violation(c net.Conn, reason string, err error) {
 // records, append each to the journal, acknowledge, repeat.
 func (b *Beats) handle(conn net.Conn) {
 	r := lumberjack.NewReader(conn, b.opts.Limits)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.stop)
 	defer cancel()
 	var bl *record.Builder // from builders while a batch is read; an idle connection holds none
 	var held int64         // budget held for events read but not yet durable

@@ -190,3 +190,79 @@ func hasLabels(m *dto.Metric, kv []string) bool {
 	}
 	return true
 }
+
+// TestReadyzReportsBackpressure fills a tiny ledger with nothing draining
+// it: the flusher waits, the journal fills, acknowledgements stop, and
+// /readyz and logpond_backpressure must say so with the reason.
+func TestReadyzReportsBackpressure(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
+	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes = 1<<20, 2<<20, 256<<10
+	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes, cfg.Ledger.FlushInterval = 1<<20, 2<<20, 5e6
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	base := "http://" + s.AdminAddr().String()
+	if code, _ := get(t, base+"/readyz"); code != 200 {
+		t.Fatalf("/readyz %d before any load", code)
+	}
+	c, err := lj.SyncDial(s.BeatsAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender := make(chan struct{})
+	go func() {
+		defer close(sender)
+		ev := json.RawMessage(fmt.Sprintf(`{"message":%q}`, strings.Repeat("x", 4000)))
+		for {
+			data := make([]interface{}, 100)
+			for i := range data {
+				data[i] = ev
+			}
+			if _, err := c.Send(data); err != nil {
+				return // the server stopped
+			}
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, body := get(t, base+"/readyz")
+		if code == 503 && strings.Contains(body, "journal_full") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never reported the full journal: %d %s", code, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fams := scrape(t, base+"/metrics")
+	for _, reason := range []string{"journal_full", "ledger_full"} {
+		if v := value(fams, "logpond_backpressure", "reason", reason); v != 1 {
+			t.Errorf("logpond_backpressure{reason=%q} = %v, want 1", reason, v)
+		}
+	}
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Errorf("/healthz %d: backpressure is not ill health", code)
+	}
+	cancel()
+	<-done // the final flush gives up on the full ledger after its bound
+	c.Close()
+	<-sender
+	s.Close()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
