@@ -7,11 +7,13 @@ LDFLAGS := -X main.version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench bench-beats run fuzz clean
+.PHONY: build test bench bench-beats run demo fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
 	$(GO) build -o bin/beatsbench ./tools/beatsbench
+	$(GO) build -o bin/ledgerctl ./tools/ledgerctl
+	$(GO) build -o bin/esserver ./tools/esserver
 
 # gofmt and vet first: they are fast and catch what review would.
 test:
@@ -33,6 +35,13 @@ bench-beats: build
 run: build
 	mkdir -p data
 	./bin/logpond -config $(CONFIG)
+
+# The whole path for about 15 s in a temporary directory: beatsbench →
+# logpond → the in-repo Elasticsearch test server (tools/esserver); prints
+# throughput, ack latency, what reached the sink and `ledgerctl stat`.
+# DEMO_SECONDS, DEMO_RATE and friends: see tools/demo.sh.
+demo: build
+	tools/demo.sh
 
 # Fuzz every parser of untrusted bytes; seeds live in each package's testdata/.
 fuzz:

@@ -1,0 +1,153 @@
+// Command esserver runs the in-repo Elasticsearch test server
+// (output/estest) as a standalone process, for demos and manual tests of
+// logpond's Elasticsearch output:
+//
+//	esserver -listen 127.0.0.1:9200 -reject429 0.02 -seed 1
+//
+// It stores every document in memory, answers the bulk API with the faults
+// its flags ask for, and logs (log/slog, text, on stderr) one line with its
+// URL once it listens:
+//
+//	level=INFO msg="esserver listening" url=http://127.0.0.1:9200 ...
+//
+// so that scripts can wait for it and, with -listen 127.0.0.1:0, learn the
+// port it picked. GET /_count answers the number of stored documents. On
+// SIGINT or SIGTERM it stops, prints a summary on stdout (documents per
+// index, requests, items by status, injected 429s and 503s) and exits 0.
+//
+// Like estest, it binds only to 127.0.0.1: any other host is refused.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/output/estest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
+}
+
+// config is what the flags ask for.
+type config struct {
+	opts   estest.Options
+	faults estest.Faults
+}
+
+// parseFlags parses and checks the command line. Usage and flag errors go
+// to stderr; flag.ErrHelp is returned for -h.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("esserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.opts.Addr, "listen", "127.0.0.1:9200", "listen address; the host must be 127.0.0.1 (port 0 picks a free port)")
+	fs.DurationVar(&c.faults.Latency, "latency", 0, "delay added before answering each bulk request")
+	fs.Float64Var(&c.faults.ItemReject429, "reject429", 0, "probability that a bulk item is rejected with 429 (0..1)")
+	fs.Float64Var(&c.faults.Request503, "fail503", 0, "probability that a whole bulk request is answered 503 (0..1)")
+	maxContent := fs.String("max-content-length", "100MiB", "largest request body accepted (Elasticsearch's http.max_content_length); binary units")
+	fs.Int64Var(&c.opts.Seed, "seed", 1, "seed of the fault decisions (same seed and requests, same faults)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: esserver [flags]\n\nRuns the in-repo Elasticsearch test server (output/estest) until SIGINT or SIGTERM.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"reject429", c.faults.ItemReject429}, {"fail503", c.faults.Request503}} {
+		if p.v < 0 || p.v > 1 || p.v != p.v {
+			return c, fmt.Errorf("-%s %v: want a probability between 0 and 1", p.name, p.v)
+		}
+	}
+	if c.faults.Latency < 0 {
+		return c, fmt.Errorf("-latency %s: must not be negative", c.faults.Latency)
+	}
+	n, err := conf.ParseSize(*maxContent)
+	if err != nil {
+		return c, fmt.Errorf("-max-content-length: %w", err)
+	}
+	if n <= 0 {
+		return c, fmt.Errorf("-max-content-length %s: must be more than 0", *maxContent)
+	}
+	c.opts.MaxContentLength = int64(n)
+	return c, nil
+}
+
+// run is the whole command: it serves until ctx is done, then writes the
+// summary to stdout. It returns the exit code: 0 after a requested stop,
+// 1 when the server cannot start, 2 on bad flags. ready, when not nil, is
+// called with the running server once it listens.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(*estest.Server)) int {
+	c, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "esserver:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := estest.Start(c.opts)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	srv.SetFaults(c.faults)
+	log.Info("esserver listening", "url", srv.URL(), "reject429", c.faults.ItemReject429,
+		"fail503", c.faults.Request503, "latency", c.faults.Latency.String(),
+		"max_content_length", conf.Size(c.opts.MaxContentLength).String(), "seed", c.opts.Seed)
+	if ready != nil {
+		ready(srv)
+	}
+	<-ctx.Done()
+	start := time.Now()
+	if err := srv.Close(); err != nil {
+		// Documents and counters stay readable after a failed close.
+		log.Warn("close", "err", err)
+	}
+	log.Info("esserver stopped", "took", time.Since(start).Round(time.Millisecond).String())
+	writeSummary(stdout, srv)
+	return 0
+}
+
+// writeSummary prints what the server stored and answered.
+func writeSummary(w io.Writer, srv *estest.Server) {
+	st := srv.Stats()
+	indices := srv.Indices()
+	fmt.Fprintf(w, "esserver summary: %d documents in %d indices\n", srv.Count(), len(indices))
+	for _, name := range indices {
+		fmt.Fprintf(w, "  index %s: %d documents\n", name, srv.IndexCount(name))
+	}
+	fmt.Fprintf(w, "  requests: %d (bulk %d, %d bytes received)\n", st.Requests, st.BulkRequests, st.BytesReceived)
+	codes := make([]int, 0, len(st.ItemsByStatus))
+	for code := range st.ItemsByStatus {
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	fmt.Fprintf(w, "  items: %d", st.Items)
+	for _, code := range codes {
+		fmt.Fprintf(w, " %d=%d", code, st.ItemsByStatus[code])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  injected: %d items rejected 429, %d requests failed 503\n", st.Rejected429, st.Failed503Requests)
+	fmt.Fprintf(w, "  other: %d conflicts 409, %d request errors (%d too large 413), %d dropped\n",
+		st.Conflicts409, st.RequestErrors, st.TooLarge413, st.Dropped)
+}
