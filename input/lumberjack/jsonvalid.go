@@ -1,0 +1,218 @@
+package lumberjack
+
+import "encoding/binary"
+
+// validJSON reports whether b is one JSON value (RFC 8259) with optional
+// surrounding whitespace: exactly what encoding/json.Valid accepts (a
+// differential fuzz test holds it to that), including its nesting limit.
+// Like json.Valid it does not check UTF-8.
+//
+// Why not json.Valid or gjson.ValidBytes: validation runs on every event
+// of every batch on the ack path, and Beats events are mostly one long
+// string (the log line). Both go through strings a byte at a time; this
+// one checks eight bytes per step for a quote, a backslash or a control
+// character, which makes it several times faster on real events.
+func validJSON(b []byte) bool {
+	var small [64]byte
+	stack := small[:0] // open containers: '{' or '['
+	i := skipSpace(b, 0)
+	for {
+		// A value starts at b[i].
+		if i >= len(b) {
+			return false
+		}
+		var ok bool
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if len(stack) == maxNesting {
+				return false
+			}
+			j := skipSpace(b, i+1)
+			if j < len(b) && b[j] == c+2 { // '{'+2 == '}', '['+2 == ']'
+				i, ok = j+1, true
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if i, ok = objectKey(b, j); !ok {
+					return false
+				}
+			} else {
+				i = j
+			}
+			continue
+		case c == '"':
+			i, ok = scanString(b, i)
+		case c == 't':
+			i, ok = literal(b, i, "true")
+		case c == 'f':
+			i, ok = literal(b, i, "false")
+		case c == 'n':
+			i, ok = literal(b, i, "null")
+		default:
+			i, ok = scanNumber(b, i)
+		}
+		if !ok {
+			return false
+		}
+		// After a value: close containers, or find the next value.
+		for {
+			i = skipSpace(b, i)
+			if len(stack) == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+			if top == '{' {
+				if i, ok = objectKey(b, i); !ok {
+					return false
+				}
+			}
+			break
+		}
+	}
+}
+
+// maxNesting is encoding/json's limit on nested containers.
+const maxNesting = 10000
+
+// objectKey checks `"key" :` at b[i] and returns where the value starts.
+func objectKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	i, ok := scanString(b, i)
+	if !ok {
+		return 0, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// Word-at-a-time byte tests (Hacker's Delight / "bit twiddling hacks"):
+// a word has a byte below 0x20, or equal to '"' or '\\', when these are
+// non-zero. They may also flag a byte next to a true hit, never miss one:
+// a flagged word is simply checked byte by byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special is non-zero when x may hold a byte below 0x20, a '"' or a '\\'.
+func special(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	return ((x-ones*0x20) & ^x | (q-ones) & ^q | (s-ones) & ^s) & highs
+}
+
+// scanString checks the string starting at b[i] ('"') and returns the
+// index after its closing quote.
+func scanString(b []byte, i int) (int, bool) {
+	i++
+	for {
+		for i+8 <= len(b) && special(binary.LittleEndian.Uint64(b[i:])) == 0 {
+			i += 8
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		default:
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanNumber checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at b[i].
+func scanNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return 0, false
+	case b[i] == '0':
+		i++
+	case isDigit(b[i]):
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, true
+}
