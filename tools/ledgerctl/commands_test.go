@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/output/dlq"
+)
+
+func TestUsage(t *testing.T) {
+	s := buildStores(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{"help flag", []string{"-h"}, exitOK, "Commands"},
+		{"help command", []string{"help"}, exitOK, "dlq redrive"},
+		{"no command", []string{"-ledger", s.ledger}, exitUsage, "usage: ledgerctl"},
+		{"unknown command", []string{"-ledger", s.ledger, "frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"no stores", []string{"segments"}, exitUsage, "say where the stores are"},
+		{"cursors without the ledger", []string{"-journal", s.journal, "cursors"}, exitUsage, "cursors needs the ledger"},
+		{"dlq without the ledger", []string{"-journal", s.journal, "dlq", "list"}, exitUsage, "dlq needs the ledger"},
+		{"dlq without subcommand", []string{"-ledger", s.ledger, "dlq"}, exitUsage, "say what to do"},
+		{"dlq unknown subcommand", []string{"-ledger", s.ledger, "dlq", "eat"}, exitUsage, `unknown subcommand "eat"`},
+		{"bad global flag", []string{"-bogus", "segments"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"bad command flag", []string{"-ledger", s.ledger, "segments", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"stray argument", []string{"-ledger", s.ledger, "verify", "now"}, exitUsage, `unexpected argument "now"`},
+		{"negative count", []string{"-ledger", s.ledger, "dump", "--count", "-1"}, exitUsage, "must not be negative"},
+		{"redrive without Elasticsearch", []string{"-ledger", s.ledger, "dlq", "redrive"}, exitUsage, "-es URL"},
+		{"missing directory", []string{"-ledger", filepath.Join(s.ledger, "nope"), "segments"}, exitFailed, "ledger directory " + filepath.Join(s.ledger, "nope")},
+		{"missing config", []string{"-config", filepath.Join(s.ledger, "nope.toml"), "segments"}, exitFailed, "nope.toml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := ctl(t, tc.args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Fatalf("exit %d, want %d, and %q in the output:\n%s%s", code, tc.code, tc.want, out, errOut)
+			}
+		})
+	}
+}
+
+// writeConfig writes a logpond configuration naming the stores' directories.
+func writeConfig(t *testing.T, s stores) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "logpond.toml")
+	cfg := fmt.Sprintf("[journal]\ndir = %q\n[ledger]\ndir = %q\n[output.elasticsearch]\nenabled = false\n", s.journal, s.ledger)
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSegments(t *testing.T) {
+	s := buildStores(t)
+	out, _, code := ctl(t, "-config", writeConfig(t, s), "segments")
+	if code != exitOK || !strings.Contains(out, "STORE") || !strings.Contains(out, "gen-00000000000000000250/00000000000000000001") ||
+		!strings.Contains(out, "00000000000000000001.seg") || !strings.Contains(out, "sealed") || !strings.Contains(out, "open") {
+		t.Fatalf("exit %d, table:\n%s", code, out)
+	}
+	out, _, code = ctl(t, "-journal", s.journal, "-ledger", s.ledger, "segments", "--json")
+	var doc struct {
+		Segments []segmentRow `json:"segments"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v:\n%s", code, err, out)
+	}
+	next := map[string]uint64{"journal": s.journalFirst, "ledger": 1}
+	files := map[string]int{}
+	for i, r := range doc.Segments {
+		if r.FirstLSN != next[r.Store] || r.Records != r.LastLSN-r.FirstLSN+1 || r.Bytes <= 0 || r.Damage != nil || r.Tail != nil {
+			t.Fatalf("row %d: %+v, want first LSN %d", i, r, next[r.Store])
+		}
+		last := i+1 == len(doc.Segments) || doc.Segments[i+1].Store != r.Store
+		if (r.State == "open") != last {
+			t.Fatalf("row %d: state %s", i, r.State)
+		}
+		next[r.Store] = r.LastLSN + 1
+		files[r.Store]++
+	}
+	if next["journal"] != s.journalLast+1 || next["ledger"] != s.ledgerLast+1 || files["journal"] < 2 || files["ledger"] < 2 {
+		t.Fatalf("segments end at %v, files %v", next, files)
+	}
+
+	// Damage in a closed generation is shown where it is, with status 1.
+	w := journalOffsets(t, s.journal)[255]
+	flip(t, w.file, w.off+40)
+	out, _, code = ctl(t, "-journal", s.journal, "segments")
+	if want := fmt.Sprintf("DAMAGED: journal: file %s, offset %d, LSN 255", w.file, w.off); code != exitFailed || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, no %q in:\n%s", code, want, out)
+	}
+}
+
+func TestStat(t *testing.T) {
+	s := buildStores(t)
+	writeDeadLetters(t, s.ledger, []dlq.Entry{deadLetter(1, `{"a":1}`), deadLetter(2, `{"b":2}`)})
+	now := t0.Add(24 * time.Hour)
+	e, out, _ := testEnv(s, now)
+	if code := cmdStat(e, []string{"--json"}); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var rep statReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	l, j := rep.Ledger, rep.Journal
+	switch {
+	case l.Records != 300 || l.Events != 600 || l.FirstLSN != 1 || l.LastLSN != 300 || l.FileBytes <= l.RecordBytes || l.DiskBytes <= 0:
+		t.Fatalf("ledger: %+v", l)
+	case len(l.StreamID) != 36:
+		t.Fatalf("stream id %q", l.StreamID)
+	case !l.Oldest.Equal(received(1)) || l.OldestAgeS != now.Sub(received(1)).Seconds():
+		t.Fatalf("ledger oldest %v, age %v", l.Oldest, l.OldestAge)
+	case j.Records != 150 || j.Events != 300 || j.FirstLSN != 251 || j.LastLSN != 400 || !j.Oldest.Equal(received(251)):
+		t.Fatalf("journal: %+v", j)
+	case rep.FirstLSN != 1 || rep.LastLSN != 400 || rep.Unflushed == nil || *rep.Unflushed != 100:
+		t.Fatalf("range %d–%d, unflushed %v", rep.FirstLSN, rep.LastLSN, rep.Unflushed)
+	case rep.Cursors == nil || *rep.Cursors != 1 || rep.DeadLetters == nil || rep.DeadLetters.Entries != 2:
+		t.Fatalf("cursors %v, dead letters %+v", rep.Cursors, rep.DeadLetters)
+	}
+	// The table says the same.
+	txt, _, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "stat")
+	for _, want := range []string{"stream id       " + l.StreamID, "records         300 (LSN 1–300)", "events          600",
+		"records         150 (LSN 251–400)", "LSN range         1–400", "unflushed         100", "dead letters      2"} {
+		if !strings.Contains(txt, want) {
+			t.Fatalf("exit %d, no %q in:\n%s", code, want, txt)
+		}
+	}
+}
+
+func TestDump(t *testing.T) {
+	s := buildStores(t)
+	// Records across the ledger's end into the journal.
+	out, _, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "dump", "--from", "295", "--count", "10", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 10 {
+		t.Fatalf("exit %d, %d lines", code, len(lines))
+	}
+	for i, line := range lines {
+		var r recordLine
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		lsn := uint64(295 + i)
+		store := "ledger"
+		if lsn > s.ledgerLast {
+			store = "journal"
+		}
+		if r.LSN != lsn || r.Store != store || r.Events != 2 || r.Bytes != len(testRecord(t, lsn)) || !r.Received.Equal(received(lsn)) {
+			t.Fatalf("line %d: %+v", i, r)
+		}
+	}
+	// The table.
+	out, _, code = ctl(t, "-ledger", s.ledger, "dump", "--from", "7", "--count", "2")
+	if code != exitOK || !strings.Contains(out, "LSN") || !strings.Contains(out, "7  ") || !strings.Contains(out, "8  ") ||
+		!strings.Contains(out, formatTime(received(7))) || strings.Contains(out, "9  ") {
+		t.Fatalf("exit %d, table:\n%s", code, out)
+	}
+	// Events, byte for byte.
+	out, _, code = ctl(t, "-journal", s.journal, "dump", "--from", "1", "--count", "2", "--events")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 4 {
+		t.Fatalf("exit %d, %d lines", code, len(lines))
+	}
+	for i, line := range lines {
+		var ev struct {
+			LSN      uint64          `json:"lsn"`
+			Position int             `json:"position"`
+			Event    json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		lsn, pos := s.journalFirst+uint64(i/2), i%2
+		if ev.LSN != lsn || ev.Position != pos || !bytes.Equal(ev.Event, events(lsn)[pos]) {
+			t.Fatalf("line %d: %s", i, line)
+		}
+	}
+	// Nothing after the end.
+	_, errOut, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "dump", "--from", "401")
+	if code != exitOK || !strings.Contains(errOut, "no record at or after LSN 401") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestDumpOddEvents: an event that is not JSON comes out in base64; a
+// pretty-printed one on one line.
+func TestDumpOddEvents(t *testing.T) {
+	root := t.TempDir()
+	jdir := filepath.Join(root, "journal")
+	odd := [][]byte{[]byte("not json \x00\xff"), []byte("{\n  \"a\": 1,\n  \"b\": \"x\\ny\"\n}\n")}
+	j := openJournal(t, jdir)
+	appendEvents(t, j, odd)
+	j.Close()
+	out, _, code := ctl(t, "-journal", jdir, "dump", "--events")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 {
+		t.Fatalf("exit %d, %d lines", code, len(lines))
+	}
+	if want := `{"lsn":1,"position":0,"event_base64":"` + base64.StdEncoding.EncodeToString(odd[0]) + `"}`; lines[0] != want {
+		t.Fatalf("got  %s\nwant %s", lines[0], want)
+	}
+	if want := `{"lsn":1,"position":1,"event":{"a":1,"b":"x\ny"}}`; lines[1] != want {
+		t.Fatalf("got  %s\nwant %s", lines[1], want)
+	}
+}
+
+func TestCursors(t *testing.T) {
+	s := buildStores(t)
+	now := t0.Add(time.Hour)
+	e, out, _ := testEnv(s, now)
+	if code := cmdCursors(e, []string{"--json"}); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var doc struct {
+		LastLSN uint64      `json:"last_lsn"`
+		Cursors []cursorRow `json:"cursors"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	offs := ledgerOffsets(t, s.ledger)
+	var wantBytes int64
+	des, _ := os.ReadDir(s.ledger)
+	for _, de := range des {
+		if info, _ := de.Info(); strings.HasSuffix(de.Name(), ".seg") && filepath.Join(s.ledger, de.Name()) >= offs[101].file {
+			wantBytes += info.Size()
+		}
+	}
+	wantBytes -= offs[101].off
+	if len(doc.Cursors) != 1 || doc.LastLSN != 300 {
+		t.Fatalf("%+v", doc)
+	}
+	c := doc.Cursors[0]
+	if c.Name != "elasticsearch" || c.Position != 100 || c.LagRecords != 200 || c.LagBytes != wantBytes ||
+		!c.Oldest.Equal(received(101)) || c.AgeS != now.Sub(received(101)).Seconds() || c.Error != "" {
+		t.Fatalf("cursor %+v, want lag bytes %d", c, wantBytes)
+	}
+	// A damaged cursor file is named, and the exit status is 1.
+	os.WriteFile(filepath.Join(s.ledger, "cursors", "broken.cursor"), []byte("nope"), 0o640)
+	txt, _, code := ctl(t, "-ledger", s.ledger, "cursors")
+	if code != exitFailed || !strings.Contains(txt, "broken") || !strings.Contains(txt, "DAMAGED") ||
+		!strings.Contains(txt, "elasticsearch  100       200") {
+		t.Fatalf("exit %d:\n%s", code, txt)
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/logpond/logpond/output/dlq"
+)
+
+// dlqLine is one dead letter in `dlq list --json` (without the event) and
+// `dlq dump` (with it: Event when it is valid JSON, else EventBase64).
+type dlqLine struct {
+	File        string          `json:"file"`
+	Offset      int64           `json:"offset"`
+	Stream      string          `json:"stream"`
+	LSN         uint64          `json:"lsn"`
+	Position    uint32          `json:"position"`
+	Index       string          `json:"index"`
+	Action      string          `json:"action"`
+	DocID       string          `json:"doc_id"`
+	Status      int             `json:"status"`
+	ErrType     string          `json:"error_type"`
+	Reason      string          `json:"reason"`
+	Received    time.Time       `json:"received"`
+	Failed      time.Time       `json:"failed"`
+	EventBytes  int             `json:"event_bytes"`
+	Event       json.RawMessage `json:"event,omitempty"`
+	EventBase64 []byte          `json:"event_base64,omitempty"`
+}
+
+func newDLQLine(pos dlq.Pos, en dlq.Entry, withEvent bool) dlqLine {
+	l := dlqLine{File: pos.File, Offset: pos.Offset, Stream: en.Stream, LSN: en.LSN, Position: en.Position,
+		Index: en.Index, Action: en.Action, DocID: en.DocID, Status: en.Status, ErrType: en.ErrType, Reason: en.Reason,
+		Received: en.Received, Failed: en.Failed, EventBytes: len(en.Event)}
+	if withEvent {
+		if json.Valid(en.Event) {
+			l.Event = en.Event
+		} else {
+			l.EventBase64 = en.Event
+		}
+	}
+	return l
+}
+
+const dlqUsage = "dlq list [--json] | dlq dump | dlq redrive [-es URL] [-purge] [--json]"
+
+// cmdDLQ runs the dlq subcommands.
+func cmdDLQ(e *env, args []string) int {
+	if len(args) == 0 {
+		e.errorf("dlq: say what to do: %s", dlqUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "list":
+		return dlqList(e, args[1:], false)
+	case "dump":
+		return dlqList(e, args[1:], true)
+	case "redrive":
+		return dlqRedrive(e, args[1:])
+	}
+	e.errorf("dlq: unknown subcommand %q: %s", args[0], dlqUsage)
+	return exitUsage
+}
+
+// dlqList prints the dead letters: a table (or, with --json, a document)
+// without events, or with dump every entry with its event as JSON lines.
+// It reads with dlq.NewReader: no lock, nothing written.
+func dlqList(e *env, args []string, dump bool) int {
+	name, synopsis := "dlq list", "dlq list [--json]"
+	if dump {
+		name, synopsis = "dlq dump", "dlq dump"
+	}
+	fs, asJSON := newFlags(e, name, synopsis)
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	dir := e.dlqDir()
+	r, err := dlq.NewReader(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		r, err = nil, nil // no dead letter was ever stored
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	lines := []dlqLine{}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	table := !dump && !*asJSON
+	if table {
+		fmt.Fprintln(tw, "FILE:OFFSET\tLSN\tPOS\tINDEX\tDOC ID\tSTATUS\tERROR TYPE\tFAILED\tREASON")
+	}
+	n := 0
+	for r != nil && r.Next() {
+		pos, en := r.Pos(), r.Entry()
+		n++
+		switch {
+		case dump:
+			if err := writeJSONLine(e.stdout, newDLQLine(pos, en, true)); err != nil {
+				e.errorf("dlq dump: %v", err)
+				return exitFailed
+			}
+		case *asJSON:
+			lines = append(lines, newDLQLine(pos, en, false))
+		default:
+			fmt.Fprintf(tw, "%s:%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", pos.File, pos.Offset, en.LSN, en.Position,
+				en.Index, orDash(en.DocID), en.Status, orDash(en.ErrType), formatTime(en.Failed), oneLine(en.Reason, 100))
+		}
+	}
+	var damage error
+	if r != nil {
+		damage = r.Err()
+		r.Close()
+	}
+	switch {
+	case table:
+		tw.Flush()
+		fmt.Fprintf(e.stdout, "%d dead letters in %s\n", n, dir)
+	case *asJSON && !dump:
+		writeJSON(e.stdout, map[string]any{"dir": dir, "entries": lines})
+	}
+	if damage != nil {
+		e.errorf("%s: damaged after the entries above: %s", name, locate("dead letters", damage))
+		return exitFailed
+	}
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine shortens s to at most n bytes on one line, for tables.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

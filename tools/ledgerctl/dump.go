@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/record"
+)
+
+// recordLine is one record in `dump --json`.
+type recordLine struct {
+	LSN      uint64     `json:"lsn"`
+	Store    string     `json:"store"` // where it was read: ledger or journal
+	Received *time.Time `json:"received"`
+	Events   int        `json:"events"`
+	Bytes    int        `json:"bytes"`
+}
+
+// eventLine is one event in `dump --events`: Event when the raw bytes are
+// valid JSON (compacted to one line), else EventBase64.
+type eventLine struct {
+	LSN         uint64          `json:"lsn"`
+	Position    int             `json:"position"`
+	Event       json.RawMessage `json:"event,omitempty"`
+	EventBase64 []byte          `json:"event_base64,omitempty"`
+}
+
+// cmdDump prints count records from LSN from: those the ledger holds, then
+// the journal's after them (records not flushed yet).
+func cmdDump(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "dump", "dump [--from LSN] [--count N] [--events] [--json]")
+	from := fs.Uint64("from", 0, "first LSN to dump (default: the oldest record)")
+	count := fs.Int("count", 10, "how many records to dump")
+	events := fs.Bool("events", false, "print the records' events as JSON lines instead of the records")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if *count < 0 {
+		e.errorf("dump: --count %d: must not be negative", *count)
+		return exitUsage
+	}
+	status := exitOK
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	table := !*events && !*asJSON
+	next, n := max(*from, 1), 0 // the next LSN wanted; records emitted
+	emit := func(store string, lsn uint64, b []byte) error {
+		rec, err := record.Decode(b)
+		if err != nil { // cannot happen: the readers verified it
+			return fmt.Errorf("LSN %d: %w", lsn, err)
+		}
+		switch {
+		case *events:
+			pos := 0
+			for ev := range rec.Events() {
+				line := eventLine{LSN: lsn, Position: pos}
+				if json.Valid(ev) {
+					line.Event = ev
+				} else {
+					line.EventBase64 = ev
+				}
+				if err := writeJSONLine(e.stdout, line); err != nil {
+					return err
+				}
+				pos++
+			}
+		case *asJSON:
+			line := recordLine{LSN: lsn, Store: store, Events: rec.Count(), Bytes: rec.Size()}
+			if t := rec.Received(); !t.IsZero() {
+				t = t.UTC()
+				line.Received = &t
+			}
+			return writeJSONLine(e.stdout, line)
+		default:
+			if n == 0 {
+				fmt.Fprintln(tw, "LSN\tSTORE\tRECEIVED\tEVENTS\tBYTES")
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", lsn, store, formatTime(rec.Received()), rec.Count(), rec.Size())
+		}
+		return nil
+	}
+
+	if e.ledgerDir != "" && n < *count {
+		r, err := ledger.NewDirReader(e.ledgerDir, next, ledger.InspectOptions{DirectIO: e.directIO})
+		if err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		for n < *count && r.Next() {
+			if err := emit("ledger", r.LSN(), r.Record()); err != nil {
+				r.Close()
+				e.errorf("dump: %v", err)
+				return exitFailed
+			}
+			next, n = r.LSN()+1, n+1
+		}
+		if n < *count && r.Err() != nil {
+			more := ""
+			if e.journalDir != "" {
+				more = " (continuing in the journal)"
+			}
+			e.errorf("dump: ledger damaged%s: %s", more, locate("ledger", r.Err()))
+			status = exitFailed
+		}
+		r.Close()
+	}
+	if e.journalDir != "" && n < *count {
+		r, err := journal.NewDirReader(e.journalDir, next)
+		if err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		for n < *count && r.Next() {
+			if err := emit("journal", r.LSN(), r.Record()); err != nil {
+				e.errorf("dump: %v", err)
+				return exitFailed
+			}
+			next, n = r.LSN()+1, n+1
+		}
+		if n < *count && r.Err() != nil {
+			e.errorf("dump: journal damaged: %s", locate("journal", r.Err()))
+			status = exitFailed
+		}
+	}
+	if table {
+		tw.Flush()
+	}
+	if n == 0 && *count > 0 {
+		e.errorf("dump: no record at or after LSN %d", max(*from, 1))
+	}
+	return status
+}

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	es "github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// Bounds on one bulk request of a re-drive.
+const (
+	redriveBatchBytes   = 5 << 20
+	redriveBatchEntries = 500
+	redriveTimeout      = 60 * time.Second
+)
+
+// redriveLine is one dead letter's outcome.
+type redriveLine struct {
+	File     string `json:"file"`
+	Offset   int64  `json:"offset"`
+	LSN      uint64 `json:"lsn"`
+	Position uint32 `json:"position"`
+	Index    string `json:"index"`
+	DocID    string `json:"doc_id"`
+	// Outcome is created (2xx), exists (409: a document with that id is
+	// already there, so the event is), or failed.
+	Outcome string `json:"outcome"`
+	Status  int    `json:"status,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// redriver sends dead letters to Elasticsearch in bulk requests and
+// reports each one's outcome.
+type redriver struct {
+	e      *env
+	client *es.Client
+	asJSON bool
+	tw     *tabwriter.Writer
+
+	body  bytes.Buffer
+	items []redriveLine // the dead letters in body, in order
+
+	created, exists, failed int
+}
+
+// dlqRedrive re-sends every dead letter with a bulk create (its index and
+// document id as stored; the event minus its top-level @metadata), reports
+// each outcome, and with -purge removes them all once every one succeeded.
+// Purging opens the store, which takes its lock: it fails, saying so, while
+// logpond runs.
+func dlqRedrive(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [-es URL] [-purge] [--json]")
+	url := fs.String("es", "", "Elasticsearch URL (default: output.elasticsearch.hosts of -config)")
+	purge := fs.Bool("purge", false, "after every dead letter was re-driven, remove them (logpond must be stopped)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	var hosts []string
+	switch {
+	case *url != "":
+		hosts = []string{*url}
+	case e.es != nil && len(e.es.Hosts) > 0:
+		hosts = e.es.Hosts
+	default:
+		e.errorf("dlq redrive: say where Elasticsearch is: -es URL (or -config FILE with output.elasticsearch.hosts)")
+		return exitUsage
+	}
+	transport, err := redriveTransport(e)
+	if err != nil {
+		e.errorf("dlq redrive: %v", err)
+		return exitFailed
+	}
+	defer transport.CloseIdleConnections()
+	cfg := es.Config{Addresses: hosts, Transport: transport}
+	if e.es != nil {
+		cfg.Username, cfg.Password, cfg.APIKey = e.es.Username, e.es.Password, e.es.APIKey
+	}
+	client, err := es.NewClient(cfg)
+	if err != nil {
+		e.errorf("dlq redrive: %v", err)
+		return exitFailed
+	}
+
+	dir := e.dlqDir()
+	r, err := dlq.NewReader(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: no dead letters (%s does not exist)\n", dir)
+		return exitOK
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	defer r.Close()
+	rd := &redriver{e: e, client: client, asJSON: *asJSON, tw: tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)}
+	if !rd.asJSON {
+		fmt.Fprintln(rd.tw, "FILE:OFFSET\tLSN\tPOS\tINDEX\tDOC ID\tOUTCOME")
+	}
+	var last dlq.Pos
+	total := 0
+	for r.Next() {
+		pos, en := r.Pos(), r.Entry()
+		last = pos
+		total++
+		rd.add(pos, en)
+		if rd.body.Len() >= redriveBatchBytes || len(rd.items) >= redriveBatchEntries {
+			rd.send()
+		}
+	}
+	rd.send()
+	if !rd.asJSON {
+		rd.tw.Flush()
+		fmt.Fprintf(e.stdout, "re-drove %d dead letters: %d created, %d already there (409), %d failed\n", total, rd.created, rd.exists, rd.failed)
+	}
+	status := exitOK
+	if err := r.Err(); err != nil {
+		e.errorf("dlq redrive: the dead letters are damaged after the entries above: %s", locate("dead letters", err))
+		status = exitFailed
+	}
+	if rd.failed > 0 {
+		status = exitFailed
+	}
+	if !*purge || total == 0 {
+		return status
+	}
+	if status != exitOK {
+		e.errorf("dlq redrive: not purging: not every dead letter was re-driven")
+		return status
+	}
+	if err := purgeDLQ(e, dir, last); err != nil {
+		e.errorf("dlq redrive: %v", err)
+		return exitFailed
+	}
+	if !rd.asJSON {
+		fmt.Fprintf(e.stdout, "purged the %d re-driven dead letters (up to %s offset %d)\n", total, last.File, last.Offset)
+	}
+	return exitOK
+}
+
+// purgeDLQ removes the dead letters up to last. dlq.Open takes the store's
+// lock, which a running logpond holds.
+func purgeDLQ(e *env, dir string, last dlq.Pos) error {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := dlq.Open(dir, dlq.Options{Logger: log})
+	var locked *dirlock.LockedError
+	if errors.As(err, &locked) {
+		return fmt.Errorf("cannot purge: the dead-letter store %s is in use by a running logpond (%v); the entries were re-driven and are kept: stop logpond, then run this command again (entries already in Elasticsearch are answered 409 and count as done)", dir, locked)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot purge: %w", err)
+	}
+	err = store.Purge(last)
+	if cerr := store.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("purge: %w", err)
+	}
+	return nil
+}
+
+// redriveTransport is the HTTP transport, with the output's TLS settings
+// when a configuration was given.
+func redriveTransport(e *env) (*http.Transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if e.es != nil {
+		tlsCfg.InsecureSkipVerify = e.es.TLS.VerificationMode == "none" //nolint:gosec // only when the configuration says so
+		if e.es.TLS.CA != "" {
+			pem, err := os.ReadFile(e.es.TLS.CA)
+			if err != nil {
+				return nil, fmt.Errorf("output.elasticsearch.tls.ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("output.elasticsearch.tls.ca %s holds no PEM certificate", e.es.TLS.CA)
+			}
+			tlsCfg.RootCAs = pool
+		}
+	}
+	return &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1}, nil
+}
+
+// add puts one dead letter into the request being built, or reports why it
+// cannot be sent.
+func (rd *redriver) add(pos dlq.Pos, en dlq.Entry) {
+	line := redriveLine{File: pos.File, Offset: pos.Offset, LSN: en.LSN, Position: en.Position, Index: en.Index, DocID: en.DocID}
+	// An entry that cannot be sent keeps its place in the report: it is
+	// queued with its outcome already set.
+	if en.Index == "" {
+		line.Outcome, line.Error = "failed", "the dead letter names no index"
+		rd.items = append(rd.items, line)
+		return
+	}
+	src, err := redriveSource(en.Event)
+	if err != nil {
+		line.Outcome, line.Error = "failed", err.Error()
+		rd.items = append(rd.items, line)
+		return
+	}
+	action := map[string]map[string]string{"create": {"_index": en.Index}}
+	if en.DocID != "" {
+		action["create"]["_id"] = en.DocID
+	}
+	a, _ := json.Marshal(action)
+	rd.body.Write(a)
+	rd.body.WriteByte('\n')
+	rd.body.Write(src)
+	rd.body.WriteByte('\n')
+	rd.items = append(rd.items, line)
+}
+
+// send sends the request built so far and reports every item's outcome.
+func (rd *redriver) send() {
+	if len(rd.items) == 0 {
+		return
+	}
+	defer func() { rd.body.Reset(); rd.items = rd.items[:0] }()
+	sent := 0
+	for _, line := range rd.items {
+		if line.Outcome == "" {
+			sent++
+		}
+	}
+	var (
+		res  *esapi.Response
+		err  error
+		body []byte
+	)
+	if sent > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), redriveTimeout)
+		defer cancel()
+		res, err = rd.client.Bulk(bytes.NewReader(rd.body.Bytes()),
+			rd.client.Bulk.WithContext(ctx),
+			rd.client.Bulk.WithFilterPath("errors,items.*.status,items.*.error.type,items.*.error.reason"))
+	}
+	if sent > 0 && err == nil {
+		body, err = io.ReadAll(io.LimitReader(res.Body, 64<<20))
+		res.Body.Close()
+		if err == nil && res.StatusCode/100 != 2 {
+			err = fmt.Errorf("bulk request answered %d: %s", res.StatusCode, oneLine(string(body), 300))
+		}
+	}
+	var results []gjson.Result
+	if sent > 0 && err == nil {
+		items := gjson.GetBytes(body, "items")
+		if results = items.Array(); !items.IsArray() || len(results) != sent {
+			err = fmt.Errorf("unusable bulk response: %d items for %d actions", len(results), sent)
+		}
+	}
+	i := 0 // index of the next result
+	for _, line := range rd.items {
+		if line.Outcome != "" { // not sent
+			rd.report(line)
+			continue
+		}
+		if err != nil {
+			line.Outcome, line.Error = "failed", err.Error()
+			rd.report(line)
+			continue
+		}
+		// Items are matched by position, never by their action key: some
+		// Elasticsearch-compatible engines answer a create under "index".
+		var item gjson.Result
+		results[i].ForEach(func(_, v gjson.Result) bool { item = v; return false })
+		i++
+		line.Status = int(item.Get("status").Int())
+		switch {
+		case line.Status/100 == 2:
+			line.Outcome = "created"
+		case line.Status == http.StatusConflict:
+			line.Outcome = "exists"
+		default:
+			line.Outcome = "failed"
+			line.Error = item.Get("error.type").String() + ": " + item.Get("error.reason").String()
+			if line.Status == 0 {
+				line.Error = "no status in the bulk response item"
+			}
+		}
+		rd.report(line)
+	}
+}
+
+func (rd *redriver) report(line redriveLine) {
+	switch line.Outcome {
+	case "created":
+		rd.created++
+	case "exists":
+		rd.exists++
+	default:
+		rd.failed++
+	}
+	if rd.asJSON {
+		writeJSONLine(rd.e.stdout, line)
+		return
+	}
+	outcome := line.Outcome
+	if line.Status != 0 {
+		outcome += " (" + strconv.Itoa(line.Status) + ")"
+	}
+	if line.Error != "" {
+		outcome += ": " + oneLine(line.Error, 200)
+	}
+	fmt.Fprintf(rd.tw, "%s:%d\t%d\t%d\t%s\t%s\t%s\n", line.File, line.Offset, line.LSN, line.Position, line.Index, orDash(line.DocID), outcome)
+}
+
+// redriveSource is the document source of a dead letter's event: the event
+// as stored minus its top-level @metadata member (which Beats add for the
+// output and logpond does not index), on one line.
+func redriveSource(event []byte) ([]byte, error) {
+	if !json.Valid(event) {
+		return nil, errors.New("the event is not valid JSON: it cannot be sent as a document (inspect it with `dlq dump`)")
+	}
+	src := event
+	if ks, _, ve, ok := sprintf.Member(event, "@metadata"); ok {
+		if cut := memberSpan(event, ks, ve); cut[1] > 0 {
+			src = append(append([]byte(nil), event[:cut[0]]...), event[cut[1]:]...)
+		}
+	}
+	if bytes.ContainsAny(src, "\r\n") {
+		// NDJSON: a pretty-printed event must be compacted (newlines in
+		// valid JSON strings are escaped, so no value changes).
+		var b bytes.Buffer
+		if err := json.Compact(&b, src); err != nil {
+			return nil, fmt.Errorf("the event is not valid JSON without its @metadata: %w", err)
+		}
+		src = b.Bytes()
+	}
+	return src, nil
+}
+
+// memberSpan returns the span to remove so that the object member whose
+// key starts at keyStart and whose value ends at valEnd disappears and the
+// object stays valid JSON: the member and one adjacent comma. (The same
+// rule as the Elasticsearch output's.)
+func memberSpan(event []byte, keyStart, valEnd int) [2]int {
+	p := keyStart - 1
+	for p >= 0 && isSpace(event[p]) {
+		p--
+	}
+	if p < 0 {
+		return [2]int{}
+	}
+	switch event[p] {
+	case ',':
+		return [2]int{p, valEnd}
+	case '{':
+		e := valEnd
+		for e < len(event) && isSpace(event[e]) {
+			e++
+		}
+		if e < len(event) && event[e] == ',' {
+			return [2]int{keyStart, e + 1}
+		}
+		return [2]int{keyStart, valEnd}
+	}
+	return [2]int{}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

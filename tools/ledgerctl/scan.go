@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/record"
+)
+
+// storeScan is what reading a whole store found.
+type storeScan struct {
+	Files       int       // generations or segments listed
+	FileBytes   int64     // their size when listed
+	Records     uint64    // records read and verified
+	Events      uint64    // events in them
+	RecordBytes int64     // encoded size of the records
+	FirstLSN    uint64    // 0 when no record
+	LastLSN     uint64    // 0 when no record
+	Oldest      time.Time // earliest receive time of a record; zero when none known
+	Tail        *tailInfo // torn or partial write that ended the newest file
+	Err         error     // damage (a *CorruptionError) or a read error
+}
+
+// recordReader is what the journal's and the ledger's DirReaders share.
+type recordReader interface {
+	Next() bool
+	LSN() uint64
+	Record() []byte
+	BytesRead() int64
+	Err() error
+}
+
+// scanRecords reads r to its end, counting and verifying every record
+// (both readers verify every record's checksums before returning it).
+func scanRecords(r recordReader, s *storeScan, p *progress) {
+	for r.Next() {
+		rec, err := record.Decode(r.Record())
+		if err != nil { // cannot happen: the readers decoded it already
+			s.Err = fmt.Errorf("LSN %d: %w", r.LSN(), err)
+			return
+		}
+		if s.Records == 0 {
+			s.FirstLSN = r.LSN()
+		}
+		s.LastLSN = r.LSN()
+		s.Records++
+		s.Events += uint64(rec.Count())
+		s.RecordBytes += int64(rec.Size())
+		if t := rec.Received(); !t.IsZero() && (s.Oldest.IsZero() || t.Before(s.Oldest)) {
+			s.Oldest = t
+		}
+		p.update(r.BytesRead())
+	}
+	if s.Err == nil {
+		s.Err = r.Err()
+	}
+}
+
+// scanJournal reads and verifies the whole journal.
+func scanJournal(e *env, p *progress) storeScan {
+	var s storeScan
+	r, err := journal.NewDirReader(e.journalDir, 1)
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	s.Files, s.FileBytes = r.Generations(), r.Size()
+	p.start("journal", s.FileBytes)
+	scanRecords(r, &s, p)
+	p.finish()
+	s.Tail = journalTail(r.Tail())
+	return s
+}
+
+// scanLedger reads and verifies the whole ledger.
+func scanLedger(e *env, p *progress) storeScan {
+	var s storeScan
+	r, err := ledger.NewDirReader(e.ledgerDir, 1, ledger.InspectOptions{DirectIO: e.directIO})
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	defer r.Close()
+	s.Files, s.FileBytes = r.Segments(), r.Size()
+	p.start("ledger", s.FileBytes)
+	scanRecords(r, &s, p)
+	p.finish()
+	s.Tail = ledgerTail(r.Tail())
+	return s
+}
+
+// dlqScan is what reading the dead-letter store found.
+type dlqScan struct {
+	Exists  bool
+	Entries int
+	Bytes   int64 // event bytes
+	Err     error
+}
+
+func scanDLQ(e *env) dlqScan {
+	var s dlqScan
+	r, err := dlq.NewReader(e.dlqDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return s
+	}
+	s.Exists = true
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	defer r.Close()
+	for r.Next() {
+		s.Entries++
+		s.Bytes += int64(len(r.Entry().Event))
+	}
+	s.Err = r.Err()
+	return s
+}
+
+// location is where damage was found.
+type location struct {
+	Store  string `json:"store"`            // journal, ledger, cursor, dead letters
+	File   string `json:"file,omitempty"`   // the damaged file
+	Offset *int64 `json:"offset,omitempty"` // byte offset in File, when the damage has one
+	LSN    uint64 `json:"lsn,omitempty"`    // the LSN expected there
+	Error  string `json:"error"`            // what is wrong
+	Hint   string `json:"hint,omitempty"`   // what it means
+}
+
+// locate extracts the location of a store's corruption error.
+func locate(store string, err error) *location {
+	loc := &location{Store: store, Error: err.Error()}
+	var je *journal.CorruptionError
+	var le *ledger.CorruptionError
+	var de *dlq.CorruptionError
+	switch {
+	case errors.As(err, &je):
+		loc.File, loc.Offset, loc.LSN, loc.Error = je.File, &je.Offset, je.LSN, je.Err.Error()
+	case errors.As(err, &le):
+		loc.File, loc.Offset, loc.LSN, loc.Error = le.Segment, &le.Offset, le.LSN, le.Err.Error()
+	case errors.As(err, &de):
+		loc.File, loc.Offset, loc.Error = de.File, &de.Offset, de.Err.Error()
+	}
+	return loc
+}
+
+// String formats a location for humans: store, file, offset, LSN, error.
+func (l *location) String() string {
+	var b strings.Builder
+	b.WriteString(l.Store)
+	sep := ": "
+	if l.File != "" {
+		fmt.Fprintf(&b, "%sfile %s", sep, l.File)
+		sep = ", "
+	}
+	if l.Offset != nil {
+		fmt.Fprintf(&b, "%soffset %d", sep, *l.Offset)
+		sep = ", "
+	}
+	if l.LSN != 0 {
+		fmt.Fprintf(&b, "%sLSN %d", sep, l.LSN)
+	}
+	fmt.Fprintf(&b, ": %s", l.Error)
+	if l.Hint != "" {
+		fmt.Fprintf(&b, " (%s)", l.Hint)
+	}
+	return b.String()
+}
+
+// progress draws a progress bar on stderr while a store is read, when
+// stderr is a terminal; otherwise it does nothing.
+type progress struct {
+	w     io.Writer
+	on    bool
+	label string
+	total int64
+	last  time.Time
+}
+
+func newProgress(e *env) *progress { return &progress{w: e.stderr, on: e.progress} }
+
+func (p *progress) start(label string, total int64) {
+	p.label, p.total, p.last = label, total, time.Time{}
+	p.update(0)
+}
+
+// update redraws the bar at most ten times a second.
+func (p *progress) update(done int64) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = now
+	frac := 1.0
+	if p.total > 0 {
+		frac = min(float64(done)/float64(p.total), 1)
+	}
+	const width = 30
+	n := int(frac * width)
+	fmt.Fprintf(p.w, "\rverifying %-8s [%s%s] %3d%%  %s of %s",
+		p.label, strings.Repeat("#", n), strings.Repeat(".", width-n), int(frac*100), humanBytes(done), humanBytes(p.total))
+}
+
+// finish erases the bar.
+func (p *progress) finish() {
+	if p.on {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

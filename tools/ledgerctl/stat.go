@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/logpond/logpond/ledger"
+)
+
+// storeStat is one store's totals.
+type storeStat struct {
+	Dir         string     `json:"dir"`
+	Files       int        `json:"files"`        // generations or segments
+	Records     uint64     `json:"records"`      // records read (and verified)
+	Events      uint64     `json:"events"`       // events in them
+	RecordBytes int64      `json:"record_bytes"` // their encoded size
+	FileBytes   int64      `json:"file_bytes"`   // size of the segment files
+	DiskBytes   int64      `json:"disk_bytes"`   // disk space allocated to everything in the directory
+	FirstLSN    uint64     `json:"first_lsn,omitempty"`
+	LastLSN     uint64     `json:"last_lsn,omitempty"`
+	Oldest      *time.Time `json:"oldest_received,omitempty"`    // earliest receive time of a record
+	OldestAge   string     `json:"oldest_age,omitempty"`         // its age, as a Go duration
+	OldestAgeS  float64    `json:"oldest_age_seconds,omitempty"` // the same in seconds
+	StreamID    string     `json:"stream_id,omitempty"`          // the ledger's stream id
+	Tail        *tailInfo  `json:"tail,omitempty"`
+	Damage      *location  `json:"damage,omitempty"`
+}
+
+type statReport struct {
+	Journal *storeStat `json:"journal,omitempty"`
+	Ledger  *storeStat `json:"ledger,omitempty"`
+	// FirstLSN and LastLSN span both stores.
+	FirstLSN uint64 `json:"first_lsn,omitempty"`
+	LastLSN  uint64 `json:"last_lsn,omitempty"`
+	// Unflushed counts journal records after the ledger's last LSN: acknowledged,
+	// waiting for the flusher.
+	Unflushed   *uint64  `json:"unflushed,omitempty"`
+	Cursors     *int     `json:"cursors,omitempty"`
+	DeadLetters *dlqStat `json:"dead_letters,omitempty"`
+}
+
+// dlqStat is the dead-letter store's totals.
+type dlqStat struct {
+	Dir        string `json:"dir"`
+	Entries    int    `json:"entries"`
+	EventBytes int64  `json:"event_bytes"`
+	DiskBytes  int64  `json:"disk_bytes"`
+}
+
+// cmdStat reads both stores whole (verifying every record on the way) and
+// prints their totals.
+func cmdStat(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "stat", "stat [--json]")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	rep := statReport{}
+	status := exitOK
+	p := newProgress(e)
+	now := e.now()
+	fill := func(dir string, s storeScan, store string) *storeStat {
+		st := &storeStat{Dir: dir, Files: s.Files, Records: s.Records, Events: s.Events, RecordBytes: s.RecordBytes,
+			FileBytes: s.FileBytes, DiskBytes: diskUse(dir), FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Tail: s.Tail}
+		if !s.Oldest.IsZero() {
+			o := s.Oldest.UTC()
+			age := now.Sub(o)
+			st.Oldest, st.OldestAge, st.OldestAgeS = &o, age.Round(time.Second).String(), age.Seconds()
+		}
+		if s.Err != nil {
+			st.Damage = locate(store, s.Err)
+			status = exitFailed
+		}
+		return st
+	}
+	if e.ledgerDir != "" {
+		rep.Ledger = fill(e.ledgerDir, scanLedger(e, p), "ledger")
+		id, err := ledger.ReadStreamID(e.ledgerDir)
+		switch {
+		case err == nil:
+			rep.Ledger.StreamID = id
+		case !errors.Is(err, os.ErrNotExist):
+			e.errorf("%v", err)
+			status = exitFailed
+		}
+		cursors, err := ledger.ReadCursors(e.ledgerDir)
+		if err == nil {
+			n := len(cursors)
+			rep.Cursors = &n
+		}
+		if d := scanDLQ(e); d.Exists {
+			rep.DeadLetters = &dlqStat{Dir: e.dlqDir(), Entries: d.Entries, EventBytes: d.Bytes, DiskBytes: diskUse(e.dlqDir())}
+			if d.Err != nil {
+				e.errorf("dead letters: %s", locate("dead letters", d.Err))
+				status = exitFailed
+			}
+		}
+	}
+	if e.journalDir != "" {
+		rep.Journal = fill(e.journalDir, scanJournal(e, p), "journal")
+	}
+	for _, s := range []*storeStat{rep.Ledger, rep.Journal} {
+		if s == nil || s.Records == 0 {
+			continue
+		}
+		if rep.FirstLSN == 0 || s.FirstLSN < rep.FirstLSN {
+			rep.FirstLSN = s.FirstLSN
+		}
+		rep.LastLSN = max(rep.LastLSN, s.LastLSN)
+	}
+	if rep.Ledger != nil && rep.Journal != nil {
+		var n uint64
+		if j := rep.Journal; j.Records > 0 && j.LastLSN > rep.Ledger.LastLSN {
+			n = j.LastLSN - max(rep.Ledger.LastLSN, j.FirstLSN-1)
+		}
+		rep.Unflushed = &n
+	}
+
+	if *asJSON {
+		writeJSON(e.stdout, rep)
+		return status
+	}
+	w := e.stdout
+	for _, s := range []struct {
+		name, files string
+		st          *storeStat
+	}{{"ledger", "segments", rep.Ledger}, {"journal", "generations", rep.Journal}} {
+		if s.st == nil {
+			continue
+		}
+		st := s.st
+		fmt.Fprintf(w, "%s %s\n", s.name, st.Dir)
+		if st.StreamID != "" {
+			fmt.Fprintf(w, "  stream id       %s\n", st.StreamID)
+		}
+		fmt.Fprintf(w, "  %-15s %d\n", s.files, st.Files)
+		fmt.Fprintf(w, "  records         %d (LSN %s)\n", st.Records, lsnRange(st.FirstLSN, st.LastLSN))
+		fmt.Fprintf(w, "  events          %d\n", st.Events)
+		fmt.Fprintf(w, "  record bytes    %s (%d)\n", humanBytes(st.RecordBytes), st.RecordBytes)
+		fmt.Fprintf(w, "  file bytes      %s (%d)\n", humanBytes(st.FileBytes), st.FileBytes)
+		fmt.Fprintf(w, "  disk use        %s\n", humanBytes(st.DiskBytes))
+		if st.Oldest != nil {
+			fmt.Fprintf(w, "  oldest record   received %s, %s ago\n", formatTime(*st.Oldest), st.OldestAge)
+		} else {
+			fmt.Fprintf(w, "  oldest record   -\n")
+		}
+		if st.Tail != nil {
+			fmt.Fprintf(w, "  tail            torn or partial write at offset %d of %s (LSN %d)\n", st.Tail.Offset, relPath(st.Dir, st.Tail.File), st.Tail.LSN)
+		}
+		if st.Damage != nil {
+			fmt.Fprintf(w, "  DAMAGE          %s (totals stop there; run verify)\n", st.Damage)
+		}
+	}
+	if rep.Cursors != nil {
+		fmt.Fprintf(w, "cursors           %d\n", *rep.Cursors)
+	}
+	if d := rep.DeadLetters; d != nil {
+		fmt.Fprintf(w, "dead letters      %d (%s of events, %s on disk) in %s\n", d.Entries, humanBytes(d.EventBytes), humanBytes(d.DiskBytes), d.Dir)
+	}
+	fmt.Fprintf(w, "LSN range         %s\n", lsnRange(rep.FirstLSN, rep.LastLSN))
+	if rep.Unflushed != nil {
+		fmt.Fprintf(w, "unflushed         %d journal records after the ledger's last LSN\n", *rep.Unflushed)
+	}
+	return status
+}
+
+// diskUse is the disk space allocated to the files under dir (0 when dir
+// cannot be read). Files removed while it walks are skipped.
+func diskUse(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished or unreadable: skip
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
+}

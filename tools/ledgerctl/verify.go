@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+)
+
+// storeCheck is one store's part of the verify report.
+type storeCheck struct {
+	Dir      string    `json:"dir"`
+	Files    int       `json:"files"`
+	Records  uint64    `json:"records"`
+	FirstLSN uint64    `json:"first_lsn,omitempty"`
+	LastLSN  uint64    `json:"last_lsn,omitempty"`
+	Bytes    int64     `json:"bytes"`
+	Tail     *tailInfo `json:"tail,omitempty"`
+	OK       bool      `json:"ok"`
+}
+
+type verifyReport struct {
+	OK          bool        `json:"ok"`
+	Ledger      *storeCheck `json:"ledger,omitempty"`
+	Journal     *storeCheck `json:"journal,omitempty"`
+	Cursors     *int        `json:"cursors,omitempty"`      // cursor files checked
+	DeadLetters *int        `json:"dead_letters,omitempty"` // entries checked
+	Damage      []*location `json:"damage"`
+	Notes       []string    `json:"notes"`
+}
+
+// cmdVerify reads every record of the ledger and the journal, checking the
+// ledger's frame header CRC, the journal's frame CRC and every record's own
+// CRC (record.Decode), LSN order and the contiguity of files; then the
+// cursors' checksums and the dead letters. Damage is reported with file,
+// offset and LSN, and makes the exit status 1.
+//
+// A damaged end of the newest journal generation is a torn write that was
+// never acknowledged (or one in progress): a note. A damaged end of the open
+// ledger segment is harmless while the journal still holds its first LSN
+// (logpond cuts it and replays it from the journal, or it is a write in
+// progress): a note; once the journal has released it, those records are
+// lost: damage. The journal's first LSN is read before the ledger, so that a
+// write in progress cannot be judged against a later, already released
+// journal.
+func cmdVerify(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "verify", "verify [--json]")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	rep := &verifyReport{Damage: []*location{}, Notes: []string{}}
+	p := newProgress(e)
+
+	var jfirst uint64
+	jexists := false
+	if e.journalDir != "" {
+		var err error
+		if jfirst, jexists, err = journal.FirstLSNOnDisk(e.journalDir); err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+	}
+
+	ledgerOK := false
+	var ledgerLast uint64
+	if e.ledgerDir != "" {
+		s := scanLedger(e, p)
+		c := &storeCheck{Dir: e.ledgerDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes, Tail: s.Tail}
+		rep.Ledger = c
+		ledgerLast = s.LastLSN
+		if s.Records == 0 {
+			ledgerLast = lastLedgerLSN(e)
+		}
+		if s.Err != nil {
+			rep.Damage = append(rep.Damage, locate("ledger", s.Err))
+		} else {
+			ledgerOK = true
+		}
+		if t := s.Tail; t != nil {
+			switch {
+			case e.journalDir == "":
+				rep.Notes = append(rep.Notes, fmt.Sprintf("ledger: the open segment %s ends in a torn or partial write at offset %d (LSN %d: %s); without the journal (-journal or -config) ledgerctl cannot tell a write in progress or a torn tail the journal replays from lost records",
+					t.File, t.Offset, t.LSN, t.Reason))
+			case jexists && jfirst <= t.LSN:
+				rep.Notes = append(rep.Notes, fmt.Sprintf("ledger: the open segment %s ends in a torn or partial write at offset %d (LSN %d: %s); the journal still holds LSN %d, so it is a write in progress, or a torn tail that logpond cuts and replays from the journal at start",
+					t.File, t.Offset, t.LSN, t.Reason, t.LSN))
+			default:
+				loc := &location{Store: "ledger", File: t.File, Offset: &t.Offset, LSN: t.LSN, Error: t.Reason,
+					Hint: fmt.Sprintf("the end of the open segment is damaged and the journal no longer holds LSN %d: those records are lost, and logpond will refuse to start", t.LSN)}
+				rep.Damage = append(rep.Damage, loc)
+				ledgerOK = false
+			}
+		}
+		c.OK = ledgerOK
+	}
+
+	if e.journalDir != "" {
+		s := scanJournal(e, p)
+		c := &storeCheck{Dir: e.journalDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes, Tail: s.Tail, OK: s.Err == nil}
+		rep.Journal = c
+		if s.Err != nil {
+			rep.Damage = append(rep.Damage, locate("journal", s.Err))
+		}
+		if t := s.Tail; t != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("journal: the newest generation %s ends in a torn or partial write at offset %d (LSN %d: %s); it was never acknowledged: a write in progress, or a torn tail that logpond cuts at start",
+				t.File, t.Offset, t.LSN, t.Reason))
+		}
+		// The server's start-up check: the journal must hold everything
+		// after the ledger's last LSN.
+		if e.ledgerDir != "" && ledgerOK && jexists && jfirst > ledgerLast+1 {
+			rep.Damage = append(rep.Damage, &location{Store: "journal", LSN: ledgerLast + 1,
+				Error: fmt.Sprintf("the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store", jfirst, ledgerLast, ledgerLast+1, jfirst-1),
+				Hint:  "logpond will refuse to start"})
+			c.OK = false
+		}
+	}
+
+	if e.ledgerDir != "" {
+		cursors, err := ledger.ReadCursors(e.ledgerDir)
+		if err != nil {
+			rep.Damage = append(rep.Damage, &location{Store: "cursor", Error: err.Error()})
+		}
+		n := len(cursors)
+		rep.Cursors = &n
+		for _, c := range cursors {
+			if c.Err != nil {
+				rep.Damage = append(rep.Damage, &location{Store: "cursor", File: c.Path, Error: c.Err.Error()})
+			}
+		}
+		d := scanDLQ(e)
+		if d.Exists {
+			rep.DeadLetters = &d.Entries
+			if d.Err != nil {
+				rep.Damage = append(rep.Damage, locate("dead letters", d.Err))
+			}
+		}
+	}
+	rep.OK = len(rep.Damage) == 0
+
+	if *asJSON {
+		writeJSON(e.stdout, rep)
+	} else {
+		printCheck(e, "ledger", "segments", rep.Ledger)
+		printCheck(e, "journal", "generations", rep.Journal)
+		if rep.Cursors != nil {
+			fmt.Fprintf(e.stdout, "%-8s %d cursor files read\n", "cursors", *rep.Cursors)
+		}
+		if rep.DeadLetters != nil {
+			fmt.Fprintf(e.stdout, "%-8s %s: %d dead letters read\n", "dlq", e.dlqDir(), *rep.DeadLetters)
+		}
+		for _, n := range rep.Notes {
+			fmt.Fprintf(e.stdout, "note: %s\n", n)
+		}
+		for _, d := range rep.Damage {
+			fmt.Fprintf(e.stdout, "DAMAGE %s\n", d)
+		}
+		if rep.OK {
+			fmt.Fprintln(e.stdout, "verify: OK")
+		} else {
+			fmt.Fprintf(e.stdout, "verify: FAILED: %d damaged location(s)\n", len(rep.Damage))
+		}
+	}
+	if !rep.OK {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func printCheck(e *env, store, files string, c *storeCheck) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(e.stdout, "%-8s %s: %d %s, %s, %d records verified (LSN %s)\n",
+		store, c.Dir, c.Files, files, humanBytes(c.Bytes), c.Records, lsnRange(c.FirstLSN, c.LastLSN))
+}
+
+// lastLedgerLSN is the LSN a ledger without records continues after (its
+// open segment's name minus one), or 0.
+func lastLedgerLSN(e *env) uint64 {
+	segs, err := ledger.Segments(e.ledgerDir, ledger.InspectOptions{DirectIO: e.directIO})
+	if err != nil || len(segs) == 0 {
+		return 0
+	}
+	return segs[len(segs)-1].LastLSN
+}
