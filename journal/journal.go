@@ -93,6 +93,7 @@ type Journal struct {
 	last        uint64   // last LSN written
 	activeBytes int64    // bytes in the active generation's segment
 	batch       wal.Batch
+	spare       []byte // the closed generation's tail buffer, for the next (rotate → openActive)
 	frames      []byte
 	offsets     []int
 
@@ -225,9 +226,10 @@ func (j *Journal) openActive(g generation) error {
 		w.Close()
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes)) {
+	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.spare) {
 		j.log.Warn("journal: cannot presize tidwall's segment buffer (its layout changed): appends copy more")
 	}
+	j.spare = nil
 	j.wal, j.raw = w, w
 	if j.opts.hooks.wrapLog != nil {
 		j.wal = j.opts.hooks.wrapLog(w)
@@ -243,6 +245,7 @@ func (j *Journal) openActive(g generation) error {
 // generation directory fsynced) before rotate returns, that is before any
 // record in it can be acknowledged.
 func (j *Journal) rotate(base uint64) error {
+	j.spare = takeTailBuffer(j.raw)
 	if err := j.wal.Close(); err != nil {
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
 	}

@@ -20,7 +20,7 @@ func TestTidwallLayout(t *testing.T) {
 	if _, ok := tidwallFile(w); !ok {
 		t.Fatal("tidwall's segment file field is gone: forceClose cannot work")
 	}
-	if !presize(w, 1<<20) {
+	if !presize(w, 1<<20, nil) {
 		t.Fatal("tidwall's segment buffer field is gone: presize cannot work")
 	}
 	ebuf := reflect.ValueOf(w).Elem().FieldByName("segments").Index(0).Elem().FieldByName("ebuf")
@@ -33,5 +33,28 @@ func TestTidwallLayout(t *testing.T) {
 	}
 	if got, err := w.Read(1); err != nil || string(got) != "hello" {
 		t.Fatalf("read back %q, %v", got, err)
+	}
+	// The buffer can be taken over by the next log, which then writes into
+	// it from the start.
+	buf := takeTailBuffer(w)
+	if cap(buf) != 1<<20 || len(buf) == 0 {
+		t.Fatalf("takeTailBuffer: len %d cap %d", len(buf), cap(buf))
+	}
+	w2, err := wal.Open(filepath.Join(t.TempDir(), "w2"), &wal.Options{NoSync: true, SegmentSize: math.MaxInt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if !presize(w2, 1<<20, buf) {
+		t.Fatal("presize with a reused buffer failed")
+	}
+	if err := w2.Write(1, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w2.Read(1); err != nil || string(got) != "again" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	if &takeTailBuffer(w2)[0] != &buf[:1][0] {
+		t.Fatal("the second log does not write into the reused buffer")
 	}
 }
