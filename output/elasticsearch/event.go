@@ -32,21 +32,28 @@ func readMeta(event []byte) eventMeta {
 	if !ok {
 		return m
 	}
-	meta := event[vs:ve]
-	m.id = stringMember(meta, "_id")
-	m.pipeline = stringMember(meta, "pipeline")
+	if event[vs] == '{' {
+		// One pass over @metadata's members for both keys.
+		sprintf.Members(event[vs:ve], func(key, value []byte) bool {
+			switch string(key) {
+			case `"_id"`:
+				m.id = stringValue(value)
+			case `"pipeline"`:
+				m.pipeline = stringValue(value)
+			}
+			return true
+		})
+	}
 	m.cut = memberSpan(event, ks, ve)
 	return m
 }
 
-// stringMember returns the decoded string value of member key of obj, or
-// nil when it is absent, empty or not a string.
-func stringMember(obj []byte, key string) []byte {
-	_, vs, ve, ok := sprintf.Member(obj, key)
-	if !ok || obj[vs] != '"' || ve-vs < 3 {
+// stringValue returns the decoded JSON string raw (quotes included), or
+// nil when it is empty or not a string.
+func stringValue(raw []byte) []byte {
+	if len(raw) < 3 || raw[0] != '"' {
 		return nil
 	}
-	raw := obj[vs:ve]
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw[1 : len(raw)-1]
 	}

@@ -121,7 +121,11 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 // delivers them.
 func (w *worker) process(ctx context.Context, c *chunk) error {
 	o := w.o
-	b := &batch{buf: make([]byte, 0, len(c.data)+len(c.data)/4)}
+	events := 0
+	for _, cr := range c.recs {
+		events += cr.rec.Count()
+	}
+	b := &batch{buf: make([]byte, 0, len(c.data)+len(c.data)/4), items: make([]item, 0, events)}
 	for _, cr := range c.recs {
 		rec := cr.rec
 		pos := 0

@@ -49,3 +49,45 @@ func Member(obj []byte, key string) (keyStart, valStart, valEnd int, ok bool) {
 // AppendString appends the decoded content of the JSON string literal raw
 // (quotes included) to dst; ok is false when raw is not a readable string.
 func AppendString(dst, raw []byte) ([]byte, bool) { return appendString(dst, raw) }
+
+// Members calls fn with the raw key (quotes and escapes included) and the
+// raw value of each member of the JSON object obj, in order, until fn
+// returns false or the object ends; it stops silently at malformed input.
+// A key with escapes does not compare equal to its plain spelling: callers
+// matching keys this way accept only the plain spelling (Beats never
+// escapes its own keys).
+func Members(obj []byte, fn func(key, value []byte) bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		end, ok := skipString(obj, i)
+		if !ok {
+			return
+		}
+		key := obj[i:end]
+		i = skipWS(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = skipWS(obj, i+1)
+		vs := i
+		if i, ok = skipValue(obj, i); !ok {
+			return
+		}
+		if !fn(key, obj[vs:i]) {
+			return
+		}
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}

@@ -1,6 +1,9 @@
 package sprintf
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMember(t *testing.T) {
 	for _, tc := range []struct {
@@ -28,5 +31,26 @@ func TestMember(t *testing.T) {
 	}
 	if _, ok := AppendString(nil, []byte(`"a`)); ok {
 		t.Error("AppendString accepted an unterminated string")
+	}
+}
+
+func TestMembers(t *testing.T) {
+	var got []string
+	Members([]byte(` {"a" : 1, "b":{"c":[1,"}"]}, "\u0064":"x"} `), func(k, v []byte) bool {
+		got = append(got, string(k)+"="+string(v))
+		return true
+	})
+	want := []string{`"a"=1`, `"b"={"c":[1,"}"]}`, `"\u0064"="x"`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	n := 0
+	Members([]byte(`{"a":1,"b":2}`), func(k, v []byte) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("fn called %d times after returning false", n)
+	}
+	Members([]byte(`{"a":1,"b":`), func(k, v []byte) bool { n++; return true })
+	if n != 2 {
+		t.Fatalf("malformed tail: fn called %d times in all, want 2", n)
 	}
 }
