@@ -463,7 +463,9 @@ func TestOutageAndFailover(t *testing.T) {
 	if err := r.es.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every event", func() bool { return r.es.Count() == 20 })
+	// Wait for the output to have read the answers, not only for the
+	// server to have stored the documents.
+	waitFor(t, "every event acknowledged", func() bool { s := run.out.Stats(); return s.Indexed+s.Conflicts == 20 })
 	run.stop(t)
 	r.checkAllStoredOnce(t)
 	if st := run.out.Stats(); st.Outages == 0 {
