@@ -15,6 +15,7 @@ import (
 // eventMeta is what the output reads from an event's @metadata. Its
 // slices alias the event.
 type eventMeta struct {
+	raw      []byte // the @metadata value, nil when absent
 	id       []byte // @metadata._id, nil when absent
 	pipeline []byte // @metadata.pipeline, nil when absent
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
@@ -32,6 +33,7 @@ func readMeta(event []byte) eventMeta {
 	if !ok {
 		return m
 	}
+	m.raw = event[vs:ve]
 	if event[vs] == '{' {
 		// One pass over @metadata's members for both keys.
 		sprintf.Members(event[vs:ve], func(key, value []byte) bool {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type Output struct {
 	log       *slog.Logger
 	idPrefix  string
 	stats     counters
+	// metaOnlyIndex: the index template reads only @metadata fields (no
+	// date), so events with equal @metadata bytes share an index name.
+	metaOnlyIndex bool
 
 	mu         sync.Mutex // guards the outage state below
 	down       bool       // the last request failed as a whole
@@ -136,7 +140,11 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elasticsearch: %w", err)
 	}
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+	metaOnly := !opts.Index.UsesTimestamp()
+	for _, f := range opts.Index.Fields() {
+		metaOnly = metaOnly && strings.HasPrefix(f, "[@metadata]")
+	}
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
 }
 
 // Run drains the ledger until ctx ends or a failure that retrying cannot

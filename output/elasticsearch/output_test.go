@@ -528,3 +528,30 @@ func TestAnswersUnderAnotherActionKey(t *testing.T) {
 	run.stop(t)
 	r.checkAllStoredOnce(t)
 }
+
+// TestIndexPerEventMetadata: the default template reads only @metadata, so
+// the output reuses the name while @metadata repeats; it must still follow
+// every change.
+func TestIndexPerEventMetadata(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	evs := [][]byte{
+		[]byte(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"i":0}`),
+		[]byte(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"i":1}`),
+		[]byte(`{"@metadata":{"beat":"metricbeat","version":"9.3.0"},"i":2}`),
+		[]byte(`{"@metadata":{"beat":"metricbeat"},"i":3}`),
+		[]byte(`{"@metadata":{"beat":"filebeat","version":"8.19.0"},"i":4}`),
+		[]byte(`{"i":5}`),
+		[]byte(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"i":6}`),
+	}
+	want := []string{"filebeat-9.3.0", "filebeat-9.3.0", "metricbeat-9.3.0", "logpond-fallback", "filebeat-8.19.0", "logpond-fallback", "filebeat-9.3.0"}
+	r.store(time.Now(), evs...)
+	run := r.start(r.options(nil))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 1 })
+	run.stop(t)
+	prefix, _ := idPrefix(r.ledger.StreamID())
+	for i, w := range want {
+		if _, ok := r.es.Doc(w, string(appendDocID(nil, prefix, 1, i))); !ok {
+			t.Errorf("event %d not in %s", i, w)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package elasticsearch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -130,7 +131,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 		rec := cr.rec
 		pos := 0
 		for ev := range rec.Events() {
-			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch); dead != nil {
+			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch, &w.names); dead != nil {
 				// Nothing to send: keep it, then count it done.
 				if err := o.bury(ctx, []dlq.Entry{*dead}); err != nil {
 					return err
@@ -165,12 +166,25 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 // action. An event that cannot be sent at all (too big for any request,
 // or multi-line and not JSON) is not added: add returns its dead letter.
 // scratch is the caller's buffer for index and pipeline names.
-func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byte, scratch *[]byte) *dlq.Entry {
+func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byte, scratch *[]byte, nc *nameCache) *dlq.Entry {
 	start := len(b.buf)
 	meta := readMeta(ev)
-	name, ok := o.opts.Index.Append((*scratch)[:0], ev, received)
-	if !ok {
-		name = append(name[:0], o.opts.FallbackIndex...)
+	var name []byte
+	if o.metaOnlyIndex && meta.raw != nil && nc.meta != nil && bytes.Equal(meta.raw, nc.meta) {
+		// Same @metadata as the previous event (the rule within a Beats
+		// batch), and the template reads nothing else: same index.
+		name = nc.name
+	} else {
+		var ok bool
+		name, ok = o.opts.Index.Append((*scratch)[:0], ev, received)
+		if !ok {
+			name = append(name[:0], o.opts.FallbackIndex...)
+		}
+		*scratch = name // keep the grown buffer; name is copied into b.buf below
+		if o.metaOnlyIndex && meta.raw != nil {
+			nc.meta = append(nc.meta[:0], meta.raw...)
+			nc.name = append(nc.name[:0], name...)
+		}
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
 	b.buf = appendJSONString(b.buf, name)
@@ -190,14 +204,12 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		b.buf = append(b.buf, `,"pipeline":`...)
 		b.buf = appendJSONString(b.buf, meta.pipeline)
 	case o.opts.Pipeline != nil:
-		var p []byte
-		if p, ok = o.opts.Pipeline.Append(name[:0], ev, received); ok && len(p) > 0 {
+		if p, ok := o.opts.Pipeline.Append((*scratch)[:0], ev, received); ok && len(p) > 0 {
 			b.buf = append(b.buf, `,"pipeline":`...)
 			b.buf = appendJSONString(b.buf, p)
+			*scratch = p
 		}
-		name = p
 	}
-	*scratch = name
 	b.buf = append(b.buf, "}}\n"...)
 	var err error
 	b.buf, err = appendSource(b.buf, ev, meta.cut)
@@ -216,6 +228,13 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	}
 	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf), hasID: hasID})
 	return nil
+}
+
+// nameCache remembers the index name of the last @metadata seen, for
+// templates that read only @metadata fields (the default one).
+type nameCache struct {
+	meta []byte
+	name []byte
 }
 
 // deadLetter makes the dead letter of an event whose action starts at

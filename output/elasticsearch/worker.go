@@ -25,6 +25,7 @@ type worker struct {
 	o       *Output
 	tr      *tracker
 	scratch []byte       // index and pipeline names
+	names   nameCache
 	results []itemResult // reused per response
 }
 
