@@ -24,7 +24,7 @@ const maxResponseBytes = 256 << 20
 type worker struct {
 	o       *Output
 	tr      *tracker
-	scratch []byte       // index and pipeline names
+	scratch []byte // index and pipeline names
 	names   nameCache
 	results []itemResult // reused per response
 }
