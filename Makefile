@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench bench-beats run demo fuzz clean
+.PHONY: build test bench bench-beats run demo fuzz clean install
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
@@ -59,3 +59,30 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Install for a systemd host: logpond and ledgerctl to $(PREFIX)/bin, the
+# example configuration to /etc/logpond/logpond.toml unless one is there
+# (with journal.dir and ledger.dir set to /var/lib/logpond/...), the unit
+# to /etc/systemd/system and the user entry to /etc/sysusers.d. DESTDIR
+# stages into a directory (packaging). It never runs systemctl; the next
+# steps are at the top of deploy/logpond.service.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/logpond $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/sysusers.d
+	install -m 0755 bin/logpond bin/ledgerctl $(DESTDIR)$(PREFIX)/bin/
+	@if [ -e $(DESTDIR)/etc/logpond/logpond.toml ]; then \
+		echo "$(DESTDIR)/etc/logpond/logpond.toml exists: left as it is"; \
+	else \
+		sed -e 's|^dir = "data/journal"|dir = "/var/lib/logpond/journal"|' \
+		    -e 's|^dir = "data/ledger"|dir = "/var/lib/logpond/ledger"|' \
+		    conf/logpond.example.toml > $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
+		grep -q '^dir = "/var/lib/logpond/journal"' $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
+		grep -q '^dir = "/var/lib/logpond/ledger"' $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
+		chmod 0644 $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
+		mv $(DESTDIR)/etc/logpond/logpond.toml.tmp $(DESTDIR)/etc/logpond/logpond.toml && \
+		echo "installed $(DESTDIR)/etc/logpond/logpond.toml"; \
+	fi
+	sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' deploy/logpond.service > $(DESTDIR)/etc/systemd/system/logpond.service
+	chmod 0644 $(DESTDIR)/etc/systemd/system/logpond.service
+	install -m 0644 deploy/logpond.sysusers $(DESTDIR)/etc/sysusers.d/logpond.conf

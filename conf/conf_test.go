@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/logpond/logpond/internal/conftest"
 )
 
 // leafKeys lists the dotted path of every non-table key of Config.
@@ -109,60 +111,9 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 }
 
 func TestMistakes(t *testing.T) {
-	cases := []struct {
-		name string
-		toml string
-		key  string // the key the error must name
-		line int    // the line it must point at (0: not checked)
-		want string // a phrase the message must contain
-	}{
-		{"unknown key", "[journal]\ndir = \"/j\"\nsegment_size = \"1MiB\"\n", "journal.segment_size", 3, `unknown key in [journal] (did you mean "segment_bytes"?)`},
-		{"unknown key without a near miss", "[admin]\nzzz = 1\n", "admin.zzz", 2, "known keys there: listen"},
-		{"unknown section", "[inputs.beats]\nlisten = \":5044\"\n", "inputs.beats", 1, "[inputs] is not a section of logpond's configuration (did you mean [input]?)"},
-		{"unknown top-level key", "journal_dir = \"/j\"\n", "journal_dir", 1, "unknown key at the top level"},
-		{"bad size", "[journal]\nmax_bytes = \"12XB\"\n", "journal.max_bytes", 2, `unknown unit "XB"`},
-		{"ambiguous size unit", "[ledger]\nmax_bytes = \"10GB\"\n", "ledger.max_bytes", 2, "write 10GiB"},
-		{"size without number", "[ledger]\nmax_bytes = \"GiB\"\n", "ledger.max_bytes", 2, "want a whole number and a unit"},
-		{"negative size", "[ledger]\nmax_bytes = -1\n", "ledger.max_bytes", 2, "must not be negative"},
-		{"bad duration", "[journal]\nmax_group_wait = \"2 fortnights\"\n", "journal.max_group_wait", 2, "invalid duration"},
-		{"duration without unit", "[ledger]\nflush_interval = 100\n", "ledger.flush_interval", 2, "want a string with a unit"},
-		{"negative duration", "[ledger]\nretention = \"-1h\"\n", "ledger.retention", 2, "must not be negative"},
-		{"wrong type", "[ledger]\ndirect_io = \"yes\"\n", "", 0, "direct_io"},
-		{"syntax error", "[journal\n", "", 2, "to end table name"},
-		{"journal max below two segments", "[journal]\nsegment_bytes = \"64MiB\"\nmax_bytes = \"100MiB\"\n", "journal.max_bytes", 3, "less than 2 × journal.segment_bytes (64MiB): raise max_bytes to at least 128MiB"},
-		{"ledger max below two segments", "[ledger]\nmax_bytes = \"256MiB\"\n", "ledger.max_bytes", 2, "raise max_bytes to at least 512MiB"},
-		{"group bytes above segment", "[journal]\nsegment_bytes = \"1MiB\"\nmax_bytes = \"2MiB\"\nmax_group_bytes = \"2MiB\"\n", "journal.max_group_bytes", 4, "more than journal.segment_bytes"},
-		{"group bytes too small", "[journal]\nmax_group_bytes = 10\n", "journal.max_group_bytes", 2, "below 4KiB"},
-		{"index template unclosed", "[output.elasticsearch]\nindex = \"logs-%{[host][name]\"\n", "output.elasticsearch.index", 2, "sprintf:"},
-		{"fallback index uppercase", "[output.elasticsearch]\nfallback_index = \"Lost\"\n", "output.elasticsearch.fallback_index", 2, "index names are lowercase"},
-		{"document id mode", "[output.elasticsearch]\ndocument_id = \"random\"\n", "output.elasticsearch.document_id", 2, "use auto"},
-		{"flush above request limit", "[output.elasticsearch]\nflush_bytes = \"200MiB\"\n", "output.elasticsearch.flush_bytes", 2, "outside 4KiB…max_request_bytes"},
-		{"compression", "[output.elasticsearch]\ncompression = \"zstd\"\n", "output.elasticsearch.compression", 2, "use none or gzip"},
-		{"retry bounds", "[output.elasticsearch]\nretry_max_interval = \"1s\"\n", "output.elasticsearch.retry_max_interval", 2, "less than retry_initial_interval"},
-		{"dead letters smaller than events", "[output.elasticsearch]\ndead_letter_max_bytes = \"16MiB\"\n", "output.elasticsearch.dead_letter_max_bytes", 2, "raise it to at least 68MiB"},
-		{"tls verification mode", "[output.elasticsearch.tls]\nverification_mode = \"strict\"\n", "output.elasticsearch.tls.verification_mode", 2, "use full"},
-		{"group wait too long", "[journal]\nmax_group_wait = \"5s\"\n", "journal.max_group_wait", 2, "use a few milliseconds"},
-		{"tiny segment", "[journal]\nsegment_bytes = \"4KiB\"\n", "journal.segment_bytes", 2, "outside 1MiB…1GiB"},
-		{"unaligned ledger segment", "[ledger]\nsegment_bytes = 1048577\n", "ledger.segment_bytes", 2, "not a multiple of 4KiB"},
-		{"zero flush interval", "[ledger]\nflush_interval = \"0s\"\n", "ledger.flush_interval", 2, "outside (0, 1m0s]"},
-		{"missing journal dir", "[journal]\ndir = \"\"\n", "journal.dir", 2, "is empty: set it to the directory"},
-		{"missing ledger dir", "[ledger]\ndir = \" \"\n", "ledger.dir", 2, "is empty"},
-		{"same dirs", "[journal]\ndir = \"/d\"\n[ledger]\ndir = \"/d/\"\n", "ledger.dir", 4, "overlaps journal.dir"},
-		{"ledger inside journal", "[journal]\ndir = \"/d\"\n[ledger]\ndir = \"/d/ledger\"\n", "ledger.dir", 4, "overlaps"},
-		{"bad listen", "[input.beats]\nlisten = \"5044\"\n", "input.beats.listen", 2, "is not host:port"},
-		{"bad port", "[admin]\nlisten = \"127.0.0.1:http\"\n", "admin.listen", 2, "not a number"},
-		{"bad host", "[output.elasticsearch]\nhosts = [\"ftp://es:9200\"]\n", "output.elasticsearch.hosts", 2, `scheme "ftp"`},
-		{"no hosts", "[output.elasticsearch]\nhosts = []\n", "output.elasticsearch.hosts", 2, "list at least one"},
-		{"event larger than the batch", "[input.beats]\nmax_event_bytes = \"1GiB\"\n", "input.beats.max_batch_bytes", 0, "less than input.beats.max_event_bytes"},
-		{"tls key without cert", "[input.beats.tls]\nkey = \"/k.pem\"\n", "input.beats.tls.key", 0, "set both"},
-		{"client auth without CA", "[input.beats.tls]\ncert = \"/c\"\nkey = \"/k\"\nclient_auth = \"required\"\n", "input.beats.tls.client_ca", 0, "needs client_ca"},
-		{"bad client auth", "[input.beats.tls]\nclient_auth = \"maybe\"\n", "input.beats.tls.client_auth", 2, "use none, optional or required"},
-		{"zero keepalive", "[input.beats]\nkeepalive = \"0s\"\n", "input.beats.keepalive", 2, "must be more than 0s"},
-		{"bad log level", "[log]\nlevel = \"loud\"\n", "log.level", 2, "use debug, info, warn or error"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.toml", []byte(tc.toml))
+	for _, tc := range conftest.Mistakes {
+		t.Run(tc.Name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tc.TOML))
 			if err == nil {
 				t.Fatal("loaded without error")
 			}
@@ -170,20 +121,20 @@ func TestMistakes(t *testing.T) {
 			if !strings.HasPrefix(msg, "conf: x.toml") {
 				t.Errorf("message %q does not start with the file name", msg)
 			}
-			if !strings.Contains(msg, tc.want) {
-				t.Errorf("message %q does not say %q", msg, tc.want)
+			if !strings.Contains(msg, tc.Want) {
+				t.Errorf("message %q does not say %q", msg, tc.Want)
 			}
 			var ke *KeyError
-			if tc.key != "" || tc.line != 0 {
+			if tc.Key != "" || tc.Line != 0 {
 				if !errors.As(err, &ke) {
 					t.Fatalf("%v is not a *KeyError", err)
 				}
 			}
-			if tc.key != "" && ke.Key != tc.key {
-				t.Errorf("error names key %q, want %q (%v)", ke.Key, tc.key, err)
+			if tc.Key != "" && ke.Key != tc.Key {
+				t.Errorf("error names key %q, want %q (%v)", ke.Key, tc.Key, err)
 			}
-			if tc.line != 0 && ke.Line != tc.line {
-				t.Errorf("error points at line %d, want %d (%v)", ke.Line, tc.line, err)
+			if tc.Line != 0 && ke.Line != tc.Line {
+				t.Errorf("error points at line %d, want %d (%v)", ke.Line, tc.Line, err)
 			}
 		})
 	}

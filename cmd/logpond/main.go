@@ -3,6 +3,12 @@
 // It stops cleanly on SIGTERM or SIGINT and exits 0; it exits 1 when the
 // configuration is wrong or the data directories cannot be opened (for
 // example because another logpond holds their locks), and 2 on bad flags.
+//
+// logpond -check-config FILE loads and validates FILE, prints the effective
+// configuration (every key, defaults filled in, secrets redacted) as TOML
+// on stdout and exits 0, or prints every problem on stderr and exits 1.
+// logpond -version prints the version and the build's module and VCS
+// information on stdout.
 package main
 
 import (
@@ -13,8 +19,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/server"
@@ -24,24 +33,38 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
+const usage = "usage: logpond -config FILE | logpond -check-config FILE | logpond -version"
+
+func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logpond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the TOML configuration file (see conf/logpond.example.toml)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	checkPath := fs.String("check-config", "", "validate this configuration file, print the effective configuration as TOML and exit: 0 when valid, 1 with the problems on stderr")
+	showVersion := fs.Bool("version", false, "print the version, module and VCS information of the build and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
 	if *showVersion {
-		fmt.Fprintln(stderr, "logpond", version)
+		printVersion(stdout)
 		return 0
 	}
-	if *configPath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: logpond -config FILE")
+	if *checkPath != "" {
+		if *configPath != "" {
+			fmt.Fprintln(stderr, "logpond: -check-config and -config exclude each other\n"+usage)
+			return 2
+		}
+		return checkConfig(*checkPath, stdout, stderr)
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	cfg, err := conf.Load(*configPath)
@@ -91,4 +114,70 @@ func newLogger(w io.Writer, c conf.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// printVersion writes the version and what the Go toolchain recorded about
+// the build: the main module's version and, when built from a checkout,
+// the VCS revision, commit time and whether the tree had local changes.
+func printVersion(w io.Writer) {
+	v := version
+	info, ok := debug.ReadBuildInfo()
+	if v == "dev" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	fmt.Fprintln(w, "logpond", v)
+	if !ok {
+		fmt.Fprintln(w, "build information: not available (binary built without module support)")
+		return
+	}
+	fmt.Fprintf(w, "module: %s %s\n", info.Main.Path, info.Main.Version)
+	fmt.Fprintf(w, "go: %s\n", info.GoVersion)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["vcs"] == "" {
+		fmt.Fprintln(w, "vcs: none recorded (not built from a checkout, or with -buildvcs=false)")
+		return
+	}
+	for _, k := range []string{"vcs", "vcs.revision", "vcs.time", "vcs.modified"} {
+		if v, ok := settings[k]; ok {
+			fmt.Fprintf(w, "%s: %s\n", k, v)
+		}
+	}
+}
+
+// redacted replaces secrets in -check-config's output, so that the output
+// can go to CI logs.
+const redacted = "<redacted>"
+
+// checkConfig is logpond -check-config: it loads and validates the file
+// and prints the effective configuration as TOML (every key, defaults
+// filled in; secrets redacted), or every problem found. It returns the exit
+// code: 0 valid, 1 not.
+func checkConfig(path string, stdout, stderr io.Writer) int {
+	cfg, err := conf.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	out := *cfg
+	hidden := false
+	for _, secret := range []*string{&out.Output.Elasticsearch.Password, &out.Output.Elasticsearch.APIKey} {
+		if *secret != "" {
+			*secret, hidden = redacted, true
+		}
+	}
+	fmt.Fprintf(stdout, "# logpond effective configuration of %s: every key, defaults filled in.\n", path)
+	if hidden {
+		fmt.Fprintf(stdout, "# Secrets are shown as %q.\n", redacted)
+	}
+	fmt.Fprintln(stdout)
+	enc := toml.NewEncoder(stdout)
+	enc.Indent = ""
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintln(stderr, "logpond: -check-config: encoding the configuration:", err)
+		return 1
+	}
+	return 0
 }

@@ -9,14 +9,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	lj "github.com/elastic/go-lumber/client/v2"
 
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/conftest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/record"
@@ -316,4 +321,201 @@ listen = "127.0.0.1:0"
 		t.Fatalf("exit code %d:\n%s", code, log.String())
 	}
 	check()
+}
+
+// runBinary runs logpond with args and returns its stdout, stderr and exit
+// code.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), exitCodeOf(err)
+}
+
+// leafKeys lists every key of the configuration as section path and key,
+// walking conf.Keys, which is derived from conf.Config itself.
+func leafKeys(section string) [][]string {
+	var out [][]string
+	for _, k := range conf.Keys(section) {
+		path := k
+		if section != "" {
+			path = section + "." + k
+		}
+		if sub := conf.Keys(path); sub != nil {
+			out = append(out, leafKeys(path)...)
+		} else {
+			out = append(out, strings.Split(path, "."))
+		}
+	}
+	return out
+}
+
+const example = "../../conf/logpond.example.toml"
+
+// TestCheckConfigExample: -check-config on the documented example exits 0
+// and prints TOML that sets every key and loads back to the same
+// configuration.
+func TestCheckConfigExample(t *testing.T) {
+	stdout, stderr, code := runBinary(t, "-check-config", example)
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("a valid configuration printed on stderr:\n%s", stderr)
+	}
+	want, err := conf.Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := conf.Parse("check-config output", []byte(stdout))
+	if err != nil {
+		t.Fatalf("the output does not load: %v\n%s", err, stdout)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the output loads to another configuration:\n got %+v\nwant %+v\n%s", *got, *want, stdout)
+	}
+	var raw map[string]any
+	md, err := toml.Decode(stdout, &raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := leafKeys("")
+	if len(keys) < 40 {
+		t.Fatalf("only %d keys found by walking conf.Keys", len(keys))
+	}
+	for _, k := range keys {
+		if !md.IsDefined(k...) {
+			t.Errorf("the output does not set %s: -check-config must print every key", strings.Join(k, "."))
+		}
+	}
+}
+
+// TestCheckConfigFillsDefaults: a file with one key set prints every key,
+// with the defaults for the others.
+func TestCheckConfigFillsDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "small.toml")
+	if err := os.WriteFile(path, []byte("[journal]\nmax_group_wait = \"2ms\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runBinary(t, "-check-config", path)
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	got, err := conf.Parse("out", []byte(stdout))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	want := conf.Default()
+	want.Journal.MaxGroupWait = conf.Duration(2 * time.Millisecond)
+	if !reflect.DeepEqual(*got, want) {
+		t.Fatalf("got %+v, want the defaults with max_group_wait = 2ms", *got)
+	}
+}
+
+// TestCheckConfigRedactsSecrets: passwords and API keys stay out of the
+// output (it goes to CI logs); everything else is printed as loaded.
+func TestCheckConfigRedactsSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret.toml")
+	if err := os.WriteFile(path, []byte("[output.elasticsearch]\nusername = \"elastic\"\npassword = \"hunter2\"\napi_key = \"c2VjcmV0OmtleQ==\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runBinary(t, "-check-config", path)
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	for _, secret := range []string{"hunter2", "c2VjcmV0OmtleQ=="} {
+		if strings.Contains(stdout, secret) {
+			t.Errorf("the output shows the secret %q:\n%s", secret, stdout)
+		}
+	}
+	got, err := conf.Parse("out", []byte(stdout))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	want, err := conf.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Output.Elasticsearch.Password, want.Output.Elasticsearch.APIKey = "<redacted>", "<redacted>"
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", *got, *want)
+	}
+}
+
+// TestCheckConfigMistakes runs -check-config on every broken file of
+// conf's tests: exit 1, nothing on stdout, and the error on stderr names
+// the file and the key and says what conf's test expects.
+func TestCheckConfigMistakes(t *testing.T) {
+	dir := t.TempDir()
+	for i, tc := range conftest.Mistakes {
+		t.Run(tc.Name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("mistake-%d.toml", i))
+			if err := os.WriteFile(path, []byte(tc.TOML), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := runBinary(t, "-check-config", path)
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("an invalid configuration printed on stdout:\n%s", stdout)
+			}
+			if !strings.HasPrefix(stderr, "conf: "+path) {
+				t.Errorf("stderr does not start with the file name:\n%s", stderr)
+			}
+			if tc.Key != "" && !strings.Contains(stderr, ": "+tc.Key+": ") {
+				t.Errorf("stderr does not name the key %s:\n%s", tc.Key, stderr)
+			}
+			if !strings.Contains(stderr, tc.Want) {
+				t.Errorf("stderr does not say %q:\n%s", tc.Want, stderr)
+			}
+		})
+	}
+}
+
+func TestCheckConfigUsage(t *testing.T) {
+	if _, stderr, code := runBinary(t, "-check-config", example, "-config", example); code != 2 || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("-check-config with -config: exit %d, stderr %q; want 2", code, stderr)
+	}
+	_, stderr, code := runBinary(t, "-check-config", filepath.Join(t.TempDir(), "missing.toml"))
+	if code != 1 || !strings.Contains(stderr, "missing.toml") {
+		t.Errorf("missing file: exit %d, stderr %q; want 1 naming the file", code, stderr)
+	}
+}
+
+// TestVersion: -version prints the version, the main module and the Go
+// version; a binary built from a git checkout with VCS stamping also
+// prints the revision, its time and whether the tree was modified.
+func TestVersion(t *testing.T) {
+	stdout, stderr, code := runBinary(t, "-version")
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	for _, want := range []string{"logpond ", "module: github.com/logpond/logpond", "go: " + runtime.Version()} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("-version does not print %q:\n%s", want, stdout)
+		}
+	}
+
+	// The test binary may be built with -buildvcs=false (GOFLAGS); build
+	// one with stamping, when this is a git checkout.
+	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): VCS stamping not checked", err)
+	}
+	stamped := filepath.Join(t.TempDir(), "logpond")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", stamped, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
+	}
+	out, err := exec.Command(stamped, "-version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"vcs: git\n", "vcs.revision: " + strings.TrimSpace(string(rev)) + "\n", "vcs.time: ", "vcs.modified: "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("-version of a stamped build does not print %q:\n%s", want, out)
+		}
+	}
 }
