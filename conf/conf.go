@@ -223,7 +223,7 @@ func Default() Config {
 			Index:                "%{[@metadata][beat]}-%{[@metadata][version]}",
 			FallbackIndex:        "logpond-fallback",
 			DocumentID:           "auto",
-			Workers:              2,
+			Workers:              4,
 			FlushBytes:           5 << 20,
 			FlushInterval:        Duration(time.Second),
 			MaxRequestBytes:      100 << 20,
