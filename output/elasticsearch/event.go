@@ -122,6 +122,14 @@ func appendSource(dst, event []byte, cut [2]int) ([]byte, error) {
 	return append(dst[:start], buf.Bytes()...), nil
 }
 
+// Source returns event as the output indexes it: without its top-level
+// @metadata member, on one line (compacted only when it holds raw
+// newlines). It is what `ledgerctl dlq redrive` sends, so that a re-driven
+// dead letter is indexed exactly as the output would have.
+func Source(event []byte) ([]byte, error) {
+	return appendSource(nil, event, readMeta(event).cut)
+}
+
 // idPrefix is the stream id as it starts every derived document id: the
 // UUID's 16 bytes in URL-safe base64 (22 characters).
 func idPrefix(streamID string) (string, error) {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/output/elasticsearch"
 )
 
 // Bounds on one bulk request of a re-drive.
@@ -328,50 +328,9 @@ func redriveSource(event []byte) ([]byte, error) {
 	if !json.Valid(event) {
 		return nil, errors.New("the event is not valid JSON: it cannot be sent as a document (inspect it with `dlq dump`)")
 	}
-	src := event
-	if ks, _, ve, ok := sprintf.Member(event, "@metadata"); ok {
-		if cut := memberSpan(event, ks, ve); cut[1] > 0 {
-			src = append(append([]byte(nil), event[:cut[0]]...), event[cut[1]:]...)
-		}
-	}
-	if bytes.ContainsAny(src, "\r\n") {
-		// NDJSON: a pretty-printed event must be compacted (newlines in
-		// valid JSON strings are escaped, so no value changes).
-		var b bytes.Buffer
-		if err := json.Compact(&b, src); err != nil {
-			return nil, fmt.Errorf("the event is not valid JSON without its @metadata: %w", err)
-		}
-		src = b.Bytes()
+	src, err := elasticsearch.Source(event)
+	if err != nil {
+		return nil, fmt.Errorf("the event is not valid JSON without its @metadata: %w", err)
 	}
 	return src, nil
 }
-
-// memberSpan returns the span to remove so that the object member whose
-// key starts at keyStart and whose value ends at valEnd disappears and the
-// object stays valid JSON: the member and one adjacent comma. (The same
-// rule as the Elasticsearch output's.)
-func memberSpan(event []byte, keyStart, valEnd int) [2]int {
-	p := keyStart - 1
-	for p >= 0 && isSpace(event[p]) {
-		p--
-	}
-	if p < 0 {
-		return [2]int{}
-	}
-	switch event[p] {
-	case ',':
-		return [2]int{p, valEnd}
-	case '{':
-		e := valEnd
-		for e < len(event) && isSpace(event[e]) {
-			e++
-		}
-		if e < len(event) && event[e] == ',' {
-			return [2]int{keyStart, e + 1}
-		}
-		return [2]int{keyStart, valEnd}
-	}
-	return [2]int{}
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
