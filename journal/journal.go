@@ -177,13 +177,13 @@ func Open(dir string, opts Options) (*Journal, error) {
 		err = j.wal.Sync()
 	}
 	if err != nil {
-		j.wal.Close()
+		j.closeWAL()
 		return nil, fmt.Errorf("journal: open %s: %w", active.dir, err)
 	}
 	j.last = active.base + li
 	st, err := os.Stat(active.segment())
 	if err != nil {
-		j.wal.Close()
+		j.closeWAL()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j.activeBytes = st.Size()
@@ -199,7 +199,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.log.Warn("journal: ends before the ledger; continuing after the ledger's last LSN",
 			"journal_last_lsn", j.last, "ledger_last_lsn", opts.StartAfter)
 		if err := j.rotate(opts.StartAfter); err != nil {
-			j.wal.Close()
+			j.closeWAL()
 			return nil, err
 		}
 	}
@@ -223,7 +223,9 @@ func (j *Journal) openActive(g generation) error {
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
 	if err := j.syncDir(g.dir); err != nil {
-		w.Close()
+		if cerr := w.Close(); cerr != nil {
+			forceClose(w, j.log) // as in rotate: a failed Close leaks the file
+		}
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
 	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.spare) {
@@ -247,6 +249,10 @@ func (j *Journal) openActive(g generation) error {
 func (j *Journal) rotate(base uint64) error {
 	j.spare = takeTailBuffer(j.raw)
 	if err := j.wal.Close(); err != nil {
+		// tidwall's Close fsyncs first and leaks the file when that fails
+		// (the device could then never be unmounted).
+		forceClose(j.raw, j.log)
+		j.wal, j.raw = nil, nil
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
 	}
 	g, err := createGeneration(j.dir, base, j.syncDir)
