@@ -1,7 +1,7 @@
 // Package server assembles logpond: it owns the data directories (locked),
-// opens the ledger and the journal in recovery order, runs the flusher
-// between them, and stops everything in order. Inputs and outputs plug in
-// through their issues.
+// opens the ledger and the journal in recovery order, runs the Beats input,
+// the flusher between the stores, the Elasticsearch output and the admin
+// endpoint (metrics, health), and stops everything in order.
 //
 // Recovery order (design.md §3): the ledger opens first and repairs its
 // tail, asking which LSNs the journal still holds; the journal opens next,
