@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/estest"
@@ -448,7 +449,7 @@ func TestOutageAndFailover(t *testing.T) {
 	if err := r.es.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	var logbuf syncBuffer
+	var logbuf syncbuf.Buffer
 	run := r.start(r.options(func(o *Options) {
 		o.Hosts = []string{dead, r.es.URL()}
 		o.Logger = slog.New(slog.NewTextHandler(&logbuf, nil))
@@ -483,24 +484,6 @@ func TestOutageAndFailover(t *testing.T) {
 	if w := run.out.Waiting(); w != "" {
 		t.Errorf("Waiting() = %q after the outage", w)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestGzipRequests(t *testing.T) {

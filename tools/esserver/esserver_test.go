@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/output/estest"
 )
 
@@ -95,31 +96,13 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of run.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunSummary serves bulk requests through run, stops it as a signal
 // would, and checks the summary.
 func TestRunSummary(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ready := make(chan *estest.Server, 1)
 	code := make(chan int, 1)
 	go func() {

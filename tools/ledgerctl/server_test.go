@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,26 +16,9 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/server"
 )
-
-// syncBuffer is a log sink shared by the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // addrHandler passes records on and reports the Beats input's address,
 // which the server logs when Run starts listening.
@@ -82,7 +64,7 @@ func TestAgainstRunningServer(t *testing.T) {
 	cfg.Input.Beats.Listen = "127.0.0.1:0"
 	cfg.Admin.Listen = ""
 	cfg.Output.Elasticsearch.Enabled = false
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	addrs := make(chan string, 1)
 	log := slog.New(addrHandler{slog.NewTextHandler(logs, nil), addrs})
 	srv, err := server.Open(&cfg, log)
