@@ -75,6 +75,19 @@ func readAll(t testing.TB, l *Ledger, pad int) []uint64 {
 		if !bytes.Equal(r.Record(), rec(t, r.LSN(), pad)) {
 			t.Fatalf("LSN %d has the wrong content", r.LSN())
 		}
+		// Decoded is the same record, already verified.
+		want, _ := record.Decode(r.Record())
+		d := r.Decoded()
+		if d.Count() != want.Count() || d.Size() != len(r.Record()) || d.Received() != want.Received() {
+			t.Fatalf("LSN %d: Decoded() gives %d events, %d bytes", r.LSN(), d.Count(), d.Size())
+		}
+		for ev := range d.Events() {
+			for wev := range want.Events() {
+				if !bytes.Equal(ev, wev) {
+					t.Fatalf("LSN %d: Decoded() event differs", r.LSN())
+				}
+			}
+		}
 		lsns = append(lsns, r.LSN())
 	}
 	if r.Err() != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/logpond/logpond/record"
 )
 
 // Reader reads records in LSN order from a starting LSN, following the
@@ -23,6 +25,7 @@ type Reader struct {
 
 	lsn uint64
 	rec []byte
+	dec record.Record // rec decoded
 	err error
 }
 
@@ -62,7 +65,7 @@ func (r *Reader) Next() bool {
 			if r.sc.lsn < r.next {
 				continue
 			}
-			r.lsn, r.rec = r.sc.lsn, r.sc.rec
+			r.lsn, r.rec, r.dec = r.sc.lsn, r.sc.rec, r.sc.dec
 			r.next = r.sc.lsn + 1
 			return true
 		}
@@ -131,6 +134,11 @@ func (r *Reader) LSN() uint64 { return r.lsn }
 
 // Record is the current record, valid until the next call to Next.
 func (r *Reader) Record() []byte { return r.rec }
+
+// Decoded is the current record decoded: the Reader verified it (checksum
+// and layout) when it read it, so callers need not decode it again. It
+// aliases the same buffer as Record and is valid as long.
+func (r *Reader) Decoded() record.Record { return r.dec }
 
 // Err is the error that stopped the Reader, or nil.
 func (r *Reader) Err() error { return r.err }

@@ -3,6 +3,8 @@ package ledger
 import (
 	"fmt"
 	"os"
+
+	"github.com/logpond/logpond/record"
 )
 
 // readChunk is the size of one catch-up read: large, so that a reader far
@@ -27,8 +29,9 @@ type segScanner struct {
 	limit uint64 // stop before LSNs above this; 0 = no limit
 
 	lsn    uint64
-	rec    []byte // aliases buf: valid until the next call to next
-	recOff int64  // file offset of the current frame
+	rec    []byte        // aliases buf: valid until the next call to next
+	dec    record.Record // rec decoded, aliasing it too
+	recOff int64         // file offset of the current frame
 
 	damage *CorruptionError // set when scanning stopped at damage
 	ioErr  error
@@ -96,7 +99,7 @@ func (s *segScanner) nextFrame() bool {
 		if s.start >= s.end {
 			return false // clean end of file
 		}
-		lsn, rec, need, err := parseFrame(s.buf[s.start:s.end])
+		lsn, rec, dec, need, err := parseFrame(s.buf[s.start:s.end])
 		if err == nil && need > 0 {
 			have := s.end - s.start
 			if !s.fill(have + need) {
@@ -111,7 +114,7 @@ func (s *segScanner) nextFrame() bool {
 			err = fmt.Errorf("%w: frame says %d, expected %d", errLSN, lsn, s.next)
 		}
 		if err == nil {
-			s.lsn, s.rec, s.recOff = lsn, rec, s.pos()
+			s.lsn, s.rec, s.dec, s.recOff = lsn, rec, dec, s.pos()
 			s.start += int(frameSize(len(rec)))
 			s.next++
 			return true

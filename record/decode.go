@@ -45,6 +45,17 @@ func (r Record) Events() iter.Seq[[]byte] {
 	}
 }
 
+// Clone appends the record's events to dst and returns the grown dst and a
+// Record over the copy, which stays valid when the original buffer is
+// reused. The copy is of verified bytes, so it is not verified again.
+func (r Record) Clone(dst []byte) ([]byte, Record) {
+	start := len(dst)
+	dst = append(dst, r.events...)
+	c := r
+	c.events = dst[start:len(dst):len(dst)]
+	return dst, c
+}
+
 // SizeOf reads the total record size from the first HeaderSize bytes of a
 // record, for readers of a stream of records that must know how much to read
 // next. It checks what the header alone can show (version, length ≥

@@ -68,23 +68,16 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			if len(c.recs) == 0 {
 				c.started = time.Now()
 			}
-			// Decode the copy, which the worker then uses as is: one
-			// checksum pass per record.
-			start := len(c.data)
-			c.data = append(c.data, r.Record()...)
-			rec, err := record.Decode(c.data[start:])
-			if err != nil {
-				// The ledger checked the frame; a record that does not
-				// decode was stored broken, which retrying cannot fix.
-				return fmt.Errorf("elasticsearch: ledger record %d: %w (inspect with `ledgerctl dump --from %d --count 1`)", lsn, err, lsn)
-			}
+			// The Reader verified the record when it read it; the chunk
+			// keeps a copy of its events, which the worker uses as is.
+			rec := r.Decoded()
 			if err := tr.add(lsn, rec.Count()); err != nil {
 				return err
 			}
 			if rec.Count() == 0 {
-				c.data = c.data[:start]
 				continue
 			}
+			c.data, rec = rec.Clone(c.data)
 			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
 			if len(c.data) >= o.opts.FlushBytes && !send() {
 				return nil
