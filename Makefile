@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench bench-beats run demo fuzz clean install
+.PHONY: build test bench bench-beats run demo soak fuzz clean install
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
@@ -42,6 +42,12 @@ run: build
 # DEMO_SECONDS, DEMO_RATE and friends: see tools/demo.sh.
 demo: build
 	tools/demo.sh
+
+# The end-to-end crash test (SIGKILL under load with Elasticsearch faults)
+# with many more kills than CI's ten.
+SOAK_KILLS ?= 200
+soak:
+	LOGPOND_SOAK_KILLS=$(SOAK_KILLS) $(GO) test -count=1 -timeout 2h -run '^TestCrashEndToEnd$$' -v ./cmd/logpond
 
 # Fuzz every parser of untrusted bytes; seeds live in each package's testdata/.
 fuzz:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -136,7 +137,11 @@ listen = ""
 		return m[1]
 	}
 
-	const kills = 10
+	// `make soak` raises the number of kills (LOGPOND_SOAK_KILLS).
+	kills := 10
+	if v, err := strconv.Atoi(os.Getenv("LOGPOND_SOAK_KILLS")); err == nil && v > 0 {
+		kills = v
+	}
 	for k := range kills {
 		cmd, log := started(t, config)
 		addr := addrOf(log.String())
