@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/output/estest"
 )
 
 // TestPowerLossBothDevices puts the journal and the ledger on two
@@ -90,5 +95,105 @@ func TestPowerLossBothDevices(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Fatalf("%d acknowledged records lost", lost)
+	}
+}
+
+// TestPowerLossEndToEnd is the same cut with the Elasticsearch output
+// running (its cursor and dead-letter writes are on the ledger's device,
+// and the test Elasticsearch rejects items and requests now and then):
+// after remount and restart every record acknowledged before the cut
+// reaches Elasticsearch, and none twice.
+func TestPowerLossEndToEnd(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	es, err := estest.Start(estest.Options{Seed: int64(seed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	es.SetFaults(estest.Faults{ItemReject429: 0.05, Request503: 0.02})
+	jdisk := powerloss.New(t, 256<<20)
+	ldisk := powerloss.New(t, 256<<20)
+	cfg := crashConfig(t.TempDir())
+	cfg.Journal.Dir = filepath.Join(jdisk.Dir, "journal")
+	cfg.Ledger.Dir = filepath.Join(ldisk.Dir, "ledger")
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- s.Run(ctx) }()
+	var cut atomic.Bool
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for seq := 0; ; seq++ {
+				_, err := s.journal.Append(context.Background(), crashRecord(w, seq))
+				if err != nil || cut.Load() {
+					return
+				}
+				mu.Lock()
+				acked[fmt.Sprintf("%d/%d", w, seq)] = true
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(time.Duration(300+rng.IntN(600)) * time.Millisecond)
+	cut.Store(true)
+	var sw sync.WaitGroup
+	for _, d := range []*powerloss.Disk{jdisk, ldisk} {
+		sw.Go(func() {
+			if err := d.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	sw.Wait()
+	wg.Wait()
+	before := es.Count()
+	cancel()
+	<-runDone // fails: the disks are gone
+	s.Close()
+	jdisk.Remount()
+	ldisk.Remount()
+
+	r := start(t, cfg)
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		copies := map[string]int{}
+		for _, d := range es.Docs() {
+			copies[gjson.GetBytes(d.Source, "writer").String()+"/"+gjson.GetBytes(d.Source, "seq").String()]++
+		}
+		missing := 0
+		for p := range acked {
+			if copies[p] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			for p, n := range copies {
+				if n > 1 {
+					t.Errorf("record %s stored %d times", p, n)
+				}
+			}
+			t.Logf("%d acknowledged before the cut, %d documents before it, %d after recovery", len(acked), before, es.Count())
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged records never reached Elasticsearch", missing, len(acked))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.shutdown(t)
+	if len(acked) == 0 {
+		t.Fatal("nothing was acknowledged before the cut")
 	}
 }
