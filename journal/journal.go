@@ -624,6 +624,16 @@ func (j *Journal) Release(upTo uint64) error {
 
 // UsedBytes is the journal's size on disk, plus the bytes of appends
 // admitted but not yet written.
+// Err returns the failure that poisoned the journal, or nil. A poisoned
+// journal acknowledges nothing more; what it made durable stays readable
+// (LastLSN, Recent, Reader) until it is closed, and a fresh Open of its
+// directory resumes. Safe for concurrent use.
+func (j *Journal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.poisoned
+}
+
 // Waiting reports why appends wait, or "" when they do not: the journal is
 // full (the flusher has not released space yet) or poisoned. Safe for
 // concurrent use.

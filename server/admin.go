@@ -48,9 +48,9 @@ func (s *Server) snapshot() state {
 			st.waiting["input_budget"] = fmt.Sprintf("%d connections wait for input.beats.max_inflight_bytes (%d of %d bytes held)", in.BudgetWaiters, in.InflightBytes, in.MaxInflightBytes)
 		}
 	}
-	if s.journal != nil {
-		st.journalBytes, st.journalLast = s.journal.UsedBytes(), s.journal.LastLSN()
-		st.journalWaiting = s.journal.Waiting()
+	if j := s.jrnl(); j != nil {
+		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
+		st.journalWaiting = j.Waiting()
 		st.waiting["journal_full"] = st.journalWaiting
 	}
 	if s.ledger != nil {

@@ -127,12 +127,12 @@ func ledgerContents(t *testing.T, cfg *conf.Config) map[uint64][]byte {
 func TestFlusherMovesRecordsAndReleasesJournal(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	lsns := appendN(t, r.s.journal, 0, 3000) // ~3 MiB: several journal generations
+	lsns := appendN(t, r.s.jrnl(), 0, 3000) // ~3 MiB: several journal generations
 	last := lsns[len(lsns)-1]
 	deadline := time.Now().Add(30 * time.Second)
-	for r.s.ledger.LastLSN() < last || r.s.journal.FirstLSN() <= 1 {
+	for r.s.ledger.LastLSN() < last || r.s.jrnl().FirstLSN() <= 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledger.LastLSN(), last, r.s.journal.FirstLSN())
+			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledger.LastLSN(), last, r.s.jrnl().FirstLSN())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -151,7 +151,7 @@ func TestShutdownFlushesEverything(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Ledger.FlushInterval = conf.Duration(time.Minute) // only the final flush moves them
 	r := start(t, cfg)
-	lsns := appendN(t, r.s.journal, 0, 500)
+	lsns := appendN(t, r.s.jrnl(), 0, 500)
 	r.shutdown(t)
 	got := ledgerContents(t, cfg)
 	if len(got) != len(lsns) {
@@ -168,7 +168,7 @@ func TestRestartReplaysJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lsns := appendN(t, s.journal, 0, 2000)
+	lsns := appendN(t, s.jrnl(), 0, 2000)
 	s.Close() // no Run: nothing was flushed
 	r := start(t, cfg)
 	if !strings.Contains(r.log.String(), "to_replay=2000") {
@@ -185,14 +185,14 @@ func TestRestartReplaysJournal(t *testing.T) {
 func TestReplacedJournal(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	first := appendN(t, r.s.journal, 0, 100)
+	first := appendN(t, r.s.jrnl(), 0, 100)
 	r.shutdown(t)
 	if err := os.RemoveAll(cfg.Journal.Dir); err != nil {
 		t.Fatal(err)
 	}
 	os.Mkdir(cfg.Journal.Dir, 0o750)
 	r = start(t, cfg)
-	second := appendN(t, r.s.journal, 100, 10)
+	second := appendN(t, r.s.jrnl(), 100, 10)
 	if second[0] != first[len(first)-1]+1 {
 		t.Fatalf("after replacing the journal the first LSN is %d, want %d", second[0], first[len(first)-1]+1)
 	}
@@ -210,7 +210,7 @@ func TestReplacedJournal(t *testing.T) {
 func TestGapRefusesToStart(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	appendN(t, r.s.journal, 0, 10)
+	appendN(t, r.s.jrnl(), 0, 10)
 	r.shutdown(t)
 	// A journal from elsewhere, starting at LSN 21.
 	os.RemoveAll(cfg.Journal.Dir)

@@ -49,7 +49,7 @@ func TestPowerLossBothDevices(t *testing.T) {
 			defer wg.Done()
 			for seq := 0; ; seq++ {
 				rec := crashRecord(w, seq)
-				lsn, err := s.journal.Append(context.Background(), rec)
+				lsn, err := s.jrnl().Append(context.Background(), rec)
 				if err != nil || cut.Load() {
 					return
 				}
@@ -136,7 +136,7 @@ func TestPowerLossEndToEnd(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for seq := 0; ; seq++ {
-				_, err := s.journal.Append(context.Background(), crashRecord(w, seq))
+				_, err := s.jrnl().Append(context.Background(), crashRecord(w, seq))
 				if err != nil || cut.Load() {
 					return
 				}

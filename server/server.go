@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +43,10 @@ type Server struct {
 	cfg     *conf.Config
 	log     *slog.Logger
 	locks   []*dirlock.Lock // journal, ledger; released by Close
-	journal *journal.Journal
+	// jptr is the journal in use. The flusher replaces it when the
+	// journal failed (poisoned: ENOSPC, EIO) and a fresh open succeeds;
+	// everyone else reads it through jrnl.
+	jptr    atomic.Pointer[journal.Journal]
 	ledger  *ledger.Ledger
 	beats   *input.Beats
 	es      *elasticsearch.Output // nil when output.elasticsearch.enabled = false
@@ -126,7 +130,7 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		MaxRecordBytes: int(cfg.Journal.MaxGroupBytes),
 		Limits:         limits,
 		Logger:         log,
-	}, s.journal)
+	}, journalAppender{s})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -159,26 +163,16 @@ func (s *Server) openStores() error {
 		s.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",
 			"journal.dir", c.Journal.Dir, "ledger_last_lsn", ledgerLast)
 	}
-	s.journal, err = journal.Open(c.Journal.Dir, journal.Options{
-		SegmentBytes:  int64(c.Journal.SegmentBytes),
-		MaxBytes:      int64(c.Journal.MaxBytes),
-		MaxGroupWait:  time.Duration(c.Journal.MaxGroupWait),
-		MaxGroupBytes: int64(c.Journal.MaxGroupBytes),
-		StartAfter:    ledgerLast,
-		// The flusher's normal path: one segment of recent records in
-		// memory, so it rarely reads the journal's files.
-		TailBytes:    int64(c.Journal.SegmentBytes),
-		Logger:       s.log,
-		ObserveGroup: s.metrics.observeGroup,
-	})
+	j, err := s.openJournal(ledgerLast)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	s.jptr.Store(j)
 	// The journal must hold everything after the ledger's last LSN. Its
 	// first LSN (its last + 1 when it holds no record) beyond ledgerLast+1
 	// means records are in neither store: lost ledger writes whose journal
 	// copies were already released, or a journal from elsewhere.
-	jFirst, jLast := s.journal.FirstLSN(), s.journal.LastLSN()
+	jFirst, jLast := j.FirstLSN(), j.LastLSN()
 	if jFirst > ledgerLast+1 {
 		return fmt.Errorf("server: the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store; refusing to start (inspect with `ledgerctl -journal %s -ledger %s segments`)",
 			jFirst, ledgerLast, ledgerLast+1, jFirst-1, c.Journal.Dir, c.Ledger.Dir)
@@ -187,6 +181,48 @@ func (s *Server) openStores() error {
 		"stream_id", s.ledger.StreamID(), "ledger_last_lsn", ledgerLast,
 		"journal_first_lsn", jFirst, "journal_last_lsn", jLast, "to_replay", jLast-min(jLast, ledgerLast))
 	return nil
+}
+
+// openJournal opens the journal; its LSNs continue after startAfter (the
+// ledger's last) or its own last, whichever is larger.
+func (s *Server) openJournal(startAfter uint64) (*journal.Journal, error) {
+	c := s.cfg.Journal
+	return journal.Open(c.Dir, journal.Options{
+		SegmentBytes:  int64(c.SegmentBytes),
+		MaxBytes:      int64(c.MaxBytes),
+		MaxGroupWait:  time.Duration(c.MaxGroupWait),
+		MaxGroupBytes: int64(c.MaxGroupBytes),
+		StartAfter:    startAfter,
+		// The flusher's normal path: one segment of recent records in
+		// memory, so it rarely reads the journal's files.
+		TailBytes:    int64(c.SegmentBytes),
+		Logger:       s.log,
+		ObserveGroup: s.metrics.observeGroup,
+	})
+}
+
+// reopenJournal replaces the failed (and closed) journal by a fresh open
+// of its directory, which re-reads and repairs its tail (design §3: after a
+// failed write or fsync only a fresh open resumes). Only the flusher calls
+// it, after moving everything the failed journal made durable.
+func (s *Server) reopenJournal() error {
+	j, err := s.openJournal(s.ledger.LastLSN())
+	if err != nil {
+		return err
+	}
+	s.jptr.Store(j)
+	return nil
+}
+
+// jrnl is the journal in use (nil once closed).
+func (s *Server) jrnl() *journal.Journal { return s.jptr.Load() }
+
+// journalAppender gives the input whichever journal is in use, so that a
+// reopened journal takes appends without restarting the input.
+type journalAppender struct{ s *Server }
+
+func (a journalAppender) Append(ctx context.Context, rec []byte) (uint64, error) {
+	return a.s.jrnl().Append(ctx, rec)
 }
 
 // deadLetterDir is where the Elasticsearch output keeps dead letters:
@@ -301,7 +337,7 @@ func (s *Server) Run(ctx context.Context) error {
 	beatsDone := make(chan error, 1)
 	go func() { beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
-	f := &flusher{j: s.journal, l: s.ledger, interval: time.Duration(c.Ledger.FlushInterval), log: s.log}
+	f := &flusher{journal: s.jrnl, reopen: s.reopenJournal, l: s.ledger, interval: time.Duration(c.Ledger.FlushInterval), log: s.log}
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
@@ -332,7 +368,10 @@ func (s *Server) Run(ctx context.Context) error {
 		berr = err
 	}
 	s.beats = nil
-	jerr := s.journal.Close()
+	jerr := s.jrnl().Close()
+	if errors.Is(jerr, journal.ErrClosed) {
+		jerr = nil // the flusher closed a failed journal it could not reopen yet
+	}
 	stopFlusher()
 	if runErr == nil {
 		runErr = <-done
@@ -351,7 +390,8 @@ func (s *Server) Run(ctx context.Context) error {
 		derr = s.dlq.Close()
 	}
 	lerr := s.ledger.Close()
-	s.journal, s.ledger, s.dlq, s.es = nil, nil, nil, nil
+	s.jptr.Store(nil)
+	s.ledger, s.dlq, s.es = nil, nil, nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
@@ -368,9 +408,8 @@ func (s *Server) Close() error {
 		errs = append(errs, s.beats.Close())
 		s.beats = nil
 	}
-	if s.journal != nil {
-		errs = append(errs, s.journal.Close())
-		s.journal = nil
+	if j := s.jptr.Swap(nil); j != nil {
+		errs = append(errs, j.Close())
 	}
 	if s.dlq != nil {
 		errs = append(errs, s.dlq.Close())
