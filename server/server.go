@@ -40,9 +40,9 @@ import (
 
 // Server is an opened logpond instance. Open, then Run, then Close.
 type Server struct {
-	cfg     *conf.Config
-	log     *slog.Logger
-	locks   []*dirlock.Lock // journal, ledger; released by Close
+	cfg   *conf.Config
+	log   *slog.Logger
+	locks []*dirlock.Lock // journal, ledger; released by Close
 	// jptr is the journal in use. The flusher replaces it when the
 	// journal failed (poisoned: ENOSPC, EIO) and a fresh open succeeds;
 	// everyone else reads it through jrnl.
