@@ -131,9 +131,9 @@ func (s *Server) stopAdmin() {
 	s.admin, s.adminLn = nil, nil
 }
 
-// healthz answers 200 while the process can still do its job: 503 once
-// the journal failed (poisoned: nothing more is acknowledged until a
-// restart reopens it).
+// healthz answers 200 while the process can do its job: 503 while the
+// journal is failed (poisoned: nothing is acknowledged until the flusher
+// has reopened it, see flusher.recover).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	st := s.snapshot()
 	if strings.HasPrefix(st.journalWaiting, "journal failed") {
