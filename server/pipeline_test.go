@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/record"
 )
@@ -38,35 +38,17 @@ func testRecordText(event string) []byte {
 	return b
 }
 
-// logBuffer collects a server's log for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // running is a Server whose Run goroutine the test owns.
 type running struct {
 	s    *Server
 	stop context.CancelFunc
 	done chan error
-	log  *logBuffer
+	log  *syncbuf.Buffer
 }
 
 func start(t *testing.T, cfg *conf.Config) *running {
 	t.Helper()
-	lb := &logBuffer{}
+	lb := &syncbuf.Buffer{}
 	s, err := Open(cfg, slog.New(slog.NewTextHandler(lb, nil)))
 	if err != nil {
 		t.Fatal(err)
