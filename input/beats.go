@@ -211,13 +211,6 @@ func (b *Beats) Stats() BeatsStats {
 	return st
 }
 
-// Counts returns the acknowledged events and batches.
-func (b *Beats) Counts() (events, batches int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.events, b.batches
-}
-
 func (b *Beats) violation(c net.Conn, reason string, err error) {
 	b.mu.Lock()
 	b.violations[reason]++

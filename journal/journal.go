@@ -622,8 +622,6 @@ func (j *Journal) Release(upTo uint64) error {
 	return errors.Join(errs...)
 }
 
-// UsedBytes is the journal's size on disk, plus the bytes of appends
-// admitted but not yet written.
 // Err returns the failure that poisoned the journal, or nil. A poisoned
 // journal acknowledges nothing more; what it made durable stays readable
 // (LastLSN, Recent, Reader) until it is closed, and a fresh Open of its
@@ -634,21 +632,20 @@ func (j *Journal) Err() error {
 	return j.poisoned
 }
 
-// Waiting reports why appends wait, or "" when they do not: the journal is
-// full (the flusher has not released space yet) or poisoned. Safe for
-// concurrent use.
+// Waiting reports why appends wait for space, or "" when they do not:
+// the journal is full (the flusher has not released space yet). A failed
+// journal is Err. Safe for concurrent use.
 func (j *Journal) Waiting() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	switch {
-	case j.poisoned != nil:
-		return "journal failed: " + j.poisoned.Error()
-	case j.full:
+	if j.full {
 		return "journal full: waiting for the flusher to move records to the ledger"
 	}
 	return ""
 }
 
+// UsedBytes is the journal's size on disk, plus the bytes of appends
+// admitted but not yet written.
 func (j *Journal) UsedBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -27,7 +27,7 @@ type state struct {
 	violations      map[string]int64
 	journalBytes    int64
 	journalLast     uint64
-	journalWaiting  string
+	journalErr      error // the journal failed (poisoned)
 	ledgerBytes     int64
 	ledgerLast      uint64
 	cursors         map[string]uint64
@@ -50,8 +50,8 @@ func (s *Server) snapshot() state {
 	}
 	if j := s.jrnl(); j != nil {
 		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
-		st.journalWaiting = j.Waiting()
-		st.waiting["journal_full"] = st.journalWaiting
+		st.journalErr = j.Err()
+		st.waiting["journal_full"] = j.Waiting()
 	}
 	if s.ledger != nil {
 		st.ledgerBytes, st.ledgerLast = s.ledger.UsedBytes(), s.ledger.LastLSN()
@@ -136,8 +136,8 @@ func (s *Server) stopAdmin() {
 // has reopened it, see flusher.recover).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	st := s.snapshot()
-	if strings.HasPrefix(st.journalWaiting, "journal failed") {
-		http.Error(w, st.journalWaiting, http.StatusServiceUnavailable)
+	if st.journalErr != nil {
+		http.Error(w, "journal failed: "+st.journalErr.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -153,6 +153,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
 		}
+	}
+	if st.journalErr != nil {
+		why = append(why, "journal failed: "+st.journalErr.Error())
 	}
 	if st.input == nil {
 		why = append(why, "the Beats input is not running")
