@@ -7,7 +7,6 @@ type item struct {
 	pos   uint32
 	start int
 	end   int
-	hasID bool // a create with an id: a 409 means it is already stored
 }
 
 // batch is one bulk request: NDJSON bytes and the items they hold, in LSN
@@ -32,15 +31,4 @@ func (b *batch) body(items []item) []byte {
 		body = append(body, b.buf[it.start:it.end]...)
 	}
 	return body
-}
-
-// actionLine returns the action line of it (without its newline).
-func (b *batch) actionLine(it item) []byte {
-	line := b.buf[it.start:it.end]
-	for i, c := range line {
-		if c == '\n' {
-			return line[:i]
-		}
-	}
-	return line
 }

@@ -181,8 +181,7 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
 	b.buf = appendJSONString(b.buf, name)
-	hasID := o.opts.DerivedIDs
-	if hasID {
+	if o.opts.DerivedIDs {
 		b.buf = append(b.buf, `,"_id":`...)
 		if meta.id != nil {
 			b.buf = appendJSONString(b.buf, meta.id)
@@ -219,7 +218,7 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		b.buf = b.buf[:start]
 		return dead
 	}
-	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf), hasID: hasID})
+	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf)})
 	return nil
 }
 

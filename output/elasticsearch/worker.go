@@ -104,19 +104,16 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		var retry, dead []item
 		var deadResults []itemResult
 		run := itemRun{w: w}
+		tally := map[tallyKey]int{} // outcomes, counted once per response
 		for i, r := range results {
-			switch classify(r, items[i].hasID) {
+			out := classify(r, o.opts.DerivedIDs)
+			tally[tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}]++
+			switch out {
 			case outcomeDone:
-				if r.status == 409 {
-					o.stats.conflicts.Add(1)
-				} else {
-					o.stats.indexed.Add(1)
-				}
 				if err := run.add(items[i].lsn); err != nil {
 					return err
 				}
 			case outcomeRetry:
-				o.stats.retried.Add(1)
 				retry = append(retry, items[i])
 			case outcomeDead:
 				dead = append(dead, items[i])
@@ -126,9 +123,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		if err := run.flush(); err != nil {
 			return err
 		}
-		if o.opts.Observer != nil {
-			observeItems(o.opts.Observer, results, items)
-		}
+		o.count(tally)
 		if len(dead) > 0 {
 			if err := w.buryResults(ctx, b, dead, deadResults); err != nil {
 				return err
@@ -145,32 +140,41 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	return nil
 }
 
-// observeItems reports a response's items, one call per distinct
-// (status, outcome, error type).
-func observeItems(obs Observer, results []itemResult, items []item) {
-	type key struct {
-		status  int
-		outcome string
-		errType string
+// tallyKey groups a response's item outcomes for the counters.
+type tallyKey struct {
+	status  int
+	outcome string // done, conflict, retry, dead
+	errType string
+}
+
+// outcomeName is the metrics label of an outcome.
+func outcomeName(out outcome, status int) string {
+	switch {
+	case out == outcomeDone && status == 409:
+		return "conflict"
+	case out == outcomeDone:
+		return "done"
+	case out == outcomeRetry:
+		return "retry"
 	}
-	counts := map[key]int{}
-	for i, r := range results {
-		k := key{status: r.status, errType: r.errType}
-		switch classify(r, items[i].hasID) {
-		case outcomeDone:
-			k.outcome = "done"
-			if r.status == 409 {
-				k.outcome = "conflict"
-			}
-		case outcomeRetry:
-			k.outcome = "retry"
-		case outcomeDead:
-			k.outcome = "dead"
+	return "dead"
+}
+
+// count adds a response's outcomes to the counters and the Observer.
+// (Dead letters are counted when they are written.)
+func (o *Output) count(tally map[tallyKey]int) {
+	for k, n := range tally {
+		switch k.outcome {
+		case "done":
+			o.stats.indexed.Add(int64(n))
+		case "conflict":
+			o.stats.conflicts.Add(int64(n))
+		case "retry":
+			o.stats.retried.Add(int64(n))
 		}
-		counts[k]++
-	}
-	for k, n := range counts {
-		obs.Items(k.status, k.outcome, k.errType, n)
+		if o.opts.Observer != nil {
+			o.opts.Observer.Items(k.status, k.outcome, k.errType, n)
+		}
 	}
 }
 
@@ -223,7 +227,7 @@ func (w *worker) buryResults(ctx context.Context, b *batch, items []item, result
 	}
 	entries := make([]dlq.Entry, len(items))
 	for i, it := range items {
-		index, id := actionTarget(b.actionLine(it))
+		index, id := actionTarget(b.buf[it.start:it.end])
 		r := results[i]
 		entries[i] = dlq.Entry{
 			Stream: o.ledger.StreamID(), LSN: it.lsn, Position: it.pos, Index: index, Action: "create", DocID: id,
