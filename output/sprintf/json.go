@@ -216,34 +216,51 @@ func (w *walker) lookup(path []string) ([]byte, bool) {
 // objectMember finds key in the object starting at b[i] ('{') and returns
 // the index where its value starts.
 func objectMember(b []byte, i int, key string) (int, bool) {
+	at := -1
+	eachMember(b, i, func(ks, ke, vs, _ int) bool {
+		if keyEqual(b[ks+1:ke-1], key) {
+			at = vs
+			return false
+		}
+		return true
+	})
+	return at, at >= 0
+}
+
+// eachMember calls fn with the span of each member's key (quotes
+// included) and value in the object starting at b[i] ('{'), in order,
+// until fn returns false, the object ends, or the input is malformed
+// (then it stops silently). Every reader of object members goes through
+// it, so the scanning rules live in one place.
+func eachMember(b []byte, i int, fn func(keyStart, keyEnd, valStart, valEnd int) bool) {
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
 	i++
 	for {
 		i = skipWS(b, i)
 		if i >= len(b) || b[i] != '"' {
-			return 0, false // end of object, or malformed
+			return // end of object, or malformed
 		}
-		end, ok := skipString(b, i)
+		ks := i
+		ke, ok := skipString(b, i)
 		if !ok {
-			return 0, false
+			return
 		}
-		raw := b[i+1 : end-1]
-		i = skipWS(b, end)
+		i = skipWS(b, ke)
 		if i >= len(b) || b[i] != ':' {
-			return 0, false
+			return
 		}
-		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, false
+		vs := skipWS(b, i+1)
+		if i, ok = skipValue(b, vs); !ok {
+			return
 		}
-		if keyEqual(raw, key) {
-			return i, true
-		}
-		if i, ok = skipValue(b, i); !ok {
-			return 0, false
+		if !fn(ks, ke, vs, i) {
+			return
 		}
 		i = skipWS(b, i)
 		if i >= len(b) || b[i] != ',' {
-			return 0, false
+			return
 		}
 		i++
 	}

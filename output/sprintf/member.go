@@ -10,40 +10,14 @@ package sprintf
 // It reads only as far as the member: a malformed object, or one without
 // the key, gives ok = false.
 func Member(obj []byte, key string) (keyStart, valStart, valEnd int, ok bool) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return 0, 0, 0, false
-	}
-	i++
-	for {
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return 0, 0, 0, false
+	eachMember(obj, skipWS(obj, 0), func(ks, ke, vs, ve int) bool {
+		if keyEqual(obj[ks+1:ke-1], key) {
+			keyStart, valStart, valEnd, ok = ks, vs, ve, true
+			return false
 		}
-		ks := i
-		end, ok := skipString(obj, i)
-		if !ok {
-			return 0, 0, 0, false
-		}
-		raw := obj[i+1 : end-1]
-		i = skipWS(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return 0, 0, 0, false
-		}
-		i = skipWS(obj, i+1)
-		vs := i
-		if i, ok = skipValue(obj, i); !ok {
-			return 0, 0, 0, false
-		}
-		if keyEqual(raw, key) {
-			return ks, vs, i, true
-		}
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return 0, 0, 0, false
-		}
-		i++
-	}
+		return true
+	})
+	return keyStart, valStart, valEnd, ok
 }
 
 // AppendString appends the decoded content of the JSON string literal raw
@@ -57,37 +31,7 @@ func AppendString(dst, raw []byte) ([]byte, bool) { return appendString(dst, raw
 // matching keys this way accept only the plain spelling (Beats never
 // escapes its own keys).
 func Members(obj []byte, fn func(key, value []byte) bool) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return
-		}
-		end, ok := skipString(obj, i)
-		if !ok {
-			return
-		}
-		key := obj[i:end]
-		i = skipWS(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		i = skipWS(obj, i+1)
-		vs := i
-		if i, ok = skipValue(obj, i); !ok {
-			return
-		}
-		if !fn(key, obj[vs:i]) {
-			return
-		}
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return
-		}
-		i++
-	}
+	eachMember(obj, skipWS(obj, 0), func(ks, ke, vs, ve int) bool {
+		return fn(obj[ks:ke], obj[vs:ve])
+	})
 }
