@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -32,60 +31,14 @@ func TestPowerLossBothDevices(t *testing.T) {
 	cfg.Journal.Dir = filepath.Join(jdisk.Dir, "journal")
 	cfg.Ledger.Dir = filepath.Join(ldisk.Dir, "ledger")
 
-	s, err := Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- s.Run(ctx) }()
-	var cut atomic.Bool
-	var mu sync.Mutex
-	acked := map[uint64]string{}
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for seq := 0; ; seq++ {
-				rec := crashRecord(w, seq)
-				lsn, err := s.jrnl().Append(context.Background(), rec)
-				if err != nil || cut.Load() {
-					return
-				}
-				mu.Lock()
-				acked[lsn] = string(rec)
-				mu.Unlock()
-			}
-		}()
-	}
-	time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
-	cut.Store(true)
-	// Both devices lose power together, as one machine would.
-	var sw sync.WaitGroup
-	for _, d := range []*powerloss.Disk{jdisk, ldisk} {
-		sw.Add(1)
-		go func() {
-			defer sw.Done()
-			if err := d.Shutdown(); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	sw.Wait()
-	wg.Wait()
-	cancel()
-	<-runDone // fails: the disks are gone
-	s.Close()
-	jdisk.Remount()
-	ldisk.Remount()
+	acked := cutUnderLoad(t, cfg, 16, rng, jdisk, ldisk)
 
 	r := start(t, cfg)
 	r.shutdown(t)
 	got := ledgerContents(t, cfg)
 	lost := 0
 	for lsn, want := range acked {
-		if string(got[lsn]) != want {
+		if string(got[lsn]) != string(want) {
 			lost++
 		}
 	}
@@ -122,48 +75,12 @@ func TestPowerLossEndToEnd(t *testing.T) {
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
 
-	s, err := Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- s.Run(ctx) }()
-	var cut atomic.Bool
-	var mu sync.Mutex
+	records := cutUnderLoad(t, cfg, 8, rng, jdisk, ldisk)
+	storedBefore := es.Count() // the output stopped with the cut
 	acked := map[string]bool{}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for seq := 0; ; seq++ {
-				_, err := s.jrnl().Append(context.Background(), crashRecord(w, seq))
-				if err != nil || cut.Load() {
-					return
-				}
-				mu.Lock()
-				acked[fmt.Sprintf("%d/%d", w, seq)] = true
-				mu.Unlock()
-			}
-		})
+	for _, rec := range records {
+		acked[payloadKey(rec)] = true
 	}
-	time.Sleep(time.Duration(300+rng.IntN(600)) * time.Millisecond)
-	cut.Store(true)
-	var sw sync.WaitGroup
-	for _, d := range []*powerloss.Disk{jdisk, ldisk} {
-		sw.Go(func() {
-			if err := d.Shutdown(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	sw.Wait()
-	wg.Wait()
-	before := es.Count()
-	cancel()
-	<-runDone // fails: the disks are gone
-	s.Close()
-	jdisk.Remount()
-	ldisk.Remount()
 
 	r := start(t, cfg)
 	deadline := time.Now().Add(120 * time.Second)
@@ -184,7 +101,7 @@ func TestPowerLossEndToEnd(t *testing.T) {
 					t.Errorf("record %s stored %d times", p, n)
 				}
 			}
-			t.Logf("%d acknowledged before the cut, %d documents before it, %d after recovery", len(acked), before, es.Count())
+			t.Logf("%d acknowledged before the cut, %d documents before it, %d after recovery", len(acked), storedBefore, es.Count())
 			break
 		}
 		if time.Now().After(deadline) {
@@ -196,4 +113,55 @@ func TestPowerLossEndToEnd(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("nothing was acknowledged before the cut")
 	}
+}
+
+// cutUnderLoad runs a server on cfg with writers appending records, cuts
+// the power of both disks together at a random moment (as one machine
+// would lose it), closes the server, remounts the disks and returns the
+// records acknowledged before the cut, by LSN.
+func cutUnderLoad(t *testing.T, cfg *conf.Config, writers int, rng *rand.Rand, jdisk, ldisk *powerloss.Disk) map[uint64][]byte {
+	t.Helper()
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- s.Run(ctx) }()
+	var cut atomic.Bool
+	var mu sync.Mutex
+	acked := map[uint64][]byte{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for seq := 0; ; seq++ {
+				rec := crashRecord(w, seq)
+				lsn, err := s.jrnl().Append(context.Background(), rec)
+				if err != nil || cut.Load() {
+					return
+				}
+				mu.Lock()
+				acked[lsn] = rec
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
+	cut.Store(true)
+	var sw sync.WaitGroup
+	for _, d := range []*powerloss.Disk{jdisk, ldisk} {
+		sw.Go(func() {
+			if err := d.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	sw.Wait()
+	wg.Wait()
+	cancel()
+	<-runDone // fails: the disks are gone
+	s.Close()
+	jdisk.Remount()
+	ldisk.Remount()
+	return acked
 }
