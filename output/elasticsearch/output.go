@@ -48,8 +48,6 @@ type Options struct {
 	// appends to it; its owner closes it after Run returned.
 	DeadLetters *dlq.Store
 	Logger      *slog.Logger
-	// Transport, when set, replaces the HTTP transport (tests).
-	Transport http.RoundTripper
 	// Observer, when set, receives measurements for metrics.
 	Observer Observer
 }
@@ -78,7 +76,7 @@ type Output struct {
 	opts      Options
 	ledger    *ledger.Ledger
 	client    *es.Client
-	transport http.RoundTripper
+	transport *http.Transport
 	log       *slog.Logger
 	idPrefix  string
 	stats     counters
@@ -105,23 +103,20 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport := opts.Transport
-	if transport == nil {
-		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipVerify} //nolint:gosec // only when the user sets verification_mode = none
-		if len(opts.CACert) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(opts.CACert) {
-				return nil, errors.New("elasticsearch: tls.ca holds no PEM certificate")
-			}
-			tlsCfg.RootCAs = pool
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipVerify} //nolint:gosec // only when the user sets verification_mode = none
+	if len(opts.CACert) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(opts.CACert) {
+			return nil, errors.New("elasticsearch: tls.ca holds no PEM certificate")
 		}
-		transport = &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSClientConfig:     tlsCfg,
-			MaxIdleConnsPerHost: opts.Workers,
-			IdleConnTimeout:     90 * time.Second,
-		}
+		tlsCfg.RootCAs = pool
+	}
+	transport := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConnsPerHost: opts.Workers,
+		IdleConnTimeout:     90 * time.Second,
 	}
 	client, err := es.NewClient(es.Config{
 		Addresses: opts.Hosts,
@@ -220,9 +215,7 @@ func (o *Output) Run(ctx context.Context) error {
 	if err := o.client.Close(cctx); err != nil {
 		o.log.Warn("closing the Elasticsearch client", "err", err)
 	}
-	if t, ok := o.transport.(interface{ CloseIdleConnections() }); ok {
-		t.CloseIdleConnections()
-	}
+	o.transport.CloseIdleConnections()
 	o.log.Info("drain stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
 }

@@ -9,7 +9,6 @@ import (
 // counters are the output's running totals; atomics, read by Stats.
 type counters struct {
 	requests, failedRequests, refused atomic.Int64
-	requestNanos                      atomic.Int64
 	bytesSent                         atomic.Int64
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
@@ -18,17 +17,16 @@ type counters struct {
 
 // Stats is a snapshot of what the output did since it was created.
 type Stats struct {
-	Requests       int64         // bulk requests sent (each retry counts)
-	FailedRequests int64         // requests that failed as a whole and were retried
-	Refused        int64         // requests refused for their content (400, 413), then split
-	RequestTime    time.Duration // total time in bulk requests
-	BytesSent      int64         // request bodies, before compression
-	Indexed        int64         // items stored (2xx)
-	Conflicts      int64         // creates answered 409: stored by an earlier attempt
-	Retried        int64         // item retries (429, 5xx, rejected execution)
-	DeadLettered   int64         // events written to the dead-letter store
-	Outages        int64         // series of failed requests
-	CursorLSN      uint64        // last persisted cursor
+	Requests       int64  // bulk requests sent (each retry counts)
+	FailedRequests int64  // requests that failed as a whole and were retried
+	Refused        int64  // requests refused for their content (400, 413), then split
+	BytesSent      int64  // request bodies, before compression
+	Indexed        int64  // items stored (2xx)
+	Conflicts      int64  // creates answered 409: stored by an earlier attempt
+	Retried        int64  // item retries (429, 5xx, rejected execution)
+	DeadLettered   int64  // events written to the dead-letter store
+	Outages        int64  // series of failed requests
+	CursorLSN      uint64 // last persisted cursor
 }
 
 // Stats returns the current totals. Safe for concurrent use.
@@ -36,8 +34,8 @@ func (o *Output) Stats() Stats {
 	c := &o.stats
 	return Stats{
 		Requests: c.requests.Load(), FailedRequests: c.failedRequests.Load(), Refused: c.refused.Load(),
-		RequestTime: time.Duration(c.requestNanos.Load()), BytesSent: c.bytesSent.Load(),
-		Indexed: c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
+		BytesSent: c.bytesSent.Load(),
+		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), CursorLSN: c.cursor.Load(),
 	}
 }

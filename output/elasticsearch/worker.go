@@ -50,7 +50,6 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		status, resp, err := o.bulk(ctx, body)
 		took := time.Since(start)
 		o.stats.requests.Add(1)
-		o.stats.requestNanos.Add(int64(took))
 		if o.opts.Observer != nil && ctx.Err() == nil {
 			o.opts.Observer.Request(took, status)
 		}
