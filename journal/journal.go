@@ -223,9 +223,7 @@ func (j *Journal) openActive(g generation) error {
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
 	if err := j.syncDir(g.dir); err != nil {
-		if cerr := w.Close(); cerr != nil {
-			forceClose(w, j.log) // as in rotate: a failed Close leaks the file
-		}
+		closeLog(w, w, j.log)
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
 	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.spare) {
@@ -248,10 +246,7 @@ func (j *Journal) openActive(g generation) error {
 // record in it can be acknowledged.
 func (j *Journal) rotate(base uint64) error {
 	j.spare = takeTailBuffer(j.raw)
-	if err := j.wal.Close(); err != nil {
-		// tidwall's Close fsyncs first and leaks the file when that fails
-		// (the device could then never be unmounted).
-		forceClose(j.raw, j.log)
+	if err := closeLog(j.wal, j.raw, j.log); err != nil {
 		j.wal, j.raw = nil, nil
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
 	}
@@ -524,9 +519,8 @@ func (j *Journal) closeWAL() {
 	if j.wal == nil {
 		return
 	}
-	if err := j.wal.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
+	if err := closeLog(j.wal, j.raw, j.log); err != nil && !errors.Is(err, wal.ErrClosed) {
 		j.log.Warn("journal: close segment", "err", err)
-		forceClose(j.raw, j.log)
 	}
 	j.wal, j.raw = nil, nil
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"reflect"
@@ -29,6 +30,17 @@ func forceClose(l *wal.Log, log *slog.Logger) {
 	if err := f.Close(); err != nil {
 		log.Warn("journal: close segment after failure", "err", err)
 	}
+}
+
+// closeLog closes l (raw is the tidwall log under it) and, when Close
+// fails, the segment file Close would leak. Every close of a tidwall log
+// goes through it. It returns Close's error.
+func closeLog(l walLog, raw *wal.Log, log *slog.Logger) error {
+	err := l.Close()
+	if err != nil && !errors.Is(err, wal.ErrClosed) {
+		forceClose(raw, log)
+	}
+	return err
 }
 
 func tidwallFile(l *wal.Log) (*os.File, bool) {
