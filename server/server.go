@@ -255,10 +255,10 @@ func (s *Server) openOutput() error {
 		}
 	}
 	dir := deadLetterDir(s.cfg.Ledger.Dir)
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if _, err := prepareDir("output.elasticsearch dead-letter store", d); err != nil {
-			return err
-		}
+	// dlq.Open creates its own directory (and fsyncs its parent) when the
+	// parent exists: prepare only <ledger.dir>/dlq.
+	if _, err := prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
+		return err
 	}
 	// A dead-letter file must hold the largest event the input accepts
 	// (plus 1MiB for the entry's other fields); conf checked that four such
