@@ -1,68 +1,19 @@
 package elasticsearch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/record"
 )
-
-// sink is the cheapest bulk endpoint that still answers like
-// Elasticsearch: it counts the actions and says each was created. It
-// stores nothing, so the benchmark measures the output, not a server.
-type sink struct {
-	items atomic.Int64
-	srv   *http.Server
-	url   string
-}
-
-func startSink(b *testing.B) *sink {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &sink{url: "http://" + ln.Addr().String()}
-	item := []byte(`{"create":{"status":201}}`)
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Elastic-Product", "Elasticsearch")
-		w.Header().Set("Content-Type", "application/json")
-		// Count lines as the body streams by, without keeping it.
-		var buf [64 << 10]byte
-		lines := 0
-		for {
-			k, err := r.Body.Read(buf[:])
-			lines += bytes.Count(buf[:k], []byte{'\n'})
-			if err != nil {
-				break
-			}
-		}
-		n := lines / 2
-		out := make([]byte, 0, 32+n*(len(item)+1))
-		out = append(out, `{"errors":false,"items":[`...)
-		for i := range n {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, item...)
-		}
-		out = append(out, "]}"...)
-		w.Write(out)
-		s.items.Add(int64(n))
-	})}
-	go s.srv.Serve(ln)
-	return s
-}
 
 // BenchmarkDrain drains a backlog of 1 KiB Filebeat-like events from a
 // ledger into a sink that accepts everything: events/s and MB/s of the
@@ -97,17 +48,20 @@ func BenchmarkDrain(b *testing.B) {
 	if err := l.Sync(); err != nil {
 		b.Fatal(err)
 	}
-	s := startSink(b)
-	defer s.srv.Close()
+	s, err := estest.StartSink()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
 	b.ResetTimer()
 	for i := range b.N {
 		d, err := dlq.Open(fmt.Sprintf("%s/dlq%d", dir, i), dlq.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.items.Store(0)
+		s.Reset()
 		out, err := New(l, Options{
-			Hosts: []string{s.url}, Index: mustCompile(b, "%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "x",
+			Hosts: []string{s.URL()}, Index: mustCompile(b, "%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "x",
 			DerivedIDs: true, Workers: benchWorkers, FlushBytes: 5 << 20, FlushInterval: 50 * time.Millisecond, MaxRequestBytes: 100 << 20,
 			Timeout: time.Minute, RetryInitial: time.Millisecond, RetryMax: time.Second,
 			Cursor: fmt.Sprintf("bench%d", i), DeadLetters: d, Logger: slog.New(slog.DiscardHandler),
@@ -119,7 +73,7 @@ func BenchmarkDrain(b *testing.B) {
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() { done <- out.Run(ctx) }()
-		for s.items.Load() < events {
+		for s.Items() < events {
 			time.Sleep(time.Millisecond)
 		}
 		el := time.Since(start)

@@ -1,0 +1,290 @@
+// Package lumberload drives a Lumberjack v2 server with go-lumber's client
+// (the library Beats use) and measures what it acknowledges, and runs the
+// server under test as a child process so that its CPU time and peak memory
+// are its own. It is shared by the benchmark tools (beatsbench,
+// benchreport); nothing in logpond itself imports it.
+package lumberload
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+)
+
+// Config is the shape of a load: every connection sends the same batch of
+// Batch pre-encoded events of about EventSize bytes, waits for its ACK, and
+// sends it again, until Duration has passed.
+type Config struct {
+	Connections, Batch, EventSize int
+	Compression                   int // zlib level 0–9 (Filebeat's default is 3)
+	Duration                      time.Duration
+	Rate                          float64 // events/s over all connections; 0 = as fast as acknowledged
+}
+
+// Sample is one batch's acknowledgement latency and when, after the load
+// started, it was acknowledged.
+type Sample struct {
+	At, Latency time.Duration
+}
+
+// Result is what one load measured.
+type Result struct {
+	Events, Bytes int64
+	Batches       int
+	Elapsed       time.Duration
+	Latencies     []time.Duration // sorted
+	Timeline      []Sample        // in acknowledgement order
+	CPU           time.Duration   // the server's user+system CPU during the load, when known
+	PeakRSS       int64           // the server's peak resident set (VmHWM) in bytes, when known
+}
+
+// EventsPerSec is the acknowledged event rate.
+func (r Result) EventsPerSec() float64 { return float64(r.Events) / r.Elapsed.Seconds() }
+
+// MBPerSec is the acknowledged payload rate in 10^6 bytes/s.
+func (r Result) MBPerSec() float64 { return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds() }
+
+// CPUPerMillion is the server's CPU seconds per million acknowledged
+// events, or 0 when the CPU time is unknown.
+func (r Result) CPUPerMillion() float64 {
+	if r.CPU <= 0 || r.Events == 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / (float64(r.Events) / 1e6)
+}
+
+// Percentile is the p-quantile (0..1) of the batch acknowledgement latency.
+func (r Result) Percentile(p float64) time.Duration {
+	return Percentile(r.Latencies, p)
+}
+
+// Percentile is the p-quantile (0..1) of sorted latencies, 0 for none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// Event builds one pre-encoded JSON event of about size bytes, shaped like
+// a Beats event (its @metadata names the beat and version).
+func Event(size, n int) []byte {
+	head := fmt.Sprintf(`{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`, n)
+	pad := max(size-len(head)-2, 0)
+	return []byte(head + strings.Repeat("x", pad) + `"}`)
+}
+
+// Run loads addr as cfg says and returns what was acknowledged. The first
+// connection or send error ends that connection and is returned; what was
+// acknowledged before it still counts.
+func Run(addr string, cfg Config) (Result, error) {
+	batch := make([]interface{}, cfg.Batch)
+	var batchBytes int64
+	for i := range batch {
+		ev := Event(cfg.EventSize, i)
+		batch[i] = ev
+		batchBytes += int64(len(ev))
+	}
+	raw := lj.JSONEncoder(func(v interface{}) ([]byte, error) { return v.([]byte), nil })
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	defer cancel()
+	var mu sync.Mutex
+	var res Result
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range cfg.Connections {
+		wg.Go(func() {
+			c, err := lj.SyncDial(addr, raw, lj.CompressionLevel(cfg.Compression), lj.Timeout(60*time.Second))
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				return
+			}
+			defer c.Close()
+			var interval time.Duration
+			if cfg.Rate > 0 {
+				interval = time.Duration(float64(time.Second) * float64(cfg.Batch*cfg.Connections) / cfg.Rate)
+			}
+			next := time.Now()
+			for ctx.Err() == nil {
+				if interval > 0 {
+					time.Sleep(time.Until(next))
+					next = next.Add(interval)
+				}
+				t0 := time.Now()
+				n, err := c.Send(batch)
+				lat := time.Since(t0)
+				if err != nil {
+					mu.Lock()
+					if ctx.Err() == nil && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				res.Events += int64(n)
+				res.Bytes += batchBytes * int64(n) / int64(len(batch))
+				res.Batches++
+				res.Latencies = append(res.Latencies, lat)
+				res.Timeline = append(res.Timeline, Sample{At: t0.Add(lat).Sub(start), Latency: lat})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	slices.Sort(res.Latencies)
+	return res, firstErr
+}
+
+// Process is a server under test running as a child process.
+type Process struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{} // closed when its output has been read to the end
+	mu   sync.Mutex
+	tail []string // its last lines of output, for errors
+}
+
+// Start starts cmd and waits until a line of its combined output matches
+// addrRE, whose first group is the address it listens on.
+func Start(cmd *exec.Cmd, addrRE *regexp.Regexp) (*Process, error) {
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.tail = append(p.tail, line)
+			if len(p.tail) > 20 {
+				p.tail = p.tail[1:]
+			}
+			p.mu.Unlock()
+			if m := addrRE.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case p.addr = <-found:
+		return p, nil
+	case <-p.done:
+		cmd.Wait()
+		return nil, fmt.Errorf("%s exited before it printed a listening address:\n%s", cmd.Path, p.Output())
+	case <-time.After(time.Minute):
+		p.Stop()
+		return nil, fmt.Errorf("%s printed no listening address within a minute:\n%s", cmd.Path, p.Output())
+	}
+}
+
+// Addr is the address the process said it listens on.
+func (p *Process) Addr() string { return p.addr }
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Output is the last lines the process printed.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// CPU is the process's user+system CPU time so far.
+func (p *Process) CPU() time.Duration { return ProcessCPU(p.Pid()) }
+
+// PeakRSS is the process's peak resident set size so far (VmHWM), 0 when
+// unknown.
+func (p *Process) PeakRSS() int64 { return procStatusKB(p.Pid(), "VmHWM:") * 1024 }
+
+// Stop sends SIGTERM and waits for the process to exit; it returns the
+// exit error, if any.
+func (p *Process) Stop() error {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+	return p.cmd.Wait()
+}
+
+// Measure starts a server, loads it, stops it, and returns the load's
+// result with the server's CPU time and peak RSS.
+func Measure(cmd *exec.Cmd, addrRE *regexp.Regexp, cfg Config) (Result, error) {
+	p, err := Start(cmd, addrRE)
+	if err != nil {
+		return Result{}, err
+	}
+	cpu0 := p.CPU()
+	r, err := Run(p.Addr(), cfg)
+	r.CPU = p.CPU() - cpu0
+	r.PeakRSS = p.PeakRSS()
+	if serr := p.Stop(); serr != nil && err == nil {
+		err = fmt.Errorf("%s: %w\n%s", cmd.Path, serr, p.Output())
+	}
+	return r, err
+}
+
+// ProcessCPU reads a process's user+system CPU time from /proc, 0 when it
+// cannot.
+func ProcessCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may contain spaces).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// procStatusKB reads one "Key:   N kB" line of /proc/PID/status.
+func procStatusKB(pid int, key string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
