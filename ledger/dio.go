@@ -81,7 +81,9 @@ func probeDirectIO(dir string) error {
 	defer f.Close()
 	buf := alignedBuffer(BlockSize)
 	copy(buf, "logpond direct-io probe")
-	if err := writeAt(f, buf, 0); err != nil {
+	if err := writeAt(f, buf, 0); errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("ledger: %s: no space left for the O_DIRECT probe (one block): free space on its device: %w", dir, err)
+	} else if err != nil {
 		return fmt.Errorf("ledger: %s does not support O_DIRECT writes (direct_io = true): %w; set [ledger] direct_io = false", dir, err)
 	}
 	if _, err := readAt(f, buf, 0); err != nil {

@@ -52,7 +52,16 @@
 // Covered(L) says the journal still holds L and everything after it (then
 // nothing is lost: the flusher replays it); otherwise Open fails with a
 // [*CorruptionError]. New writes start at that boundary, so the bytes of the
-// torn write before it are never rewritten either.
+// torn write before it are never rewritten either. The open segment's
+// sparse index, if a crash left one, is removed, and the first Sync after
+// Open fsyncs the directory (the segment's entry may never have been).
+//
+// A write or fdatasync failure (ENOSPC, EIO) poisons the instance
+// ([Ledger.Err]); [Ledger.Reopen] opens a fresh one after it was closed.
+// Reopen also cuts records after the last synced LSN that read back intact
+// (their fdatasync never succeeded, so nothing proves they are on disk),
+// at the block boundary after the last synced record, again only when
+// Covered says the journal holds them.
 //
 // # Readers, cursors and retention
 //

@@ -115,7 +115,38 @@ type Repair struct {
 
 // Open opens (creating if needed) the ledger in dir, recovering the open
 // segment's tail (doc.go).
-func Open(dir string, opts Options) (*Ledger, error) {
+func Open(dir string, opts Options) (*Ledger, error) { return open(dir, opts, nil) }
+
+// Reopen opens a fresh instance of l's directory, with l's options but
+// covered as Options.Covered (the journal has released records since l was
+// opened), after l failed ([Ledger.Err]) and was closed: after a failed
+// write or fdatasync only a fresh open resumes (design.md §3).
+//
+// Unlike Open, Reopen keeps nothing of the open segment after l's LastLSN,
+// however intact it reads back: those bytes were written but no fdatasync
+// of them succeeded, and a failed fdatasync may drop dirty pages and let a
+// later one succeed (fsyncgate), so what reads back is no proof. They are
+// cut at the block boundary after the last synced record (bytes never
+// synced; synced bytes are never rewritten) and the writer appends them
+// again from the journal, which still holds them: it releases only what a
+// successful Sync covered. Records of a segment that was sealed (fdatasync
+// succeeded) before the failure are kept. Reopen does not probe O_DIRECT
+// again: the file system is the same, and the probe needs free space.
+func (l *Ledger) Reopen(covered func(lsn uint64) bool) (*Ledger, error) {
+	l.mu.Lock()
+	closed, synced := l.closed, l.durable
+	l.mu.Unlock()
+	if !closed {
+		return nil, fmt.Errorf("ledger: reopen %s: close the failed instance first", l.dir)
+	}
+	opts := l.opts
+	opts.Covered = covered
+	return open(l.dir, opts, &synced)
+}
+
+// open opens the ledger in dir. synced is nil for Open; for Reopen, the
+// last LSN the failed instance synced.
+func open(dir string, opts Options, synced *uint64) (*Ledger, error) {
 	if opts.SegmentBytes <= 0 || opts.SegmentBytes%BlockSize != 0 {
 		return nil, fmt.Errorf("ledger: segment bytes %d must be a positive multiple of %d", opts.SegmentBytes, BlockSize)
 	}
@@ -144,7 +175,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if l.stream, err = l.loadStream(len(segs) > 0); err != nil {
 		return nil, err
 	}
-	if opts.DirectIO {
+	if opts.DirectIO && synced == nil {
 		if err := probeDirectIO(dir); err != nil {
 			return nil, err
 		}
@@ -154,9 +185,14 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	}
 	l.segs = segs
 	if len(segs) > 0 {
-		if err := l.recoverOpenSegment(); err != nil {
+		if err := l.recoverOpenSegment(synced); err != nil {
 			return nil, err
 		}
+		// The open segment's directory entry may never have been fsynced:
+		// a crash or a failure came between its creation and the Sync that
+		// fsyncs the directory. The first Sync does it, before the journal
+		// releases anything this segment holds.
+		l.dirDirty = true
 	}
 	l.durable = l.last
 	l.openBytes.Store(l.writeOff)
@@ -257,26 +293,60 @@ func writeFileAtomic(path string, data []byte, syncDir func(string) error) error
 }
 
 // recoverOpenSegment scans the newest segment, cuts a torn tail the journal
-// covers, and opens the segment for writing after its last record.
-func (l *Ledger) recoverOpenSegment() error {
+// covers, and opens the segment for writing after its last record. synced
+// (Reopen only) is the last LSN the failed instance synced: records after
+// it and after the segment's first LSN - 1 are cut too (see Reopen).
+func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 	seg := &l.segs[len(l.segs)-1]
 	f, err := openSegmentFile(seg.path, os.O_RDWR, l.opts.DirectIO)
 	if err != nil {
 		return fmt.Errorf("ledger: open %s: %w", seg.path, err)
 	}
+	// A segment that was sealed has an index; an open one must not, or a
+	// reader could seek with entries for bytes that are rewritten below.
+	if err := os.Remove(indexPath(seg.path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.Close()
+		return fmt.Errorf("ledger: remove the index of the open segment: %w", err)
+	}
+	keep := ^uint64(0) // keep records up to this LSN
+	if synced != nil {
+		// A newest segment exists only once the one before it was sealed,
+		// and sealing fdatasyncs: what precedes seg.first is synced.
+		keep = max(*synced, seg.first-1)
+	}
 	sc := newSegScanner(f, seg.path, seg.first, 0)
-	var end int64 // just past the last valid frame
+	var end int64 // just past the last valid frame kept
+	last := seg.first - 1
+	unsynced := uint64(0) // first LSN cut for never having been synced
 	for sc.nextFrame() {
+		if sc.lsn > keep {
+			unsynced = sc.lsn
+			break
+		}
 		end = sc.recOff + frameSize(len(sc.rec))
+		last = sc.lsn
 		l.index = addIndexEntry(l.index, sc.lsn, sc.recOff)
 	}
 	if sc.ioErr != nil {
 		f.Close()
 		return sc.ioErr
 	}
-	l.last = sc.next - 1
+	l.last = last
 	l.writeOff = alignUp(end)
-	if d := sc.damage; d != nil {
+	switch d := sc.damage; {
+	case unsynced > 0:
+		// The write that held unsynced began at the block boundary after
+		// the last synced record: cutting at writeOff cuts no synced byte.
+		if l.opts.Covered == nil || !l.opts.Covered(unsynced) {
+			f.Close()
+			return &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: unsynced,
+				Err: fmt.Errorf("records from LSN %d on were written but never synced before the ledger failed, and the journal no longer holds them", unsynced)}
+		}
+		l.repair = &Repair{Segment: seg.path, Offset: l.writeOff, CutAt: l.writeOff, FirstLSN: unsynced,
+			Reason: "written before the ledger failed, never synced"}
+		l.log.Warn("ledger: cut records written before the failure but never synced (the journal still holds them)",
+			"segment", seg.path, "cut_at", l.writeOff, "first_lsn_cut", unsynced)
+	case d != nil:
 		if l.opts.Covered == nil || !l.opts.Covered(d.LSN) {
 			f.Close()
 			d.Err = fmt.Errorf("%w; the journal no longer holds LSN %d, so these records cannot be replayed", d.Err, d.LSN)

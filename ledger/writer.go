@@ -148,6 +148,16 @@ func (l *Ledger) startSegment(first uint64) error {
 	return nil
 }
 
+// Err returns the write or fdatasync failure that poisoned the ledger, or
+// nil. It stays set after Close. A poisoned ledger stores nothing more;
+// what it synced stays readable until it is closed, and [Ledger.Reopen]
+// resumes. Safe for concurrent use.
+func (l *Ledger) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.poisoned
+}
+
 func (l *Ledger) usable() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,0 +1,292 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logpond/logpond/internal/powerloss"
+)
+
+// coveredFrom is an Options.Covered for a journal whose first LSN is first.
+func coveredFrom(first uint64) func(uint64) bool {
+	return func(lsn uint64) bool { return lsn >= first }
+}
+
+// expectLSNs reads l from its oldest record and checks that it holds
+// exactly from..to, each with the content rec(lsn, pad(lsn)).
+func expectLSNs(t *testing.T, l *Ledger, from, to uint64, pad func(uint64) int) {
+	t.Helper()
+	r := l.Reader(1)
+	defer r.Close()
+	n := from
+	for r.Next() {
+		if r.LSN() != n || string(r.Record()) != string(rec(t, n, pad(n))) {
+			t.Fatalf("record at LSN %d (want %d) is wrong", r.LSN(), n)
+		}
+		n++
+	}
+	if r.Err() != nil || n != to+1 {
+		t.Fatalf("read LSNs %d..%d, want %d..%d (err %v)", from, n-1, from, to, r.Err())
+	}
+}
+
+// TestReopenCutsUnsyncedRecords: the records of a write whose fdatasync
+// failed read back intact, but nothing proves they are on disk, so Reopen
+// cuts them (the journal still holds them) and the writer writes them
+// again; what was synced before stays, and nothing synced is rewritten.
+func TestReopenCutsUnsyncedRecords(t *testing.T) {
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
+			opts := testOpts(t, direct)
+			opts.SegmentBytes = 1 << 20
+			fail := false
+			opts.hooks.fdatasync = func(f *os.File) error {
+				if fail {
+					return errors.New("EIO")
+				}
+				return fdatasync(f)
+			}
+			dir := t.TempDir()
+			l := mustOpen(t, dir, opts)
+			fill(t, l, 1, 10, 100, false)
+			seg := filepath.Join(dir, segmentName(1))
+			syncedSize := fileSize(t, seg)
+			synced := readFile(t, seg)
+			fail = true
+			for lsn := uint64(11); lsn <= 20; lsn++ {
+				if err := l.Append(context.Background(), lsn, rec(t, lsn, 100)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Sync(); !errors.Is(err, ErrPoisoned) || l.Err() == nil {
+				t.Fatalf("Sync with a failing fdatasync: %v (Err %v)", err, l.Err())
+			}
+			if fileSize(t, seg) <= syncedSize {
+				t.Fatal("the failed Sync wrote nothing: the test cannot tell")
+			}
+			if _, err := l.Reopen(coveredFrom(11)); err == nil {
+				t.Fatal("Reopen of an instance that is still open succeeded")
+			}
+			if err := l.Close(); err == nil {
+				t.Fatal("Close of a poisoned ledger returned nil, want the failure")
+			}
+			if l.Err() == nil {
+				t.Fatal("Err is nil after Close")
+			}
+			fail = false
+			l2, err := l.Reopen(coveredFrom(11))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l2.Close()
+			if l2.LastLSN() != 10 || l2.Err() != nil {
+				t.Fatalf("reopened: last LSN %d, err %v; want 10, nil", l2.LastLSN(), l2.Err())
+			}
+			if rp := l2.Recovery(); rp == nil || rp.FirstLSN != 11 || rp.CutAt != syncedSize {
+				t.Fatalf("repair %+v, want LSN 11 cut at %d", rp, syncedSize)
+			}
+			if got := fileSize(t, seg); got != syncedSize {
+				t.Fatalf("segment is %d bytes after Reopen, want %d", got, syncedSize)
+			}
+			fill(t, l2, 11, 25, 100, false)
+			expectLSNs(t, l2, 1, 25, func(uint64) int { return 100 })
+			if got := readFile(t, seg)[:len(synced)]; string(got) != string(synced) {
+				t.Fatal("synced bytes were rewritten")
+			}
+		})
+	}
+}
+
+// TestReopenNotCovered: unsynced records the journal no longer holds
+// cannot be cut; Reopen refuses with a CorruptionError.
+func TestReopenNotCovered(t *testing.T) {
+	opts := testOpts(t, true)
+	fail := false
+	opts.hooks.fdatasync = func(f *os.File) error {
+		if fail {
+			return errors.New("EIO")
+		}
+		return fdatasync(f)
+	}
+	l := mustOpen(t, t.TempDir(), opts)
+	fill(t, l, 1, 3, 0, false)
+	fail = true
+	l.Append(context.Background(), 4, rec(t, 4, 0))
+	l.Sync()
+	l.Close()
+	fail = false
+	_, err := l.Reopen(coveredFrom(5))
+	if ce := (*CorruptionError)(nil); !errors.As(err, &ce) || ce.LSN != 4 {
+		t.Fatalf("Reopen: %v, want a CorruptionError at LSN 4", err)
+	}
+}
+
+// TestReopenAfterFailedSegmentStart: a Sync that sealed a segment, created
+// the next and failed to fsync the directory leaves records in the new
+// segment whose directory entry is not durable. Reopen keeps the sealed
+// segment (its fdatasync succeeded), cuts the new one, and its first Sync
+// fsyncs the directory before the journal may release anything.
+func TestReopenAfterFailedSegmentStart(t *testing.T) {
+	opts := testOpts(t, true) // 64 KiB segments
+	failDir := false
+	dirSyncs := 0
+	opts.hooks.syncDir = func(dir string) error {
+		dirSyncs++
+		if failDir {
+			return errors.New("EIO")
+		}
+		return nil
+	}
+	dir := t.TempDir()
+	l := mustOpen(t, dir, opts)
+	fill(t, l, 1, 5, 1000, false)
+	failDir = true
+	lsn := uint64(6)
+	for ; ; lsn++ {
+		if err := l.Append(context.Background(), lsn, rec(t, lsn, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.segs) == 2 {
+			break // the record that started the second segment
+		}
+	}
+	second := lsn
+	if err := l.Sync(); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("Sync with a failing directory fsync: %v", err)
+	}
+	l.Close()
+	failDir = false
+	l2, err := l.Reopen(coveredFrom(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if l2.LastLSN() != second-1 {
+		t.Fatalf("reopened: last LSN %d, want %d (the sealed segment's last)", l2.LastLSN(), second-1)
+	}
+	if _, err := os.Stat(indexPath(filepath.Join(dir, segmentName(second)))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the open segment has an index: %v", err)
+	}
+	before := dirSyncs
+	fill(t, l2, second, second+3, 1000, false)
+	if dirSyncs == before {
+		t.Fatal("the first Sync after Reopen did not fsync the directory")
+	}
+	expectLSNs(t, l2, 1, second+3, func(uint64) int { return 1000 })
+}
+
+// TestReopenAfterENOSPC fills the ledger's real ext4 file system until a
+// write fails with ENOSPC (a partial write: the file system takes what
+// fits), frees space and reopens: every synced record is intact, the torn
+// or unsynced tail is cut, and the writer continues after the last synced
+// record.
+func TestReopenAfterENOSPC(t *testing.T) {
+	disk := powerloss.New(t, 32<<20)
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
+			dir := filepath.Join(disk.Dir, fmt.Sprintf("ledger-%v", direct))
+			opts := testOpts(t, direct)
+			opts.SegmentBytes = 4 << 20
+			l := mustOpen(t, dir, opts)
+			filler := filepath.Join(disk.Dir, "filler")
+			fillDevice(t, filler, 3<<20) // leave less than a segment
+			pad := func(lsn uint64) int { return int(lsn*131) % 7000 }
+			var failure error
+			lsn := uint64(1)
+			for ; failure == nil; lsn++ {
+				if err := l.Append(context.Background(), lsn, rec(t, lsn, pad(lsn))); err != nil {
+					failure = err
+					break
+				}
+				if lsn%150 == 0 {
+					failure = l.Sync()
+				}
+			}
+			if !errors.Is(failure, ErrPoisoned) || !errors.Is(failure, unix.ENOSPC) {
+				t.Fatalf("the full device gave %v, want ENOSPC poisoning the ledger", failure)
+			}
+			synced := l.LastLSN()
+			t.Logf("failed at LSN %d with %v; last synced LSN %d", lsn, failure, synced)
+			l.Close()
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			l2, err := l.Reopen(coveredFrom(synced + 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l2.Close()
+			t.Logf("reopen cut %+v", l2.Recovery())
+			if l2.LastLSN() != synced {
+				t.Fatalf("reopened at LSN %d, want the last synced %d", l2.LastLSN(), synced)
+			}
+			fill(t, l2, synced+1, lsn+50, 0, false)
+			expectLSNs(t, l2, 1, lsn+50, func(n uint64) int {
+				if n > synced {
+					return 0
+				}
+				return pad(n)
+			})
+			l2.Close()
+			// And a plain Open (the next start) agrees.
+			l3 := mustOpen(t, dir, opts)
+			defer l3.Close()
+			if l3.LastLSN() != lsn+50 || l3.Recovery() != nil {
+				t.Fatalf("open after: last LSN %d, repair %+v", l3.LastLSN(), l3.Recovery())
+			}
+		})
+	}
+}
+
+// fillDevice writes path until the file system is full, then frees leave
+// bytes of it.
+func fillDevice(t *testing.T, path string, leave int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	var size int64
+	for {
+		n, err := f.Write(chunk)
+		size += int64(n)
+		if errors.Is(err, unix.ENOSPC) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Truncate(max(size-leave, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
