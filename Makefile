@@ -7,13 +7,14 @@ LDFLAGS := -X main.version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench bench-beats run demo soak fuzz clean install
+.PHONY: build test bench bench-beats bench-report run demo soak fuzz clean install
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
 	$(GO) build -o bin/beatsbench ./tools/beatsbench
 	$(GO) build -o bin/ledgerctl ./tools/ledgerctl
 	$(GO) build -o bin/esserver ./tools/esserver
+	$(GO) build -o bin/benchreport ./tools/benchreport
 
 # gofmt and vet first: they are fast and catch what review would.
 test:
@@ -30,6 +31,15 @@ bench:
 # ext4 whose image lives in /dev/shm (a stand-in second device). Root.
 bench-beats: build
 	tools/beatsbench/bench.sh
+
+# docs/benchmarks.md and docs/benchmarks-isolation.png from one run of
+# tools/benchreport: ingest vs baselines for three event sizes and two zlib
+# levels, the isolation run, many small clients (issue 9). Root; about 10
+# minutes. strace is installed when missing (the fsync count needs it).
+bench-report: build
+	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || true
+	bin/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png
 
 # The example configuration keeps its data under ./data.
 run: build

@@ -18,6 +18,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -67,7 +68,7 @@ func main() {
 			os.Exit(1)
 		}
 	default:
-		r, err := lumberload.Run(*addr, cfg)
+		r, err := lumberload.Run(context.Background(), *addr, cfg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beatsbench:", err)
 			os.Exit(1)

@@ -78,18 +78,43 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
+// words make an event's message: log-like text that zlib compresses about
+// as well as real log lines (a few times), not a run of one byte.
+var words = strings.Fields(`GET POST /api/v1/orders /health /login user=alice user=bob status=200
+status=404 status=503 latency_ms=12 latency_ms=347 upstream=10.0.3.17:8080 request_id=7f3a9c
+"Mozilla/5.0 (X11; Linux x86_64)" connection reset by peer retrying in 2s cache miss
+for key session:91a2 took 0.043s INFO WARN ERROR worker-7 worker-12 shard=3 bytes=5120`)
+
 // Event builds one pre-encoded JSON event of about size bytes, shaped like
-// a Beats event (its @metadata names the beat and version).
+// a Beats event (its @metadata names the beat and version), with a
+// message of pseudo-random words that differs from event to event.
 func Event(size, n int) []byte {
-	head := fmt.Sprintf(`{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`, n)
-	pad := max(size-len(head)-2, 0)
-	return []byte(head + strings.Repeat("x", pad) + `"}`)
+	b := fmt.Appendf(nil, `{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`, n)
+	head := len(b)
+	x := uint32(n)*2654435761 + 1
+	for len(b) < size-2 {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		w := words[x%uint32(len(words))]
+		if strings.ContainsRune(w, '"') {
+			w = strings.ReplaceAll(w, `"`, `\"`)
+		}
+		b = append(b, w...)
+		b = append(b, ' ')
+	}
+	b = b[:max(size-2, head)]
+	if b[len(b)-1] == '\\' { // cut inside an escaped quote
+		b[len(b)-1] = ' '
+	}
+	return append(b, `"}`...)
 }
 
-// Run loads addr as cfg says and returns what was acknowledged. The first
+// Run loads addr as cfg says, until cfg.Duration has passed or ctx ends,
+// and returns what was acknowledged. The first
 // connection or send error ends that connection and is returned; what was
 // acknowledged before it still counts.
-func Run(addr string, cfg Config) (Result, error) {
+func Run(ctx context.Context, addr string, cfg Config) (Result, error) {
 	batch := make([]interface{}, cfg.Batch)
 	var batchBytes int64
 	for i := range batch {
@@ -98,7 +123,7 @@ func Run(addr string, cfg Config) (Result, error) {
 		batchBytes += int64(len(ev))
 	}
 	raw := lj.JSONEncoder(func(v interface{}) ([]byte, error) { return v.([]byte), nil })
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var mu sync.Mutex
 	var res Result
@@ -160,6 +185,7 @@ type Process struct {
 	addr string
 	done chan struct{} // closed when its output has been read to the end
 	mu   sync.Mutex
+	head []string // its first lines of output, where servers say where they listen
 	tail []string // its last lines of output, for errors
 }
 
@@ -183,6 +209,9 @@ func Start(cmd *exec.Cmd, addrRE *regexp.Regexp) (*Process, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
+			if len(p.head) < 200 {
+				p.head = append(p.head, line)
+			}
 			p.tail = append(p.tail, line)
 			if len(p.tail) > 20 {
 				p.tail = p.tail[1:]
@@ -211,6 +240,19 @@ func Start(cmd *exec.Cmd, addrRE *regexp.Regexp) (*Process, error) {
 
 // Addr is the address the process said it listens on.
 func (p *Process) Addr() string { return p.addr }
+
+// Find returns the groups of the first line of the process's early output
+// (its first 200 lines) that matches re, or nil.
+func (p *Process) Find(re *regexp.Regexp) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range p.head {
+		if m := re.FindStringSubmatch(line); m != nil {
+			return m
+		}
+	}
+	return nil
+}
 
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
@@ -245,7 +287,7 @@ func Measure(cmd *exec.Cmd, addrRE *regexp.Regexp, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	cpu0 := p.CPU()
-	r, err := Run(p.Addr(), cfg)
+	r, err := Run(context.Background(), p.Addr(), cfg)
 	r.CPU = p.CPU() - cpu0
 	r.PeakRSS = p.PeakRSS()
 	if serr := p.Stop(); serr != nil && err == nil {

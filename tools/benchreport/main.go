@@ -1,0 +1,154 @@
+// Command benchreport measures logpond end to end and writes
+// docs/benchmarks.md (run it as `make bench-report`, as root):
+//
+//   - ingest: events/s, MB/s, ack latency p50/p99/p999, server CPU seconds
+//     per million events and peak RSS for 256 B, 1 KiB and 90 KiB events
+//     with zlib compression 0 and 3, logpond beside the no-durability
+//     (noop) and naive-durable baselines of beatsbench, interleaved in
+//     rounds within one run;
+//   - isolation: ack latency at a fixed rate with the Elasticsearch output
+//     idle, draining a catch-up backlog of -backlog bytes, and with the
+//     ledger's loop device throttled by a blkio cgroup, plotted over time
+//     (a PNG beside the report);
+//   - many small clients: -small-conns connections each sending windows of
+//     50 events, records per journal fsync counted from /metrics and, under
+//     strace, at the syscall.
+//
+// The journal goes under the work directory on this machine's disk; the
+// ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
+// two stores are on different block devices as design §6 asks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	out, png, bin string
+	work          string // where the journal and the loop image's mount point go
+	duration      time.Duration
+	rounds        int
+	sizes         []int
+	backlog       int64
+	isoDuration   time.Duration
+	isoRate       float64
+	throttleBPS   int64
+	smallConns    int
+	smallDuration time.Duration
+	ledgerImage   int64
+	parts         string // comma-separated: ingest, isolation, small
+}
+
+func defaultOptions() options {
+	return options{
+		out: "docs/benchmarks.md", png: "docs/benchmarks-isolation.png", bin: "bin",
+		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
+		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
+		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
+		parts: "ingest,isolation,small",
+	}
+}
+
+func main() {
+	o := defaultOptions()
+	flag.StringVar(&o.out, "out", o.out, "the report to write (Markdown)")
+	flag.StringVar(&o.png, "png", o.png, "the latency-over-time plot of the isolation run (PNG)")
+	flag.StringVar(&o.bin, "bin", o.bin, "directory holding logpond and beatsbench")
+	flag.StringVar(&o.work, "work", o.work, "directory for the journal (put it on the disk to measure)")
+	flag.DurationVar(&o.duration, "duration", o.duration, "length of each ingest measurement")
+	flag.IntVar(&o.rounds, "rounds", o.rounds, "interleaved rounds of noop, naive and logpond per event size and compression")
+	backlog := flag.Int64("backlog", o.backlog, "bytes of ledger backlog the isolation run drains while it measures")
+	flag.DurationVar(&o.isoDuration, "isolation-duration", o.isoDuration, "length of each isolation phase")
+	flag.Float64Var(&o.isoRate, "isolation-rate", o.isoRate, "events/s sent during the isolation phases")
+	flag.Int64Var(&o.throttleBPS, "throttle", o.throttleBPS, "bytes/s each way the ledger's device is throttled to in the isolation run")
+	flag.IntVar(&o.smallConns, "small-conns", o.smallConns, "connections of the many-small-clients run")
+	flag.DurationVar(&o.smallDuration, "small-duration", o.smallDuration, "length of the many-small-clients runs")
+	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
+	flag.Parse()
+	o.backlog = *backlog
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// run measures everything and writes the report and the plot.
+func run(ctx context.Context, o options, progress *os.File) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (it mounts a loop device for the ledger and creates a blkio cgroup)")
+	}
+	for _, b := range []string{"logpond", "beatsbench"} {
+		if _, err := os.Stat(filepath.Join(o.bin, b)); err != nil {
+			return fmt.Errorf("%s: build it first (make build): %w", b, err)
+		}
+	}
+	for _, tool := range []string{"mkfs.ext4", "losetup", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed to give the ledger its own device: %w", tool, err)
+		}
+	}
+	work, err := os.MkdirTemp(o.work, "benchreport-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	lfs, err := mountLoop(filepath.Join("/dev/shm", filepath.Base(work)+".img"), filepath.Join(work, "ledger-fs"), o.ledgerImage)
+	if err != nil {
+		return err
+	}
+	defer lfs.unmount()
+	b := &bench{o: o, work: work, lfs: lfs, log: progress}
+	rep := &report{
+		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(), Revision: revision(),
+		JournalDev: deviceOf(work), LedgerDev: fmt.Sprintf("%s, ext4 on %s (image in /dev/shm, a RAM-backed file)", lfs.dev, lfs.img),
+		Opts: o,
+	}
+	parts := map[string]bool{}
+	for _, p := range strings.Split(o.parts, ",") {
+		parts[strings.TrimSpace(p)] = true
+	}
+	if parts["ingest"] {
+		if rep.Ingest, err = b.ingest(ctx); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+	}
+	if parts["isolation"] {
+		if rep.Isolation, err = b.isolation(ctx); err != nil {
+			return fmt.Errorf("isolation: %w", err)
+		}
+		if err := writePlot(o.png, o.isoRate, rep.Isolation); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		rep.PNG = filepath.Base(o.png)
+	}
+	if parts["small"] {
+		if rep.Small, rep.StraceNote, err = b.smallClients(ctx); err != nil {
+			return fmt.Errorf("many small clients: %w", err)
+		}
+	}
+	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "wrote %s and %s\n", o.out, o.png)
+	return nil
+}
+
+// The lines logpond logs when it listens.
+var (
+	beatsRE = regexp.MustCompile(`beats input listening" addr=(\S+)`)
+	adminRE = regexp.MustCompile(`admin listening" addr=(\S+)`)
+	noopRE  = regexp.MustCompile(`listening (\S+)`)
+)

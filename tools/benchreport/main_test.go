@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/tools/internal/lumberload"
+)
+
+func fakeResult(evps float64, lat time.Duration) lumberload.Result {
+	r := lumberload.Result{Events: int64(evps), Bytes: int64(evps) * 1000, Elapsed: time.Second, CPU: time.Second, PeakRSS: 64 << 20}
+	for i := range 100 {
+		l := lat + time.Duration(i)*time.Microsecond
+		r.Latencies = append(r.Latencies, l)
+		r.Timeline = append(r.Timeline, lumberload.Sample{At: time.Duration(i) * 20 * time.Millisecond, Latency: l})
+	}
+	return r
+}
+
+// TestMarkdown: the report shows each shape's three servers with the
+// medians and logpond's ratios, every isolation phase and the small-client
+// runs, and the commands that reproduce it.
+func TestMarkdown(t *testing.T) {
+	o := defaultOptions()
+	o.rounds = 3
+	rs := func(evps ...float64) []lumberload.Result {
+		var out []lumberload.Result
+		for _, e := range evps {
+			out = append(out, fakeResult(e, time.Millisecond))
+		}
+		return out
+	}
+	row := ingestRow{EventSize: 1024, Compression: 3, Connections: 4, Batch: 2048,
+		Noop: summarize(rs(900, 1000, 1100)), Naive: summarize(rs(100, 300, 200)), Logpond: summarize(rs(500, 400, 600)), VsNaive: 2.5, VsNoop: 0.5}
+	if row.Naive.EventsPerSec != 200 || row.Logpond.EventsPerSec != 500 || row.Logpond.PeakRSS != 64<<20 {
+		t.Fatalf("summaries are not medians: %+v %+v", row.Naive, row.Logpond)
+	}
+	r := &report{Date: "2026-12-02", Machine: "test machine", Revision: "abc", Opts: o, Ingest: []ingestRow{row},
+		Isolation: []isoPhase{
+			{Name: "quiet", What: "idle", Result: fakeResult(20000, 2*time.Millisecond)},
+			{Name: "catch-up", What: "draining", Result: fakeResult(20000, 3*time.Millisecond), DrainWindow: 2 * time.Second, DrainP: [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 9 * time.Millisecond}},
+			{Name: "throttled", What: "slow ledger", Result: fakeResult(20000, 2*time.Millisecond), MaxUnflushed: 580},
+		},
+		Small: []smallRun{
+			{How: "plain", Result: fakeResult(300000, 10*time.Millisecond), Records: 7000, Fsyncs: 100, RecordsPerFsync: 70, Connections: 500, Window: 50, Size: 1024},
+			{How: "under strace", Result: fakeResult(100000, 30*time.Millisecond), Records: 2000, Fsyncs: 60, RecordsPerFsync: 33.3, FsyncSyscalls: 62, FsyncSyscallsLedger: 9, RecordsPerFsyncSyscall: 32.3, Connections: 500, Window: 50, Size: 1024},
+		},
+		PNG: "plot.png"}
+	md := r.markdown()
+	for _, want := range []string{
+		"| 1 KiB | 3 | 4×2048 | noop | 1000 |",
+		"| 1 KiB | 3 | 4×2048 | naive | 200 |",
+		"| 1 KiB | 3 | 4×2048 | **logpond** | 500 | 0.5 | 1.05 | 1.10 | 1.10 | 2000.00 | 64 | **2.50×** | 0.50× |",
+		"| catch-up | draining |", "1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
+		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",
+		"![ack latency over time", "(plot.png)", "make bench-report", "test machine", "2026-12-02",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestCountFsyncs counts each call on the journal's and the ledger's files
+// once, including calls strace split into unfinished and resumed lines,
+// and nothing else.
+func TestCountFsyncs(t *testing.T) {
+	log := `101 fdatasync(7</tmp/w/journal/00000000000000000001/00000000000000000001>) = 0
+102 fdatasync(7</tmp/w/journal/00000000000000000001/00000000000000000001> <unfinished ...>
+101 fsync(9</tmp/w/ledger-fs/ledger/0000000001.seg>) = 0
+102 <... fdatasync resumed>)            = 0
+103 fsync(3</tmp/w/journal>) = 0
+104 fsync(11</tmp/other/file>) = 0
+105 read(7</tmp/w/journal/x>, "", 10) = 0
+`
+	path := filepath.Join(t.TempDir(), "strace.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, l, err := countFsyncs(path, "/tmp/w/journal", "/tmp/w/ledger-fs/ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j != 3 || l != 1 {
+		t.Fatalf("journal %d, ledger %d fsyncs; want 3 and 1", j, l)
+	}
+}
+
+// TestPlot writes a readable PNG.
+func TestPlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.png")
+	phases := []isoPhase{{Name: "quiet", What: "x", Result: fakeResult(1, time.Millisecond)}, {Name: "throttled", What: "y", Result: fakeResult(1, 4*time.Millisecond)}}
+	if err := writePlot(path, 20000, phases); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path)
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 200 {
+		t.Fatalf("%s is %v", path, b)
+	}
+}
+
+// TestQuickReport runs the whole report, every part, on this machine
+// with tiny durations: the binaries are built, the ledger gets a loop
+// device, the isolation run fills and drains a backlog and throttles the
+// ledger's device. It needs root and the loop tools; it checks that every
+// part produced its rows, not the figures.
+func TestQuickReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the quick report takes about half a minute")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("benchreport needs root (loop device, cgroup)")
+	}
+	for _, tool := range []string{"mkfs.ext4", "losetup", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not available: %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for pkg, name := range map[string]string{"../../cmd/logpond": "logpond", "../beatsbench": "beatsbench"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	o := defaultOptions()
+	o.out, o.png, o.bin, o.work = filepath.Join(dir, "b.md"), filepath.Join(dir, "b.png"), bin, dir
+	o.duration, o.rounds = 300*time.Millisecond, 1
+	o.backlog, o.isoDuration, o.throttleBPS = 64<<20, time.Second, 1<<20
+	o.smallConns, o.smallDuration = 20, 500*time.Millisecond
+	o.ledgerImage = 2 << 30
+	progress, err := os.Create(filepath.Join(dir, "progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer progress.Close()
+	if err := run(context.Background(), o, progress); err != nil {
+		p, _ := os.ReadFile(progress.Name())
+		t.Fatalf("%v\n%s", err, p)
+	}
+	b, err := os.ReadFile(o.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, shape := range []string{"256 B | %s | 4×2048", "1 KiB | %s | 4×2048", "90 KiB | %s | 4×68"} {
+		for _, comp := range []string{"0", "3"} {
+			for _, server := range []string{"noop", "naive", "**logpond**"} {
+				if want := "| " + fmt.Sprintf(shape, comp) + " | " + server + " | "; !strings.Contains(md, want) {
+					t.Errorf("report lacks %q", want)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if _, err := exec.LookPath("strace"); err == nil && !strings.Contains(md, "| under strace |") {
+		t.Errorf("strace is installed but the report has no traced run")
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", md)
+	}
+	checkPNG(t, o.png)
+}

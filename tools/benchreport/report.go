@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// report is everything one benchreport run measured.
+type report struct {
+	Date, Machine, Revision string
+	JournalDev, LedgerDev   string
+	Opts                    options
+	Ingest                  []ingestRow
+	Isolation               []isoPhase
+	Small                   []smallRun
+	StraceNote              string
+	PNG                     string
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+
+func size(n int) string {
+	switch {
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
+
+func mib(n int64) string {
+	if n <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(n)/(1<<20))
+}
+
+func cpu(c float64) string {
+	if c <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", c)
+}
+
+// markdown renders the report.
+func (r *report) markdown() string {
+	var b strings.Builder
+	o := r.Opts
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# logpond benchmarks\n\n")
+	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
+	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
+	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration)
+	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
+
+	p("## Ingest: logpond beside the baselines\n\n")
+	p("Each shape is measured %d times, the three servers interleaved round by round (noop, naive, logpond), %s each, on empty stores; the table shows medians over the rounds (peak RSS: the largest). ", o.rounds, o.duration)
+	p("Clients: `beatsbench` (go-lumber's client, the library Beats use), 4 connections, each sending a window and waiting for its ACK as Filebeat does; events are JSON with log-like text, so zlib level 3 compresses them about as much as real logs.\n\n")
+	p("- **noop**: acknowledges every window at once; no durability (an upper bound for the protocol and the client).\n")
+	p("- **naive**: appends each window to one file on the journal's disk and fdatasyncs it before the ACK, one window at a time.\n")
+	p("- **logpond**: `bin/logpond`, output disabled (ingest only): journal group commit on the machine's disk, flusher to the ledger on its own device.\n\n")
+	p("CPU is the server process's user+system time per million acknowledged events; ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
+	p("| event | zlib | window | server | events/s | MB/s | ack p50 ms | ack p99 ms | ack p999 ms | CPU s/Mev | peak RSS MiB | ×naive | ×noop |\n")
+	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range r.Ingest {
+		for _, s := range []struct {
+			name string
+			v    summary
+		}{{"noop", row.Noop}, {"naive", row.Naive}, {"**logpond**", row.Logpond}} {
+			ratios := "| |"
+			if s.name == "**logpond**" {
+				ratios = fmt.Sprintf("| **%.2f×** | %.2f× |", row.VsNaive, row.VsNoop)
+			}
+			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", size(row.EventSize), row.Compression, row.Connections, row.Batch, s.name,
+				s.v.EventsPerSec, s.v.MBPerSec, ms(s.v.P50), ms(s.v.P99), ms(s.v.P999), cpu(s.v.CPUPerMillion), mib(s.v.PeakRSS), ratios)
+		}
+	}
+	p("\n")
+
+	p("## Isolation: acknowledgements do not follow the ledger\n\n")
+	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores:\n\n", o.isoRate, o.isoDuration)
+	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | while draining p50 / p99 / p999 ms | most records not yet in the ledger | largest output lag (records) |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, ph := range r.Isolation {
+		during := "–"
+		if ph.DrainWindow > 0 {
+			during = fmt.Sprintf("%s / %s / %s (first %.1f s)", ms(ph.DrainP[0]), ms(ph.DrainP[1]), ms(ph.DrainP[2]), ph.DrainWindow.Seconds())
+		} else if ph.Name == "catch-up" {
+			during = "not drained within the phase"
+		}
+		p("| %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
+			ms(ph.Result.Percentile(0.999)), during, ph.MaxUnflushed, ph.MaxLag)
+	}
+	p("\n- **quiet**: nothing to drain but what comes in.\n")
+	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the ledger lag first read 0.\n")
+	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (the journal grows, see \"largest journal\") while acknowledgements depend only on the journal's device.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
+	if r.PNG != "" {
+		p("![ack latency over time in the three isolation phases](%s)\n\n", r.PNG)
+		p("p99 of the acknowledgement latency per half second, per phase (log scale).\n\n")
+	}
+
+	p("## Many small clients\n\n")
+	if len(r.Small) > 0 {
+		s0 := r.Small[0]
+		p("%d connections, each sending %d-event windows of %d B as fast as they are acknowledged, %s per run, output disabled. ", s0.Connections, s0.Window, s0.Size, o.smallDuration)
+		p("A record is what one window becomes in the journal; records per fsync is how many windows one group commit made durable together. ")
+		p("\"From metrics\" divides logpond's `logpond_journal_group_records` sum by `logpond_journal_fsyncs_total`; \"at the syscall\" divides the same records by the fsync and fdatasync calls on journal files that `strace -f -y -e trace=fsync,fdatasync` saw (strace slows every traced thread, so that run is slower and its groups differ).\n\n")
+		p("| run | events/s | ack p50 ms | ack p99 ms | records | journal fsyncs | records per fsync | ledger fsync calls |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.Small {
+			fsyncs, per, ledger := fmt.Sprintf("%.0f (metrics)", s.Fsyncs), fmt.Sprintf("%.1f (metrics)", s.RecordsPerFsync), "–"
+			if s.FsyncSyscalls > 0 {
+				fsyncs = fmt.Sprintf("%d (syscalls)", s.FsyncSyscalls)
+				per = fmt.Sprintf("%.1f (at the syscall); %.1f (metrics)", s.RecordsPerFsyncSyscall, s.RecordsPerFsync)
+				ledger = fmt.Sprint(s.FsyncSyscallsLedger)
+			}
+			p("| %s | %.0f | %s | %s | %.0f | %s | %s | %s |\n", s.How, s.Result.EventsPerSec(), ms(s.Result.Percentile(0.5)), ms(s.Result.Percentile(0.99)), s.Records, fsyncs, per, ledger)
+		}
+		p("\n")
+	}
+	if r.StraceNote != "" {
+		p("%s.\n\n", r.StraceNote)
+	}
+	p("## Reproduce\n\n")
+	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
+	p("make bench-beats                 # the issue-6 shapes alone (tools/beatsbench/bench.sh)\n")
+	p("go test -run '^$' -bench Drain -benchtime 1x -count 3 ./output/elasticsearch   # the output alone\n```\n")
+	return b.String()
+}
+
+// estimate is roughly how long a run takes with these options.
+func estimate(o options) time.Duration {
+	ingest := time.Duration(len(o.sizes)*2*3*o.rounds) * (o.duration + 700*time.Millisecond)
+	iso := 3*(o.isoDuration+2*time.Second) + time.Duration(o.backlog/(300<<20))*time.Second
+	return ingest + iso + 2*(o.smallDuration+2*time.Second)
+}
