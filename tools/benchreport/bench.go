@@ -190,14 +190,14 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 
 // isoPhase is one phase of the isolation run.
 type isoPhase struct {
-	Name, What     string
-	Result         lumberload.Result
-	DrainWindow    time.Duration // catch-up: how long the backlog took to drain (0: not drained within the phase)
-	DrainP         [3]time.Duration
-	BacklogBytes   int64
-	BacklogEvents  int64
-	MaxUnflushed   float64 // most records seen in the journal but not yet in the ledger: how far the flusher fell behind
-	MaxLag         float64 // largest ledger lag seen (records the output had still to send)
+	Name, What    string
+	Result        lumberload.Result
+	DrainWindow   time.Duration // catch-up: how long the backlog took to drain (0: not drained within the phase)
+	DrainP        [3]time.Duration
+	BacklogBytes  int64
+	BacklogEvents int64
+	MaxUnflushed  float64 // most records seen in the journal but not yet in the ledger: how far the flusher fell behind
+	MaxLag        float64 // largest ledger lag seen (records the output had still to send)
 }
 
 // isolation measures ack latency at a fixed rate in three phases: output
