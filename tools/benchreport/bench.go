@@ -410,14 +410,17 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		if err == nil {
 			err = serr
 		}
-		pid := p.Pid()
 		if straceLog != "" {
-			// SIGTERM logpond itself, strace's child; strace then exits.
-			if child := childOf(pid); child > 0 {
-				pid = child
+			// SIGTERM logpond itself, strace's child, and let it finish its
+			// final flush: strace exits once its child has (a SIGTERM to
+			// strace would detach and leave logpond running).
+			if child := childOf(p.Pid()); child > 0 {
+				syscall.Kill(child, syscall.SIGTERM)
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && running(child); {
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
 		}
-		syscall.Kill(pid, syscall.SIGTERM)
 		if stopErr := p.Stop(); stopErr != nil && err == nil {
 			err = fmt.Errorf("stop: %w\n%s", stopErr, p.Output())
 		}
@@ -468,6 +471,16 @@ func childOf(pid int) int {
 	var c int
 	fmt.Sscan(string(b), &c)
 	return c
+}
+
+// running reports whether a process exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // countFsyncs counts, in an `strace -f -y` log, the fsync and fdatasync
