@@ -16,9 +16,9 @@ import (
 
 // backpressureReasons are the wait states logpond reports, in the order
 // a backlog travels upstream: a stalled output fills the ledger, a full
-// ledger stops the flusher, a full journal stops acknowledgements, and
-// then the input's budget runs out.
-var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_full", "journal_full", "input_budget"}
+// (or failed) ledger stops the flusher, a full journal stops
+// acknowledgements, and then the input's budget runs out.
+var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_full", "ledger_failed", "journal_full", "input_budget"}
 
 // state is a snapshot of every component, for /metrics and the health
 // endpoints.
@@ -28,6 +28,7 @@ type state struct {
 	journalBytes    int64
 	journalLast     uint64
 	journalErr      error // the journal failed (poisoned)
+	ledgerErr       error // the ledger failed (poisoned), until it is reopened
 	ledgerBytes     int64
 	ledgerLast      uint64
 	cursors         map[string]uint64
@@ -53,15 +54,19 @@ func (s *Server) snapshot() state {
 		st.journalErr = j.Err()
 		st.waiting["journal_full"] = j.Waiting()
 	}
-	if s.ledger != nil {
-		st.ledgerBytes, st.ledgerLast = s.ledger.UsedBytes(), s.ledger.LastLSN()
-		st.cursors = s.ledger.Cursors()
-		st.waiting["ledger_full"] = s.ledger.Waiting()
+	if l := s.ledg(); l != nil {
+		st.ledgerBytes, st.ledgerLast = l.UsedBytes(), l.LastLSN()
+		st.cursors = l.Cursors()
+		if st.ledgerErr = l.Err(); st.ledgerErr != nil {
+			st.waiting["ledger_failed"] = "ledger failed: " + st.ledgerErr.Error() + "; records wait in the journal until logpond has reopened the ledger (free space on its device if it is full)"
+		} else {
+			st.waiting["ledger_full"] = l.Waiting()
+		}
 	}
-	if s.es != nil {
-		o := s.es.Stats()
+	if s.out != nil {
+		o := s.out.Stats()
 		st.output = &o
-		st.waiting["elasticsearch"] = s.es.Waiting()
+		st.waiting["elasticsearch"] = s.out.Waiting()
 	}
 	if s.dlq != nil {
 		st.deadLetterBytes = s.dlq.UsedBytes()
@@ -145,11 +150,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz answers 200 while new batches are acknowledged without waiting on
 // a full store; otherwise 503 with the backpressure reasons, so a load
-// balancer can send Beats elsewhere.
+// balancer can send Beats elsewhere. A failed ledger counts: batches are
+// still acknowledged, but into a journal that only fills until the ledger
+// is back, and Beats sent elsewhere meanwhile keep that headroom.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	st := s.snapshot()
 	var why []string
-	for _, r := range []string{"journal_full", "input_budget"} {
+	for _, r := range []string{"ledger_failed", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
 		}

@@ -64,7 +64,7 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
-		for s.ledger.LastLSN() < want {
+		for s.ledg().LastLSN() < want {
 			time.Sleep(5 * time.Millisecond)
 		}
 		replay := time.Since(t0)

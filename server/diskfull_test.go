@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +131,211 @@ func TestJournalDiskFull(t *testing.T) {
 		t.Errorf("the recovery was logged %d times, want once", n)
 	}
 	t.Logf("%d records acknowledged, %d appends refused while the device was full", len(acked), failures.Load())
+}
+
+// ledgerDiskFullConfig puts the ledger on a small ext4 of its own and the
+// journal (small, so that journal-full backpressure shows) elsewhere, with
+// the Elasticsearch output on es.
+func ledgerDiskFullConfig(t *testing.T, es *estest.Server, ldisk *powerloss.Disk, root string) *conf.Config {
+	cfg := crashConfig(root)
+	cfg.Ledger.Dir = filepath.Join(ldisk.Dir, "ledger")
+	cfg.Ledger.MaxBytes = 1 << 30 // larger than the device: the device fills first
+	cfg.Journal.MaxBytes = 8 << 20
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+	return cfg
+}
+
+// fillDevice writes path until its file system is full.
+func fillDevice(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		_, err := f.Write(chunk)
+		if errors.Is(err, unix.ENOSPC) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ackLoad appends crashRecords from 4 writers until stop is called,
+// remembering which were acknowledged. An append may wait (backpressure)
+// but must not fail: a failed ledger is not a failed journal.
+type ackLoad struct {
+	mu     sync.Mutex
+	acked  map[string]bool
+	cancel context.CancelFunc // ends the appends (waiting ones too)
+	wg     sync.WaitGroup
+}
+
+func startAckLoad(t *testing.T, s *Server, round int) *ackLoad {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &ackLoad{acked: map[string]bool{}, cancel: cancel}
+	for w := range 4 {
+		a.wg.Go(func() {
+			for seq := 0; ctx.Err() == nil; seq++ {
+				rec := crashRecord(round*10+w, seq)
+				if _, err := (journalAppender{s}).Append(ctx, rec); err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("append: %v", err)
+					}
+					return
+				}
+				a.mu.Lock()
+				a.acked[payloadKey(rec)] = true
+				a.mu.Unlock()
+			}
+		})
+	}
+	return a
+}
+
+// stop ends the appends and waits for the writers.
+func (a *ackLoad) stop() {
+	a.cancel()
+	a.wg.Wait()
+}
+
+func (a *ackLoad) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
+// waitStored waits until every acknowledged record is in Elasticsearch.
+func waitStored(t *testing.T, es *estest.Server, loads ...*ackLoad) {
+	t.Helper()
+	waitUntil(t, "every acknowledged record in Elasticsearch", func() bool {
+		have := map[string]bool{}
+		for _, d := range es.Docs() {
+			have[gjson.GetBytes(d.Source, "writer").String()+"/"+gjson.GetBytes(d.Source, "seq").String()] = true
+		}
+		for _, a := range loads {
+			a.mu.Lock()
+			for p := range a.acked {
+				if !have[p] {
+					a.mu.Unlock()
+					return false
+				}
+			}
+			a.mu.Unlock()
+		}
+		return true
+	})
+}
+
+// TestLedgerDiskFull fills the ledger's file system under load: the ledger
+// fails, the failure is logged once and nothing crashes; the journal keeps
+// acknowledging until it is full, then appends wait (backpressure, no
+// error) and /readyz says why; once space is freed the server reopens the
+// ledger by itself, restarts the output, and every record acknowledged
+// before, during and after reaches Elasticsearch.
+func TestLedgerDiskFull(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	ldisk := powerloss.New(t, 64<<20)
+	cfg := ledgerDiskFullConfig(t, es, ldisk, t.TempDir())
+	cfg.Admin.Listen = "127.0.0.1:0"
+	r := start(t, cfg)
+	filler := filepath.Join(ldisk.Dir, "filler")
+	fillDevice(t, filler)
+
+	load := startAckLoad(t, r.s, 0)
+	waitUntil(t, "the ledger to fail on the full device", func() bool { return strings.Contains(r.log.String(), "ledger failed") })
+	waitUntil(t, "journal-full backpressure", func() bool { return r.s.snapshot().waiting["journal_full"] != "" })
+	st := r.s.snapshot()
+	if st.waiting["ledger_failed"] == "" || st.ledgerErr == nil || !errors.Is(st.ledgerErr, unix.ENOSPC) {
+		t.Errorf("while the ledger is down: ledger_failed %q, err %v", st.waiting["ledger_failed"], st.ledgerErr)
+	}
+	code, body := httpGet(t, "http://"+r.s.AdminAddr().String()+"/readyz")
+	if code != 503 || !strings.Contains(body, "ledger_failed") || !strings.Contains(body, "journal_full") {
+		t.Errorf("/readyz while the ledger is down: %d %q", code, body)
+	}
+	if code, _ := httpGet(t, "http://"+r.s.AdminAddr().String()+"/healthz"); code != 200 {
+		t.Errorf("/healthz while the ledger is down: %d, want 200 (acknowledging goes on)", code)
+	}
+	held := load.count()
+	time.Sleep(3500 * time.Millisecond) // several reopen attempts while still full
+	if n := load.count(); n != held {
+		t.Errorf("%d records acknowledged while the journal was full", n-held)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the ledger to recover", func() bool { return strings.Contains(r.log.String(), "ledger recovered") })
+	waitUntil(t, "appends after recovery", func() bool { return load.count() > held+1000 })
+	if w := r.s.snapshot().waiting; w["ledger_failed"] != "" {
+		t.Errorf("after recovery: ledger_failed %q", w["ledger_failed"])
+	}
+	load.stop()
+	waitStored(t, es, load)
+	r.shutdown(t)
+	log := r.log.String()
+	if n := strings.Count(log, "ledger failed"); n != 1 {
+		t.Errorf("the failure was logged %d times, want once:\n%s", n, log)
+	}
+	if n := strings.Count(log, "ledger recovered"); n != 1 {
+		t.Errorf("the recovery was logged %d times, want once", n)
+	}
+	if n := strings.Count(log, "ledger reopened"); n < 2 {
+		t.Errorf("the ledger was reopened %d times, want several attempts while full", n)
+	}
+	t.Logf("%d records acknowledged, %d of them before the journal filled; %d reopens", load.count(), held, strings.Count(log, "ledger reopened"))
+}
+
+// TestLedgerDiskFullStop stops logpond while its ledger is down: Run
+// returns nil (the journal keeps what the ledger lacks), and the next start,
+// with space back, moves it all to the ledger and to Elasticsearch.
+func TestLedgerDiskFullStop(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	ldisk := powerloss.New(t, 64<<20)
+	root := t.TempDir()
+	cfg := ledgerDiskFullConfig(t, es, ldisk, root)
+	r := start(t, cfg)
+	filler := filepath.Join(ldisk.Dir, "filler")
+	fillDevice(t, filler)
+	load := startAckLoad(t, r.s, 0)
+	waitUntil(t, "the ledger to fail on the full device", func() bool { return strings.Contains(r.log.String(), "ledger failed") })
+	waitUntil(t, "acknowledgements while the ledger is down", func() bool { return load.count() > 1000 })
+	// Stop with appends waiting on the full journal: they end with the
+	// stop, and only the acknowledged count.
+	load.cancel()
+	r.shutdown(t)
+	load.stop()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r = start(t, cfg)
+	waitStored(t, es, load)
+	r.shutdown(t)
+}
+
+// httpGet returns the status and body of a GET.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // payloadKey is "writer/seq" of a crashRecord.

@@ -25,36 +25,46 @@ const flushSyncBytes = 16 << 20
 // the journal's in-memory tail in the normal case and the journal's files
 // when it has fallen behind, so acknowledgements never wait on the ledger.
 // It runs in one goroutine owned by the Server; only it writes the ledger.
+//
+// A failed store (poisoned: ENOSPC, EIO) does not stop it: it closes the
+// store and reopens it with backoff (reopener), which is how logpond
+// resumes by itself once space is back.
+//   - A failed journal is first flushed (everything acknowledged is durable
+//     in it and still readable), then closed and reopened.
+//   - A failed ledger stops the flusher's writes; its readers are stopped
+//     and it is closed, then reopened. Meanwhile the journal keeps
+//     acknowledging until it reaches its max_bytes (then journal-full
+//     backpressure reaches the clients), and it still holds everything the
+//     ledger lacks: it is released only after a successful ledger Sync. The
+//     reopened ledger cuts what it never synced, and the flusher resumes at
+//     its LastLSN+1.
 type flusher struct {
-	journal  func() *journal.Journal // the journal in use
-	reopen   func() error            // opens a fresh journal and makes it the one in use
-	l        *ledger.Ledger
-	interval time.Duration
-	log      *slog.Logger
+	journal       func() *journal.Journal // the journal in use
+	reopenJournal func() error            // opens a fresh journal and makes it the one in use
+	ledger        func() *ledger.Ledger   // the ledger in use
+	closeLedger   func()                  // stops the ledger's readers (the output), then closes it
+	reopenLedger  func() error            // opens a fresh ledger, makes it the one in use and restarts its readers
+	interval      time.Duration
+	log           *slog.Logger
 
-	// A failed journal (design §3: poisoned by ENOSPC, EIO) is flushed,
-	// closed, and replaced by a fresh open of its directory: that is how
-	// logpond resumes once space is back. Attempts back off from
-	// minReopenWait to maxReopenWait while the journal keeps failing (each
-	// attempt re-reads its tail and logs what it repairs).
-	failed     bool          // the journal in use failed and is closed
-	nextTry    time.Time     // no reopen attempt before
-	wait       time.Duration // the current backoff
-	episode    bool          // a failure was logged; no recovery since
-	reopenedAt time.Time     // when the journal in use was reopened
-	resumeAt   uint64        // its LastLSN then
+	jr, lr reopener // the journal's and the ledger's failure state
 }
 
-// The backoff of reopen attempts: the first is a second after the
-// failure, so a device that got space back resumes quickly; a device that
-// stays full is tried at most every half minute.
-const (
-	minReopenWait = time.Second
-	maxReopenWait = 30 * time.Second
-)
+// newFlusher returns a flusher with its reopeners' messages.
+func newFlusher(f flusher) *flusher {
+	f.jr = reopener{store: "journal", log: f.log,
+		failedMsg:    "nothing more is acknowledged; reopening it with backoff (1s up to 30s) until that succeeds (free space on its device if it is full)",
+		recoveredMsg: "appends are acknowledged again"}
+	f.lr = reopener{store: "ledger", log: f.log,
+		failedMsg:    "records stay in the journal, which acknowledges until journal.max_bytes; reopening the ledger with backoff (1s up to 30s) until that succeeds (free space on its device if it is full)",
+		recoveredMsg: "records move from the journal to the ledger again"}
+	return &f
+}
 
 // run flushes every interval until ctx ends, then returns; the caller does
-// the final flush once the journal has stopped taking appends.
+// the final flush once the journal has stopped taking appends. It returns
+// an error only for what no reopen can fix (the journal skipping LSNs, a
+// bug); store failures are handled by recoverLedger and recoverJournal.
 func (f *flusher) run(ctx context.Context) error {
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
@@ -64,84 +74,114 @@ func (f *flusher) run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		f.recover(ctx)
-		if f.failed {
-			continue // nothing new until a journal is open again
+		// The ledger first: moving a failed journal's records needs it.
+		f.recoverLedger()
+		f.recoverJournal(ctx)
+		if f.jr.down || f.lr.down {
+			continue // nothing moves until both are open again
 		}
 		if err := f.flush(ctx); err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil // stopping: the final flush takes over
+			case f.ledger().Err() != nil:
+				continue // the ledger failed: recoverLedger takes it at the next tick
 			}
 			return err
 		}
 	}
 }
 
-// recover handles a failed journal: the first time, it moves what the
-// journal made durable into the ledger and closes it; then it tries a
-// fresh open every reopenInterval. Failure and recovery are logged once
-// each, however many reopens fail in between.
-func (f *flusher) recover(ctx context.Context) {
-	j := f.journal()
-	// Recovered: the reopened journal took appends and has not failed for
-	// a backoff interval (one small group can fit in the space a tail
-	// repair freed, and fail again right after).
-	if f.episode && !f.failed && j.Err() == nil && j.LastLSN() > f.resumeAt && time.Since(f.reopenedAt) >= minReopenWait {
-		f.episode, f.wait = false, 0
-		f.log.Info("journal recovered: appends are acknowledged again", "last_lsn", j.LastLSN())
+// recoverLedger handles a failed ledger: the first time, it stops the
+// ledger's readers and closes it; then it tries a fresh open when the
+// backoff allows.
+func (f *flusher) recoverLedger() {
+	l := f.ledger()
+	f.lr.check(l.Err() == nil, l.LastLSN())
+	if !f.lr.down {
+		lerr := l.Err()
+		if lerr == nil {
+			return
+		}
+		f.lr.failed(lerr)
+		f.closeLedger()
+		f.lr.closed()
 	}
-	if !f.failed {
+	if !f.lr.due() {
+		return
+	}
+	if err := f.reopenLedger(); err != nil {
+		f.lr.retry(err)
+		return
+	}
+	f.lr.reopened(f.ledger().LastLSN())
+}
+
+// recoverJournal handles a failed journal: the first time, it moves what
+// the journal made durable into the ledger and closes it; then it tries a
+// fresh open when the backoff allows.
+func (f *flusher) recoverJournal(ctx context.Context) {
+	j := f.journal()
+	f.jr.check(j.Err() == nil, j.LastLSN())
+	if !f.jr.down {
 		jerr := j.Err()
 		if jerr == nil {
 			return
 		}
+		f.jr.failed(jerr)
+		if f.lr.down {
+			return // the failed journal stays open for reading until the ledger is back
+		}
 		// Everything acknowledged is durable in it and still readable:
 		// move it to the ledger before closing.
 		if err := f.flush(ctx); err != nil {
-			f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
+			if f.ledger().Err() == nil && ctx.Err() == nil {
+				f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
+			}
 			return // try again next time; the journal stays open for reading
 		}
-		if !f.episode {
-			f.log.Error("journal failed: nothing more is acknowledged; reopening it every second until that succeeds (free space on its device if it is full)",
-				"err", jerr)
-			f.episode = true
-		}
 		j.Close() // returns jerr again
-		f.failed = true
-		f.wait = min(max(2*f.wait, minReopenWait), maxReopenWait)
-		f.nextTry = time.Now().Add(f.wait)
+		f.jr.closed()
 	}
-	if time.Now().Before(f.nextTry) {
+	if !f.jr.due() {
 		return
 	}
-	if err := f.reopen(); err != nil {
-		f.wait = min(2*f.wait, maxReopenWait)
-		f.nextTry = time.Now().Add(f.wait)
-		f.log.Debug("journal reopen failed; will retry", "err", err, "in", f.wait.String())
+	if err := f.reopenJournal(); err != nil {
+		f.jr.retry(err)
 		return
 	}
-	f.failed = false
-	f.reopenedAt, f.resumeAt = time.Now(), f.journal().LastLSN()
-	f.log.Info("journal reopened", "last_lsn", f.resumeAt)
+	f.jr.reopened(f.journal().LastLSN())
+}
+
+// finish is the final flush, once the journal takes no more appends. A
+// failed ledger does not fail the stop: the journal keeps every record
+// the ledger lacks, and the next start replays it.
+func (f *flusher) finish(ctx context.Context) error {
+	err := f.flush(ctx)
+	if lerr := f.ledger().Err(); lerr != nil {
+		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
+		return nil
+	}
+	return err
 }
 
 // flush moves everything the journal has made durable into the ledger.
 func (f *flusher) flush(ctx context.Context) error {
-	if f.failed {
-		return nil // flushed before it was closed
+	if f.jr.down || f.lr.down {
+		return nil // a closed journal was flushed before; a closed ledger takes nothing
 	}
-	j := f.journal()
-	next := f.l.LastLSN() + 1
+	j, l := f.journal(), f.ledger()
+	next := l.LastLSN() + 1
 	last := j.LastLSN()
 	var pending int64
 	sync := func() error {
-		if err := f.l.Sync(); err != nil {
+		if err := l.Sync(); err != nil {
 			return err
 		}
 		pending = 0
 		// Only records in synced, never-rewritten ledger bytes may leave
 		// the journal.
-		if err := j.Release(f.l.LastLSN()); err != nil {
+		if err := j.Release(l.LastLSN()); err != nil {
 			f.log.Warn("flusher: journal release failed; will retry", "err", err)
 		}
 		return nil
@@ -151,7 +191,7 @@ func (f *flusher) flush(ctx context.Context) error {
 		if !ok {
 			// Behind the in-memory tail: read the journal's files.
 			var err error
-			if next, err = f.fromFiles(ctx, j, next, last, &pending, sync); err != nil {
+			if next, err = f.fromFiles(ctx, j, l, next, last, &pending, sync); err != nil {
 				return err
 			}
 			continue
@@ -160,7 +200,7 @@ func (f *flusher) flush(ctx context.Context) error {
 			break
 		}
 		for _, r := range recs {
-			if err := f.l.Append(ctx, next, r); err != nil {
+			if err := l.Append(ctx, next, r); err != nil {
 				return fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
 			}
 			pending += int64(len(r))
@@ -172,7 +212,7 @@ func (f *flusher) flush(ctx context.Context) error {
 			}
 		}
 	}
-	if next > f.l.LastLSN()+1 || pending > 0 {
+	if next > l.LastLSN()+1 || pending > 0 {
 		return sync()
 	}
 	return nil
@@ -180,13 +220,13 @@ func (f *flusher) flush(ctx context.Context) error {
 
 // fromFiles moves records next..last from the journal's files, syncing the
 // ledger every flushSyncBytes, and returns the next LSN to move.
-func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, next, last uint64, pending *int64, sync func() error) (uint64, error) {
+func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
 	r := j.Reader(next)
 	for r.Next() {
 		if r.LSN() != next {
 			return next, fmt.Errorf("flusher: the journal skips from LSN %d to %d", next, r.LSN())
 		}
-		if err := f.l.Append(ctx, next, r.Record()); err != nil {
+		if err := l.Append(ctx, next, r.Record()); err != nil {
 			return next, fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
 		}
 		*pending += int64(len(r.Record()))

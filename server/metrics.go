@@ -90,7 +90,7 @@ var (
 	descOutputRequests   = prometheus.NewDesc("logpond_output_requests_total", "Elasticsearch bulk requests sent.", nil, nil)
 	descOutputBytes      = prometheus.NewDesc("logpond_output_bytes_total", "Bulk request bytes sent (before compression).", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
-	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: journal_full, ledger_full, elasticsearch, dead_letters_full, input_budget.", []string{"reason"}, nil)
+	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_full, ledger_failed (the ledger failed and is being reopened), journal_full, input_budget.", []string{"reason"}, nil)
 )
 
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {

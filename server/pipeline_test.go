@@ -95,7 +95,7 @@ func ledgerContents(t *testing.T, cfg *conf.Config) map[uint64][]byte {
 	}
 	defer s.Close()
 	out := map[uint64][]byte{}
-	r := s.ledger.Reader(1)
+	r := s.ledg().Reader(1)
 	defer r.Close()
 	for r.Next() {
 		out[r.LSN()] = append([]byte(nil), r.Record()...)
@@ -112,9 +112,9 @@ func TestFlusherMovesRecordsAndReleasesJournal(t *testing.T) {
 	lsns := appendN(t, r.s.jrnl(), 0, 3000) // ~3 MiB: several journal generations
 	last := lsns[len(lsns)-1]
 	deadline := time.Now().Add(30 * time.Second)
-	for r.s.ledger.LastLSN() < last || r.s.jrnl().FirstLSN() <= 1 {
+	for r.s.ledg().LastLSN() < last || r.s.jrnl().FirstLSN() <= 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledger.LastLSN(), last, r.s.jrnl().FirstLSN())
+			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledg().LastLSN(), last, r.s.jrnl().FirstLSN())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

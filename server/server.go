@@ -46,11 +46,15 @@ type Server struct {
 	// jptr is the journal in use. The flusher replaces it when the
 	// journal failed (poisoned: ENOSPC, EIO) and a fresh open succeeds;
 	// everyone else reads it through jrnl.
-	jptr    atomic.Pointer[journal.Journal]
-	ledger  *ledger.Ledger
+	jptr atomic.Pointer[journal.Journal]
+	// lptr is the ledger in use. The flusher replaces it when the ledger
+	// failed (poisoned: ENOSPC, EIO) and a fresh open succeeds; a failed
+	// ledger stays in it, closed, until then. Everyone else reads it
+	// through ledg.
+	lptr    atomic.Pointer[ledger.Ledger]
 	beats   *input.Beats
-	es      *elasticsearch.Output // nil when output.elasticsearch.enabled = false
-	dlq     *dlq.Store            // the Elasticsearch output's dead letters
+	out     *drain     // the Elasticsearch output; nil when output.elasticsearch.enabled = false
+	dlq     *dlq.Store // the Elasticsearch output's dead letters
 	metrics *metrics
 	// admin serves /metrics and health while Run runs; adminDone closes
 	// when its goroutine ends.
@@ -146,7 +150,7 @@ func (s *Server) openStores() error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.ledger, err = ledger.Open(c.Ledger.Dir, ledger.Options{
+	l, err := ledger.Open(c.Ledger.Dir, ledger.Options{
 		SegmentBytes: int64(c.Ledger.SegmentBytes),
 		MaxBytes:     int64(c.Ledger.MaxBytes),
 		Retention:    time.Duration(c.Ledger.Retention),
@@ -158,7 +162,8 @@ func (s *Server) openStores() error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	ledgerLast := s.ledger.LastLSN()
+	s.lptr.Store(l)
+	ledgerLast := l.LastLSN()
 	if !jexists && ledgerLast > 0 {
 		s.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",
 			"journal.dir", c.Journal.Dir, "ledger_last_lsn", ledgerLast)
@@ -178,7 +183,7 @@ func (s *Server) openStores() error {
 			jFirst, ledgerLast, ledgerLast+1, jFirst-1, c.Journal.Dir, c.Ledger.Dir)
 	}
 	s.log.Info("stores recovered", "took", time.Since(start).Round(time.Millisecond).String(),
-		"stream_id", s.ledger.StreamID(), "ledger_last_lsn", ledgerLast,
+		"stream_id", l.StreamID(), "ledger_last_lsn", ledgerLast,
 		"journal_first_lsn", jFirst, "journal_last_lsn", jLast, "to_replay", jLast-min(jLast, ledgerLast))
 	return nil
 }
@@ -206,7 +211,7 @@ func (s *Server) openJournal(startAfter uint64) (*journal.Journal, error) {
 // failed write or fsync only a fresh open resumes). Only the flusher calls
 // it, after moving everything the failed journal made durable.
 func (s *Server) reopenJournal() error {
-	j, err := s.openJournal(s.ledger.LastLSN())
+	j, err := s.openJournal(s.ledg().LastLSN())
 	if err != nil {
 		return err
 	}
@@ -216,6 +221,44 @@ func (s *Server) reopenJournal() error {
 
 // jrnl is the journal in use (nil once closed).
 func (s *Server) jrnl() *journal.Journal { return s.jptr.Load() }
+
+// closeLedger stops what reads the failed ledger in use (the output, which
+// also persists its cursor there), then closes it. Only the flusher calls
+// it. The order matters: an Output must not read, or persist its cursor
+// into, a closed ledger.
+func (s *Server) closeLedger() {
+	if s.out != nil {
+		if err := s.out.stop(); err != nil {
+			// Typically the cursor could not be persisted on the full
+			// device: the next Output resends from the older cursor, and
+			// the document ids keep Elasticsearch from storing twice.
+			s.log.Warn("elasticsearch output stopped for the failed ledger with an error", "err", err)
+		}
+	}
+	s.ledg().Close() // returns the failure the flusher logged
+}
+
+// reopenLedger replaces the failed (and closed) ledger by a fresh open of
+// its directory, which cuts what the failed instance never synced (the
+// journal still holds it), and restarts the output over it from its
+// persisted cursor. Only the flusher calls it.
+func (s *Server) reopenLedger() error {
+	j := s.jrnl()
+	// The journal in use holds every record from its FirstLSN on; the
+	// flusher releases it only up to what the ledger synced.
+	l, err := s.ledg().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.lptr.Store(l)
+	if s.out != nil {
+		s.out.start(l)
+	}
+	return nil
+}
+
+// ledg is the ledger in use (nil once closed).
+func (s *Server) ledg() *ledger.Ledger { return s.lptr.Load() }
 
 // journalAppender gives the input whichever journal is in use, so that a
 // reopened journal takes appends without restarting the input.
@@ -268,7 +311,7 @@ func (s *Server) openOutput() error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.es, err = elasticsearch.New(s.ledger, elasticsearch.Options{
+	s.out, err = newDrain(s.ledg(), elasticsearch.Options{
 		Hosts: c.Hosts, Username: c.Username, Password: c.Password, APIKey: c.APIKey,
 		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
 		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
@@ -324,40 +367,38 @@ func prepareDir(key, dir string) (string, error) {
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
 	s.startAdmin()
-	// The output drains on its own context: it stops first, so that its
-	// cursor is persisted while the ledger is still open.
-	octx, stopOutput := context.WithCancel(context.Background())
-	defer stopOutput()
-	// outputDone stays nil (never ready) when the output is disabled.
-	var outputDone chan error
-	if s.es != nil {
-		outputDone = make(chan error, 1)
-		go func() { outputDone <- s.es.Run(octx) }()
+	// outputFailed stays nil (never ready) when the output is disabled.
+	var outputFailed <-chan error
+	if s.out != nil {
+		outputFailed = s.out.failed
+		s.out.start(s.ledg())
 	}
 	beatsDone := make(chan error, 1)
 	go func() { beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
-	f := &flusher{journal: s.jrnl, reopen: s.reopenJournal, l: s.ledger, interval: time.Duration(c.Ledger.FlushInterval), log: s.log}
+	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
+		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
+		interval: time.Duration(c.Ledger.FlushInterval), log: s.log})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
 
 	var runErr, oerr error
-	outputStopped := false
 	select {
 	case <-ctx.Done():
 	case runErr = <-done:
 		s.log.Error("flusher failed", "err", runErr)
-	case oerr = <-outputDone:
-		outputStopped = true
+	case oerr = <-outputFailed:
 		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
 	}
 	start := time.Now()
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
-	stopOutput()
-	if !outputStopped && outputDone != nil {
-		oerr = <-outputDone
+	// The output stops first, so that its cursor is persisted while the
+	// ledger is still open; closing the drain also keeps the flusher from
+	// starting another Output over a ledger it reopens meanwhile.
+	if s.out != nil {
+		oerr = errors.Join(oerr, s.out.close())
 	}
 	// Stop order: stop accepting and reading (batches already read finish
 	// their appends and are acknowledged), then no more appends, then the
@@ -368,9 +409,14 @@ func (s *Server) Run(ctx context.Context) error {
 		berr = err
 	}
 	s.beats = nil
-	jerr := s.jrnl().Close()
-	if errors.Is(jerr, journal.ErrClosed) {
-		jerr = nil // the flusher closed a failed journal it could not reopen yet
+	j := s.jrnl()
+	jerr := j.Close()
+	if errors.Is(jerr, journal.ErrClosed) || j.Err() != nil {
+		// The flusher closed a failed journal it could not reopen yet, or
+		// it is still failed (waiting for a failed ledger): the failure was
+		// logged, and everything it acknowledged is durable in it for the
+		// final flush or the next start.
+		jerr = nil
 	}
 	stopFlusher()
 	if runErr == nil {
@@ -383,15 +429,23 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	var ferr error
 	if runErr == nil {
-		ferr = f.flush(fctx)
+		ferr = f.finish(fctx)
 	}
 	var derr error
 	if s.dlq != nil {
 		derr = s.dlq.Close()
 	}
-	lerr := s.ledger.Close()
+	l := s.ledg()
+	lerr := l.Close()
+	if l.Err() != nil {
+		// A failed ledger (closed by the flusher already, or failing in
+		// the final flush) does not fail the stop: it was logged, and the
+		// journal keeps what the ledger lacks for the next start.
+		lerr = nil
+	}
 	s.jptr.Store(nil)
-	s.ledger, s.dlq, s.es = nil, nil, nil
+	s.lptr.Store(nil)
+	s.dlq, s.out = nil, nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
@@ -415,9 +469,8 @@ func (s *Server) Close() error {
 		errs = append(errs, s.dlq.Close())
 		s.dlq = nil
 	}
-	if s.ledger != nil {
-		errs = append(errs, s.ledger.Close())
-		s.ledger = nil
+	if l := s.lptr.Swap(nil); l != nil {
+		errs = append(errs, l.Close())
 	}
 	for _, l := range s.locks {
 		errs = append(errs, l.Release())
