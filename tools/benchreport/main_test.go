@@ -58,7 +58,7 @@ func TestMarkdown(t *testing.T) {
 		"| 1 KiB | 3 | 4×2048 | noop | 1000 |",
 		"| 1 KiB | 3 | 4×2048 | naive | 200 |",
 		"| 1 KiB | 3 | 4×2048 | **logpond** | 500 | 0.5 | 1.05 | 1.10 | 1.10 | 2000.00 | 64 | **2.50×** | 0.50× |",
-		"| catch-up | draining |", "1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
+		"| catch-up | draining |", "| 1.48× | 1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
 		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",
 		"![ack latency over time", "(plot.png)", "make bench-report", "test machine", "2026-12-02",
 	} {

@@ -62,7 +62,7 @@ func (r *report) markdown() string {
 	p("- **noop**: acknowledges every window at once; no durability (an upper bound for the protocol and the client).\n")
 	p("- **naive**: appends each window to one file on the journal's disk and fdatasyncs it before the ACK, one window at a time.\n")
 	p("- **logpond**: `bin/logpond`, output disabled (ingest only): journal group commit on the machine's disk, flusher to the ledger on its own device.\n\n")
-	p("CPU is the server process's user+system time per million acknowledged events; ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
+	p("MB/s counts event bytes before compression. CPU is the server process's user+system time per million acknowledged events; peak RSS is the server's VmHWM (logpond's is mostly its bounded buffers: the input's in-flight budget, the journal's in-memory tail for the flusher, the ledger's write buffer); ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
 	p("| event | zlib | window | server | events/s | MB/s | ack p50 ms | ack p99 ms | ack p999 ms | CPU s/Mev | peak RSS MiB | ×naive | ×noop |\n")
 	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.Ingest {
@@ -82,8 +82,14 @@ func (r *report) markdown() string {
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
 	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores:\n\n", o.isoRate, o.isoDuration)
-	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | while draining p50 / p99 / p999 ms | most records not yet in the ledger | largest output lag (records) |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | most records not yet in the ledger | largest output lag (records) |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	var quietP99 time.Duration
+	for _, ph := range r.Isolation {
+		if ph.Name == "quiet" {
+			quietP99 = ph.Result.Percentile(0.99)
+		}
+	}
 	for _, ph := range r.Isolation {
 		during := "–"
 		if ph.DrainWindow > 0 {
@@ -91,12 +97,16 @@ func (r *report) markdown() string {
 		} else if ph.Name == "catch-up" {
 			during = "not drained within the phase"
 		}
-		p("| %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
-			ms(ph.Result.Percentile(0.999)), during, ph.MaxUnflushed, ph.MaxLag)
+		vsQuiet := "–"
+		if quietP99 > 0 {
+			vsQuiet = fmt.Sprintf("%.2f×", float64(ph.Result.Percentile(0.99))/float64(quietP99))
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
+			ms(ph.Result.Percentile(0.999)), vsQuiet, during, ph.MaxUnflushed, ph.MaxLag)
 	}
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
-	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the ledger lag first read 0.\n")
-	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (the journal grows, see \"largest journal\") while acknowledgements depend only on the journal's device.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
+	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held.\n")
+	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (records wait in the journal, see \"not yet in the ledger\"; a record is one 250-event window) while acknowledgements depend only on the journal's device. The flusher catches up after the phase, when logpond, out of the cgroup again, stops.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
 	if r.PNG != "" {
 		p("![ack latency over time in the three isolation phases](%s)\n\n", r.PNG)
 		p("p99 of the acknowledgement latency per half second, per phase (log scale).\n\n")
