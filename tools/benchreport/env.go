@@ -111,6 +111,21 @@ func newThrottle(major, minor uint32, bps int64) (*blkioThrottle, error) {
 	return nil, fmt.Errorf("neither cgroup v1 blkio nor cgroup v2 is mounted under /sys/fs/cgroup")
 }
 
+// throttleSupported says why newThrottle cannot work here, or nil.
+func throttleSupported() error {
+	if _, err := os.Stat("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device"); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile("/sys/fs/cgroup/cgroup.subtree_control")
+	if err != nil {
+		return fmt.Errorf("neither cgroup v1 blkio nor cgroup v2 is mounted under /sys/fs/cgroup")
+	}
+	if !strings.Contains(string(b), "io") {
+		return fmt.Errorf("cgroup v2 without the io controller in /sys/fs/cgroup/cgroup.subtree_control")
+	}
+	return nil
+}
+
 // add moves a process into the cgroup.
 func (t *blkioThrottle) add(pid int) error {
 	return os.WriteFile(filepath.Join(t.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)

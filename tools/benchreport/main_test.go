@@ -136,6 +136,9 @@ func TestQuickReport(t *testing.T) {
 			t.Skipf("%s is not available: %v", tool, err)
 		}
 	}
+	if err := throttleSupported(); err != nil {
+		t.Skipf("cannot throttle a block device here: %v", err)
+	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	for pkg, name := range map[string]string{"../../cmd/logpond": "logpond", "../beatsbench": "beatsbench"} {
