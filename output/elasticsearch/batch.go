@@ -1,5 +1,11 @@
 package elasticsearch
 
+import (
+	"bytes"
+	"net/http"
+	"sync/atomic"
+)
+
 // item is one event in a bulk request: its action line and its source
 // line, both newline-terminated, at buf[start:end] of its batch.
 type item struct {
@@ -10,17 +16,42 @@ type item struct {
 }
 
 // batch is one bulk request: NDJSON bytes and the items they hold, in LSN
-// order. It belongs to one worker. Its buffer is never reused once sent.
+// order. It belongs to one worker. Its buffer comes from a bufPool and
+// goes back there only when the worker is done with the batch and the
+// HTTP transport has closed every request body sent from it (refs counts
+// both), so nothing still reads the bytes when they are overwritten: a
+// transport may go on writing a body after the response came (a server
+// may answer 413 early).
 type batch struct {
 	buf   []byte
 	items []item
+	pool  *bufPool
+	refs  atomic.Int32
+}
+
+// newBatch returns a batch with room for about n bytes, held once by the
+// caller (release it when done).
+func newBatch(pool *bufPool, n, events int) *batch {
+	b := &batch{buf: pool.get(n), items: make([]item, 0, events), pool: pool}
+	b.refs.Store(1)
+	return b
+}
+
+// release drops one hold on b's buffer; the last gives it back to the
+// pool.
+func (b *batch) release() {
+	if b.refs.Add(-1) == 0 {
+		b.pool.put(b.buf)
+	}
 }
 
 // body returns the request body for items, a subset of b.items in order:
-// b.buf itself when items are all of them, else a new copy.
-func (b *batch) body(items []item) []byte {
+// one over b.buf itself (holding it until the transport closes the body)
+// when items are all of them, else over a new copy.
+func (b *batch) body(items []item) *requestBody {
 	if len(items) == len(b.items) {
-		return b.buf
+		b.refs.Add(1)
+		return &requestBody{Reader: bytes.NewReader(b.buf), owner: b}
 	}
 	n := 0
 	for _, it := range items {
@@ -30,5 +61,71 @@ func (b *batch) body(items []item) []byte {
 	for _, it := range items {
 		body = append(body, b.buf[it.start:it.end]...)
 	}
-	return body
+	return &requestBody{Reader: bytes.NewReader(body)}
+}
+
+// requestBody is a bulk request's body. net/http closes a request body
+// once it will not read it again (including after errors); that is when
+// the batch buffer it reads from may be reused.
+type requestBody struct {
+	*bytes.Reader
+	owner  *batch // nil when the body owns its bytes
+	closed atomic.Bool
+}
+
+// Close releases the body's hold on its batch buffer; later calls do
+// nothing.
+func (r *requestBody) Close() error {
+	if r.closed.CompareAndSwap(false, true) && r.owner != nil {
+		r.owner.release()
+	}
+	return nil
+}
+
+// bufPool keeps up to cap(free) batch buffers for reuse, so that the
+// output does not allocate (and zero, and collect) a FlushBytes-sized
+// buffer per request. Buffers it cannot keep are left to the GC.
+type bufPool struct {
+	free   chan []byte
+	reused atomic.Int64 // buffers handed out again (tests read it)
+}
+
+func newBufPool(n int) *bufPool { return &bufPool{free: make(chan []byte, n)} }
+
+// get returns an empty buffer with room for at least n bytes.
+func (p *bufPool) get(n int) []byte {
+	select {
+	case b := <-p.free:
+		if cap(b) >= n {
+			p.reused.Add(1)
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
+// put offers b for reuse.
+func (p *bufPool) put(b []byte) {
+	select {
+	case p.free <- b[:0]:
+	default:
+	}
+}
+
+// lengthTransport gives a bulk request the Content-Length of its body.
+// net/http knows the length of a *bytes.Reader body but not of the
+// requestBody that wraps one (which it must see, to close it), and would
+// fall back to chunked encoding: more, smaller writes, and a body some
+// proxies refuse.
+type lengthTransport struct{ http.RoundTripper }
+
+// RoundTrip sets the length on a shallow copy, as a RoundTripper must not
+// change the request it is given.
+func (t lengthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b, ok := req.Body.(*requestBody); ok && req.ContentLength == 0 {
+		req = req.WithContext(req.Context())
+		req.ContentLength = int64(b.Len())
+	}
+	return t.RoundTripper.RoundTrip(req)
 }

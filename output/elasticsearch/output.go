@@ -77,6 +77,7 @@ type Output struct {
 	ledger    *ledger.Ledger
 	client    *es.Client
 	transport *http.Transport
+	pool      *bufPool // batch buffers
 	log       *slog.Logger
 	idPrefix  string
 	stats     counters
@@ -123,7 +124,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		Username:  opts.Username,
 		Password:  opts.Password,
 		APIKey:    opts.APIKey,
-		Transport: transport,
+		Transport: lengthTransport{transport},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
 		// request still marks its host dead in the client's pool, so the
@@ -139,7 +140,9 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	for _, f := range opts.Index.Fields() {
 		metaOnly = metaOnly && strings.HasPrefix(f, "[@metadata]")
 	}
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+	// Workers batches being built or sent, and as many whose
+	// bodies the transport has not closed yet.
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(2 * opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
 }
 
 // Run drains the ledger until ctx ends or a failure that retrying cannot

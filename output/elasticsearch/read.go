@@ -119,7 +119,10 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	for _, cr := range c.recs {
 		events += cr.rec.Count()
 	}
-	b := &batch{buf: make([]byte, 0, len(c.data)+len(c.data)/4), items: make([]item, 0, events)}
+	b := newBatch(o.pool, len(c.data)+len(c.data)/4, events)
+	// The batch in hand is released however process returns (b changes
+	// when a request fills up).
+	defer func() { b.release() }()
 	for _, cr := range c.recs {
 		rec := cr.rec
 		pos := 0
@@ -138,14 +141,17 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				// The last event would take the request past the limit:
 				// it starts the next one.
 				last := b.items[len(b.items)-1]
-				next := &batch{buf: append(make([]byte, 0, len(b.buf)), b.buf[last.start:last.end]...)}
+				next := newBatch(o.pool, len(b.buf), 0)
+				next.buf = append(next.buf, b.buf[last.start:last.end]...)
 				b.buf, b.items = b.buf[:last.start], b.items[:len(b.items)-1]
-				if err := w.deliver(ctx, b, b.items); err != nil {
+				err := w.deliver(ctx, b, b.items)
+				b.release()
+				b = next
+				if err != nil {
 					return err
 				}
 				last.start, last.end = 0, len(next.buf)
 				next.items = append(next.items, last)
-				b = next
 			}
 		}
 	}

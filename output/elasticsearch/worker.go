@@ -27,6 +27,7 @@ type worker struct {
 	scratch []byte // index and pipeline names
 	names   nameCache
 	results []itemResult // reused per response
+	resp    []byte       // the last response's body; its buffer is reused for the next
 }
 
 // deliver sends items (of b) until each is done or dead-lettered. It
@@ -43,11 +44,10 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	o := w.o
 	attempt := 0
 	for len(items) > 0 {
-		// A body is never reused: the HTTP transport may still be reading
-		// it after the response came (a server may answer 413 early).
 		body := b.body(items)
 		start := time.Now()
-		status, resp, err := o.bulk(ctx, body)
+		status, resp, err := o.bulk(ctx, body, w.resp)
+		w.resp = resp
 		took := time.Since(start)
 		o.stats.requests.Add(1)
 		if o.opts.Observer != nil && ctx.Err() == nil {
@@ -306,22 +306,28 @@ func actionTarget(line []byte) (index, id string) {
 
 // bulk sends one bulk request and returns the status and body of the
 // response; err is a transport failure (nothing was answered).
-func (o *Output) bulk(ctx context.Context, body []byte) (int, []byte, error) {
+func (o *Output) bulk(ctx context.Context, body *requestBody, dst []byte) (int, []byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
 	defer cancel()
-	res, err := o.client.Bulk(bytes.NewReader(body),
+	size := body.Len()
+	res, err := o.client.Bulk(body,
 		o.client.Bulk.WithContext(rctx),
 		o.client.Bulk.WithFilterPath(filterPath))
+	if o.opts.Gzip {
+		// The client read the body into its gzip buffer before sending
+		// and sends that instead: nothing else will close this one.
+		body.Close()
+	}
 	if err != nil {
-		return 0, nil, err
+		return 0, dst, err
 	}
 	defer res.Body.Close()
-	resp, err := io.ReadAll(io.LimitReader(res.Body, maxResponseBytes))
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading the bulk response: %w", err)
+	buf := bytes.NewBuffer(dst[:0])
+	if _, err := buf.ReadFrom(io.LimitReader(res.Body, maxResponseBytes)); err != nil {
+		return 0, buf.Bytes(), fmt.Errorf("reading the bulk response: %w", err)
 	}
-	o.stats.bytesSent.Add(int64(len(body)))
-	return res.StatusCode, resp, nil
+	o.stats.bytesSent.Add(int64(size))
+	return res.StatusCode, buf.Bytes(), nil
 }
 
 // sleep waits the backoff of the given attempt (0 first): doubling from

@@ -136,6 +136,7 @@ type Stats struct {
 	RequestErrors     int64         // bulk requests answered as a whole with a status other than 200 and 503 (400, 406, 413, RequestHook ...)
 	TooLarge413       int64         // bulk requests answered 413 (also counted in RequestErrors)
 	GzipRequests      int64         // bulk requests with a gzip (or deflate) Content-Encoding
+	ChunkedRequests   int64         // bulk requests with no Content-Length (chunked transfer encoding)
 	BytesReceived     int64         // bulk request body bytes read from the wire, before decoding
 	BytesDecoded      int64         // bulk request body bytes after decoding (at most MaxContentLength+1 each)
 }

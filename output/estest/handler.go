@@ -318,6 +318,9 @@ func (s *Server) readBody(r *http.Request) (body []byte, status int, errType, re
 		if compressed {
 			s.stats.GzipRequests++
 		}
+		if r.ContentLength < 0 {
+			s.stats.ChunkedRequests++
+		}
 		s.mu.Unlock()
 	}()
 	switch enc {
