@@ -386,6 +386,13 @@ func (l *Ledger) LastLSN() uint64 {
 	return l.durable
 }
 
+// AppendedLSN is the last LSN appended, synced or not: the next Append
+// must carry AppendedLSN()+1. It is ahead of LastLSN while appended
+// records wait for Sync — for instance when an Append waiting for space
+// gave up, after others of the same flush went in. Only the goroutine that
+// appends may call it.
+func (l *Ledger) AppendedLSN() uint64 { return l.last }
+
 // FirstLSN is the LSN of the oldest retained record (LastLSN()+1 when the
 // ledger holds none).
 func (l *Ledger) FirstLSN() uint64 {

@@ -156,10 +156,19 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 // finish is the final flush, once the journal takes no more appends. A
 // failed ledger does not fail the stop: the journal keeps every record
 // the ledger lacks, and the next start replays it.
+//
+// A full ledger does not fail it either: its bound (ctx) ends the wait for
+// space, and what the ledger could not take stays in the journal too.
 func (f *flusher) finish(ctx context.Context) error {
 	err := f.flush(ctx)
-	if lerr := f.ledger().Err(); lerr != nil {
+	l := f.ledger()
+	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
+		return nil
+	}
+	if err != nil && ctx.Err() != nil && l.Waiting() != "" {
+		f.log.Warn("final flush cut short: the ledger is full; the journal keeps the records the ledger lacks and the next start moves them",
+			"ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 		return nil
 	}
 	return err
@@ -171,7 +180,11 @@ func (f *flusher) flush(ctx context.Context) error {
 		return nil // a closed journal was flushed before; a closed ledger takes nothing
 	}
 	j, l := f.journal(), f.ledger()
-	next := l.LastLSN() + 1
+	// After the last record appended, not the last synced: a flush that
+	// ended inside Append (its wait for space cut short by a stop) leaves
+	// records appended but not synced, which the ledger will not take
+	// twice. The next Sync makes them durable with the rest.
+	next := l.AppendedLSN() + 1
 	last := j.LastLSN()
 	var pending int64
 	sync := func() error {

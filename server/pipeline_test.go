@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -205,5 +206,74 @@ func TestGapRefusesToStart(t *testing.T) {
 	_, err = Open(cfg, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "journal starts at LSN 21 but the ledger ends at LSN 10") {
 		t.Fatalf("got %v, want a refusal naming the gap", err)
+	}
+}
+
+// TestFlushAfterAnInterruptedAppend: a flush whose wait for ledger space
+// is cut short leaves records appended but not synced. The next flush
+// must go on after them (the ledger takes no LSN twice; it used to fail
+// the stop with "append LSN n, expected m"), the final flush gives up on
+// the full ledger without failing, and nothing is lost: with room again,
+// every record reaches the ledger once.
+func TestFlushAfterAnInterruptedAppend(t *testing.T) {
+	root := t.TempDir()
+	cfg := pipelineConfig(t, root)
+	cfg.Ledger.MaxBytes = 2 << 20
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40 // records of 100 KB: twice what the ledger may hold
+	want := map[uint64][]byte{}
+	for i := range n {
+		rec := testRecordText(fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", 100_000)))
+		lsn, err := s.jrnl().Append(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[lsn] = rec
+	}
+	f := newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
+	bounded := func(fn func(context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		return fn(ctx)
+	}
+	if err := bounded(f.flush); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first flush into a full ledger: %v, want it to wait until its context ends", err)
+	}
+	if l := s.ledg(); l.AppendedLSN() <= l.LastLSN() {
+		t.Fatalf("appended %d, synced %d: the flush left nothing unsynced, so this test proves nothing", l.AppendedLSN(), l.LastLSN())
+	}
+	if err := bounded(f.flush); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second flush: %v, want it to wait for space after the records already appended", err)
+	}
+	if err := bounded(f.finish); err != nil {
+		t.Fatalf("final flush into a full ledger: %v, want nil (the journal keeps the rest)", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Ledger.MaxBytes = 1 << 30
+	s, err = Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
+	if err := f.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := ledgerContents(t, cfg)
+	if len(got) != n {
+		t.Fatalf("ledger holds %d records, want %d", len(got), n)
+	}
+	for lsn, rec := range want {
+		if !bytes.Equal(got[lsn], rec) {
+			t.Fatalf("LSN %d differs or is missing", lsn)
+		}
 	}
 }
