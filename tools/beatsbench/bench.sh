@@ -11,7 +11,8 @@ trap cleanup EXIT
 mkdir -p "$work/journal-parent" "$work/ledger-fs"
 truncate -s 4G "$img"
 mkfs.ext4 -q -F "$img"
-mount -o loop "$img" "$work/ledger-fs"
+# discard: stores removed between rounds give their memory back to /dev/shm.
+mount -o loop,discard "$img" "$work/ledger-fs"
 cat > "$work/logpond.toml" <<TOML
 [journal]
 dir = "$work/journal-parent/journal"
@@ -34,5 +35,6 @@ for shape in "4 2048" "200 50"; do
   set -- $shape
   rm -rf "$work/journal-parent/journal" "$work/ledger-fs/ledger"
   bin/beatsbench -baseline -connections "$1" -batch "$2" -event-size 1024 -duration "$DURATION" -rounds "$ROUNDS" \
-    -logpond bin/logpond -logpond-config "$work/logpond.toml" -naive-dir "$work/journal-parent"
+    -logpond bin/logpond -logpond-config "$work/logpond.toml" -naive-dir "$work/journal-parent" \
+    -logpond-wipe "$work/journal-parent/journal $work/ledger-fs/ledger"
 done

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "with -baseline: interleaved rounds")
 	logpondBin := flag.String("logpond", "bin/logpond", "with -baseline: the logpond binary")
 	logpondConfig := flag.String("logpond-config", "", "with -baseline: logpond's configuration (its input.beats.listen should be 127.0.0.1:0)")
+	wipe := flag.String("logpond-wipe", "", "with -baseline: directories (space-separated) to remove before each logpond run, so that every round starts on empty stores")
 	naiveDir := flag.String("naive-dir", os.TempDir(), "with -baseline: where the naive server writes (put it where logpond's journal is)")
 	serve := flag.String("serve", "", "internal: run a baseline server (noop or naive) and print its address")
 	flag.Parse()
@@ -63,7 +65,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "beatsbench: -baseline needs -logpond-config")
 			os.Exit(2)
 		}
-		if err := runBaseline(cfg, *rounds, *logpondBin, *logpondConfig, *naiveDir); err != nil {
+		if err := runBaseline(cfg, *rounds, *logpondBin, *logpondConfig, *naiveDir, strings.Fields(*wipe)); err != nil {
 			fmt.Fprintln(os.Stderr, "beatsbench:", err)
 			os.Exit(1)
 		}
@@ -102,7 +104,7 @@ func printRow(name string, r, naive lumberload.Result) {
 
 // runBaseline measures noop, naive and logpond, interleaved, and prints
 // one row per server per round and the median ratios.
-func runBaseline(cfg lumberload.Config, rounds int, logpondBin, logpondConfig, naiveDir string) error {
+func runBaseline(cfg lumberload.Config, rounds int, logpondBin, logpondConfig, naiveDir string, wipe []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -114,7 +116,12 @@ func runBaseline(cfg lumberload.Config, rounds int, logpondBin, logpondConfig, n
 	}{
 		{"noop", func() *exec.Cmd { return exec.Command(self, "-serve", "noop") }, regexp.MustCompile(`listening (\S+)`)},
 		{"naive", func() *exec.Cmd { return exec.Command(self, "-serve", "naive", "-naive-dir", naiveDir) }, regexp.MustCompile(`listening (\S+)`)},
-		{"logpond", func() *exec.Cmd { return exec.Command(logpondBin, "-config", logpondConfig) }, regexp.MustCompile(`beats input listening" addr=(\S+)`)},
+		{"logpond", func() *exec.Cmd {
+			for _, d := range wipe {
+				os.RemoveAll(d)
+			}
+			return exec.Command(logpondBin, "-config", logpondConfig)
+		}, regexp.MustCompile(`beats input listening" addr=(\S+)`)},
 	}
 	results := map[string][]lumberload.Result{}
 	fmt.Printf("%d connections × %d events of %d bytes, compression %d, %s per run, %d rounds\n",
