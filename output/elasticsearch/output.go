@@ -231,6 +231,11 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 	t := time.NewTicker(o.opts.FlushInterval)
 	defer t.Stop()
 	last := from
+	// A failing cursor write (the ledger's device full, …) is a wait
+	// state: logged once when it starts and once when it ends, not every
+	// interval. Nothing is lost meanwhile: a restart resends from the
+	// persisted cursor, with the same document ids.
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -242,8 +247,18 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 			continue
 		}
 		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			o.log.Error("persisting the cursor failed; will retry", "lsn", done, "err", err)
+			if !failing {
+				o.log.Error("persisting the cursor failed; retrying every flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
+					"persisted_lsn", last, "lsn", done, "err", err)
+				failing = true
+			} else {
+				o.log.Debug("persisting the cursor failed again", "lsn", done, "err", err)
+			}
 			continue
+		}
+		if failing {
+			o.log.Info("the cursor is persisted again", "lsn", done)
+			failing = false
 		}
 		last = done
 		o.stats.cursor.Store(done)

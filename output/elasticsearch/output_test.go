@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -536,5 +538,44 @@ func TestIndexPerEventMetadata(t *testing.T) {
 		if _, ok := r.es.Doc(w, string(appendDocID(nil, prefix, 1, i))); !ok {
 			t.Errorf("event %d not in %s", i, w)
 		}
+	}
+}
+
+// TestCursorFailureLoggedOnce: while the cursor cannot be written, the
+// output keeps sending, says so once, and says once when it can again;
+// then the cursor catches up.
+func TestCursorFailureLoggedOnce(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var log syncbuf.Buffer
+	r.store(time.Now(), filebeatEvent(0, ""))
+	run := r.start(r.options(func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) }))
+	cursor := func() uint64 { c, _ := r.ledger.Cursor("elasticsearch"); return c }
+	waitFor(t, "the first cursor", func() bool { return cursor() == 1 })
+
+	// A non-empty directory where the cursor's temporary file goes: every
+	// write fails until it is removed.
+	block := filepath.Join(r.dir, "ledger", "cursors", "elasticsearch.cursor.tmp")
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	waitFor(t, "every event sent", func() bool { return r.es.Count() == 6 })
+	time.Sleep(10 * r.options(nil).FlushInterval) // several failed attempts
+	if c := cursor(); c != 1 {
+		t.Fatalf("cursor moved to %d while its file could not be written", c)
+	}
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cursor to catch up", func() bool { return cursor() == 6 })
+	run.stop(t)
+	out := log.String()
+	if n := strings.Count(out, "persisting the cursor failed"); n != 1 {
+		t.Errorf("%d failure lines, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "the cursor is persisted again"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, out)
 	}
 }
