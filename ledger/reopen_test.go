@@ -194,8 +194,7 @@ func TestReopenAfterENOSPC(t *testing.T) {
 			opts := testOpts(t, direct)
 			opts.SegmentBytes = 4 << 20
 			l := mustOpen(t, dir, opts)
-			filler := filepath.Join(disk.Dir, "filler")
-			fillDevice(t, filler, 3<<20) // leave less than a segment
+			filler := disk.Fill("filler", 3<<20) // leave less than a segment
 			pad := func(lsn uint64) int { return int(lsn*131) % 7000 }
 			var failure error
 			lsn := uint64(1)
@@ -241,35 +240,6 @@ func TestReopenAfterENOSPC(t *testing.T) {
 				t.Fatalf("open after: last LSN %d, repair %+v", l3.LastLSN(), l3.Recovery())
 			}
 		})
-	}
-}
-
-// fillDevice writes path until the file system is full, then frees leave
-// bytes of it.
-func fillDevice(t *testing.T, path string, leave int64) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	var size int64
-	for {
-		n, err := f.Write(chunk)
-		size += int64(n)
-		if errors.Is(err, unix.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Truncate(max(size-leave, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
 	}
 }
 

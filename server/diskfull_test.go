@@ -43,29 +43,7 @@ func TestJournalDiskFull(t *testing.T) {
 	r := start(t, cfg)
 
 	// Fill the journal's device, then free 256 KiB: less than a segment.
-	filler := filepath.Join(jdisk.Dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	var size int64
-	for {
-		n, err := f.Write(chunk)
-		size += int64(n)
-		if errors.Is(err, unix.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Truncate(size - 256<<10); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	filler := jdisk.Fill("filler", 256<<10)
 
 	var mu sync.Mutex
 	acked := map[string]bool{}
@@ -145,26 +123,6 @@ func ledgerDiskFullConfig(t *testing.T, es *estest.Server, ldisk *powerloss.Disk
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
 	return cfg
-}
-
-// fillDevice writes path until its file system is full.
-func fillDevice(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for {
-		_, err := f.Write(chunk)
-		if errors.Is(err, unix.ENOSPC) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // ackLoad appends crashRecords from 4 writers until stop is called,
@@ -249,8 +207,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	cfg := ledgerDiskFullConfig(t, es, ldisk, t.TempDir())
 	cfg.Admin.Listen = "127.0.0.1:0"
 	r := start(t, cfg)
-	filler := filepath.Join(ldisk.Dir, "filler")
-	fillDevice(t, filler)
+	filler := ldisk.Fill("filler", 0)
 
 	load := startAckLoad(t, r.s, 0)
 	waitUntil(t, "the ledger to fail on the full device", func() bool { return strings.Contains(r.log.String(), "ledger failed") })
@@ -308,8 +265,7 @@ func TestLedgerDiskFullStop(t *testing.T) {
 	root := t.TempDir()
 	cfg := ledgerDiskFullConfig(t, es, ldisk, root)
 	r := start(t, cfg)
-	filler := filepath.Join(ldisk.Dir, "filler")
-	fillDevice(t, filler)
+	filler := ldisk.Fill("filler", 0)
 	load := startAckLoad(t, r.s, 0)
 	waitUntil(t, "the ledger to fail on the full device", func() bool { return strings.Contains(r.log.String(), "ledger failed") })
 	waitUntil(t, "acknowledgements while the ledger is down", func() bool { return load.count() > 1000 })

@@ -9,6 +9,7 @@
 package powerloss
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,4 +127,39 @@ func (d *Disk) cleanup() {
 	if d.dev != "" {
 		exec.Command("losetup", "-d", d.dev).Run()
 	}
+}
+
+// Fill writes the file name under d.Dir until the file system is full,
+// then frees leave bytes of it (0: none) and syncs it, so that the free
+// space left is known. It returns the file's path: removing it gives the
+// space back.
+func (d *Disk) Fill(name string, leave int64) string {
+	d.t.Helper()
+	path := filepath.Join(d.Dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	var size int64
+	for {
+		n, err := f.Write(chunk)
+		size += int64(n)
+		if errors.Is(err, unix.ENOSPC) {
+			break
+		}
+		if err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	if leave > 0 {
+		if err := f.Truncate(max(size-leave, 0)); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, unix.ENOSPC) {
+		d.t.Fatal(err)
+	}
+	return path
 }
