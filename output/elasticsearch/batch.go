@@ -2,6 +2,7 @@ package elasticsearch
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"sync/atomic"
 )
@@ -27,6 +28,10 @@ type batch struct {
 	items []item
 	pool  *bufPool
 	refs  atomic.Int32
+	// tainted: a request over buf failed in the transport, which then
+	// closes the body without waiting for its writer to stop copying it;
+	// such a buffer is left to the GC instead of being reused.
+	tainted atomic.Bool
 }
 
 // newBatch returns a batch with room for about n bytes, held once by the
@@ -40,7 +45,7 @@ func newBatch(pool *bufPool, n, events int) *batch {
 // release drops one hold on b's buffer; the last gives it back to the
 // pool.
 func (b *batch) release() {
-	if b.refs.Add(-1) == 0 {
+	if b.refs.Add(-1) == 0 && !b.tainted.Load() {
 		b.pool.put(b.buf)
 	}
 }
@@ -51,7 +56,7 @@ func (b *batch) release() {
 func (b *batch) body(items []item) *requestBody {
 	if len(items) == len(b.items) {
 		b.refs.Add(1)
-		return &requestBody{Reader: bytes.NewReader(b.buf), owner: b}
+		return &requestBody{Reader: bytes.NewReader(b.buf), data: b.buf, owner: b}
 	}
 	n := 0
 	for _, it := range items {
@@ -61,7 +66,7 @@ func (b *batch) body(items []item) *requestBody {
 	for _, it := range items {
 		body = append(body, b.buf[it.start:it.end]...)
 	}
-	return &requestBody{Reader: bytes.NewReader(body)}
+	return &requestBody{Reader: bytes.NewReader(body), data: body}
 }
 
 // requestBody is a bulk request's body. net/http closes a request body
@@ -69,8 +74,29 @@ func (b *batch) body(items []item) *requestBody {
 // the batch buffer it reads from may be reused.
 type requestBody struct {
 	*bytes.Reader
+	data   []byte // all of it, for again
 	owner  *batch // nil when the body owns its bytes
 	closed atomic.Bool
+}
+
+// again returns a fresh body over the same bytes, holding the batch
+// buffer in its own right: net/http's GetBody, with which it resends a
+// request that failed on a reused connection before anything was sent.
+// It is only called during the RoundTrip, while the worker still holds
+// the batch, so the buffer cannot have gone back to the pool.
+func (r *requestBody) again() *requestBody {
+	if r.owner != nil {
+		r.owner.refs.Add(1)
+	}
+	return &requestBody{Reader: bytes.NewReader(r.data), data: r.data, owner: r.owner}
+}
+
+// failed marks the batch buffer as not reusable: the transport failed the
+// request and may still be copying from it after closing the body.
+func (r *requestBody) failed() {
+	if r.owner != nil {
+		r.owner.tainted.Store(true)
+	}
 }
 
 // Close releases the body's hold on its batch buffer; later calls do
@@ -113,11 +139,12 @@ func (p *bufPool) put(b []byte) {
 	}
 }
 
-// lengthTransport gives a bulk request the Content-Length of its body.
-// net/http knows the length of a *bytes.Reader body but not of the
-// requestBody that wraps one (which it must see, to close it), and would
-// fall back to chunked encoding: more, smaller writes, and a body some
-// proxies refuse.
+// lengthTransport gives a bulk request the Content-Length and GetBody of
+// its body. net/http knows both for a *bytes.Reader body but not for the
+// requestBody that wraps one (which it must see, to close it): it would
+// fall back to chunked encoding (more, smaller writes, and a body some
+// proxies refuse), and could not resend a request that met a keep-alive
+// connection the server had just closed.
 type lengthTransport struct{ http.RoundTripper }
 
 // RoundTrip sets the length on a shallow copy, as a RoundTripper must not
@@ -126,6 +153,9 @@ func (t lengthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if b, ok := req.Body.(*requestBody); ok && req.ContentLength == 0 {
 		req = req.WithContext(req.Context())
 		req.ContentLength = int64(b.Len())
+		if req.GetBody == nil {
+			req.GetBody = func() (io.ReadCloser, error) { return b.again(), nil }
+		}
 	}
 	return t.RoundTripper.RoundTrip(req)
 }

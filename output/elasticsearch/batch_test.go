@@ -1,6 +1,9 @@
 package elasticsearch
 
 import (
+	"errors"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -68,5 +71,71 @@ func TestRequestsCarryContentLengthAndReuseBuffers(t *testing.T) {
 		if n := run.out.pool.reused.Load(); n == 0 {
 			t.Errorf("gzip=%v: no batch buffer was reused over %d requests", gz, st.BulkRequests)
 		}
+	}
+}
+
+// captureTransport records the request it is given.
+type captureTransport struct{ req *http.Request }
+
+func (c *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.req = req
+	return nil, errors.New("captured")
+}
+
+// TestLengthTransportGivesLengthAndGetBody: a bulk request leaves with its
+// Content-Length and a GetBody that returns the same bytes again, holding
+// the batch buffer until that body too is closed; the caller's request is
+// not changed.
+func TestLengthTransportGivesLengthAndGetBody(t *testing.T) {
+	pool := newBufPool(2)
+	b := newBatch(pool, 64, 1)
+	b.buf = append(b.buf, "line\n"...)
+	b.items = append(b.items, item{start: 0, end: 5})
+	body := b.body(b.items)
+	req, err := http.NewRequest("POST", "http://127.0.0.1:1/_bulk", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c captureTransport
+	lengthTransport{&c}.RoundTrip(req)
+	if req.ContentLength != 0 || req.GetBody != nil {
+		t.Fatal("the caller's request was changed")
+	}
+	sent := c.req
+	if sent.ContentLength != 5 || sent.GetBody == nil {
+		t.Fatalf("sent with Content-Length %d, GetBody %v", sent.ContentLength, sent.GetBody != nil)
+	}
+	again, err := sent.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := io.ReadAll(again); string(data) != "line\n" {
+		t.Fatalf("GetBody gave %q", data)
+	}
+	body.Close()
+	b.release()
+	if len(pool.free) != 0 {
+		t.Fatal("buffer returned while GetBody's body still holds it")
+	}
+	again.Close()
+	if len(pool.free) != 1 {
+		t.Fatal("buffer not returned after the last body closed")
+	}
+}
+
+// TestFailedRequestBufferIsNotReused: after the transport failed a
+// request, its batch buffer is never handed out again (the transport may
+// still be copying from it).
+func TestFailedRequestBufferIsNotReused(t *testing.T) {
+	pool := newBufPool(2)
+	b := newBatch(pool, 64, 1)
+	b.buf = append(b.buf, "line\n"...)
+	b.items = append(b.items, item{start: 0, end: 5})
+	body := b.body(b.items)
+	body.failed()
+	body.Close()
+	b.release()
+	if len(pool.free) != 0 {
+		t.Fatal("a failed request's buffer went back to the pool")
 	}
 }

@@ -19,6 +19,11 @@ import (
 // it longer, never near this.
 const maxResponseBytes = 256 << 20
 
+// maxKeptResponse bounds the response buffer a worker keeps for reuse.
+// Responses are a few dozen bytes per item with filter_path; one full of
+// error reasons can be far larger, and is left to the GC.
+const maxKeptResponse = 4 << 20
+
 // worker sends batches; each of Options.Workers runs one, so that many
 // requests are in flight.
 type worker struct {
@@ -47,7 +52,10 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		body := b.body(items)
 		start := time.Now()
 		status, resp, err := o.bulk(ctx, body, w.resp)
-		w.resp = resp
+		w.resp = nil
+		if cap(resp) <= maxKeptResponse {
+			w.resp = resp // not a rare huge one: kept for the next response
+		}
 		took := time.Since(start)
 		o.stats.requests.Add(1)
 		if o.opts.Observer != nil && ctx.Err() == nil {
@@ -319,6 +327,7 @@ func (o *Output) bulk(ctx context.Context, body *requestBody, dst []byte) (int, 
 		body.Close()
 	}
 	if err != nil {
+		body.failed()
 		return 0, dst, err
 	}
 	defer res.Body.Close()
