@@ -312,3 +312,47 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStopWithoutCursorWriteIsClean: when the output cannot persist its
+// cursor (its file cannot be written, as on a full device), a stop still
+// exits cleanly with a warning, and the next start resends the events
+// after the persisted cursor under the same ids: none is stored twice.
+func TestStopWithoutCursorWriteIsClean(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	cfg := crashConfig(t.TempDir())
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+	r := start(t, cfg)
+	appendN(t, r.s.jrnl(), 1, 20)
+	cursor := func() uint64 { c, _ := r.s.ledg().Cursor("elasticsearch"); return c }
+	waitUntil(t, "20 documents and the cursor", func() bool { return es.Count() == 20 && cursor() == 20 })
+
+	// A non-empty directory where the cursor's temporary file goes: every
+	// cursor write fails from now on.
+	block := filepath.Join(cfg.Ledger.Dir, "cursors", "elasticsearch.cursor.tmp")
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, r.s.jrnl(), 21, 20)
+	waitUntil(t, "40 documents", func() bool { return es.Count() == 40 })
+	r.shutdown(t) // fails the test if Run returns an error
+	if !strings.Contains(r.log.String(), "without persisting its last cursor") {
+		t.Errorf("no warning about the cursor:\n%s", r.log.String())
+	}
+
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	conflicts := es.Stats().Conflicts409
+	r = start(t, cfg)
+	waitUntil(t, "the resent events and the cursor", func() bool { return es.Stats().Conflicts409 > conflicts && cursor() == 40 })
+	r.shutdown(t)
+	if n := es.Count(); n != 40 {
+		t.Fatalf("%d documents after the resend, want 40", n)
+	}
+}

@@ -398,7 +398,15 @@ func (s *Server) Run(ctx context.Context) error {
 	// ledger is still open; closing the drain also keeps the flusher from
 	// starting another Output over a ledger it reopens meanwhile.
 	if s.out != nil {
-		oerr = errors.Join(oerr, s.out.close())
+		cerr := s.out.close()
+		if cerr != nil && !hasOtherError(cerr, elasticsearch.ErrCursorNotSaved) {
+			// Its device is full, say: a restart resends the events after
+			// the persisted cursor under the same ids, so the stop is
+			// not a failure.
+			s.log.Warn("elasticsearch output stopped without persisting its last cursor; the next start resends from the persisted one", "err", cerr)
+			cerr = nil
+		}
+		oerr = errors.Join(oerr, cerr)
 	}
 	// Stop order: stop accepting and reading (batches already read finish
 	// their appends and are acknowledged), then no more appends, then the
@@ -477,4 +485,18 @@ func (s *Server) Close() error {
 	}
 	s.locks = nil
 	return errors.Join(errs...)
+}
+
+// hasOtherError reports whether err holds an error that is not target:
+// err itself when it is not target, or any part of a join.
+func hasOtherError(err, target error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if hasOtherError(e, target) {
+				return true
+			}
+		}
+		return false
+	}
+	return !errors.Is(err, target)
 }

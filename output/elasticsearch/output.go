@@ -91,6 +91,11 @@ type Output struct {
 	downReason string
 }
 
+// ErrCursorNotSaved: Run could not persist its final cursor (the ledger's
+// device full, …). Nothing is lost: the next Run resends the events after
+// the persisted cursor, under the same document ids.
+var ErrCursorNotSaved = errors.New("elasticsearch: the final cursor could not be persisted")
+
 // New prepares an Output over l. It contacts nobody until Run.
 func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if opts.Workers < 1 || opts.FlushBytes < 1 || opts.MaxRequestBytes < opts.FlushBytes || opts.Index == nil ||
@@ -206,7 +211,9 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	if done > cursor {
 		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("elasticsearch: %w", err))
+			// %v, not %w: the chain names only ErrCursorNotSaved, so a
+			// caller can tell this from any other failure joined to it.
+			runErr = errors.Join(runErr, fmt.Errorf("%w (at LSN %d; persisted: %d): %v", ErrCursorNotSaved, done, max(cursor, o.stats.cursor.Load()), err))
 		} else {
 			o.stats.cursor.Store(done)
 		}
