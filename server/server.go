@@ -243,6 +243,12 @@ func (s *Server) closeLedger() {
 // journal still holds it), and restarts the output over it from its
 // persisted cursor. Only the flusher calls it.
 func (s *Server) reopenLedger() error {
+	// A device that is still full would take the reopened ledger's first
+	// write and fail it again: the output would restart, resend from its
+	// cursor and stop again at every attempt. Wait for room first.
+	if err := enoughRoom(s.cfg.Ledger.Dir, minLedgerFree); err != nil {
+		return err
+	}
 	j := s.jrnl()
 	// The journal in use holds every record from its FirstLSN on; the
 	// flusher releases it only up to what the ledger synced.
@@ -253,6 +259,25 @@ func (s *Server) reopenLedger() error {
 	s.lptr.Store(l)
 	if s.out != nil {
 		s.out.start(l)
+	}
+	return nil
+}
+
+// minLedgerFree is the free space a failed ledger's device needs before
+// the ledger is reopened: one flush step of the flusher.
+const minLedgerFree = flushSyncBytes
+
+// enoughRoom returns an error unless the file system holding dir has at
+// least need bytes free for unprivileged writers.
+func enoughRoom(dir string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("server: free space of %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		// The same words every time: the reopener logs a changed error
+		// at Warn, a repeated one at Debug.
+		return fmt.Errorf("server: less than %d MiB free on the ledger's device (%s); waiting for space", need>>20, dir)
 	}
 	return nil
 }

@@ -261,6 +261,10 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 			} else {
 				o.log.Debug("persisting the cursor failed again", "lsn", done, "err", err)
 			}
+			// Retention still runs on the cursors already persisted: when
+			// the ledger itself filled its device, deleting what they have
+			// passed is what makes room for the cursor.
+			o.retain()
 			continue
 		}
 		if failing {
@@ -269,10 +273,16 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 		}
 		last = done
 		o.stats.cursor.Store(done)
-		if n, err := o.ledger.Retain(); err != nil {
-			o.log.Error("ledger retention failed", "err", err)
-		} else if n > 0 {
-			o.log.Debug("ledger retention deleted drained segments", "segments", n)
-		}
+		o.retain()
+	}
+}
+
+// retain lets the ledger delete the segments every persisted cursor has
+// passed.
+func (o *Output) retain() {
+	if n, err := o.ledger.Retain(); err != nil {
+		o.log.Error("ledger retention failed", "err", err)
+	} else if n > 0 {
+		o.log.Debug("ledger retention deleted drained segments", "segments", n)
 	}
 }
