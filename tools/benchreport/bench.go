@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -270,30 +271,35 @@ func (b *bench) fillBacklog(ctx context.Context) (int64, int64, error) {
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var last map[string]float64
+	// The sampler stops the load once the ledger holds the backlog.
+	reached := make(chan bool, 1)
 	go func() {
 		for lctx.Err() == nil {
 			if m, err := scrape(admin); err == nil && m["logpond_ledger_bytes"] >= float64(b.o.backlog) {
-				last = m
+				reached <- true
 				cancel()
 				return
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		reached <- false
 	}()
 	r, err := lumberload.Run(lctx, p.Addr(), lumberload.Config{Connections: 4, Batch: 2048, EventSize: 1024, Duration: 10 * time.Minute})
 	cancel()
-	m, serr := scrape(admin)
-	if serr == nil {
-		last = m
+	if <-reached && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil // stopped because the backlog was there
 	}
+	last, serr := scrape(admin)
 	if stopErr := p.Stop(); stopErr != nil {
 		return 0, 0, fmt.Errorf("stop after filling: %w\n%s", stopErr, p.Output())
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("fill the backlog: %w", err)
 	}
-	if last == nil || last["logpond_ledger_bytes"] < float64(b.o.backlog) {
+	if serr != nil {
+		return 0, 0, serr
+	}
+	if last["logpond_ledger_bytes"] < float64(b.o.backlog) {
 		return 0, 0, fmt.Errorf("the ledger never reached %d bytes", b.o.backlog)
 	}
 	fmt.Fprintf(b.log, "isolation: backlog of %.0f MiB, %d events\n", last["logpond_ledger_bytes"]/(1<<20), r.Events)

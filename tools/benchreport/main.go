@@ -77,6 +77,10 @@ func main() {
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.throttleBPS < 1 {
+		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog and -throttle must be positive")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, os.Stderr); err != nil {
@@ -138,6 +142,10 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		if rep.Small, rep.StraceNote, err = b.smallClients(ctx); err != nil {
 			return fmt.Errorf("many small clients: %w", err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted: the figures are partial; keep the old report.
+		return fmt.Errorf("interrupted, %s left as it was: %w", o.out, err)
 	}
 	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
 		return err

@@ -117,7 +117,7 @@ func (r *report) markdown() string {
 		s0 := r.Small[0]
 		p("%d connections, each sending %d-event windows of %d B as fast as they are acknowledged, %s per run, output disabled. ", s0.Connections, s0.Window, s0.Size, o.smallDuration)
 		p("A record is what one window becomes in the journal; records per fsync is how many windows one group commit made durable together. ")
-		p("\"From metrics\" divides logpond's `logpond_journal_group_records` sum by `logpond_journal_fsyncs_total`; \"at the syscall\" divides the same records by the fsync and fdatasync calls on journal files that `strace -f -y -e trace=fsync,fdatasync` saw (strace slows every traced thread, so that run is slower and its groups differ).\n\n")
+		p("\"From metrics\" divides logpond's `logpond_journal_group_records` sum by `logpond_journal_fsyncs_total`; \"at the syscall\" divides the same records by the fsync and fdatasync calls on the journal's files and directory that `strace -f -y -e trace=fsync,fdatasync` saw over the process's life (a handful of them at start and at the final flush; strace slows every traced thread, so that run is slower and its groups differ).\n\n")
 		p("| run | events/s | ack p50 ms | ack p99 ms | records | journal fsyncs | records per fsync | ledger fsync calls |\n")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.Small {

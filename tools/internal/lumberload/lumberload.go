@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -75,7 +76,9 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+	// Nearest rank: the smallest value with at least p of them at or below.
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(len(sorted)-1, i))]
 }
 
 // words make an event's message: log-like text that zlib compresses about
@@ -110,11 +113,14 @@ func Event(size, n int) []byte {
 	return append(b, `"}`...)
 }
 
-// Run loads addr as cfg says, until cfg.Duration has passed or ctx ends,
-// and returns what was acknowledged. The first
+// Run loads addr as cfg says, until cfg.Duration has passed or parent
+// ends (then it returns parent's error with the partial result), and
+// returns what was acknowledged. With cfg.Rate, each batch's latency counts
+// from when it was due, not from when a late connection got to send it, and
+// the connections' schedules are staggered. The first
 // connection or send error ends that connection and is returned; what was
 // acknowledged before it still counts.
-func Run(ctx context.Context, addr string, cfg Config) (Result, error) {
+func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 	batch := make([]interface{}, cfg.Batch)
 	var batchBytes int64
 	for i := range batch {
@@ -123,14 +129,14 @@ func Run(ctx context.Context, addr string, cfg Config) (Result, error) {
 		batchBytes += int64(len(ev))
 	}
 	raw := lj.JSONEncoder(func(v interface{}) ([]byte, error) { return v.([]byte), nil })
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	ctx, cancel := context.WithTimeout(parent, cfg.Duration)
 	defer cancel()
 	var mu sync.Mutex
 	var res Result
 	var firstErr error
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range cfg.Connections {
+	for conn := range cfg.Connections {
 		wg.Go(func() {
 			c, err := lj.SyncDial(addr, raw, lj.CompressionLevel(cfg.Compression), lj.Timeout(60*time.Second))
 			if err != nil {
@@ -146,13 +152,18 @@ func Run(ctx context.Context, addr string, cfg Config) (Result, error) {
 			if cfg.Rate > 0 {
 				interval = time.Duration(float64(time.Second) * float64(cfg.Batch*cfg.Connections) / cfg.Rate)
 			}
-			next := time.Now()
+			// Staggered, so that the connections do not send in lockstep.
+			next := start.Add(time.Duration(conn) * interval / time.Duration(cfg.Connections))
 			for ctx.Err() == nil {
+				t0 := time.Now()
 				if interval > 0 {
 					time.Sleep(time.Until(next))
+					// Latency from when the batch was due: a connection
+					// held up by a slow server sends late, and that wait
+					// is the server's too.
+					t0 = next
 					next = next.Add(interval)
 				}
-				t0 := time.Now()
 				n, err := c.Send(batch)
 				lat := time.Since(t0)
 				if err != nil {
@@ -176,6 +187,11 @@ func Run(ctx context.Context, addr string, cfg Config) (Result, error) {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	slices.Sort(res.Latencies)
+	if firstErr == nil && parent.Err() != nil {
+		// Cut short by the caller, not ended by cfg.Duration: the result
+		// is partial, and the caller should know.
+		firstErr = parent.Err()
+	}
 	return res, firstErr
 }
 
@@ -197,6 +213,9 @@ func Start(cmd *exec.Cmd, addrRE *regexp.Regexp) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stdout = cmd.Stderr
+	// A process group of its own, so that Stop reaches whatever it starts
+	// (logpond under strace); killed if this process dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -271,11 +290,21 @@ func (p *Process) CPU() time.Duration { return ProcessCPU(p.Pid()) }
 // unknown.
 func (p *Process) PeakRSS() int64 { return procStatusKB(p.Pid(), "VmHWM:") * 1024 }
 
-// Stop sends SIGTERM and waits for the process to exit; it returns the
-// exit error, if any.
+// stopWait bounds how long Stop waits after SIGTERM before SIGKILL.
+const stopWait = 2 * time.Minute
+
+// Stop sends SIGTERM to the process's group and waits for it to exit,
+// killing the group if it has not after stopWait; it returns the exit
+// error, if any.
 func (p *Process) Stop() error {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
+	pgid := p.cmd.Process.Pid // Setpgid: the group is named after it
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopWait):
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
 	return p.cmd.Wait()
 }
 

@@ -3,6 +3,7 @@ package lumberload
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // TestEventIsValidJSONOfTheAskedSize: every event is one JSON object of
@@ -30,5 +31,26 @@ func TestEventIsValidJSONOfTheAskedSize(t *testing.T) {
 	}
 	if len(seen) < 800 {
 		t.Fatalf("only %d distinct messages in 1000 events", len(seen))
+	}
+}
+
+// TestPercentileIsNearestRank: p of n sorted values is the smallest with
+// at least p·n values at or below it — p99 of 100 values is not the
+// largest.
+func TestPercentileIsNearestRank(t *testing.T) {
+	var xs []time.Duration
+	for i := 1; i <= 100; i++ {
+		xs = append(xs, time.Duration(i))
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50}, {0.99, 99}, {0.999, 100}, {0, 1}, {1, 100}} {
+		if got := Percentile(xs, c.p); got != c.want {
+			t.Errorf("Percentile(1..100, %v) = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if Percentile(nil, 0.5) != 0 {
+		t.Error("Percentile of nothing is not 0")
 	}
 }
