@@ -3,13 +3,14 @@ package journal
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/logpond/logpond/internal/storetest"
 )
 
 const inspectPad = 300
@@ -32,23 +33,6 @@ func inspectFixture(t *testing.T, n uint64) string {
 	return dir
 }
 
-func snapshotDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[path] = fmt.Sprint(info.Mode(), info.ModTime(), info.Size())
-		return nil
-	})
-	return out
-}
-
 func readDir(t *testing.T, dir string, from uint64) ([]uint64, *DirReader) {
 	t.Helper()
 	r, err := NewDirReader(dir, from)
@@ -65,17 +49,9 @@ func readDir(t *testing.T, dir string, from uint64) ([]uint64, *DirReader) {
 	return lsns, r
 }
 
-func seq(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
 func TestInspectSegmentsAndRead(t *testing.T) {
 	dir := inspectFixture(t, 500)
-	before := snapshotDir(t, dir)
+	before := storetest.SnapshotDir(t, dir)
 	segs, err := Segments(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +77,14 @@ func TestInspectSegmentsAndRead(t *testing.T) {
 		if r.Err() != nil || r.Tail() != nil {
 			t.Fatalf("from %d: err %v, tail %+v", from, r.Err(), r.Tail())
 		}
-		if want := seq(max(from, 1), 500); !slices.Equal(lsns, want) {
+		if want := storetest.Seq(max(from, 1), 500); !slices.Equal(lsns, want) {
 			t.Fatalf("from %d: read %v, want %v", from, lsns, want)
 		}
 		if from <= 1 && r.BytesRead() != total {
 			t.Fatalf("read %d bytes, segments hold %d", r.BytesRead(), total)
 		}
 	}
-	if after := snapshotDir(t, dir); !maps.Equal(before, after) {
+	if after := storetest.SnapshotDir(t, dir); !maps.Equal(before, after) {
 		t.Fatalf("inspection changed the directory:\nbefore %v\nafter  %v", before, after)
 	}
 }
@@ -137,7 +113,7 @@ func TestInspectReleased(t *testing.T) {
 		t.Fatalf("the interrupted release was finished: %v", err)
 	}
 	lsns, r := readDir(t, dir, 1)
-	if r.Err() != nil || !slices.Equal(lsns, seq(segs[3].FirstLSN, 900)) {
+	if r.Err() != nil || !slices.Equal(lsns, storetest.Seq(segs[3].FirstLSN, 900)) {
 		t.Fatalf("read %v, %v", lsns, r.Err())
 	}
 }
@@ -185,17 +161,17 @@ func TestInspectDamageTable(t *testing.T) {
 		tailLSN uint64 // LSN of the Tail, 0 for none
 	}{
 		{"flipped record byte in a closed generation", closed.File,
-			func(p string) { flip(t, p, offsets[mid]+40) }, mid - 1, mid, 0},
+			func(p string) { storetest.Flip(t, p, offsets[mid]+40) }, mid - 1, mid, 0},
 		{"closed generation truncated inside an entry", closed.File,
 			func(p string) { os.Truncate(p, offsets[mid]+10) }, mid - 1, mid, 0},
 		{"flipped byte in the newest generation, later groups follow", newest.File,
-			func(p string) { flip(t, p, offsets[newest.FirstLSN+1]+40) }, newest.FirstLSN, newest.FirstLSN + 1, 0},
+			func(p string) { storetest.Flip(t, p, offsets[newest.FirstLSN+1]+40) }, newest.FirstLSN, newest.FirstLSN + 1, 0},
 		{"flipped byte in the last group", newest.File,
-			func(p string) { flip(t, p, offsets[last]+40) }, last - 1, 0, last},
+			func(p string) { storetest.Flip(t, p, offsets[last]+40) }, last - 1, 0, last},
 		{"newest generation torn inside its last entry", newest.File,
 			func(p string) { os.Truncate(p, offsets[last]+7) }, last - 1, 0, last},
 		{"zeros after the newest generation", newest.File,
-			func(p string) { appendBytes(t, p, make([]byte, 4096)) }, last, 0, last + 1},
+			func(p string) { storetest.AppendBytes(t, p, make([]byte, 4096)) }, last, 0, last + 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,30 +210,6 @@ func TestInspectDamageTable(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func flip(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off] ^= 0x40
-	if err := os.WriteFile(path, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendBytes(t *testing.T, path string, p []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(p); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -301,30 +253,10 @@ func TestInspectLiveJournal(t *testing.T) {
 		}
 		done <- nil
 	}()
-	writerDone := false
-	for passes := 0; ; passes++ {
+	storetest.ReadWhileWriting(t, done, total, func() ([]uint64, error) {
 		lsns, r := readDir(t, dir, 1)
-		if r.Err() != nil {
-			t.Fatalf("pass %d: %v", passes, r.Err())
-		}
-		if !slices.Equal(lsns, seq(1, uint64(len(lsns)))) {
-			t.Fatalf("pass %d: records are not a prefix: %v", passes, lsns)
-		}
-		if writerDone && len(lsns) == total {
-			t.Logf("%d passes", passes)
-			break
-		}
-		if !writerDone {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-				writerDone = true
-			default:
-			}
-		}
-	}
+		return lsns, r.Err()
+	})
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}

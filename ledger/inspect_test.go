@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/logpond/logpond/internal/storetest"
 )
 
 // inspectFixture is a closed ledger of LSNs 1..200 in several 64 KiB
@@ -26,25 +26,6 @@ func inspectFixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// snapshotDir records every file's name, size, mode and modification
-// time, to show that an inspection wrote nothing.
-func snapshotDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[path] = fmt.Sprint(info.Mode(), info.ModTime(), info.Size())
-		return nil
-	})
-	return out
 }
 
 func readDir(t *testing.T, dir string, from uint64) (lsns []uint64, r *DirReader) {
@@ -63,17 +44,9 @@ func readDir(t *testing.T, dir string, from uint64) (lsns []uint64, r *DirReader
 	return lsns, r
 }
 
-func seq(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
 func TestInspectSegmentsAndRead(t *testing.T) {
 	dir := inspectFixture(t)
-	before := snapshotDir(t, dir)
+	before := storetest.SnapshotDir(t, dir)
 
 	segs, err := Segments(dir, InspectOptions{DirectIO: true})
 	if err != nil {
@@ -100,7 +73,7 @@ func TestInspectSegmentsAndRead(t *testing.T) {
 		if r.Err() != nil || r.Tail() != nil {
 			t.Fatalf("from %d: err %v, tail %+v", from, r.Err(), r.Tail())
 		}
-		if want := seq(max(from, 1), 200); !slices.Equal(lsns, want) {
+		if want := storetest.Seq(max(from, 1), 200); !slices.Equal(lsns, want) {
 			t.Fatalf("from %d: read %v, want %v", from, lsns, want)
 		}
 		if from <= 1 && r.BytesRead() != bytesTotal {
@@ -115,7 +88,7 @@ func TestInspectSegmentsAndRead(t *testing.T) {
 	if id, err := ReadStreamID(dir); err != nil || len(id) != 36 {
 		t.Fatalf("stream id %q, %v", id, err)
 	}
-	if after := snapshotDir(t, dir); !maps.Equal(before, after) {
+	if after := storetest.SnapshotDir(t, dir); !maps.Equal(before, after) {
 		t.Fatalf("inspection changed the directory:\nbefore %v\nafter  %v", before, after)
 	}
 }
@@ -170,17 +143,17 @@ func TestInspectDamageTable(t *testing.T) {
 		tailLSN uint64 // LSN of the Tail; 0 for none
 	}{
 		{"flipped record byte in a sealed segment", sealed.Path,
-			func(p string) { flip(t, p, starts[mid]+frameHeader+30) }, mid - 1, mid, starts[mid], 0},
+			func(p string) { storetest.Flip(t, p, starts[mid]+frameHeader+30) }, mid - 1, mid, starts[mid], 0},
 		{"flipped frame header in a sealed segment", sealed.Path,
-			func(p string) { flip(t, p, starts[mid]+offFrameLSN) }, mid - 1, mid, starts[mid], 0},
+			func(p string) { storetest.Flip(t, p, starts[mid]+offFrameLSN) }, mid - 1, mid, starts[mid], 0},
 		{"sealed segment truncated", sealed.Path,
 			func(p string) { os.Truncate(p, starts[mid]) }, mid - 1, mid, starts[mid], 0},
 		{"flipped record byte in the open segment's last write", open.Path,
-			func(p string) { flip(t, p, starts[last]+frameHeader+30) }, last - 1, 0, 0, last},
+			func(p string) { storetest.Flip(t, p, starts[last]+frameHeader+30) }, last - 1, 0, 0, last},
 		{"open segment torn inside its last frame", open.Path,
 			func(p string) { os.Truncate(p, starts[last]+20) }, last - 1, 0, 0, last},
 		{"zero blocks after the open segment", open.Path,
-			func(p string) { appendZeros(t, p, 2*BlockSize) }, 200, 0, 0, 0},
+			func(p string) { storetest.AppendBytes(t, p, make([]byte, 2*BlockSize)) }, 200, 0, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,30 +211,6 @@ func TestInspectDamageTable(t *testing.T) {
 	})
 }
 
-func flip(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off] ^= 0x40
-	if err := os.WriteFile(path, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendZeros(t *testing.T, path string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestInspectLiveLedger reads a ledger while its writer appends and syncs:
 // every pass sees a gap-free prefix of the records and never an error,
 // whatever the writer is in the middle of.
@@ -285,30 +234,10 @@ func TestInspectLiveLedger(t *testing.T) {
 		}
 		done <- nil
 	}()
-	writerDone := false
-	for passes := 0; ; passes++ {
+	storetest.ReadWhileWriting(t, done, total, func() ([]uint64, error) {
 		lsns, r := readDir(t, dir, 1)
-		if r.Err() != nil {
-			t.Fatalf("pass %d: %v", passes, r.Err())
-		}
-		if !slices.Equal(lsns, seq(1, uint64(len(lsns)))) {
-			t.Fatalf("pass %d: records are not a prefix: %v", passes, lsns)
-		}
-		if writerDone && len(lsns) == total {
-			t.Logf("%d passes", passes)
-			break
-		}
-		if !writerDone {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-				writerDone = true
-			default:
-			}
-		}
-	}
+		return lsns, r.Err()
+	})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
