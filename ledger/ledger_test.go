@@ -168,22 +168,16 @@ func TestStreamFileRequired(t *testing.T) {
 
 func TestFdatasyncFailurePoisons(t *testing.T) {
 	opts := testOpts(t, true)
-	fail := false
-	opts.hooks.fdatasync = func(f *os.File) error {
-		if fail {
-			return errors.New("EIO")
-		}
-		return fdatasync(f)
-	}
+	fail := failFdatasync(&opts)
 	dir := t.TempDir()
 	l := mustOpen(t, dir, opts)
 	fill(t, l, 1, 5, 0, false)
-	fail = true
+	*fail = true
 	l.Append(context.Background(), 6, rec(t, 6, 0))
 	if err := l.Sync(); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("Sync with failing fdatasync: %v", err)
 	}
-	fail = false
+	*fail = false
 	if err := l.Append(context.Background(), 7, rec(t, 7, 0)); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("Append after poisoning: %v", err)
 	}

@@ -45,20 +45,14 @@ func TestReopenCutsUnsyncedRecords(t *testing.T) {
 		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
 			opts := testOpts(t, direct)
 			opts.SegmentBytes = 1 << 20
-			fail := false
-			opts.hooks.fdatasync = func(f *os.File) error {
-				if fail {
-					return errors.New("EIO")
-				}
-				return fdatasync(f)
-			}
+			fail := failFdatasync(&opts)
 			dir := t.TempDir()
 			l := mustOpen(t, dir, opts)
 			fill(t, l, 1, 10, 100, false)
 			seg := filepath.Join(dir, segmentName(1))
 			syncedSize := fileSize(t, seg)
 			synced := readFile(t, seg)
-			fail = true
+			*fail = true
 			for lsn := uint64(11); lsn <= 20; lsn++ {
 				if err := l.Append(context.Background(), lsn, rec(t, lsn, 100)); err != nil {
 					t.Fatal(err)
@@ -79,7 +73,7 @@ func TestReopenCutsUnsyncedRecords(t *testing.T) {
 			if l.Err() == nil {
 				t.Fatal("Err is nil after Close")
 			}
-			fail = false
+			*fail = false
 			l2, err := l.Reopen(coveredFrom(11))
 			if err != nil {
 				t.Fatal(err)
@@ -107,20 +101,14 @@ func TestReopenCutsUnsyncedRecords(t *testing.T) {
 // cannot be cut; Reopen refuses with a CorruptionError.
 func TestReopenNotCovered(t *testing.T) {
 	opts := testOpts(t, true)
-	fail := false
-	opts.hooks.fdatasync = func(f *os.File) error {
-		if fail {
-			return errors.New("EIO")
-		}
-		return fdatasync(f)
-	}
+	fail := failFdatasync(&opts)
 	l := mustOpen(t, t.TempDir(), opts)
 	fill(t, l, 1, 3, 0, false)
-	fail = true
+	*fail = true
 	l.Append(context.Background(), 4, rec(t, 4, 0))
 	l.Sync()
 	l.Close()
-	fail = false
+	*fail = false
 	_, err := l.Reopen(coveredFrom(5))
 	if ce := (*CorruptionError)(nil); !errors.As(err, &ce) || ce.LSN != 4 {
 		t.Fatalf("Reopen: %v, want a CorruptionError at LSN 4", err)
@@ -259,4 +247,17 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// failFdatasync makes the ledger's fdatasync fail with EIO while the
+// returned flag is true (it starts false).
+func failFdatasync(opts *Options) *bool {
+	fail := new(bool)
+	opts.hooks.fdatasync = func(f *os.File) error {
+		if *fail {
+			return errors.New("EIO")
+		}
+		return fdatasync(f)
+	}
+	return fail
 }
