@@ -424,7 +424,7 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 			// strace would detach and leave logpond running).
 			if child := childOf(p.Pid()); child > 0 {
 				syscall.Kill(child, syscall.SIGTERM)
-				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && running(child); {
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && lumberload.Running(child); {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
@@ -479,16 +479,6 @@ func childOf(pid int) int {
 	var c int
 	fmt.Sscan(string(b), &c)
 	return c
-}
-
-// running reports whether a process exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // countFsyncs counts, in an `strace -f -y` log, the fsync and fdatasync

@@ -328,18 +328,34 @@ func Measure(cmd *exec.Cmd, addrRE *regexp.Regexp, cfg Config) (Result, error) {
 // ProcessCPU reads a process's user+system CPU time from /proc, 0 when it
 // cannot.
 func ProcessCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may contain spaces).
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// Running reports whether a process exists and is not a zombie.
+func Running(pid int) bool {
+	f := procStat(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name
+// (which may contain spaces), starting with the state; nil when the
+// process is gone.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 > len(b) {
+		return nil
+	}
+	return strings.Fields(string(b[i+2:]))
 }
 
 // procStatusKB reads one "Key:   N kB" line of /proc/PID/status.

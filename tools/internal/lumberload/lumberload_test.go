@@ -2,6 +2,7 @@ package lumberload
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 )
@@ -52,5 +53,20 @@ func TestPercentileIsNearestRank(t *testing.T) {
 	}
 	if Percentile(nil, 0.5) != 0 {
 		t.Error("Percentile of nothing is not 0")
+	}
+}
+
+// TestProcessStat: this process is running and has used some CPU; a
+// process that does not exist is not running.
+func TestProcessStat(t *testing.T) {
+	pid := os.Getpid()
+	for range 1_000_000 { // burn a little CPU to be measurable
+		_ = Event(16, 1)
+	}
+	if !Running(pid) || ProcessCPU(pid) <= 0 {
+		t.Fatalf("Running %v, CPU %s for this process", Running(pid), ProcessCPU(pid))
+	}
+	if Running(1 << 30) {
+		t.Fatal("a nonexistent pid is running")
 	}
 }
