@@ -395,11 +395,7 @@ func TestCheckConfigExample(t *testing.T) {
 // TestCheckConfigFillsDefaults: a file with one key set prints every key,
 // with the defaults for the others.
 func TestCheckConfigFillsDefaults(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "small.toml")
-	if err := os.WriteFile(path, []byte("[journal]\nmax_group_wait = \"2ms\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr, code := runBinary(t, "-check-config", path)
+	_, stdout, stderr, code := checkConfigText(t, "[journal]\nmax_group_wait = \"2ms\"\n")
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, stderr)
 	}
@@ -417,11 +413,7 @@ func TestCheckConfigFillsDefaults(t *testing.T) {
 // TestCheckConfigRedactsSecrets: passwords and API keys stay out of the
 // output (it goes to CI logs); everything else is printed as loaded.
 func TestCheckConfigRedactsSecrets(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "secret.toml")
-	if err := os.WriteFile(path, []byte("[output.elasticsearch]\nusername = \"elastic\"\npassword = \"hunter2\"\napi_key = \"c2VjcmV0OmtleQ==\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr, code := runBinary(t, "-check-config", path)
+	path, stdout, stderr, code := checkConfigText(t, "[output.elasticsearch]\nusername = \"elastic\"\npassword = \"hunter2\"\napi_key = \"c2VjcmV0OmtleQ==\"\n")
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, stderr)
 	}
@@ -448,14 +440,9 @@ func TestCheckConfigRedactsSecrets(t *testing.T) {
 // conf's tests: exit 1, nothing on stdout, and the error on stderr names
 // the file and the key and says what conf's test expects.
 func TestCheckConfigMistakes(t *testing.T) {
-	dir := t.TempDir()
-	for i, tc := range conftest.Mistakes {
+	for _, tc := range conftest.Mistakes {
 		t.Run(tc.Name, func(t *testing.T) {
-			path := filepath.Join(dir, fmt.Sprintf("mistake-%d.toml", i))
-			if err := os.WriteFile(path, []byte(tc.TOML), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			stdout, stderr, code := runBinary(t, "-check-config", path)
+			path, stdout, stderr, code := checkConfigText(t, tc.TOML)
 			if code != 1 {
 				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr)
 			}
@@ -473,6 +460,18 @@ func TestCheckConfigMistakes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkConfigText runs logpond -check-config on a file holding text and
+// returns the file's path with what the run printed.
+func checkConfigText(t *testing.T, text string) (path, stdout, stderr string, code int) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "check.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runBinary(t, "-check-config", path)
+	return path, stdout, stderr, code
 }
 
 func TestCheckConfigUsage(t *testing.T) {
