@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logpond/logpond/internal/storetest"
 )
 
 // TestBinary builds ledgerctl and runs it as an operator would: help, a
@@ -48,7 +50,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("verify: exit %d", code)
 	}
 	w := ledgerOffsets(t, s.ledger)[42]
-	flip(t, w.file, w.off+16+20)
+	storetest.Flip(t, w.file, w.off+16+20)
 	out, code = runBin("-config", config, "verify")
 	if code != exitFailed || !strings.Contains(out, w.file) || !strings.Contains(out, "LSN 42") {
 		t.Fatalf("verify on damage: exit %d, want %d naming %s and LSN 42", code, exitFailed, w.file)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/storetest"
 	"github.com/logpond/logpond/output/dlq"
 )
 
@@ -93,7 +94,7 @@ func TestSegments(t *testing.T) {
 
 	// Damage in a closed generation is shown where it is, with status 1.
 	w := journalOffsets(t, s.journal)[255]
-	flip(t, w.file, w.off+40)
+	storetest.Flip(t, w.file, w.off+40)
 	out, _, code = ctl(t, "-journal", s.journal, "segments")
 	if want := fmt.Sprintf("DAMAGED: journal: file %s, offset %d, LSN 255", w.file, w.off); code != exitFailed || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, no %q in:\n%s", code, want, out)

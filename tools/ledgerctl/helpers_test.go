@@ -215,15 +215,3 @@ func journalOffsets(t *testing.T, dir string) map[uint64]where {
 	}
 	return out
 }
-
-func flip(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off] ^= 0x20
-	if err := os.WriteFile(path, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-}

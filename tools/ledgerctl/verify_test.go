@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logpond/logpond/internal/storetest"
 	"github.com/logpond/logpond/output/dlq"
 )
 
@@ -44,12 +45,12 @@ func TestVerifyDamage(t *testing.T) {
 	}{
 		{"ledger: flipped byte inside a record of a sealed segment", func(t *testing.T, s stores) damage {
 			w := ledgerOffsets(t, s.ledger)[50]
-			flip(t, w.file, w.off+16+30)
+			storetest.Flip(t, w.file, w.off+16+30)
 			return damage{w.file, w.off, 50}
 		}, exitFailed, []string{"checksum mismatch"}},
 		{"ledger: flipped LSN in a frame header of a sealed segment", func(t *testing.T, s stores) damage {
 			w := ledgerOffsets(t, s.ledger)[80]
-			flip(t, w.file, w.off+8)
+			storetest.Flip(t, w.file, w.off+8)
 			return damage{w.file, w.off, 80}
 		}, exitFailed, nil},
 		{"ledger: sealed segment cut short", func(t *testing.T, s stores) damage {
@@ -66,17 +67,17 @@ func TestVerifyDamage(t *testing.T) {
 			os.RemoveAll(s.journal)
 			writeJournal(t, s.journal, 300, 301, 400)
 			w := ledgerOffsets(t, s.ledger)[300]
-			flip(t, w.file, w.off+16+10)
+			storetest.Flip(t, w.file, w.off+16+10)
 			return damage{w.file, w.off, 300}
 		}, exitFailed, []string{"no longer holds LSN 300", "lost"}},
 		{"journal: flipped byte in a closed generation", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[260]
-			flip(t, w.file, w.off+40)
+			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 260}
 		}, exitFailed, nil},
 		{"journal: flipped byte in the newest generation, later groups follow", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[390]
-			flip(t, w.file, w.off+40)
+			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 390}
 		}, exitFailed, []string{"later write group follows"}},
 		{"journal: torn last write", func(t *testing.T, s stores) damage {
@@ -91,14 +92,14 @@ func TestVerifyDamage(t *testing.T) {
 		}, exitFailed, []string{"records 301–320 are in neither store"}},
 		{"damaged cursor file", func(t *testing.T, s stores) damage {
 			path := filepath.Join(s.ledger, "cursors", "elasticsearch.cursor")
-			flip(t, path, 3)
+			storetest.Flip(t, path, 3)
 			return damage{path, -1, 0}
 		}, exitFailed, []string{"checksum mismatch"}},
 		{"damaged dead letter", func(t *testing.T, s stores) damage {
 			dir := writeDeadLetters(t, s.ledger, []dlq.Entry{deadLetter(1, `{"a":1}`)})
 			writeDeadLetters(t, s.ledger, []dlq.Entry{deadLetter(2, `{"b":2}`)})
 			path := filepath.Join(dir, "00000000000000000001.dlq")
-			flip(t, path, 20+60)
+			storetest.Flip(t, path, 20+60)
 			return damage{path, 20, 0}
 		}, exitFailed, nil},
 	}
