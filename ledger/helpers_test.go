@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,12 +82,8 @@ func readAll(t testing.TB, l *Ledger, pad int) []uint64 {
 		if d.Count() != want.Count() || d.Size() != len(r.Record()) || d.Received() != want.Received() {
 			t.Fatalf("LSN %d: Decoded() gives %d events, %d bytes", r.LSN(), d.Count(), d.Size())
 		}
-		for ev := range d.Events() {
-			for wev := range want.Events() {
-				if !bytes.Equal(ev, wev) {
-					t.Fatalf("LSN %d: Decoded() event differs", r.LSN())
-				}
-			}
+		if !slices.EqualFunc(slices.Collect(d.Events()), slices.Collect(want.Events()), bytes.Equal) {
+			t.Fatalf("LSN %d: Decoded() events differ", r.LSN())
 		}
 		lsns = append(lsns, r.LSN())
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,22 +147,4 @@ func dlqFiles(t testing.TB, dir string) []string {
 		names[i] = filepath.Base(names[i])
 	}
 	return names
-}
-
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "dlq")
-	if err := os.Mkdir(dst, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range dlqFiles(t, src) {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, name), b, 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
 }
