@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,6 +83,9 @@ type blkioThrottle struct {
 // applies to logpond's ledger (buffered writes would escape cgroup v1's
 // throttle; the ledger uses none).
 func newThrottle(major, minor uint32, bps int64) (*blkioThrottle, error) {
+	if err := throttleSupported(); err != nil {
+		return nil, err
+	}
 	name := fmt.Sprintf("logpond-benchreport-%d", os.Getpid())
 	dev := fmt.Sprintf("%d:%d", major, minor)
 	if _, err := os.Stat("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device"); err == nil {
@@ -108,7 +112,7 @@ func newThrottle(major, minor uint32, bps int64) (*blkioThrottle, error) {
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("neither cgroup v1 blkio nor cgroup v2 is mounted under /sys/fs/cgroup")
+	return nil, errors.New("no cgroup throttles block devices here") // throttleSupported said otherwise
 }
 
 // throttleSupported says why newThrottle cannot work here, or nil.
