@@ -39,7 +39,7 @@ type Journal struct {
 	// MaxGroupWait is how long the committer may wait for more appends
 	// before writing a group; 0 writes as soon as the queue is empty.
 	MaxGroupWait Duration `toml:"max_group_wait"`
-	// MaxGroupBytes caps the bytes written (and fsynced) as one group.
+	// MaxGroupBytes caps the bytes written and waiting for one fsync.
 	MaxGroupBytes Size `toml:"max_group_bytes"`
 }
 

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 )
 
-// fixture is a journal of 14 records: LSNs 1–11 each written as its own
-// group, then 12–14 as one group of three (the last group).
+// fixture is a journal of 14 records: LSNs 1–11 each written and fsynced
+// on its own, then 12–14 written while 12's fsync was held (one group in
+// the sense of recovery: their group field is 12).
 type fixture struct {
 	dir     string
 	segment string
@@ -32,34 +32,20 @@ func buildFixture(t *testing.T) fixture {
 	opts := smallOpts()
 	c := counting(&opts)
 	j := mustOpen(t, dir, opts)
-	for lsn := uint64(1); lsn <= 10; lsn++ {
+	for lsn := uint64(1); lsn <= 11; lsn++ {
 		mustAppend(t, j, fixtureRecord(t, lsn))
 	}
-	// Hold the fsync of LSN 11 while 12–14 queue up behind it, so they are
-	// gathered into one group.
+	// Hold the fsync of LSN 12; 13 and 14 are written while it waits, so
+	// all three carry group 12: the lowest LSN not yet fsynced.
 	hold := make(chan struct{})
 	c.mu.Lock()
 	c.hold = hold
 	c.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); mustAppend(t, j, fixtureRecord(t, 11)) }()
-	// Wait until 11 is written: the committer is then held in its fsync.
-	for {
-		c.mu.Lock()
-		w := c.walLog
-		c.mu.Unlock()
-		if li, _ := w.LastIndex(); li == 11 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
 	for lsn := uint64(12); lsn <= 14; lsn++ {
 		wg.Add(1)
 		go func() { defer wg.Done(); mustAppend(t, j, fixtureRecord(t, lsn)) }()
-		for len(j.queue) < int(lsn-11) {
-			time.Sleep(time.Millisecond)
-		}
+		c.waitWritten(lsn) // before the next one is appended
 	}
 	c.mu.Lock()
 	c.hold = nil

@@ -6,9 +6,11 @@
 // [Journal.Append] returns a record's LSN only after the record has been
 // written and fsynced — and, when the write went into a newly created file or
 // directory, after the directories holding it were fsynced too. Concurrent
-// appends are gathered by one committer goroutine into groups: one
-// tidwall/wal WriteBatch and one fsync per group, each caller holding its own
-// completion with an error. LSNs are assigned in commit order, contiguous,
+// appends are gathered by one committer goroutine into groups, one
+// tidwall/wal WriteBatch each; a syncer goroutine fsyncs everything written
+// so far once per round and only then completes those appends, while the
+// committer already writes the next group (commit.go). Each caller holds
+// its own completion with an error. LSNs are assigned in commit order, contiguous,
 // and never reused, even when the journal directory is emptied or replaced
 // (the caller supplies the ledger's last LSN as the floor).
 //
@@ -40,13 +42,16 @@
 //	offset  size  field
 //	0       4     crc     CRC-32C of bytes [4,20) followed by the record's own CRC
 //	4       8     lsn     the record's LSN (little-endian)
-//	12      8     group   LSN of the first record of the write group
+//	12      8     group   the lowest LSN not yet fsynced when this entry was written
 //	20      ...   record  record.Decode-able bytes, self-checked by their own CRC
 //
 // The frame CRC covers the header and, through the record's CRC, the whole
 // record, without hashing the record twice. The LSN makes every entry check
-// its own position; the group field lets recovery tell a torn last group from
-// damage to a group that was already synced (see below).
+// its own position; the group field lets recovery tell a torn tail from
+// damage to records that were already synced (see below). When nothing is
+// waiting for an fsync, group is the entry's own write group's first LSN;
+// a group written while the previous one's fsync runs names the oldest
+// LSN of that previous one.
 //
 // # Recovery
 //
@@ -56,14 +61,19 @@
 // CRC, expected LSN, non-decreasing group, record CRC. At the first bad entry
 // (offset P, expected LSN L) it looks for any valid entry beyond P:
 //
-//   - none, or only entries of L's own write group (group ≤ L): the tail is a
-//     torn write of the last group, which the committer never acknowledged
-//     (it writes a group only after the previous one is fsynced). The file is
-//     cut at P and fsynced, and the cut is logged exactly (file, offset,
-//     bytes, first LSN cut, reason).
-//   - an entry of a later group (group > L): the damaged group was followed by
-//     another, so it had been fsynced and acknowledged. Open refuses with a
-//     [*CorruptionError] naming file and offset.
+//   - none, or only entries written before L was fsynced (group ≤ L): the
+//     tail is a torn write the journal never acknowledged (L is acknowledged
+//     only after an fsync that started after L's write; anything written
+//     after that fsync returned says group > L). The file is cut at P and
+//     fsynced, and the cut is logged exactly (file, offset, bytes, first
+//     LSN cut, reason).
+//   - an entry with group > L: it was written after L's fsync returned, so
+//     L had been acknowledged. Open refuses with a [*CorruptionError] naming
+//     file and offset.
+//
+// Damage to the last fsynced records, when nothing was written after their
+// fsync returned, looks exactly like a torn tail and is cut as one: no
+// format can tell them apart without a second copy.
 //
 // Older generations were fsynced before the next one was started; damage in
 // them is reported as a [*CorruptionError] when they are read.

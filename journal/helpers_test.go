@@ -88,6 +88,34 @@ type countingLog struct {
 	failSync  error
 	skipSync  bool          // a journal that never fsyncs (negative control)
 	hold      chan struct{} // when set, Sync waits for it to be closed
+	syncs     int           // Sync calls entered
+}
+
+// waitWritten waits until the journal under c has written LSN lsn (whose
+// generation's base is 0).
+func (c *countingLog) waitWritten(lsn uint64) {
+	for {
+		c.mu.Lock()
+		w := c.walLog
+		c.mu.Unlock()
+		if li, _ := w.LastIndex(); li >= lsn {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitSyncs waits until n Sync calls have been entered.
+func (c *countingLog) waitSyncs(n int) {
+	for {
+		c.mu.Lock()
+		got := c.syncs
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (c *countingLog) WriteBatch(b *wal.Batch) error {
@@ -111,6 +139,7 @@ func (c *countingLog) WriteBatch(b *wal.Batch) error {
 func (c *countingLog) Sync() error {
 	c.mu.Lock()
 	hold, fail, skip := c.hold, c.failSync, c.skipSync
+	c.syncs++
 	c.mu.Unlock()
 	if hold != nil {
 		<-hold

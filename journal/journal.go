@@ -29,8 +29,10 @@ type Options struct {
 	// MaxGroupWait is how long the committer waits for more appends before
 	// writing a group; 0 writes as soon as the queue is empty.
 	MaxGroupWait time.Duration
-	// MaxGroupBytes caps the bytes gathered into one group (a group always
-	// takes at least one record).
+	// MaxGroupBytes caps the bytes written but not yet being fsynced: the
+	// committer stops writing at it until the syncer takes them, so one
+	// fsync covers at most about this much (a group always takes at least
+	// one record).
 	MaxGroupBytes int64
 	// StartAfter is the ledger's last LSN: the journal's LSNs continue after
 	// the larger of it and the journal's own last LSN, so a fresh or
@@ -41,10 +43,10 @@ type Options struct {
 	TailBytes int64
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
-	// ObserveGroup, when set, is called by the committer after each group
-	// was written and fsynced, before its appenders are told: the number of
-	// records, their bytes, and how long the fsync took. It runs on the ack
-	// path: it must be quick and must not block (metrics only).
+	// ObserveGroup, when set, is called by the syncer after each fsync,
+	// before the appenders it made durable are told: the number of records
+	// it covered, their bytes, and how long the fsync took. It runs on the
+	// ack path: it must be quick and must not block (metrics only).
 	ObserveGroup func(records int, bytes int64, fsync time.Duration)
 
 	// hooks lets tests inject faults and observe fsyncs, per instance.
@@ -80,7 +82,8 @@ type Journal struct {
 
 	queue   chan *request // appends → committer, bounded
 	closing chan struct{} // closed by Close: committer finishes queued work
-	stopped chan struct{} // closed when the committer has exited
+	stopped chan struct{} // closed when the committer and the syncer have exited
+	pipe    pipeline      // committer → syncer: written, not yet fsynced
 	once    sync.Once
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
@@ -140,6 +143,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		spaceFreed: make(chan struct{}),
 		tail:       tailCache{limit: opts.TailBytes},
 	}
+	j.pipe.cond = sync.NewCond(&j.pipe.mu)
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
 	}
@@ -229,10 +233,17 @@ func (j *Journal) openActive(g generation) error {
 	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.spare) {
 		j.log.Warn("journal: cannot presize tidwall's segment buffer (its layout changed): appends copy more")
 	}
+	// The syncer's own descriptor (segmentLog), opened before anything is
+	// written through tidwall's, so writeback errors reach it.
+	seg, err := os.Open(g.segment())
+	if err != nil {
+		closeLog(w, w, j.log)
+		return fmt.Errorf("journal: open %s: %w", g.dir, err)
+	}
 	j.spare = nil
-	j.wal, j.raw = w, w
+	j.wal, j.raw = &segmentLog{Log: w, seg: seg}, w
 	if j.opts.hooks.wrapLog != nil {
-		j.wal = j.opts.hooks.wrapLog(w)
+		j.wal = j.opts.hooks.wrapLog(j.wal)
 	}
 	j.base = g.base
 	return nil
@@ -359,154 +370,6 @@ func (j *Journal) unreserve(size int64) {
 	j.mu.Lock()
 	j.used -= size
 	j.mu.Unlock()
-}
-
-// commitLoop is the committer: the only goroutine that writes. It gathers a
-// group, writes it with one WriteBatch, fsyncs once, and only then
-// completes the group's requests. On Close it commits what is queued and
-// exits.
-func (j *Journal) commitLoop() {
-	defer close(j.stopped)
-	var group []*request
-	for {
-		group = group[:0]
-		select {
-		case r := <-j.queue:
-			group = j.gather(append(group, r), false)
-		case <-j.closing:
-			for {
-				group = j.gather(group[:0], true)
-				if len(group) == 0 {
-					j.closeWAL()
-					return
-				}
-				j.commit(group)
-			}
-		}
-		j.commit(group)
-	}
-}
-
-// gather adds queued requests to group until the queue is empty (and, with
-// MaxGroupWait, until the wait is over) or the group holds MaxGroupBytes.
-// While an fsync runs, appends pile up in the queue, so a busy journal
-// writes big groups without any timer.
-func (j *Journal) gather(group []*request, closing bool) []*request {
-	var bytes int64
-	for _, r := range group {
-		bytes += r.size
-	}
-	var timeout <-chan time.Time
-	for bytes < j.opts.MaxGroupBytes {
-		select {
-		case r := <-j.queue:
-			group = append(group, r)
-			bytes += r.size
-			continue
-		default:
-		}
-		if j.opts.MaxGroupWait <= 0 || closing || len(group) == 0 {
-			break
-		}
-		if timeout == nil {
-			t := time.NewTimer(j.opts.MaxGroupWait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case r := <-j.queue:
-			group = append(group, r)
-			bytes += r.size
-			continue
-		case <-timeout:
-		case <-j.closing:
-		}
-		break
-	}
-	return group
-}
-
-// commit writes and fsyncs one group and completes its requests.
-func (j *Journal) commit(group []*request) {
-	j.mu.Lock()
-	poisoned := j.poisoned
-	j.mu.Unlock()
-	if poisoned != nil {
-		j.fail(group, fmt.Errorf("%w: %w", ErrPoisoned, poisoned))
-		return
-	}
-	var bytes int64
-	for _, r := range group {
-		bytes += r.size
-	}
-	if j.activeBytes > 0 && j.activeBytes+bytes > j.opts.SegmentBytes {
-		if err := j.rotate(j.last); err != nil {
-			j.poison(err, group)
-			return
-		}
-	}
-	first := j.last + 1
-	j.frames, j.offsets = j.frames[:0], j.offsets[:0]
-	for i, r := range group {
-		j.offsets = append(j.offsets, len(j.frames))
-		j.frames = appendFrame(j.frames, first+uint64(i), first, r.rec)
-	}
-	j.offsets = append(j.offsets, len(j.frames))
-	j.batch.Clear()
-	for i := range group {
-		j.batch.Write(first+uint64(i)-j.base, j.frames[j.offsets[i]:j.offsets[i+1]])
-	}
-	if err := j.wal.WriteBatch(&j.batch); err != nil {
-		j.poison(fmt.Errorf("journal: write group of %d records at LSN %d: %w", len(group), first, err), group)
-		return
-	}
-	// The group's one fsync. Nobody in the group is told "done" before it
-	// returns: an acknowledged event must survive a power cut.
-	syncStart := time.Now()
-	if err := j.wal.Sync(); err != nil {
-		j.poison(fmt.Errorf("journal: fsync group of %d records at LSN %d: %w", len(group), first, err), group)
-		return
-	}
-	if j.opts.ObserveGroup != nil {
-		j.opts.ObserveGroup(len(group), bytes, time.Since(syncStart))
-	}
-	j.last += uint64(len(group))
-	j.activeBytes += bytes
-	if j.tail.limit > 0 {
-		// Before durable moves: Recent may then rely on "durable but not
-		// cached" meaning "read the files".
-		recs := make([][]byte, len(group))
-		for i, r := range group {
-			recs[i] = r.kept
-		}
-		j.tail.add(first, recs)
-	}
-	j.durable.Store(j.last)
-	for i, r := range group {
-		r.lsn = first + uint64(i)
-		r.done <- nil
-	}
-	if j.activeBytes >= j.opts.SegmentBytes {
-		// Rotate as soon as the generation is full, so that at rest the
-		// active generation is below SegmentBytes (see admit).
-		if err := j.rotate(j.last); err != nil {
-			j.poison(err, nil)
-		}
-	}
-}
-
-// poison makes a write or fsync failure sticky and fails group. The tidwall
-// instance is closed and never used again: its in-memory tail already
-// includes the failed group.
-func (j *Journal) poison(err error, group []*request) {
-	j.mu.Lock()
-	if j.poisoned == nil {
-		j.poisoned = err
-	}
-	j.mu.Unlock()
-	j.log.Error("journal poisoned: nothing more is acknowledged until it is reopened", "err", err)
-	j.closeWAL()
-	j.fail(group, fmt.Errorf("%w: %w", ErrPoisoned, err))
 }
 
 func (j *Journal) fail(group []*request, err error) {

@@ -32,7 +32,8 @@ func TestPowerLoss(t *testing.T) {
 			seed := uint64(time.Now().UnixNano())
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 0))
-			disk := powerloss.New(t, 256<<20)
+			// Room for the control's one big generation (below).
+			disk := powerloss.New(t, 512<<20)
 			dir := filepath.Join(disk.Dir, "journal")
 			opts := Options{SegmentBytes: 256 << 10, MaxBytes: 64 << 20, MaxGroupBytes: 1 << 20}
 			c := counting(&opts)
@@ -40,8 +41,10 @@ func TestPowerLoss(t *testing.T) {
 			if !tc.fsync {
 				opts.hooks.syncDir = func(string) error { return nil }
 				// No rotation either: tidwall's Close fsyncs a generation
-				// when the journal moves to the next one.
-				opts.SegmentBytes, opts.MaxBytes = 64<<20, 128<<20
+				// when the journal moves to the next one. Half a second
+				// of appends (the longest wait below) writes well under
+				// 384 MiB here.
+				opts.SegmentBytes, opts.MaxBytes = 384<<20, 768<<20
 			}
 			j := mustOpen(t, dir, opts)
 

@@ -64,9 +64,9 @@ func entryAt(b []byte) (frame, int, error) {
 
 // laterGroupAfter looks beyond a damaged entry at off (which should have
 // carried LSN want) for any valid entry. It reports the first one it finds
-// that belongs to a later write group than want's (group > want): proof that
-// the damaged group had been fsynced, since the committer writes a group
-// only after the previous one is durable. Candidate offsets are filtered by
+// whose group field is later than want (group > want): proof that want had
+// been fsynced, since an entry's group is the lowest LSN not yet fsynced
+// when it was written (doc.go). Candidate offsets are filtered by
 // the LSN window an entry there could carry before any checksum is computed,
 // so zero-filled or random bytes cost little.
 func laterGroupAfter(data []byte, off int, want uint64) (frame, int, bool) {
