@@ -1,6 +1,9 @@
 package lumberjack
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // validJSON reports whether b is one JSON value (RFC 8259) with optional
 // surrounding whitespace: exactly what encoding/json.Valid accepts (a
@@ -10,8 +13,10 @@ import "encoding/binary"
 // Why not json.Valid or gjson.ValidBytes: validation runs on every event
 // of every batch on the ack path, and Beats events are mostly one long
 // string (the log line). Both go through strings a byte at a time; this
-// one checks eight bytes per step for a quote, a backslash or a control
-// character, which makes it several times faster on real events.
+// one hands long strings to the runtime's vectorized byte search
+// (scanString). BenchmarkValidJSON: 3× gjson and 10× encoding/json on a
+// 1 KiB event that is mostly its message; on real Filebeat events (many
+// short fields) as fast as gjson and 3× encoding/json.
 func validJSON(b []byte) bool {
 	var small [64]byte
 	stack := small[:0] // open containers: '{' or '['
@@ -117,37 +122,48 @@ func literal(b []byte, i int, lit string) (int, bool) {
 	return i + len(lit), true
 }
 
-// Word-at-a-time byte tests (Hacker's Delight / "bit twiddling hacks"):
-// a word has a byte below 0x20, or equal to '"' or '\\', when these are
-// non-zero. They may also flag a byte next to a true hit, never miss one:
-// a flagged word is simply checked byte by byte.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special is non-zero when x may hold a byte below 0x20, a '"' or a '\\'.
-func special(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	s := x ^ (ones * '\\')
-	return ((x-ones*0x20) & ^x | (q-ones) & ^q | (s-ones) & ^s) & highs
-}
-
 // scanString checks the string starting at b[i] ('"') and returns the
 // index after its closing quote.
+//
+// Most strings are short (keys, most values): a byte loop reaches their
+// end before a call would have started. A run still going after shortRun
+// bytes is handed to bytes.IndexByte, which the runtime vectorizes: the
+// next quote, then a backslash before it; only the control character test
+// stays here, eight bytes per step. Every search starts where the last one
+// ended or beyond (the next quote's position is kept until passed), so the
+// work stays linear in the string's length however many escapes it holds.
 func scanString(b []byte, i int) (int, bool) {
 	i++
+	q := -1 // the next quote at or after i, once searched for
 	for {
-		for i+8 <= len(b) && special(binary.LittleEndian.Uint64(b[i:])) == 0 {
-			i += 8
+		for n := 0; n < shortRun && i < len(b) && !stringStop[b[i]]; n++ {
+			i++
+		}
+		if i < len(b) && !stringStop[b[i]] {
+			// A long run.
+			if q < i {
+				n := bytes.IndexByte(b[i:], '"')
+				if n < 0 {
+					return 0, false
+				}
+				q = i + n
+			}
+			run := b[i:q]
+			if esc := bytes.IndexByte(run, '\\'); esc >= 0 {
+				run = run[:esc]
+			}
+			if hasControl(run) {
+				return 0, false
+			}
+			i += len(run)
 		}
 		if i >= len(b) {
 			return 0, false
 		}
-		switch c := b[i]; {
-		case c == '"':
+		switch b[i] {
+		case '"':
 			return i + 1, true
-		case c == '\\':
+		case '\\':
 			if i+1 >= len(b) {
 				return 0, false
 			}
@@ -162,12 +178,52 @@ func scanString(b []byte, i int) (int, bool) {
 			default:
 				return 0, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return 0, false
-		default:
-			i++
 		}
 	}
+}
+
+// shortRun is how many plain bytes scanString checks one by one before it
+// switches to bytes.IndexByte (measured with BenchmarkValidJSON).
+const shortRun = 16
+
+// stringStop marks the bytes that end a run of plain string bytes: the
+// quote, the backslash and the control characters JSON requires escaped.
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// Word-at-a-time byte test (Hacker's Delight, "bit twiddling hacks"): the
+// high bit of a byte of (x - 0x20…) &^ x is set when that byte of x is
+// below 0x20. A borrow may also flag a byte next to a true hit, never one
+// in a word without a hit, so a flagged word is a control character.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasControl reports whether b holds a byte below 0x20, which JSON strings
+// must escape.
+func hasControl(b []byte) bool {
+	for len(b) >= 16 {
+		x := binary.LittleEndian.Uint64(b)
+		y := binary.LittleEndian.Uint64(b[8:])
+		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&highs != 0 {
+			return true
+		}
+		b = b[16:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 func isHex(c byte) bool {

@@ -1,6 +1,7 @@
 package lumberjack
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -53,17 +54,40 @@ func FuzzValidJSON(f *testing.F) {
 }
 
 func BenchmarkValidJSON(b *testing.B) {
-	ev := []byte(`{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"host":{"name":"vm"},"message":"` +
-		strings.Repeat("127.0.0.1 - - [02/Dec/2026:10:00:00 +0000] GET /index.html ", 12) + `"}`)
+	b.Run("bench-event", func(b *testing.B) { benchmarkValidJSON(b, benchEvent) })
+	// Real Filebeat events: many short fields around the message.
+	data, err := os.ReadFile("../../../shared/testdata/filebeat/filebeat-9.3.0-events.ndjson")
+	if err != nil {
+		b.Skipf("captures not available: %v", err)
+	}
+	var small [][]byte
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if len(line) < 64<<10 {
+			small = append(small, line)
+		}
+	}
+	b.Run("filebeat-9.3.0", func(b *testing.B) { benchmarkValidJSON(b, small...) })
+}
+
+var benchEvent = []byte(`{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"host":{"name":"vm"},"message":"` +
+	strings.Repeat("127.0.0.1 - - [02/Dec/2026:10:00:00 +0000] GET /index.html ", 12) + `"}`)
+
+func benchmarkValidJSON(b *testing.B, events ...[]byte) {
+	var n int64
+	for _, ev := range events {
+		n += int64(len(ev))
+	}
 	for _, v := range []struct {
 		name string
 		fn   func([]byte) bool
 	}{{"logpond", validJSON}, {"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
 		b.Run(v.name, func(b *testing.B) {
-			b.SetBytes(int64(len(ev)))
+			b.SetBytes(n)
 			for b.Loop() {
-				if !v.fn(ev) {
-					b.Fatal("invalid")
+				for _, ev := range events {
+					if !v.fn(ev) {
+						b.Fatal("invalid")
+					}
 				}
 			}
 		})
