@@ -331,30 +331,37 @@ var builders = sync.Pool{New: func() any { return new(record.Builder) }}
 
 // keepalive writes ACK(0) every Keepalive until the returned stop is
 // called, as Logstash does, so that a client whose batch waits for the
-// journal does not time out.
+// journal does not time out. It is a timer, not a goroutine: it runs for
+// every batch, and a goroutine started per batch had to be scheduled once
+// before stop could return, behind every connection busy reading — on a
+// loaded machine that wait was in each ACK's latency. No ACK(0) is written
+// once stop has returned (stopped is checked under wmu, which the batch's
+// own ACK also takes).
 func (b *Beats) keepalive(conn net.Conn, wmu *sync.Mutex) (stop func()) {
 	if b.opts.Keepalive <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(b.opts.Keepalive)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				wmu.Lock()
-				writeACK(conn, 0)
-				wmu.Unlock()
-			}
+	var (
+		t       *time.Timer // guarded by wmu, like stopped
+		stopped bool
+	)
+	wmu.Lock()
+	defer wmu.Unlock()
+	t = time.AfterFunc(b.opts.Keepalive, func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if stopped {
+			return
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+		writeACK(conn, 0)
+		t.Reset(b.opts.Keepalive)
+	})
+	return func() {
+		wmu.Lock()
+		stopped = true
+		t.Stop()
+		wmu.Unlock()
+	}
 }
 
 // writeACK sends an ACK, bounded in time: a client that stops reading
