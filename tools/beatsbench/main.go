@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -116,20 +117,44 @@ func runBaseline(cfg lumberload.Config, rounds int, logpondBin, logpondConfig, n
 	}{
 		{"noop", func() *exec.Cmd { return exec.Command(self, "-serve", "noop") }, regexp.MustCompile(`listening (\S+)`)},
 		{"naive", func() *exec.Cmd { return exec.Command(self, "-serve", "naive", "-naive-dir", naiveDir) }, regexp.MustCompile(`listening (\S+)`)},
-		{"logpond", func() *exec.Cmd {
-			for _, d := range wipe {
-				os.RemoveAll(d)
+		{"logpond", func() *exec.Cmd { return exec.Command(logpondBin, "-config", logpondConfig) },
+			regexp.MustCompile(`beats input listening" addr=(\S+)`)},
+	}
+	// A server's files are moved aside after its run and deleted before
+	// the next round's noop run, which does not touch the disk, so that no
+	// server pays for the deletion of another's (lumberload.Trash).
+	var trash lumberload.Trash
+	defer trash.Empty(0)
+	discard := func(name string) error {
+		paths := wipe
+		if name == "naive" {
+			var err error
+			if paths, err = filepath.Glob(filepath.Join(naiveDir, naivePattern)); err != nil {
+				return err
 			}
-			return exec.Command(logpondBin, "-config", logpondConfig)
-		}, regexp.MustCompile(`beats input listening" addr=(\S+)`)},
+		} else if name != "logpond" {
+			return nil
+		}
+		for _, p := range paths {
+			if err := trash.Move(p); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	results := map[string][]lumberload.Result{}
 	fmt.Printf("%d connections × %d events of %d bytes, compression %d, %s per run, %d rounds\n",
 		cfg.Connections, cfg.Batch, cfg.EventSize, cfg.Compression, cfg.Duration, rounds)
 	printHeader()
 	for round := range rounds {
+		if err := trash.Empty(settleAfterDelete); err != nil {
+			return err
+		}
 		for _, s := range servers {
 			r, err := lumberload.Measure(s.cmd(), s.addr, cfg)
+			if err == nil {
+				err = discard(s.name)
+			}
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, s.name, err)
 			}
@@ -154,6 +179,14 @@ func runBaseline(cfg lumberload.Config, rounds int, logpondBin, logpondConfig, n
 	return nil
 }
 
+// naivePattern names the naive server's file (os.CreateTemp, filepath.Glob).
+const naivePattern = "beatsbench-naive-*"
+
+// settleAfterDelete is how long a round waits after deleting the last
+// round's files before its first (disk-free) server starts: with the noop
+// run after it, about the ten seconds measured to be enough.
+const settleAfterDelete = 3 * time.Second
+
 // serveBaseline runs a baseline Lumberjack server until SIGTERM.
 func serveBaseline(kind, dir string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -163,10 +196,11 @@ func serveBaseline(kind, dir string) error {
 	var file *os.File
 	var fileMu sync.Mutex
 	if kind == "naive" {
-		if file, err = os.CreateTemp(dir, "beatsbench-naive-*"); err != nil {
+		// Left behind on purpose: the caller deletes it when the disk's
+		// clean-up cannot slow the next measurement (runBaseline).
+		if file, err = os.CreateTemp(dir, naivePattern); err != nil {
 			return err
 		}
-		defer os.Remove(file.Name())
 	} else if kind != "noop" {
 		return fmt.Errorf("-serve %q: noop or naive", kind)
 	}

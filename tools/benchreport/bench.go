@@ -21,21 +21,33 @@ import (
 
 // bench runs the measurements; one at a time, on fresh stores.
 type bench struct {
-	o    options
-	work string
-	lfs  *loopFS
-	log  io.Writer
+	o     options
+	work  string
+	lfs   *loopFS
+	log   io.Writer
+	trash *lumberload.Trash
 }
 
 func (b *bench) journalDir() string { return filepath.Join(b.work, "journal") }
 func (b *bench) ledgerDir() string  { return filepath.Join(b.lfs.dir, "ledger") }
 
-// fresh removes both stores, so that every run starts empty.
-func (b *bench) fresh() error {
+// fresh moves both stores (and the naive baseline's file, which lives in
+// the journal's directory) to the trash, so that every run starts empty.
+// With settle, it also empties the trash and waits for the disk to settle
+// (lumberload.Trash): the ingest rounds settle before the noop server,
+// which does not touch the disk, so no server pays for the deletion of
+// another's files.
+func (b *bench) fresh(settle bool) error {
 	for _, d := range []string{b.journalDir(), b.ledgerDir()} {
-		if err := os.RemoveAll(d); err != nil {
+		if err := b.trash.Move(d); err != nil {
 			return err
 		}
+	}
+	if !settle {
+		return nil
+	}
+	if err := b.trash.Empty(b.o.settle); err != nil {
+		return err
 	}
 	// Give the deleted ledger's blocks back to /dev/shm now rather than
 	// when ext4 gets round to it.
@@ -147,7 +159,7 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 					if err := ctx.Err(); err != nil {
 						return nil, err
 					}
-					if err := b.fresh(); err != nil {
+					if err := b.fresh(name == servers[0]); err != nil {
 						return nil, err
 					}
 					var cmd *exec.Cmd
@@ -214,7 +226,7 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 	var phases []isoPhase
 
 	// Quiet: nothing to drain but what comes in.
-	if err := b.fresh(); err != nil {
+	if err := b.fresh(true); err != nil {
 		return nil, err
 	}
 	ph, err := b.isoRun(ctx, "quiet", "output idle but for the incoming events", sink, load, nil, 0)
@@ -225,7 +237,7 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 
 	// Catch-up: fill the ledger with no output running, then restart with
 	// the output on and measure while it drains.
-	if err := b.fresh(); err != nil {
+	if err := b.fresh(true); err != nil {
 		return nil, err
 	}
 	backlogBytes, backlogEvents, err := b.fillBacklog(ctx)
@@ -240,7 +252,7 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 	phases = append(phases, ph)
 
 	// Throttled: the ledger's device capped well below the incoming rate.
-	if err := b.fresh(); err != nil {
+	if err := b.fresh(true); err != nil {
 		return nil, err
 	}
 	th, err := newThrottle(b.lfs.major, b.lfs.minor, b.o.throttleBPS)
@@ -401,7 +413,7 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 	}
 	var runs []smallRun
 	one := func(how string, wrapper []string, straceLog string) error {
-		if err := b.fresh(); err != nil {
+		if err := b.fresh(true); err != nil {
 			return err
 		}
 		p, admin, err := b.logpond(cfgPath, wrapper...)

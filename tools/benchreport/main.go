@@ -32,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
 type options struct {
@@ -47,7 +49,8 @@ type options struct {
 	smallConns    int
 	smallDuration time.Duration
 	ledgerImage   int64
-	parts         string // comma-separated: ingest, isolation, small
+	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
+	parts         string        // comma-separated: ingest, isolation, small
 }
 
 func defaultOptions() options {
@@ -56,7 +59,7 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		parts: "ingest,isolation,small",
+		settle: 5 * time.Second, parts: "ingest,isolation,small",
 	}
 }
 
@@ -114,7 +117,8 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		return err
 	}
 	defer lfs.unmount()
-	b := &bench{o: o, work: work, lfs: lfs, log: progress}
+	b := &bench{o: o, work: work, lfs: lfs, log: progress, trash: &lumberload.Trash{}}
+	defer b.trash.Empty(0)
 	rep := &report{
 		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(), Revision: revision(),
 		JournalDev: deviceOf(work), LedgerDev: fmt.Sprintf("%s, ext4 on %s (image in /dev/shm, a RAM-backed file)", lfs.dev, lfs.img),

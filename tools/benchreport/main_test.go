@@ -150,7 +150,7 @@ func TestQuickReport(t *testing.T) {
 	o.out, o.png, o.bin, o.work = filepath.Join(dir, "b.md"), filepath.Join(dir, "b.png"), bin, dir
 	o.duration, o.rounds = 300*time.Millisecond, 1
 	o.backlog, o.isoDuration, o.throttleBPS = 64<<20, time.Second, 1<<20
-	o.smallConns, o.smallDuration = 20, 500*time.Millisecond
+	o.smallConns, o.smallDuration, o.settle = 20, 500*time.Millisecond, 0
 	o.ledgerImage = 2 << 30
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
