@@ -73,7 +73,11 @@
 //
 // Damage to the last fsynced records, when nothing was written after their
 // fsync returned, looks exactly like a torn tail and is cut as one: no
-// format can tell them apart without a second copy.
+// format can tell them apart without a second copy. With the write of one
+// round overlapping the previous round's fsync, that blind spot is the last
+// two fsync rounds (before, it was the last group only): damage to an
+// acknowledged record there is cut, with the records after it, instead of
+// refused.
 //
 // Older generations were fsynced before the next one was started; damage in
 // them is reported as a [*CorruptionError] when they are read.
@@ -81,7 +85,9 @@
 // # Failure
 //
 // A failed write or fsync fails its whole group and poisons the instance:
-// every later Append gets [ErrPoisoned] wrapping the cause, because tidwall
+// every later Append gets [ErrPoisoned] wrapping the cause (a round whose
+// fsync had already started before a write failed is still acknowledged when
+// that fsync succeeds: it is durable), because tidwall
 // changes its in-memory tail before writing and never rolls back, and a
 // failed fsync may have dropped the dirty pages (no retry can make them
 // durable). Recovery is Close and a fresh Open, which re-reads the tail from
