@@ -167,7 +167,7 @@ func (j *Journal) gather(group []*request, closing bool, limit int64) []*request
 // to a new generation when the group does not fit the active one, or when
 // the active one is full after it.
 func (j *Journal) write(group []*request) {
-	if err := j.Err(); err != nil {
+	if err := j.failure(); err != nil {
 		j.fail(group, fmt.Errorf("%w: %w", ErrPoisoned, err))
 		return
 	}
@@ -276,7 +276,7 @@ func (j *Journal) syncLoop() {
 // syncBatch fsyncs log and completes batch, whose records (LSNs first, …)
 // were all written before the fsync starts.
 func (j *Journal) syncBatch(log walLog, first uint64, batch []*request, bytes int64) {
-	if err := j.Err(); err != nil {
+	if err := j.failure(); err != nil {
 		// Written after, or together with, a failure: the instance is
 		// discarded, so these are never acknowledged.
 		j.fail(batch, fmt.Errorf("%w: %w", ErrPoisoned, err))
@@ -319,10 +319,21 @@ func (j *Journal) poison(err error) error {
 	first := j.poisoned == nil
 	if first {
 		j.poisoned = err
+		j.failed.Store(true)
 	}
 	j.mu.Unlock()
 	if first {
 		j.log.Error("journal poisoned: nothing more is acknowledged until it is reopened", "err", err)
 	}
 	return fmt.Errorf("%w: %w", ErrPoisoned, err)
+}
+
+// failure is Err for the committer and the syncer, which ask once per
+// group: an atomic load while the journal is healthy, instead of the mutex
+// every Append's admit also takes.
+func (j *Journal) failure() error {
+	if !j.failed.Load() {
+		return nil
+	}
+	return j.Err()
 }

@@ -87,6 +87,7 @@ type Journal struct {
 	once    sync.Once
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
+	failed  atomic.Bool   // poisoned is set (read without mu on the ack path)
 	tail    tailCache
 
 	// Owned by the committer goroutine (and by Open before it starts).
