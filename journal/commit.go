@@ -185,15 +185,11 @@ func (j *Journal) write(group []*request) {
 	// Everything up to durable was fsynced before this write: recovery
 	// relies on group > L meaning "written after L was acknowledged".
 	oldest := j.durable.Load() + 1
-	j.frames, j.offsets = j.frames[:0], j.offsets[:0]
-	for i, r := range group {
-		j.offsets = append(j.offsets, len(j.frames))
-		j.frames = appendFrame(j.frames, first+uint64(i), oldest, r.rec)
-	}
-	j.offsets = append(j.offsets, len(j.frames))
 	j.batch.Clear()
-	for i := range group {
-		j.batch.Write(first+uint64(i)-j.base, j.frames[j.offsets[i]:j.offsets[i+1]])
+	for i, r := range group {
+		lsn := first + uint64(i)
+		sealFrame(r.frame, lsn, oldest)
+		j.batch.Write(lsn-j.base, r.frame)
 	}
 	if err := j.wal.WriteBatch(&j.batch); err != nil {
 		err = j.poison(fmt.Errorf("journal: write group of %d records at LSN %d: %w", len(group), first, err))

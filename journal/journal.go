@@ -98,8 +98,6 @@ type Journal struct {
 	activeBytes int64    // bytes in the active generation's segment
 	batch       wal.Batch
 	spare       []byte // the closed generation's tail buffer, for the next (rotate → openActive)
-	frames      []byte
-	offsets     []int
 
 	mu sync.Mutex // guards the fields below
 	// gens are the generations, oldest first; the last is active. The
@@ -113,11 +111,11 @@ type Journal struct {
 }
 
 type request struct {
-	rec  []byte
-	kept []byte // a copy of rec for the tail cache, made by the caller's goroutine
-	size int64  // bytes the entry takes on disk
-	lsn  uint64
-	done chan error // buffered: the committer never blocks on a caller
+	frame []byte // the entry around a copy of the record, built by the caller's goroutine (newFrame)
+	kept  []byte // the frame's record, for the tail cache
+	size  int64  // bytes the entry takes on disk
+	lsn   uint64
+	done  chan error // buffered: the committer never blocks on a caller
 }
 
 // Open opens (creating if needed) the journal in dir: it verifies and
@@ -295,11 +293,12 @@ func (j *Journal) Append(ctx context.Context, rec []byte) (uint64, error) {
 	if err := j.admit(ctx, size); err != nil {
 		return 0, err
 	}
-	r := &request{rec: rec, size: size, done: make(chan error, 1)}
+	r := &request{frame: newFrame(rec), size: size, done: make(chan error, 1)}
 	if j.tail.limit > 0 {
-		// Copied here, in parallel across appenders, not by the committer
-		// while the group waits for its acknowledgement.
-		r.kept = append([]byte(nil), rec...)
+		// The frame's copy of rec serves the tail cache too: the
+		// committer fills in only the header, and tidwall copies the
+		// frame before WriteBatch returns, so these bytes never change.
+		r.kept = r.frame[frameHeader:]
 	}
 	select {
 	case j.queue <- r:

@@ -223,7 +223,16 @@ func TestLedgerDiskFull(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+r.s.AdminAddr().String()+"/healthz"); code != 200 {
 		t.Errorf("/healthz while the ledger is down: %d, want 200 (acknowledging goes on)", code)
 	}
+	// Appends admitted before the journal filled may still complete (their
+	// space was reserved); once those are done, nothing more may be.
 	held := load.count()
+	waitUntil(t, "appends admitted before the journal filled to complete", func() bool {
+		time.Sleep(300 * time.Millisecond)
+		n := load.count()
+		settled := n == held
+		held = n
+		return settled
+	})
 	time.Sleep(3500 * time.Millisecond) // several reopen attempts while still full
 	if n := load.count(); n != held {
 		t.Errorf("%d records acknowledged while the journal was full", n-held)
