@@ -172,6 +172,13 @@ func (r *DirReader) Next() bool {
 		}
 		g := r.gens[r.gi]
 		if r.sc.err != nil {
+			if _, err := os.Stat(r.path); errors.Is(err, os.ErrNotExist) {
+				// Released while read (cut down after a rename):
+				// like a generation released since the listing.
+				r.sc, r.data = nil, nil
+				r.gi++
+				continue
+			}
 			newest := r.gi == len(r.gens)-1
 			r.tail, r.err = classify(r.path, r.data, g.base+1, r.sc, newest)
 			return false

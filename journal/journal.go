@@ -450,16 +450,11 @@ func (j *Journal) Release(upTo uint64) error {
 	var freed int64
 	var errs []error
 	for _, g := range drop {
-		// The segment first, then the directory: a crash in between leaves
-		// an empty generation, which the reader skips.
-		if err := os.Remove(g.segment()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("journal: release %s: %w", g.dir, err))
+		if err := releaseGeneration(g, j.syncDir); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		freed += g.size
-		if err := os.Remove(g.dir); err != nil {
-			errs = append(errs, fmt.Errorf("journal: release %s: %w", g.dir, err))
-		}
 	}
 	// Not needed for safety (a removal lost in a crash brings back records
 	// the ledger already has, which the flusher skips), but it keeps the

@@ -517,30 +517,88 @@ func TestPoisonedJournalClosesItsFiles(t *testing.T) {
 	}
 }
 
-// TestInterruptedReleaseIsFinished: a crash between removing a released
-// generation's segment and its directory leaves an empty directory, which
-// the next Open removes instead of treating it as a generation.
+// TestInterruptedReleaseIsFinished: a crash part-way through a release
+// leaves the generation without its segment file — renamed aside whole,
+// renamed and partly cut down, or already removed — and the next Open
+// finishes the release instead of reading it as a generation.
 func TestInterruptedReleaseIsFinished(t *testing.T) {
-	dir := t.TempDir()
-	j := mustOpen(t, dir, smallOpts())
-	for i := range 100 {
-		mustAppend(t, j, rec(t, 0, i, 2000))
+	for _, tc := range []struct {
+		name  string
+		crash func(t *testing.T, g generation)
+	}{
+		{"renamed", func(t *testing.T, g generation) {
+			rename(t, g.segment(), filepath.Join(g.dir, releasingFile))
+		}},
+		{"renamed and partly cut", func(t *testing.T, g generation) {
+			doomed := filepath.Join(g.dir, releasingFile)
+			rename(t, g.segment(), doomed)
+			if err := os.Truncate(doomed, g.size/3); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"segment removed", func(t *testing.T, g generation) {
+			if err := os.Remove(g.segment()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			j := mustOpen(t, dir, smallOpts())
+			for i := range 100 {
+				mustAppend(t, j, rec(t, 0, i, 2000))
+			}
+			j.Close()
+			gens, _ := listGenerations(dir)
+			tc.crash(t, gens[0])
+			j = mustOpen(t, dir, smallOpts())
+			defer j.Close()
+			if _, err := os.Stat(gens[0].dir); !os.IsNotExist(err) {
+				t.Fatalf("leftover %s not removed: %v", gens[0].dir, err)
+			}
+			if first := j.FirstLSN(); first != gens[1].base+1 {
+				t.Fatalf("first LSN %d, want %d", first, gens[1].base+1)
+			}
+			if n := len(readAll(t, j)); n != int(100-gens[1].base) {
+				t.Fatalf("read %d records, want %d", n, 100-gens[1].base)
+			}
+		})
 	}
-	j.Close()
-	gens, _ := listGenerations(dir)
-	if err := os.Remove(gens[0].segment()); err != nil {
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
 	}
-	j = mustOpen(t, dir, smallOpts())
+}
+
+// TestReleaseOfABigGeneration: a released segment of several release steps is
+// gone, directory and all, and nothing named releasingFile is left.
+func TestReleaseOfABigGeneration(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	opts.SegmentBytes = 3*releaseStep + releaseStep/2
+	opts.MaxBytes = 4 * opts.SegmentBytes
+	opts.MaxGroupBytes = releaseStep
+	j := mustOpen(t, dir, opts)
 	defer j.Close()
-	if _, err := os.Stat(gens[0].dir); !os.IsNotExist(err) {
-		t.Fatalf("leftover %s not removed: %v", gens[0].dir, err)
+	var last uint64
+	for i := 0; len(j.gensSnapshot()) < 2; i++ {
+		last = mustAppend(t, j, rec(t, 0, i, 256<<10))
 	}
-	if first := j.FirstLSN(); first != gens[1].base+1 {
-		t.Fatalf("first LSN %d, want %d", first, gens[1].base+1)
+	old := j.gensSnapshot()[0]
+	if old.size <= 3*releaseStep {
+		t.Fatalf("generation of %d bytes: the test wants several steps", old.size)
 	}
-	if n := len(readAll(t, j)); n != int(100-gens[1].base) {
-		t.Fatalf("read %d records, want %d", n, 100-gens[1].base)
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old.dir); !os.IsNotExist(err) {
+		t.Fatalf("released generation %s still there: %v", old.dir, err)
+	}
+	if got := j.UsedBytes(); got >= old.size {
+		t.Fatalf("used bytes %d after releasing %d", got, old.size)
 	}
 }
 
@@ -567,4 +625,11 @@ func TestReaderNeverSkipsReleasedRecords(t *testing.T) {
 	if r.Err() == nil || !strings.Contains(r.Err().Error(), "released") {
 		t.Fatalf("reader read %d records and ended with %v; want a released error", n, r.Err())
 	}
+}
+
+// gensSnapshot returns a copy of the journal's generation list.
+func (j *Journal) gensSnapshot() []generation {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]generation(nil), j.gens...)
 }

@@ -49,6 +49,13 @@ func (r *Reader) Next() bool {
 			return true
 		}
 		if r.sc.err != nil {
+			if _, err := os.Stat(r.path); errors.Is(err, os.ErrNotExist) {
+				// Released while read: the release cuts the segment
+				// down after renaming it, so what was read may end
+				// anywhere. Not damage.
+				r.err = fmt.Errorf("journal: LSN %d was released while being read", r.sc.nextLSN)
+				return false
+			}
 			r.err = &CorruptionError{File: r.path, Offset: int64(r.sc.off), LSN: r.sc.nextLSN, Err: r.sc.err}
 			return false
 		}
