@@ -25,7 +25,14 @@
 // reaches segment_bytes the committer starts the next one, whose base is the
 // last LSN written. Front truncation ([Journal.Release]) deletes whole
 // generations whose records are all in the ledger: nothing is ever rewritten,
-// so truncation costs an unlink and a directory fsync, off the ack path.
+// so truncation costs a rename, file truncations and an unlink, off the ack
+// path and off the caller's: Release renames the segment to "releasing" and
+// returns; the journal's releaser goroutine (release.go) fsyncs that rename,
+// cuts the file down releaseStep bytes at a time, freeing space as it goes,
+// and removes it. Freeing a whole segment at once stalls the device, and with
+// it the journal's next fsync, for tens of milliseconds. A generation
+// directory without its segment file, other than the newest, is a release a
+// crash (or Close) interrupted; Open finishes it.
 // (tidwall's own TruncateFront copies the rest of a segment while holding the
 // log's mutex, which would stall appends; the journal never calls it.)
 //

@@ -17,74 +17,6 @@ const (
 	segmentFile = "00000000000000000001"
 )
 
-// releasingFile is what a released generation's segment is renamed to
-// while releaseGeneration cuts it down.
-const releasingFile = "releasing"
-
-// releaseStep is how much of a released segment one truncation frees.
-// Removing a whole 64 MiB segment at once makes the file system free (and,
-// mounted with discard, discard) all its blocks in one go: about 30 ms on
-// the bench machine's disk, and the journal fsync running meanwhile waited
-// for all of it — every release showed up as one 30–40 ms fsync at the top
-// of the acknowledgement latencies. A 4 MiB step costs about 2 ms, which
-// an fsync waits behind at most once.
-const releaseStep = 4 << 20
-
-// releaseGeneration deletes a generation whose records are all in the
-// ledger, a step at a time (releaseStep). The segment is first renamed to
-// releasingFile and that rename made durable, so a crash part-way leaves a
-// generation without its segment — an interrupted release, which the next
-// Open finishes — and never a cut segment under its own name, which would
-// read as damage.
-func releaseGeneration(g generation, syncDir func(string) error) error {
-	doomed := filepath.Join(g.dir, releasingFile)
-	switch err := os.Rename(g.segment(), doomed); {
-	case errors.Is(err, os.ErrNotExist):
-		// Never created (the generation held no record) or already renamed.
-	case err != nil:
-		return fmt.Errorf("journal: release %s: %w", g.dir, err)
-	default:
-		if err := syncDir(g.dir); err != nil {
-			return fmt.Errorf("journal: release %s: %w", g.dir, err)
-		}
-	}
-	if err := truncateInSteps(doomed); err != nil {
-		return fmt.Errorf("journal: release %s: %w", g.dir, err)
-	}
-	if err := os.Remove(doomed); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("journal: release %s: %w", g.dir, err)
-	}
-	if err := os.Remove(g.dir); err != nil {
-		return fmt.Errorf("journal: release %s: %w", g.dir, err)
-	}
-	return nil
-}
-
-// truncateInSteps cuts the file at path down to nothing, releaseStep bytes
-// at a time from its end. A missing file is already cut.
-func truncateInSteps(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	for size := st.Size(); size > 0; {
-		size = max(0, size-releaseStep)
-		if err := f.Truncate(size); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
-}
-
 // generation is one tidwall log in the journal. Records base+1 … base+n.
 type generation struct {
 	base uint64 // LSN before the first record
@@ -95,6 +27,10 @@ type generation struct {
 func genName(base uint64) string { return fmt.Sprintf("%s%020d", genPrefix, base) }
 
 func (g generation) segment() string { return filepath.Join(g.dir, segmentFile) }
+
+// releasing is where Release puts the segment of a released generation
+// until the releaser has cut it down (release.go).
+func (g generation) releasing() string { return filepath.Join(g.dir, releasingFile) }
 
 // listGenerations returns the journal's generations, oldest first.
 func listGenerations(dir string) ([]generation, error) { return scanGenerations(dir, true) }
@@ -145,8 +81,8 @@ func scanGenerations(dir string, finish bool) ([]generation, error) {
 			if !finish {
 				continue
 			}
-			if err := releaseGeneration(g, func(string) error { return nil }); err != nil {
-				return nil, fmt.Errorf("journal: finish releasing: %w", err)
+			if err := finishRelease(g); err != nil {
+				return nil, err
 			}
 			continue
 		}

@@ -83,6 +83,8 @@ type Journal struct {
 	queue   chan *request // appends → committer, bounded
 	closing chan struct{} // closed by Close: committer finishes queued work
 	stopped chan struct{} // closed when the committer and the syncer have exited
+	reaped  chan struct{} // closed when the releaser has exited
+	doomed  chan struct{} // wakes the releaser (capacity 1)
 	pipe    pipeline      // committer → syncer: written, not yet fsynced
 	once    sync.Once
 
@@ -106,6 +108,8 @@ type Journal struct {
 	used       int64         // bytes on disk plus bytes reserved by admitted appends
 	spaceFreed chan struct{} // closed and replaced whenever Release frees space
 	full       bool          // an append is waiting for space (logged on change)
+	releasing  []generation  // released, renamed aside, not yet cut down (releaseLoop)
+	cutting    bool          // the releaser is cutting one down
 	poisoned   error         // sticky write/fsync failure
 	closed     bool
 }
@@ -139,6 +143,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 		queue:      make(chan *request, queueLength),
 		closing:    make(chan struct{}),
 		stopped:    make(chan struct{}),
+		reaped:     make(chan struct{}),
+		doomed:     make(chan struct{}, 1),
 		spaceFreed: make(chan struct{}),
 		tail:       tailCache{limit: opts.TailBytes},
 	}
@@ -208,6 +214,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	j.durable.Store(j.last)
 	go j.commitLoop()
+	go j.releaseLoop()
 	return j, nil
 }
 
@@ -399,6 +406,7 @@ func (j *Journal) Close() error {
 		j.mu.Unlock()
 		close(j.closing)
 		<-j.stopped
+		<-j.reaped
 		j.mu.Lock()
 		err = j.poisoned
 		j.mu.Unlock()
@@ -430,49 +438,6 @@ func (j *Journal) FirstLSN() uint64 {
 
 // Recovery reports the torn tail Open cut, or nil.
 func (j *Journal) Recovery() *Repair { return j.repair }
-
-// Release deletes every closed generation whose records all have LSN ≤
-// upTo; the caller promises those records are in the ledger, in bytes that
-// will never be rewritten (design.md §3). It runs in the caller's goroutine
-// and never blocks the committer beyond a list update. Waiting appends are
-// woken when space was freed.
-func (j *Journal) Release(upTo uint64) error {
-	j.mu.Lock()
-	var drop []generation
-	for len(j.gens) > 1 && j.gens[1].base <= upTo {
-		drop = append(drop, j.gens[0])
-		j.gens = j.gens[1:]
-	}
-	j.mu.Unlock()
-	if len(drop) == 0 {
-		return nil
-	}
-	var freed int64
-	var errs []error
-	for _, g := range drop {
-		if err := releaseGeneration(g, j.syncDir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		freed += g.size
-	}
-	// Not needed for safety (a removal lost in a crash brings back records
-	// the ledger already has, which the flusher skips), but it keeps the
-	// space accounting true across a crash.
-	if err := j.syncDir(j.dir); err != nil {
-		errs = append(errs, fmt.Errorf("journal: release: %w", err))
-	}
-	j.mu.Lock()
-	j.used -= freed
-	if j.full {
-		j.full = false
-		j.log.Info("journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
-	}
-	close(j.spaceFreed)
-	j.spaceFreed = make(chan struct{})
-	j.mu.Unlock()
-	return errors.Join(errs...)
-}
 
 // Err returns the failure that poisoned the journal, or nil. A poisoned
 // journal acknowledges nothing more; what it made durable stays readable

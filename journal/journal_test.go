@@ -191,6 +191,7 @@ func TestRotationReleaseAndSpace(t *testing.T) {
 	if first <= 1 || first > last/2+1 {
 		t.Fatalf("after Release(%d) first LSN is %d", last/2, first)
 	}
+	waitReleased(t, j)
 	if j.UsedBytes() >= before {
 		t.Fatalf("Release freed nothing: %d → %d bytes", before, j.UsedBytes())
 	}
@@ -573,8 +574,9 @@ func rename(t *testing.T, from, to string) {
 	}
 }
 
-// TestReleaseOfABigGeneration: a released segment of several release steps is
-// gone, directory and all, and nothing named releasingFile is left.
+// TestReleaseOfABigGeneration: a released segment of several release
+// steps leaves its name when Release returns, and the releaser then deletes
+// it, directory and all, and frees its space.
 func TestReleaseOfABigGeneration(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()
@@ -594,6 +596,11 @@ func TestReleaseOfABigGeneration(t *testing.T) {
 	if err := j.Release(last); err != nil {
 		t.Fatal(err)
 	}
+	// Gone from its name at once; cut down and deleted by the releaser.
+	if _, err := os.Stat(old.segment()); !os.IsNotExist(err) {
+		t.Fatalf("released segment %s still under its name: %v", old.segment(), err)
+	}
+	waitReleased(t, j)
 	if _, err := os.Stat(old.dir); !os.IsNotExist(err) {
 		t.Fatalf("released generation %s still there: %v", old.dir, err)
 	}
@@ -632,4 +639,28 @@ func (j *Journal) gensSnapshot() []generation {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return append([]generation(nil), j.gens...)
+}
+
+// releasesPending reports how many released generations the releaser has
+// not finished deleting.
+func (j *Journal) releasesPending() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := len(j.releasing)
+	if j.cutting {
+		n++
+	}
+	return n
+}
+
+// waitReleased waits until the releaser has deleted everything released.
+func waitReleased(t *testing.T, j *Journal) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for j.releasesPending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the releaser did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
