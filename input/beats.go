@@ -18,10 +18,20 @@ import (
 	"github.com/logpond/logpond/record"
 )
 
-// Appender is where the input writes records: the journal. Append returns
-// only once the record is durable.
+// Appender is where the input writes records: the journal. Submit queues
+// rec (a copy: the caller may reuse rec once it returns) and returns what
+// tells when it is durable; records submitted one after the other are
+// stored in that order. A batch's records are submitted as they are built
+// and waited for together, so that writing the first ones overlaps reading
+// the rest.
 type Appender interface {
-	Append(ctx context.Context, rec []byte) (uint64, error)
+	Submit(ctx context.Context, rec []byte) (Durable, error)
+}
+
+// Durable is a submitted record: Wait returns its LSN once it is durable,
+// or why it never will be.
+type Durable interface {
+	Wait() (uint64, error)
 }
 
 // BeatsOptions configure the Beats input; they mirror [input.beats].
@@ -225,9 +235,31 @@ func (b *Beats) handle(conn net.Conn) {
 	ctx, cancel := context.WithCancel(b.stop)
 	defer cancel()
 	var bl *record.Builder // from builders while a batch is read; an idle connection holds none
-	var held int64         // budget held for events read but not yet durable
-	defer func() { b.budget.release(held) }()
+	var held int64         // budget held for events read into bl
+	var pending []Durable  // records of this batch submitted, not yet known durable
+	var pendingHeld int64  // budget held for their events
+	defer func() { b.budget.release(held + pendingHeld) }()
 	var wmu sync.Mutex // serializes ACK writes (keepalives come from a timer)
+	// waitDurable waits for every submitted record, then frees their
+	// budget. It returns the first failure.
+	waitDurable := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		stop := b.keepalive(conn, &wmu)
+		defer stop()
+		var first error
+		for _, d := range pending {
+			if _, err := d.Wait(); err != nil && first == nil {
+				first = err
+			}
+		}
+		clear(pending)
+		pending = pending[:0]
+		b.budget.release(pendingHeld)
+		pendingHeld = 0
+		return first
+	}
 	r.OnWindow = func(int) error {
 		// The window started: from now on the whole batch must arrive
 		// within BatchTimeout.
@@ -238,24 +270,39 @@ func (b *Beats) handle(conn net.Conn) {
 		// nothing more (TCP backpressure); the wait is bounded by the
 		// batch timeout.
 		size := int64(record.EventOverhead + n)
+		if len(pending) > 0 {
+			if b.budget.tryAcquire(size) {
+				held += size
+				return nil
+			}
+			// Never wait for budget this connection's own submitted
+			// records hold: wait for them to be durable first.
+			if err := waitDurable(); err != nil {
+				return err
+			}
+		}
 		if err := b.budget.acquire(ctx, size, b.opts.BatchTimeout); err != nil {
 			return err
 		}
 		held += size
 		return nil
 	}
-	flush := func() error {
+	submit := func() error {
 		if bl.Count() == 0 {
 			return nil
 		}
 		rec := bl.Finish()
-		stop := b.keepalive(conn, &wmu)
-		_, err := b.journal.Append(ctx, rec)
+		stop := b.keepalive(conn, &wmu) // Submit may wait for journal space
+		d, err := b.journal.Submit(ctx, rec)
 		stop()
-		b.budget.release(held)
+		bl.Reset(time.Now()) // Submit copied rec
+		if err != nil {
+			return err
+		}
+		pending = append(pending, d)
+		pendingHeld += held
 		held = 0
-		bl.Reset(time.Now())
-		return err
+		return nil
 	}
 	for {
 		b.mu.Lock()
@@ -273,14 +320,19 @@ func (b *Beats) handle(conn net.Conn) {
 		n, seq, err := r.ReadBatch(func(ev []byte) error {
 			batchBytes += int64(len(ev))
 			if bl.Count() > 0 && bl.Size()+record.EventOverhead+len(ev) > b.opts.MaxRecordBytes {
-				if err := flush(); err != nil {
+				if err := submit(); err != nil {
 					return err
 				}
 			}
 			return bl.Add(ev)
 		})
 		if err == nil {
-			err = flush()
+			err = submit()
+		}
+		// Also after a failure: what was submitted is being written, and
+		// its budget is freed once it is durable.
+		if werr := waitDurable(); err == nil {
+			err = werr
 		}
 		builders.Put(bl)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,17 @@ func openJournal(t *testing.T) *journal.Journal {
 	return j
 }
 
+// journalInput gives the input a journal, as the server does.
+type journalInput struct{ j *journal.Journal }
+
+func (a journalInput) Submit(ctx context.Context, rec []byte) (Durable, error) {
+	p, err := a.j.Submit(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // journalEvents returns every event in the journal, in order.
 func journalEvents(t *testing.T, j *journal.Journal) (events [][]byte, records int) {
 	r := j.Reader(1)
@@ -72,7 +84,7 @@ func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
 	j := openJournal(t)
 	opts := testOptions()
 	opts.MaxRecordBytes = 64 << 10 // a 2048-event batch spans several records
-	b := startBeats(t, opts, j)
+	b := startBeats(t, opts, journalInput{j})
 	c, err := lj.SyncDial(b.Addr().String(), lj.CompressionLevel(3))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +126,11 @@ type slowAppender struct {
 	n     int
 }
 
-func (s *slowAppender) Append(ctx context.Context, rec []byte) (uint64, error) {
+func (s *slowAppender) Submit(ctx context.Context, rec []byte) (Durable, error) {
+	return s, nil
+}
+
+func (s *slowAppender) Wait() (uint64, error) {
 	time.Sleep(s.delay)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,7 +191,7 @@ func TestViolationsCloseOnlyThatConnection(t *testing.T) {
 	opts := testOptions()
 	opts.IdleTimeout = 200 * time.Millisecond
 	opts.MaxConnections = 3
-	b := startBeats(t, opts, j)
+	b := startBeats(t, opts, journalInput{j})
 
 	hostile := []struct {
 		reason string
@@ -232,5 +248,89 @@ func TestViolationsCloseOnlyThatConnection(t *testing.T) {
 	}
 	if b.Violations()["max_connections"] == 0 {
 		t.Fatalf("no max_connections violation: %v", b.Violations())
+	}
+}
+
+// recordingAppender logs Submit ("S") and Wait ("W") calls in order.
+type recordingAppender struct {
+	mu  sync.Mutex
+	log []byte
+	n   uint64
+}
+
+func (a *recordingAppender) Submit(ctx context.Context, rec []byte) (Durable, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.log = append(a.log, 'S')
+	a.n++
+	return recordedWait{a, a.n}, nil
+}
+
+type recordedWait struct {
+	a   *recordingAppender
+	lsn uint64
+}
+
+func (w recordedWait) Wait() (uint64, error) {
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	w.a.log = append(w.a.log, 'W')
+	return w.lsn, nil
+}
+
+// sendBatch sends one batch of n events of about size bytes and fails the
+// test unless all of them are acknowledged.
+func sendBatch(t *testing.T, addr string, n, size int) {
+	t.Helper()
+	c, err := lj.SyncDial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var data []interface{}
+	for i := range n {
+		data = append(data, json.RawMessage(fmt.Sprintf(`{"i":%d,"message":"%0*d"}`, i, size, i)))
+	}
+	if acked, err := c.Send(data); err != nil || acked != n {
+		t.Fatalf("acked %d of %d: %v", acked, n, err)
+	}
+}
+
+// TestBatchRecordsAreSubmittedTogether: the records of one batch are all
+// submitted before the input waits for the first, so writing them overlaps
+// reading the rest of the batch.
+func TestBatchRecordsAreSubmittedTogether(t *testing.T) {
+	opts := testOptions()
+	opts.MaxRecordBytes = 16 << 10
+	app := &recordingAppender{}
+	b := startBeats(t, opts, app)
+	sendBatch(t, b.Addr().String(), 100, 1000)
+	app.mu.Lock()
+	log := string(app.log)
+	app.mu.Unlock()
+	records := bytes.Count([]byte(log), []byte("S"))
+	if records < 4 || log != strings.Repeat("S", records)+strings.Repeat("W", records) {
+		t.Fatalf("submits and waits %q: want every record submitted, then every wait", log)
+	}
+}
+
+// TestBatchBiggerThanTheBudget: a batch needing more budget than all there
+// is goes through: the connection waits for its own submitted records to be
+// durable (freeing their budget) instead of waiting for budget they hold.
+func TestBatchBiggerThanTheBudget(t *testing.T) {
+	opts := testOptions()
+	opts.MaxInflightBytes = 32 << 10
+	opts.MaxRecordBytes = 8 << 10
+	app := &recordingAppender{}
+	b := startBeats(t, opts, app)
+	sendBatch(t, b.Addr().String(), 100, 1000)
+	app.mu.Lock()
+	log := string(app.log)
+	app.mu.Unlock()
+	if !strings.Contains(log, "WS") {
+		t.Fatalf("submits and waits %q: the batch never waited for its own records", log)
+	}
+	if v := b.Violations(); len(v) != 0 {
+		t.Fatalf("violations: %v", v)
 	}
 }

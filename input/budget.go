@@ -72,6 +72,18 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration) error
 	}
 }
 
+// tryAcquire takes n bytes (as acquire counts them) if they are free now.
+func (b *budget) tryAcquire(n int64) bool {
+	n = min(n, b.total)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.free < n {
+		return false
+	}
+	b.free -= n
+	return true
+}
+
 func (b *budget) release(n int64) {
 	if n <= 0 {
 		return

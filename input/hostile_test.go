@@ -26,7 +26,7 @@ func TestThousandIdleConnections(t *testing.T) {
 	opts := testOptions()
 	opts.MaxConnections = 1100
 	opts.IdleTimeout = time.Minute
-	b := startBeats(t, opts, openJournal(t))
+	b := startBeats(t, opts, journalInput{openJournal(t)})
 	before := heapInUse()
 	var conns []net.Conn
 	defer func() {
@@ -61,7 +61,7 @@ func TestThousandIdleConnections(t *testing.T) {
 func TestSlowloris(t *testing.T) {
 	opts := testOptions()
 	opts.BatchTimeout = 300 * time.Millisecond
-	b := startBeats(t, opts, openJournal(t))
+	b := startBeats(t, opts, journalInput{openJournal(t)})
 	conn, err := net.Dial("tcp", b.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func TestTLS(t *testing.T) {
 			}
 			opts := testOptions()
 			opts.TLS = cfg
-			b := startBeats(t, opts, openJournal(t))
+			b := startBeats(t, opts, journalInput{openJournal(t)})
 			addr := b.Addr().String()
 			if err := sendOne(addr, tlsDial(&pki.clientCert)); err != nil {
 				t.Fatalf("TLS client with a certificate: %v", err)

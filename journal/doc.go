@@ -10,9 +10,12 @@
 // tidwall/wal WriteBatch each; a syncer goroutine fsyncs everything written
 // so far once per round and only then completes those appends, while the
 // committer already writes the next group (commit.go). Each caller holds
-// its own completion with an error. LSNs are assigned in commit order, contiguous,
-// and never reused, even when the journal directory is emptied or replaced
-// (the caller supplies the ledger's last LSN as the floor).
+// its own completion with an error. [Journal.Submit] queues a record without
+// waiting ([Pending.Wait] does), so one caller can have several records of a
+// batch in flight; records submitted one after the other keep that order.
+// LSNs are assigned in commit order, contiguous, and never reused, even when
+// the journal directory is emptied or replaced (the caller supplies the
+// ledger's last LSN as the floor).
 //
 // # Directory layout
 //

@@ -120,6 +120,7 @@ type request struct {
 	size  int64  // bytes the entry takes on disk
 	lsn   uint64
 	done  chan error // buffered: the committer never blocks on a caller
+	err   error      // the outcome, once Wait has taken it from done
 }
 
 // Open opens (creating if needed) the journal in dir: it verifies and
@@ -285,20 +286,40 @@ func (j *Journal) rotate(base uint64) error {
 
 // Append writes rec, which must be a record encoded by package record, and
 // returns its LSN once the record is durable (its group written and
-// fsynced, and any new file's directory fsynced). ctx bounds the wait for
-// space and for a queue slot; once the record is queued, Append waits for
-// its group's outcome (one write and one fsync), so rec must not be changed
-// until Append returns. Errors: ErrClosed, ErrPoisoned (wrapping the
-// cause), ErrTooLarge, an invalid record, or ctx's error.
+// fsynced, and any new file's directory fsynced): Submit, then Wait.
+// Errors: ErrClosed, ErrPoisoned (wrapping the cause), ErrTooLarge, an
+// invalid record, or ctx's error.
 func (j *Journal) Append(ctx context.Context, rec []byte) (uint64, error) {
+	p, err := j.Submit(ctx, rec)
+	if err != nil {
+		return 0, err
+	}
+	return p.Wait()
+}
+
+// Pending is an append Submit queued; Wait tells its outcome.
+type Pending struct {
+	j *Journal
+	r *request
+}
+
+// Submit queues rec, which must be a record encoded by package record, for
+// the next group and returns without waiting for it to be written: rec is
+// copied, so the caller may reuse it at once. Records submitted one after
+// the other (by one goroutine, or in any happens-before order) get
+// increasing LSNs in that order, so a caller can submit the records of
+// one client batch back to back and wait for them together. ctx bounds
+// the wait for space and for a queue slot. Errors as Append; a queued
+// record is never withdrawn, its outcome comes from Wait.
+func (j *Journal) Submit(ctx context.Context, rec []byte) (*Pending, error) {
 	// An invalid record would be indistinguishable from disk damage at
 	// recovery; refuse it here, where the caller can still be told.
 	if _, err := record.Decode(rec); err != nil {
-		return 0, fmt.Errorf("journal: refusing an invalid record: %w", err)
+		return nil, fmt.Errorf("journal: refusing an invalid record: %w", err)
 	}
 	size := entrySize(len(rec))
 	if err := j.admit(ctx, size); err != nil {
-		return 0, err
+		return nil, err
 	}
 	r := &request{frame: newFrame(rec), size: size, done: make(chan error, 1)}
 	if j.tail.limit > 0 {
@@ -309,26 +330,39 @@ func (j *Journal) Append(ctx context.Context, rec []byte) (uint64, error) {
 	}
 	select {
 	case j.queue <- r:
+		return &Pending{j: j, r: r}, nil
 	case <-ctx.Done():
 		j.unreserve(size)
-		return 0, fmt.Errorf("journal: waiting for a queue slot: %w", ctx.Err())
+		return nil, fmt.Errorf("journal: waiting for a queue slot: %w", ctx.Err())
 	case <-j.closing:
 		j.unreserve(size)
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
+}
+
+// Wait returns the record's LSN once it is durable, or why it never will
+// be. It may be called more than once, from one goroutine at a time.
+func (p *Pending) Wait() (uint64, error) {
+	if p.r.done == nil {
+		return p.r.lsn, p.r.err
+	}
+	var err error
 	select {
-	case err := <-r.done:
-		return r.lsn, err
-	case <-j.stopped:
+	case err = <-p.r.done:
+	case <-p.j.stopped:
 		// The committer exits only after failing or completing what it
 		// took from the queue; a request it never took was not written.
 		select {
-		case err := <-r.done:
-			return r.lsn, err
+		case err = <-p.r.done:
 		default:
-			return 0, ErrClosed
+			err = ErrClosed
 		}
 	}
+	if err != nil {
+		p.r.lsn = 0
+	}
+	p.r.done, p.r.err = nil, err
+	return p.r.lsn, err
 }
 
 // admit reserves size bytes of journal space, waiting while the journal is

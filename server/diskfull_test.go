@@ -59,7 +59,7 @@ func TestJournalDiskFull(t *testing.T) {
 				default:
 				}
 				rec := crashRecord(w, seq)
-				if _, err := (journalAppender{r.s}).Append(context.Background(), rec); err != nil {
+				if _, err := appendVia(context.Background(), r.s, rec); err != nil {
 					if !errors.Is(err, journal.ErrPoisoned) && !errors.Is(err, journal.ErrClosed) {
 						t.Errorf("append: %v", err)
 						return
@@ -142,7 +142,7 @@ func startAckLoad(t *testing.T, s *Server, round int) *ackLoad {
 		a.wg.Go(func() {
 			for seq := 0; ctx.Err() == nil; seq++ {
 				rec := crashRecord(round*10+w, seq)
-				if _, err := (journalAppender{s}).Append(ctx, rec); err != nil {
+				if _, err := appendVia(ctx, s, rec); err != nil {
 					if ctx.Err() == nil {
 						t.Errorf("append: %v", err)
 					}
@@ -369,4 +369,14 @@ func TestStopWithoutCursorWriteIsClean(t *testing.T) {
 	if n := es.Count(); n != 40 {
 		t.Fatalf("%d documents after the resend, want 40", n)
 	}
+}
+
+// appendVia appends rec through the path the input uses (journalAppender)
+// and waits until it is durable.
+func appendVia(ctx context.Context, s *Server, rec []byte) (uint64, error) {
+	d, err := journalAppender{s}.Submit(ctx, rec)
+	if err != nil {
+		return 0, err
+	}
+	return d.Wait()
 }

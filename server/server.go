@@ -289,8 +289,12 @@ func (s *Server) ledg() *ledger.Ledger { return s.lptr.Load() }
 // reopened journal takes appends without restarting the input.
 type journalAppender struct{ s *Server }
 
-func (a journalAppender) Append(ctx context.Context, rec []byte) (uint64, error) {
-	return a.s.jrnl().Append(ctx, rec)
+func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable, error) {
+	p, err := a.s.jrnl().Submit(ctx, rec)
+	if err != nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return p, nil
 }
 
 // deadLetterDir is where the Elasticsearch output keeps dead letters:
