@@ -195,7 +195,7 @@ func Default() Config {
 			SegmentBytes:  64 << 20,
 			MaxBytes:      1 << 30,
 			MaxGroupWait:  0,
-			MaxGroupBytes: 4 << 20,
+			MaxGroupBytes: 2 << 20,
 		},
 		Ledger: Ledger{
 			Dir:           "/var/lib/logpond/ledger",

@@ -111,18 +111,26 @@ func (j *Journal) commitLoop() {
 }
 
 // room waits until the bytes written but not yet taken by the syncer are
-// below MaxGroupBytes and returns how many more the next group may take.
+// below MaxGroupBytes, or fewer than minRound records were written, and
+// returns how many more bytes the next group may take (a group always
+// takes at least one record).
 // This bounds both the bytes one fsync covers and, with the queue, the
 // requests held in memory.
 func (j *Journal) room() int64 {
 	p := &j.pipe
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.bytes >= j.opts.MaxGroupBytes {
+	for p.bytes >= j.opts.MaxGroupBytes && len(p.written) >= minRound {
 		p.cond.Wait()
 	}
 	return j.opts.MaxGroupBytes - p.bytes
 }
+
+// minRound is how many records one fsync round may always take, whatever
+// their size: with records as big as MaxGroupBytes (a Beats batch of 2048
+// 1 KiB events is 2 MiB), a round of one would fsync each record alone,
+// with no group commit at all.
+const minRound = 2
 
 // gather adds queued requests to group until the queue is empty (and, with
 // MaxGroupWait, until the wait is over) or the group holds limit bytes.

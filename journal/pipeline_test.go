@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,5 +153,53 @@ func TestRotationWaitsForTheSyncer(t *testing.T) {
 	gens, err := listGenerations(dir)
 	if err != nil || len(gens) < 4 {
 		t.Fatalf("%d generations (err %v): the test did not rotate", len(gens), err)
+	}
+}
+
+// TestRoundTakesTwoBigRecords: while an fsync runs, the committer writes
+// minRound records each bigger than MaxGroupBytes for the next round, and
+// no more.
+func TestRoundTakesTwoBigRecords(t *testing.T) {
+	opts := smallOpts()
+	opts.MaxGroupBytes = 8 << 10
+	c := counting(&opts)
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	mustAppend(t, j, rec(t, 0, 0, 0))
+	c.mu.Lock()
+	base := c.syncs
+	held := make(chan struct{})
+	c.hold = held
+	c.mu.Unlock()
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	defer release() // before Close, which waits for the held fsync
+	first := appendAsync(j, rec(t, 0, 1, 12<<10))
+	c.waitSyncs(base + 1) // its fsync is held
+	c.mu.Lock()
+	c.hold = nil
+	c.mu.Unlock()
+	var rest []<-chan appendResult
+	for i := range 3 {
+		rest = append(rest, appendAsync(j, rec(t, 0, 2+i, 12<<10)))
+	}
+	// Two of them are written while the fsync is held; the third waits.
+	deadline := time.Now().Add(10 * time.Second)
+	// LSN 1 and 2 were written before.
+	for li, _ := c.walLog.LastIndex(); li < 4; li, _ = c.walLog.LastIndex() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records written while one fsync ran, want 2", li-2)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // a third would be written by now
+	if li, _ := c.walLog.LastIndex(); li != 4 {
+		t.Fatalf("%d records written while one fsync ran, want 2", li-2)
+	}
+	release()
+	for _, a := range append(rest, first) {
+		if r := <-a; r.err != nil {
+			t.Fatal(r.err)
+		}
 	}
 }

@@ -129,9 +129,12 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		Listen: b.Listen, MaxConnections: b.MaxConnections,
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
-		// A record is at most one journal group, unless one event is
-		// bigger (a record always takes at least one event).
-		MaxRecordBytes: int(cfg.Journal.MaxGroupBytes),
+		// Twice a journal group, whose rounds take at least two records
+		// (journal minRound): a default Beats batch (2048 1 KiB events)
+		// stays one record, and big batches are still split into records
+		// that are submitted back to back. A record always takes at least
+		// one event, however big.
+		MaxRecordBytes: 2 * int(cfg.Journal.MaxGroupBytes),
 		Limits:         limits,
 		Logger:         log,
 	}, journalAppender{s})
