@@ -296,18 +296,25 @@ func sendBatch(t *testing.T, addr string, n, size int) {
 	}
 }
 
+// recordOneBatch sends one batch of 100 events of 1000 bytes to an input
+// over a recordingAppender and returns its log of submits and waits.
+func recordOneBatch(t *testing.T, opts BeatsOptions) (string, *Beats) {
+	t.Helper()
+	app := &recordingAppender{}
+	b := startBeats(t, opts, app)
+	sendBatch(t, b.Addr().String(), 100, 1000)
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	return string(app.log), b
+}
+
 // TestBatchRecordsAreSubmittedTogether: the records of one batch are all
 // submitted before the input waits for the first, so writing them overlaps
 // reading the rest of the batch.
 func TestBatchRecordsAreSubmittedTogether(t *testing.T) {
 	opts := testOptions()
 	opts.MaxRecordBytes = 16 << 10
-	app := &recordingAppender{}
-	b := startBeats(t, opts, app)
-	sendBatch(t, b.Addr().String(), 100, 1000)
-	app.mu.Lock()
-	log := string(app.log)
-	app.mu.Unlock()
+	log, _ := recordOneBatch(t, opts)
 	records := bytes.Count([]byte(log), []byte("S"))
 	if records < 4 || log != strings.Repeat("S", records)+strings.Repeat("W", records) {
 		t.Fatalf("submits and waits %q: want every record submitted, then every wait", log)
@@ -321,12 +328,7 @@ func TestBatchBiggerThanTheBudget(t *testing.T) {
 	opts := testOptions()
 	opts.MaxInflightBytes = 32 << 10
 	opts.MaxRecordBytes = 8 << 10
-	app := &recordingAppender{}
-	b := startBeats(t, opts, app)
-	sendBatch(t, b.Addr().String(), 100, 1000)
-	app.mu.Lock()
-	log := string(app.log)
-	app.mu.Unlock()
+	log, b := recordOneBatch(t, opts)
 	if !strings.Contains(log, "WS") {
 		t.Fatalf("submits and waits %q: the batch never waited for its own records", log)
 	}
