@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 )
@@ -46,6 +48,9 @@ type flusher struct {
 	reopenLedger  func() error            // opens a fresh ledger, makes it the one in use and restarts its readers
 	interval      time.Duration
 	log           *slog.Logger
+	// fileRecords counts records moved from the journal's files rather
+	// than its in-memory tail: each costs a read of its segment.
+	fileRecords prometheus.Counter
 
 	jr, lr reopener // the journal's and the ledger's failure state
 }
@@ -235,6 +240,12 @@ func (f *flusher) flush(ctx context.Context) error {
 // ledger every flushSyncBytes, and returns the next LSN to move.
 func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
 	r := j.Reader(next)
+	from := next
+	defer func() {
+		if f.fileRecords != nil {
+			f.fileRecords.Add(float64(next - from))
+		}
+	}()
 	for r.Next() {
 		if r.LSN() != next {
 			return next, fmt.Errorf("flusher: the journal skips from LSN %d to %d", next, r.LSN())

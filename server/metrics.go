@@ -17,6 +17,7 @@ type metrics struct {
 	groupBytes  prometheus.Histogram
 	fsync       prometheus.Histogram
 	fsyncs      prometheus.Counter
+	fileRecords prometheus.Counter // records the flusher read from the journal's files
 	esRequest   *prometheus.HistogramVec
 	esItems     *prometheus.CounterVec
 	backlogDesc *prometheus.Desc
@@ -39,6 +40,10 @@ func newMetrics(s *Server) *metrics {
 	m.fsyncs = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_journal_fsyncs_total", Help: "Journal group fsyncs.",
 	})
+	m.fileRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_flusher_journal_file_records_total",
+		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell more than journal.segment_bytes behind.",
+	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by HTTP status (0: no answer).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -46,7 +51,7 @@ func newMetrics(s *Server) *metrics {
 	m.esItems = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "logpond_output_items_total", Help: "Bulk items by HTTP status, outcome (done, conflict, retry, dead) and Elasticsearch error type.",
 	}, []string{"status", "outcome", "reason"})
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.esRequest, m.esItems,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.fileRecords, m.esRequest, m.esItems,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

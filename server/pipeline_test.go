@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/journal"
@@ -156,6 +158,14 @@ func TestRestartReplaysJournal(t *testing.T) {
 	r := start(t, cfg)
 	if !strings.Contains(r.log.String(), "to_replay=2000") {
 		t.Errorf("restart log does not report the replay:\n%s", r.log.String())
+	}
+	waitUntil(t, "the replay", func() bool { return r.s.ledg().LastLSN() >= lsns[len(lsns)-1] })
+	var m dto.Metric
+	if err := r.s.metrics.fileRecords.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != float64(len(lsns)) {
+		t.Errorf("logpond_flusher_journal_file_records_total = %v after replaying %d records from the files", n, len(lsns))
 	}
 	r.shutdown(t)
 	if got := ledgerContents(t, cfg); len(got) != len(lsns) {

@@ -410,7 +410,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
 		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
-		interval: time.Duration(c.Ledger.FlushInterval), log: s.log})
+		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
