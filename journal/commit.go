@@ -99,12 +99,21 @@ func (j *Journal) commitLoop() {
 			group = j.gather(append(group[:0], r), false, j.room())
 			j.write(group)
 		case <-j.closing:
+			// Everything queued before Close is still written. Like the
+			// case above, a group always starts with one request taken
+			// whatever room() says: room() may be zero or less while one
+			// big record waits for the syncer (minRound), and a group
+			// gathered with no room would be empty, ending the loop with
+			// requests still queued.
 			for {
-				group = j.gather(group[:0], true, j.room())
-				if len(group) == 0 {
+				limit := j.room()
+				select {
+				case r := <-j.queue:
+					group = j.gather(append(group[:0], r), true, limit)
+					j.write(group)
+				default:
 					return
 				}
-				j.write(group)
 			}
 		}
 	}

@@ -89,6 +89,21 @@ type countingLog struct {
 	skipSync  bool          // a journal that never fsyncs (negative control)
 	hold      chan struct{} // when set, Sync waits for it to be closed
 	syncs     int           // Sync calls entered
+	holdWrite chan struct{} // when set, WriteBatch waits for it to be closed
+	writes    int           // WriteBatch calls entered
+}
+
+// waitWrites waits until n WriteBatch calls have been entered.
+func (c *countingLog) waitWrites(n int) {
+	for {
+		c.mu.Lock()
+		got := c.writes
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // waitWritten waits until the journal under c has written LSN lsn (whose
@@ -120,8 +135,12 @@ func (c *countingLog) waitSyncs(n int) {
 
 func (c *countingLog) WriteBatch(b *wal.Batch) error {
 	c.mu.Lock()
-	err := c.failWrite
+	err, hold := c.failWrite, c.holdWrite
+	c.writes++
 	c.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	if err != nil {
 		return err
 	}

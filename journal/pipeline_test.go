@@ -203,3 +203,50 @@ func TestRoundTakesTwoBigRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWritesWhatIsQueued: a record queued when Close is called is
+// written and acknowledged even while the pipeline has no room left (one
+// record bigger than MaxGroupBytes written and waiting for the syncer).
+// The committer picks between the queue and Close at random, so the race
+// is run several times.
+func TestCloseWritesWhatIsQueued(t *testing.T) {
+	for i := range 16 {
+		opts := smallOpts()
+		opts.MaxGroupBytes = 8 << 10
+		c := counting(&opts)
+		j := mustOpen(t, t.TempDir(), opts)
+		mustAppend(t, j, rec(t, 0, 0, 0))
+		syncHeld, writeHeld := make(chan struct{}), make(chan struct{})
+		c.mu.Lock()
+		syncs, writes := c.syncs, c.writes
+		c.hold = syncHeld
+		c.mu.Unlock()
+		a := appendAsync(j, rec(t, i, 1, 0))
+		c.waitSyncs(syncs + 1) // a's fsync is held
+		c.mu.Lock()
+		c.hold, c.holdWrite = nil, writeHeld
+		c.mu.Unlock()
+		big := appendAsync(j, rec(t, i, 2, 12<<10))
+		c.waitWrites(writes + 2) // the big record's write is held
+		queued := appendAsync(j, rec(t, i, 3, 0))
+		for len(j.queue) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- j.Close() }()
+		<-j.closing
+		c.mu.Lock()
+		c.holdWrite = nil
+		c.mu.Unlock()
+		close(writeHeld)
+		close(syncHeld)
+		for name, ch := range map[string]<-chan appendResult{"first": a, "big": big, "queued before Close": queued} {
+			if r := <-ch; r.err != nil {
+				t.Fatalf("round %d: %s record: %v", i, name, r.err)
+			}
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
