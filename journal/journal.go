@@ -31,8 +31,8 @@ type Options struct {
 	MaxGroupWait time.Duration
 	// MaxGroupBytes caps the bytes written but not yet being fsynced: the
 	// committer stops writing at it until the syncer takes them, so one
-	// fsync covers at most about this much (a group always takes at least
-	// one record).
+	// fsync covers at most about this much (a round always takes at least
+	// two records, however big: see minRound).
 	MaxGroupBytes int64
 	// StartAfter is the ledger's last LSN: the journal's LSNs continue after
 	// the larger of it and the journal's own last LSN, so a fresh or
@@ -106,11 +106,17 @@ type Journal struct {
 	// committer appends (rotation), Release drops from the front.
 	gens       []generation
 	used       int64         // bytes on disk plus bytes reserved by admitted appends
-	spaceFreed chan struct{} // closed and replaced whenever Release frees space
-	full       bool          // an append is waiting for space (logged on change)
-	releasing  []generation  // released, renamed aside, not yet cut down (releaseLoop)
-	cutting    bool          // the releaser is cutting one down
-	poisoned   error         // sticky write/fsync failure
+	spaceFreed chan struct{} // closed and replaced whenever the releaser frees space
+	full       bool          // an append is waiting for space (Waiting)
+	// fullLogged: "journal full" was logged and "space again" not yet. The
+	// releaser frees a segment a step at a time and each step lets a few
+	// waiting appends in, so full flips many times a second under steady
+	// backpressure; the log says only when it began and when a whole
+	// segment's worth of space is free again.
+	fullLogged bool
+	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
+	cutting    bool         // the releaser is cutting one down
+	poisoned   error        // sticky write/fsync failure
 	closed     bool
 }
 
@@ -390,8 +396,9 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			j.mu.Unlock()
 			return nil
 		}
-		if !j.full {
-			j.full = true
+		j.full = true
+		if !j.fullLogged {
+			j.fullLogged = true
 			j.log.Warn("journal full: appends wait until the flusher moves records to the ledger",
 				"used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
 		}
@@ -430,8 +437,9 @@ func (j *Journal) closeWAL() {
 }
 
 // Close stops accepting appends, commits those already queued, closes the
-// files and waits for the committer. It returns the sticky failure, if the
-// journal was poisoned. Calling it again returns ErrClosed.
+// files and waits for the committer and the releaser (a release it
+// interrupts is finished by the next Open). It returns the sticky failure,
+// if the journal was poisoned. Calling it again returns ErrClosed.
 func (j *Journal) Close() error {
 	err := ErrClosed
 	j.once.Do(func() {

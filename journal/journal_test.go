@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/syncbuf"
 )
 
 func TestAppendReadReopen(t *testing.T) {
@@ -577,6 +579,43 @@ func rename(t *testing.T, from, to string) {
 // TestReleaseOfABigGeneration: a released segment of several release
 // steps leaves its name when Release returns, and the releaser then deletes
 // it, directory and all, and frees its space.
+// TestFullIsLoggedOnceUnderSteadyBackpressure: the releaser frees space a
+// step at a time and each step lets a waiting append in, so "full" flips
+// back and forth; the log says once that appends wait and once, when a
+// whole segment is free again, that they no longer do.
+func TestFullIsLoggedOnceUnderSteadyBackpressure(t *testing.T) {
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 256 << 10, MaxGroupBytes: 1 << 20}
+	var logs syncbuf.Buffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	r := rec(t, 0, 0, 1000)
+	size := entrySize(len(r))
+	j.mu.Lock()
+	base := j.used
+	j.used = opts.MaxBytes // as if full of records the flusher has not moved yet
+	j.mu.Unlock()
+	const rounds = 4
+	for i := range rounds {
+		a := appendAsync(j, r)
+		for j.Waiting() == "" {
+			time.Sleep(time.Millisecond)
+		}
+		j.freed(size) // one release step: room for exactly this append
+		if res := <-a; res.err != nil {
+			t.Fatalf("round %d: %v", i, res.err)
+		}
+	}
+	j.freed(opts.MaxBytes - base - rounds*size) // the release ends
+	if w := j.Waiting(); w != "" {
+		t.Fatalf("Waiting() = %q with nothing waiting", w)
+	}
+	out := logs.String()
+	if full, again := strings.Count(out, "journal full"), strings.Count(out, "journal has space again"); full != 1 || again != 1 {
+		t.Fatalf("logged %d × full and %d × space again, want once each:\n%s", full, again, out)
+	}
+}
+
 func TestReleaseOfABigGeneration(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // releasingFile is the name a released generation's segment is given until
@@ -141,8 +144,9 @@ func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.used -= n
-	if j.full {
-		j.full = false
+	j.full = false // waiters re-check; one that still does not fit sets it again
+	if j.fullLogged && j.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
+		j.fullLogged = false
 		j.log.Info("journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
 	}
 	close(j.spaceFreed)
@@ -152,10 +156,25 @@ func (j *Journal) freed(n int64) {
 // finishRelease completes, at Open, a release a crash or Close
 // interrupted: the generation has no segment under its own name.
 func finishRelease(g generation) error {
+	// As in cut: the rename aside must be durable before the file is cut.
+	// Close may have interrupted the release before the releaser synced
+	// it, and a crash during this Open must not bring back a cut segment
+	// under its own name.
+	if err := fsutil.SyncDir(g.dir); err != nil {
+		return fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
+	}
 	if err := truncateInSteps(g.releasing(), func(int64) error { return nil }); err != nil {
 		return fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
 	}
-	return removeReleased(g)
+	if err := removeReleased(g); err != nil {
+		return err
+	}
+	// Not needed for safety (see cut), but the space accounting of the
+	// next Open should not see this generation again.
+	if err := fsutil.SyncDir(filepath.Dir(g.dir)); err != nil {
+		return fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
+	}
+	return nil
 }
 
 // removeReleased removes a released generation's cut-down segment and its
