@@ -110,6 +110,19 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	}
 }
 
+// TestMaxRecordBytes: twice a journal group, but never more than the
+// journal can ever admit.
+func TestMaxRecordBytes(t *testing.T) {
+	c := Default()
+	if got, want := c.MaxRecordBytes(), int(2*c.Journal.MaxGroupBytes); got != want {
+		t.Errorf("defaults: %d, want 2 × max_group_bytes = %d", got, want)
+	}
+	c.Journal.SegmentBytes, c.Journal.MaxBytes, c.Journal.MaxGroupBytes = 8<<20, 16<<20, 8<<20
+	if got, want := c.MaxRecordBytes(), int(8<<20-recordFraming); got != want {
+		t.Errorf("max_bytes = 2 × segment_bytes = 2 × max_group_bytes: %d, want %d", got, want)
+	}
+}
+
 func TestMistakes(t *testing.T) {
 	for _, tc := range conftest.Mistakes {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -129,14 +129,9 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		Listen: b.Listen, MaxConnections: b.MaxConnections,
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
-		// Twice a journal group, whose rounds take at least two records
-		// (journal minRound): a default Beats batch (2048 1 KiB events)
-		// stays one record, and big batches are still split into records
-		// that are submitted back to back. A record always takes at least
-		// one event, however big.
-		MaxRecordBytes: 2 * int(cfg.Journal.MaxGroupBytes),
-		Limits:         limits,
-		Logger:         log,
+		MaxRecordBytes:   cfg.MaxRecordBytes(),
+		Limits:           limits,
+		Logger:           log,
 	}, journalAppender{s})
 	if err != nil {
 		s.Close()

@@ -53,6 +53,7 @@ var Mistakes = []Mistake{
 	{"bad port", "[admin]\nlisten = \"127.0.0.1:http\"\n", "admin.listen", 2, "not a number"},
 	{"bad host", "[output.elasticsearch]\nhosts = [\"ftp://es:9200\"]\n", "output.elasticsearch.hosts", 2, `scheme "ftp"`},
 	{"no hosts", "[output.elasticsearch]\nhosts = []\n", "output.elasticsearch.hosts", 2, "list at least one"},
+	{"event larger than the journal admits", "[journal]\nsegment_bytes = \"8MiB\"\nmax_bytes = \"16MiB\"\nmax_group_bytes = \"1MiB\"\n[input.beats]\nmax_event_bytes = \"12MiB\"\n", "input.beats.max_event_bytes", 0, "does not fit one journal record"},
 	{"event larger than the batch", "[input.beats]\nmax_event_bytes = \"1GiB\"\n", "input.beats.max_batch_bytes", 0, "less than input.beats.max_event_bytes"},
 	{"tls key without cert", "[input.beats.tls]\nkey = \"/k.pem\"\n", "input.beats.tls.key", 0, "set both"},
 	{"client auth without CA", "[input.beats.tls]\ncert = \"/c\"\nkey = \"/k\"\nclient_auth = \"required\"\n", "input.beats.tls.client_ca", 0, "needs client_ca"},
