@@ -265,28 +265,6 @@ func (b *Beats) handle(conn net.Conn) {
 		// within BatchTimeout.
 		return conn.SetReadDeadline(time.Now().Add(b.opts.BatchTimeout))
 	}
-	r.Reserve = func(n int) error {
-		// Before the event is read: while waiting, this connection reads
-		// nothing more (TCP backpressure); the wait is bounded by the
-		// batch timeout.
-		size := int64(record.EventOverhead + n)
-		if len(pending) > 0 {
-			if b.budget.tryAcquire(size) {
-				held += size
-				return nil
-			}
-			// Never wait for budget this connection's own submitted
-			// records hold: wait for them to be durable first.
-			if err := waitDurable(); err != nil {
-				return err
-			}
-		}
-		if err := b.budget.acquire(ctx, size, b.opts.BatchTimeout); err != nil {
-			return err
-		}
-		held += size
-		return nil
-	}
 	submit := func() error {
 		if bl.Count() == 0 {
 			return nil
@@ -302,6 +280,31 @@ func (b *Beats) handle(conn net.Conn) {
 		pending = append(pending, d)
 		pendingHeld += held
 		held = 0
+		return nil
+	}
+	r.Reserve = func(n int) error {
+		// Before the event is read: while waiting, this connection reads
+		// nothing more (TCP backpressure); the wait is bounded by the
+		// batch timeout.
+		size := int64(record.EventOverhead + n)
+		if b.budget.tryAcquire(size) {
+			held += size
+			return nil
+		}
+		// Never wait for budget this connection holds itself: submit
+		// the record being built (its events hold budget too, and the
+		// record limit may exceed the whole budget) and wait for its
+		// submitted records to be durable, which frees their budget.
+		if err := submit(); err != nil {
+			return err
+		}
+		if err := waitDurable(); err != nil {
+			return err
+		}
+		if err := b.budget.acquire(ctx, size, b.opts.BatchTimeout); err != nil {
+			return err
+		}
+		held += size
 		return nil
 	}
 	for {

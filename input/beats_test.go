@@ -336,3 +336,22 @@ func TestBatchBiggerThanTheBudget(t *testing.T) {
 		t.Fatalf("violations: %v", v)
 	}
 }
+
+// TestRecordBiggerThanTheBudget: with a record limit above the whole
+// budget, the budget runs out while the connection's own record is still
+// being built. The connection submits what it has and waits for it to be
+// durable, instead of waiting (until the batch timeout) for budget only it
+// holds.
+func TestRecordBiggerThanTheBudget(t *testing.T) {
+	opts := testOptions()
+	opts.MaxInflightBytes = 32 << 10
+	opts.MaxRecordBytes = 1 << 20
+	opts.BatchTimeout = 2 * time.Second
+	log, b := recordOneBatch(t, opts)
+	if !strings.Contains(log, "SW") {
+		t.Fatalf("submits and waits %q: the batch never submitted a record before its end", log)
+	}
+	if v := b.Violations(); len(v) != 0 {
+		t.Fatalf("violations: %v", v)
+	}
+}
