@@ -94,12 +94,15 @@ type countingLog struct {
 }
 
 // waitWrites waits until n WriteBatch calls have been entered.
-func (c *countingLog) waitWrites(n int) {
+func (c *countingLog) waitWrites(n int) { c.waitUntil(func() bool { return c.writes >= n }) }
+
+// waitUntil polls done, under c.mu, until it holds.
+func (c *countingLog) waitUntil(done func() bool) {
 	for {
 		c.mu.Lock()
-		got := c.writes
+		ok := done()
 		c.mu.Unlock()
-		if got >= n {
+		if ok {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -121,17 +124,7 @@ func (c *countingLog) waitWritten(lsn uint64) {
 }
 
 // waitSyncs waits until n Sync calls have been entered.
-func (c *countingLog) waitSyncs(n int) {
-	for {
-		c.mu.Lock()
-		got := c.syncs
-		c.mu.Unlock()
-		if got >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+func (c *countingLog) waitSyncs(n int) { c.waitUntil(func() bool { return c.syncs >= n }) }
 
 func (c *countingLog) WriteBatch(b *wal.Batch) error {
 	c.mu.Lock()
