@@ -70,19 +70,7 @@ func decodeIndex(b []byte) ([]indexEntry, error) {
 // whole journal at every seal, an I/O stall the writer does not need
 // (and one that hid the missing fdatasyncs of TestPowerLoss's control).
 func (l *Ledger) writeIndex(segPath string, entries []indexEntry) error {
-	path := indexPath(segPath)
-	tmp := path + ".tmp"
-	// Written aside and renamed so that a reader never sees a half-written
-	// index of a live ledger (it would rebuild, but needlessly).
-	if err := os.WriteFile(tmp, encodeIndex(entries), 0o640); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("ledger: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("ledger: write %s: %w", path, err)
-	}
-	return nil
+	return replaceFile(indexPath(segPath), encodeIndex(entries), nil)
 }
 
 // loadIndex returns a sealed segment's index, rebuilding (and persisting)

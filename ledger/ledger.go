@@ -267,23 +267,34 @@ func (l *Ledger) loadStream(hasSegments bool) (string, error) {
 // writeFileAtomic replaces path with data so that after a crash path holds
 // either its old content or data, never a mix.
 func writeFileAtomic(path string, data []byte, syncDir func(string) error) error {
+	// The content must be durable before the rename publishes it.
+	if err := replaceFile(path, data, (*os.File).Sync); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil { // the rename itself
+		return fmt.Errorf("ledger: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile writes data aside and renames it over path, so that nobody
+// reading path sees a half-written file. sync, when not nil, runs on the
+// file before the rename.
+func replaceFile(path string, data []byte, sync func(*os.File) error) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync() // the content must be durable before the rename publishes it
+	if err == nil && sync != nil {
+		err = sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path)) // the rename itself
 	}
 	if err != nil {
 		os.Remove(tmp)
