@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/record"
 )
 
 // Limits that make a configuration safe to run. Each is explained where it
@@ -22,10 +24,6 @@ const (
 	maxFlushInterval      = Duration(time.Minute)
 	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
 	ledgerBlock Size = 4096
-	// recordFraming covers what a journal record adds to its events: the
-	// record's header and trailer, each event's length, the journal
-	// frame. Far more than they take, so that no size sits on an edge.
-	recordFraming Size = 4 << 10
 )
 
 // MaxRecordBytes is the largest journal record the Beats input builds from
@@ -33,17 +31,15 @@ const (
 // always takes one event, however big). It is twice journal.max_group_bytes,
 // as a journal round takes at least two records (so a default Filebeat
 // batch, 2048 1 KiB events, stays one record and big batches still share
-// fsyncs), but never more than the journal can ever admit:
-// journal.max_bytes − journal.segment_bytes, less the framing.
+// fsyncs), but never more than the journal can ever admit
+// (journal.Options.MaxRecordBytes: about max_bytes − segment_bytes).
 func (c *Config) MaxRecordBytes() int {
-	return int(min(2*c.Journal.MaxGroupBytes, c.journalRecordRoom()))
+	return int(min(2*int64(c.Journal.MaxGroupBytes), c.journalMaxRecord()))
 }
 
-// journalRecordRoom is the largest record payload the journal admits: at
-// rest its active generation holds up to segment_bytes and everything else
-// can be released, so a record up to the rest always fits eventually.
-func (c *Config) journalRecordRoom() Size {
-	return c.Journal.MaxBytes - c.Journal.SegmentBytes - recordFraming
+// journalMaxRecord is the largest record the configured journal admits.
+func (c *Config) journalMaxRecord() int64 {
+	return journal.Options{MaxBytes: int64(c.Journal.MaxBytes), SegmentBytes: int64(c.Journal.SegmentBytes)}.MaxRecordBytes()
 }
 
 // validate returns one KeyError per problem, without file or line.
@@ -136,8 +132,8 @@ func (c *Config) validate() []*KeyError {
 	// An event bigger than a record is a record of its own; one the
 	// journal can never admit would be refused at every retry, and the
 	// client would resend it forever.
-	if room := c.journalRecordRoom(); ib.MaxEventBytes > room {
-		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most journal.max_bytes − journal.segment_bytes − %s of framing (%s); raise journal.max_bytes or lower max_event_bytes", ib.MaxEventBytes, recordFraming, max(room, 0))
+	if room := Size(max(c.journalMaxRecord()-record.MinSize-record.EventOverhead, 0)); ib.MaxEventBytes > room {
+		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most %s (about journal.max_bytes − journal.segment_bytes); raise journal.max_bytes or lower max_event_bytes", ib.MaxEventBytes, room)
 	}
 	if ib.MaxInflightBytes < ib.MaxEventBytes {
 		bad("input.beats.max_inflight_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxInflightBytes, ib.MaxEventBytes)

@@ -49,9 +49,8 @@ func sealFrame(frame []byte, lsn, group uint64) {
 // entrySize is the number of bytes tidwall writes for a frame around a
 // record of n bytes: the uvarint length prefix and the frame.
 func entrySize(n int) int64 {
-	f := uint64(frameHeader + n)
-	var b [binary.MaxVarintLen64]byte
-	return int64(binary.PutUvarint(b[:], f)) + int64(f)
+	f := int64(frameHeader + n)
+	return uvarintLen(f) + f
 }
 
 // frame is a parsed, verified entry.
@@ -81,4 +80,11 @@ func parseFrame(b []byte) (frame, error) {
 		return frame{}, err
 	}
 	return f, nil
+}
+
+// uvarintLen is the length of tidwall's uvarint prefix for an entry of n
+// bytes.
+func uvarintLen(n int64) int64 {
+	var b [binary.MaxVarintLen64]byte
+	return int64(binary.PutUvarint(b[:], uint64(n)))
 }

@@ -371,15 +371,25 @@ func (p *Pending) Wait() (uint64, error) {
 	return p.r.lsn, err
 }
 
+// MaxRecordBytes is the largest record a journal with these options
+// admits; Submit refuses a larger one with ErrTooLarge. At rest the active
+// generation holds less than SegmentBytes (the committer rotates once it
+// reaches it) and everything else can be released, so an entry up to
+// MaxBytes − SegmentBytes always fits eventually; a larger one would wait
+// forever.
+func (o Options) MaxRecordBytes() int64 {
+	return max(o.entryRoom()-frameHeader-uvarintLen(o.entryRoom()), 0)
+}
+
+// entryRoom is the largest entry (entrySize) the journal admits.
+func (o Options) entryRoom() int64 { return o.MaxBytes - o.SegmentBytes }
+
 // admit reserves size bytes of journal space, waiting while the journal is
 // full.
 func (j *Journal) admit(ctx context.Context, size int64) error {
-	// At rest the active generation holds less than SegmentBytes (the
-	// committer rotates once it reaches it) and everything else can be
-	// released, so a record up to MaxBytes − SegmentBytes always fits
-	// eventually; a larger one would wait forever.
-	if limit := j.opts.MaxBytes - j.opts.SegmentBytes; size > limit {
-		return fmt.Errorf("%w: %d bytes, at most %d fit (journal.max_bytes − journal.segment_bytes)", ErrTooLarge, size, limit)
+	if size > j.opts.entryRoom() {
+		return fmt.Errorf("%w: an entry of %d bytes, at most %d fit (a record of %d: journal.max_bytes − journal.segment_bytes − framing)",
+			ErrTooLarge, size, j.opts.entryRoom(), j.opts.MaxRecordBytes())
 	}
 	for {
 		j.mu.Lock()

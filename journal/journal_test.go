@@ -269,6 +269,16 @@ func TestTooLargeRecordRefused(t *testing.T) {
 	if _, err := j.Append(context.Background(), rec(t, 0, 0, 100<<10)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
+	// Options.MaxRecordBytes is exactly the edge.
+	pad := int(opts.MaxRecordBytes()) - len(rec(t, 0, 0, 0))
+	if r := rec(t, 0, 1, pad); int64(len(r)) != opts.MaxRecordBytes() {
+		t.Fatalf("test record of %d bytes, want %d", len(r), opts.MaxRecordBytes())
+	} else if _, err := j.Append(context.Background(), r); err != nil {
+		t.Fatalf("a record of MaxRecordBytes: %v", err)
+	}
+	if _, err := j.Append(context.Background(), rec(t, 0, 2, pad+1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a record of MaxRecordBytes+1: got %v, want ErrTooLarge", err)
+	}
 }
 
 func TestLSNsNeverRepeat(t *testing.T) {
