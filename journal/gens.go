@@ -32,12 +32,15 @@ func (g generation) segment() string { return filepath.Join(g.dir, segmentFile) 
 // until the releaser has cut it down (release.go).
 func (g generation) releasing() string { return filepath.Join(g.dir, releasingFile) }
 
-// listGenerations returns the journal's generations, oldest first.
-func listGenerations(dir string) ([]generation, error) { return scanGenerations(dir, true) }
+// listGenerations returns the journal's generations, oldest first, and
+// completes releases a crash interrupted, syncing directories with syncDir.
+func listGenerations(dir string, syncDir func(string) error) ([]generation, error) {
+	return scanGenerations(dir, syncDir)
+}
 
-// scanGenerations lists generations; with finish it also completes
-// releases a crash interrupted (a read-only caller passes false).
-func scanGenerations(dir string, finish bool) ([]generation, error) {
+// scanGenerations lists generations; with a syncDir it also completes
+// releases a crash interrupted (a read-only caller passes nil).
+func scanGenerations(dir string, syncDir func(string) error) ([]generation, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list %s: %w", dir, err)
@@ -78,10 +81,10 @@ func scanGenerations(dir string, finish bool) ([]generation, error) {
 	kept := gens[:0]
 	for i, g := range gens {
 		if g.size < 0 && i < len(gens)-1 {
-			if !finish {
+			if syncDir == nil {
 				continue
 			}
-			if err := finishRelease(g); err != nil {
+			if err := finishRelease(g, syncDir); err != nil {
 				return nil, err
 			}
 			continue
@@ -117,7 +120,7 @@ func journalDirOf(segment string) string { return filepath.Dir(filepath.Dir(segm
 // continue at, when it holds none) and whether a journal exists there. The
 // server uses it to tell the ledger which LSNs the journal can still replay.
 func FirstLSNOnDisk(dir string) (uint64, bool, error) {
-	gens, err := scanGenerations(dir, false)
+	gens, err := scanGenerations(dir, nil)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(gens) == 0) {
 		return 0, false, nil
 	}

@@ -53,7 +53,7 @@ type SegmentInfo struct {
 // released while it is being listed is left out. A missing dir is an empty
 // journal.
 func Segments(dir string) ([]SegmentInfo, error) {
-	gens, err := scanGenerations(dir, false)
+	gens, err := scanGenerations(dir, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -141,7 +141,7 @@ type DirReader struct {
 // at the record with LSN from (or the oldest record, if it is older). A
 // missing dir reads as an empty journal.
 func NewDirReader(dir string, from uint64) (*DirReader, error) {
-	gens, err := scanGenerations(dir, false)
+	gens, err := scanGenerations(dir, nil)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	gens, err := listGenerations(dir)
+	gens, err := listGenerations(dir, j.syncDir)
 	if err != nil {
 		return nil, err
 	}

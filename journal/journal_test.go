@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -178,7 +179,7 @@ func TestRotationReleaseAndSpace(t *testing.T) {
 	for i := range 300 {
 		last = mustAppend(t, j, rec(t, 0, i, 1000))
 	}
-	gens, err := listGenerations(dir)
+	gens, err := listGenerations(dir, fsutil.SyncDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestRotationReleaseAndSpace(t *testing.T) {
 		t.Fatalf("after releasing everything and reopening got LSN %d, want %d", lsn, last+1)
 	}
 	var onDisk int64
-	gens, _ = listGenerations(dir)
+	gens, _ = listGenerations(dir, fsutil.SyncDir)
 	for _, g := range gens {
 		st, _ := os.Stat(g.segment())
 		onDisk += st.Size()
@@ -562,12 +563,25 @@ func TestInterruptedReleaseIsFinished(t *testing.T) {
 				mustAppend(t, j, rec(t, 0, i, 2000))
 			}
 			j.Close()
-			gens, _ := listGenerations(dir)
+			gens, _ := listGenerations(dir, fsutil.SyncDir)
 			tc.crash(t, gens[0])
-			j = mustOpen(t, dir, smallOpts())
+			opts := smallOpts()
+			var synced []string // directories synced, with whether a segment was still in them
+			opts.hooks.syncDir = func(d string) error {
+				_, err := os.Stat(filepath.Join(d, releasingFile))
+				synced = append(synced, fmt.Sprintf("%s %v", d, err == nil))
+				return fsutil.SyncDir(d)
+			}
+			j = mustOpen(t, dir, opts)
 			defer j.Close()
 			if _, err := os.Stat(gens[0].dir); !os.IsNotExist(err) {
 				t.Fatalf("leftover %s not removed: %v", gens[0].dir, err)
+			}
+			// The rename aside is made durable before the file is cut, and
+			// the removal after.
+			cut := tc.name != "segment removed"
+			if want := []string{fmt.Sprintf("%s %v", gens[0].dir, cut), dir + " false"}; len(synced) < 2 || synced[0] != want[0] || synced[1] != want[1] {
+				t.Fatalf("directory syncs %q, want first %q", synced, want)
 			}
 			if first := j.FirstLSN(); first != gens[1].base+1 {
 				t.Fatalf("first LSN %d, want %d", first, gens[1].base+1)
@@ -586,9 +600,6 @@ func rename(t *testing.T, from, to string) {
 	}
 }
 
-// TestReleaseOfABigGeneration: a released segment of several release
-// steps leaves its name when Release returns, and the releaser then deletes
-// it, directory and all, and frees its space.
 // TestFullIsLoggedOnceUnderSteadyBackpressure: the releaser frees space a
 // step at a time and each step lets a waiting append in, so "full" flips
 // back and forth; the log says once that appends wait and once, when a
@@ -626,6 +637,9 @@ func TestFullIsLoggedOnceUnderSteadyBackpressure(t *testing.T) {
 	}
 }
 
+// TestReleaseOfABigGeneration: a released segment of several release
+// steps leaves its name when Release returns, and the releaser then deletes
+// it, directory and all, and frees its space.
 func TestReleaseOfABigGeneration(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()

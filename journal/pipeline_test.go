@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 type appendResult struct {
@@ -150,7 +152,7 @@ func TestRotationWaitsForTheSyncer(t *testing.T) {
 	if got := readAll(t, j); len(got) != 400 {
 		t.Fatalf("reopened journal holds %d records, want 400", len(got))
 	}
-	gens, err := listGenerations(dir)
+	gens, err := listGenerations(dir, fsutil.SyncDir)
 	if err != nil || len(gens) < 4 {
 		t.Fatalf("%d generations (err %v): the test did not rotate", len(gens), err)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // releasingFile is the name a released generation's segment is given until
@@ -155,12 +153,12 @@ func (j *Journal) freed(n int64) {
 
 // finishRelease completes, at Open, a release a crash or Close
 // interrupted: the generation has no segment under its own name.
-func finishRelease(g generation) error {
+func finishRelease(g generation, syncDir func(string) error) error {
 	// As in cut: the rename aside must be durable before the file is cut.
 	// Close may have interrupted the release before the releaser synced
 	// it, and a crash during this Open must not bring back a cut segment
 	// under its own name.
-	if err := fsutil.SyncDir(g.dir); err != nil {
+	if err := syncDir(g.dir); err != nil {
 		return fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
 	}
 	if err := truncateInSteps(g.releasing(), func(int64) error { return nil }); err != nil {
@@ -171,7 +169,7 @@ func finishRelease(g generation) error {
 	}
 	// Not needed for safety (see cut), but the space accounting of the
 	// next Open should not see this generation again.
-	if err := fsutil.SyncDir(filepath.Dir(g.dir)); err != nil {
+	if err := syncDir(filepath.Dir(g.dir)); err != nil {
 		return fmt.Errorf("journal: finish releasing %s: %w", g.dir, err)
 	}
 	return nil
