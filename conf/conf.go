@@ -41,6 +41,9 @@ type Journal struct {
 	MaxGroupWait Duration `toml:"max_group_wait"`
 	// MaxGroupBytes caps the bytes written and waiting for one fsync.
 	MaxGroupBytes Size `toml:"max_group_bytes"`
+	// SpareSegments is how many released segment files the journal keeps
+	// to overwrite instead of deleting them; 0 deletes them.
+	SpareSegments int `toml:"spare_segments"`
 }
 
 // Ledger configures the large direct-IO store that outputs drain.
@@ -196,6 +199,7 @@ func Default() Config {
 			MaxBytes:      1 << 30,
 			MaxGroupWait:  0,
 			MaxGroupBytes: 2 << 20,
+			SpareSegments: 2,
 		},
 		Ledger: Ledger{
 			Dir:           "/var/lib/logpond/ledger",

@@ -22,6 +22,7 @@ const (
 	minGroupBytes    Size = 4 << 10
 	maxGroupWait          = Duration(time.Second)
 	maxFlushInterval      = Duration(time.Minute)
+	maxSpareSegments      = 16
 	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
 	ledgerBlock Size = 4096
 )
@@ -85,6 +86,9 @@ func (c *Config) validate() []*KeyError {
 		bad("journal.max_group_bytes", "%s is below %s: a group must hold at least a few records", j.MaxGroupBytes, minGroupBytes)
 	} else if j.MaxGroupBytes > j.SegmentBytes {
 		bad("journal.max_group_bytes", "%s is more than journal.segment_bytes (%s): lower max_group_bytes or raise segment_bytes", j.MaxGroupBytes, j.SegmentBytes)
+	}
+	if j.SpareSegments < 0 || j.SpareSegments > maxSpareSegments {
+		bad("journal.spare_segments", "%d is outside 0…%d: spares only save the cost of freeing and allocating segment files, a few are enough", j.SpareSegments, maxSpareSegments)
 	}
 	// Every acknowledgement may wait this long: more than a second is a
 	// misconfiguration (clients time out), not a tuning choice.

@@ -91,6 +91,7 @@ func (j *Journal) commitLoop() {
 		j.pipe.mu.Unlock()
 		<-syncerDone
 		j.closeWAL()
+		j.trimRecycled()
 	}()
 	var group []*request
 	for {
@@ -214,6 +215,11 @@ func (j *Journal) write(group []*request) {
 		return
 	}
 	j.last += uint64(len(group))
+	if j.activeBytes < j.capacity {
+		// Overwritten stale bytes of a recycled file: counted twice
+		// until now, as the file's and as the entries' reservation.
+		j.freed(min(j.activeBytes+bytes, j.capacity) - j.activeBytes)
+	}
 	j.activeBytes += bytes
 	p := &j.pipe
 	p.mu.Lock()

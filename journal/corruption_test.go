@@ -60,7 +60,7 @@ func buildFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, 1)
+	s := newScanner(data, 1, 0)
 	for off := 0; s.next(); off = s.off {
 		f.offsets[s.cur.lsn] = int64(off)
 		f.ends[s.cur.lsn] = int64(s.off)

@@ -28,7 +28,7 @@ func FuzzExamineTail(f *testing.F) {
 			}
 			end = int(rep.Offset)
 		}
-		s := newScanner(data[:end], 1)
+		s := newScanner(data[:end], 1, 0)
 		n := 0
 		for s.next() {
 			n++

@@ -111,6 +111,15 @@ func createGeneration(dir string, base uint64, syncDir func(string) error) (gene
 	return g, nil
 }
 
+// lastLSNOf is the last LSN generation gens[i] can hold: the next
+// generation's base, or 0 (unknown) for the newest.
+func lastLSNOf(gens []generation, i int) uint64 {
+	if i+1 < len(gens) {
+		return gens[i+1].base
+	}
+	return 0
+}
+
 // journalDirOf returns the journal directory of a segment path, for
 // messages.
 func journalDirOf(segment string) string { return filepath.Dir(filepath.Dir(segment)) }

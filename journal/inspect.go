@@ -76,7 +76,7 @@ func Segments(dir string) ([]SegmentInfo, error) {
 			return infos, fmt.Errorf("journal: read %s: %w", info.File, err)
 		}
 		info.Bytes = int64(len(data))
-		sc := newScanner(data, g.base+1)
+		sc := newScanner(data, g.base+1, lastLSNOf(gens, i))
 		for sc.next() {
 			info.Records++
 		}
@@ -210,7 +210,7 @@ func (r *DirReader) load() bool {
 		return false
 	}
 	r.data = data
-	r.sc = newScanner(data, g.base+1)
+	r.sc = newScanner(data, g.base+1, lastLSNOf(r.gens, r.gi))
 	return true
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// TailBytes bounds the copies of recent records kept in memory for
 	// the flusher (Recent); 0 keeps none.
 	TailBytes int64
+	// SpareSegments is how many released segment files the journal keeps
+	// for new generations to overwrite instead of deleting them
+	// (recycle.go); 0 deletes every released segment. Spares count in
+	// MaxBytes, and are deleted first when an append waits for space.
+	SpareSegments int
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
 	// ObserveGroup, when set, is called by the syncer after each fsync,
@@ -100,6 +105,11 @@ type Journal struct {
 	activeBytes int64    // bytes in the active generation's segment
 	batch       wal.Batch
 	spare       []byte // the closed generation's tail buffer, for the next (rotate → openActive)
+	// capacity is the size of the active generation's file when it was a
+	// recycled spare (0 for a new file): its bytes beyond activeBytes are
+	// stale, and counted in used until overwritten (write).
+	capacity   int64
+	activePath string // the active generation's segment file
 
 	mu sync.Mutex // guards the fields below
 	// gens are the generations, oldest first; the last is active. The
@@ -115,6 +125,8 @@ type Journal struct {
 	// segment's worth of space is free again.
 	fullLogged bool
 	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
+	spares     []spare      // released segments kept to be overwritten (recycle.go)
+	maxSpares  int          // Options.SpareSegments; 0 once recycling failed
 	cutting    bool         // the releaser is cutting one down
 	poisoned   error        // sticky write/fsync failure
 	closed     bool
@@ -166,6 +178,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	if j.spares, err = listSpares(dir); err != nil {
+		return nil, err
+	}
+	j.maxSpares = max(opts.SpareSegments, 0)
 	if len(gens) == 0 {
 		g, err := createGeneration(dir, opts.StartAfter, j.syncDir)
 		if err != nil {
@@ -180,7 +196,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, err
 	}
 	j.repair = rep
-	if err := j.openActive(active); err != nil {
+	if err := j.openActive(active, nil); err != nil {
 		return nil, err
 	}
 	li, err := j.wal.LastIndex()
@@ -208,6 +224,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.used += g.size
 	}
 	j.used += j.activeBytes
+	for _, sp := range j.spares {
+		j.used += sp.size
+	}
 	if opts.StartAfter > j.last {
 		// The journal ends before the ledger does (it was replaced or
 		// restored from an old copy). Continuing at j.last+1 would reuse
@@ -227,7 +246,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 
 // openActive opens generation g with tidwall and makes its segment file's
 // directory entry durable (tidwall creates the file when it is missing).
-func (j *Journal) openActive(g generation) error {
+// With a spare (a new generation only), g overwrites the spare's file
+// instead (recycle.go); a spare that cannot be used is given back to be
+// deleted, and g gets a new file.
+func (j *Journal) openActive(g generation, sp *spare) error {
 	w, err := wal.Open(g.dir, &wal.Options{
 		NoSync:           true,        // the committer fsyncs once per group
 		SegmentSize:      math.MaxInt, // never cycle: one segment per generation
@@ -238,6 +260,24 @@ func (j *Journal) openActive(g generation) error {
 	})
 	if err != nil {
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
+	}
+	j.capacity = 0
+	if sp != nil {
+		if err := j.recycleInto(w, g, *sp); err != nil {
+			j.log.Warn("journal: cannot recycle a spare segment; deleting spares from now on", "err", err)
+			j.mu.Lock()
+			j.spares = append(j.spares, *sp)
+			j.maxSpares = 0
+			j.mu.Unlock()
+			j.wakeReleaser()
+		} else {
+			j.capacity = sp.size
+			// The rename's source directory; g's is synced below.
+			if err := j.syncDir(j.dir); err != nil {
+				closeLog(w, w, j.log)
+				return fmt.Errorf("journal: open %s: %w", g.dir, err)
+			}
+		}
 	}
 	if err := j.syncDir(g.dir); err != nil {
 		closeLog(w, w, j.log)
@@ -254,6 +294,7 @@ func (j *Journal) openActive(g generation) error {
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
 	j.spare = nil
+	j.activePath = g.segment()
 	j.wal, j.raw = &segmentLog{Log: w, seg: seg}, w
 	if j.opts.hooks.wrapLog != nil {
 		j.wal = j.opts.hooks.wrapLog(j.wal)
@@ -274,15 +315,20 @@ func (j *Journal) rotate(base uint64) error {
 		j.wal, j.raw = nil, nil
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
 	}
+	closedSize := max(j.activeBytes, j.capacity) // its file's size, as counted in used
 	g, err := createGeneration(j.dir, base, j.syncDir)
 	if err != nil {
 		return err
 	}
-	if err := j.openActive(g); err != nil {
+	var sp *spare
+	if s, ok := j.takeSpare(); ok {
+		sp = &s
+	}
+	if err := j.openActive(g, sp); err != nil {
 		return err
 	}
 	j.mu.Lock()
-	j.gens[len(j.gens)-1].size = j.activeBytes
+	j.gens[len(j.gens)-1].size = closedSize
 	j.gens = append(j.gens, g)
 	j.mu.Unlock()
 	j.last = base
@@ -407,6 +453,9 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			return nil
 		}
 		j.full = true
+		if len(j.spares) > 0 {
+			j.wakeReleaser() // spares go first (spareToDrop)
+		}
 		if !j.fullLogged {
 			j.fullLogged = true
 			j.log.Warn("journal full: appends wait until the flusher moves records to the ledger",

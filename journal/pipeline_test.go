@@ -76,7 +76,7 @@ func TestNextGroupIsWrittenDuringFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, 1)
+	s := newScanner(data, 1, 0)
 	groups := map[uint64]uint64{}
 	for s.next() {
 		groups[s.cur.lsn] = s.cur.group

@@ -96,7 +96,7 @@ func (r *Reader) load() bool {
 	}
 	// The active generation may hold a group being written beyond r.end;
 	// the loop stops at r.end before reaching it.
-	r.sc = newScanner(data, g.base+1)
+	r.sc = newScanner(data, g.base+1, lastLSNOf(r.gens, r.gi))
 	return true
 }
 

@@ -59,16 +59,22 @@ func (j *Journal) Release(upTo uint64) error {
 	j.mu.Lock()
 	j.releasing = append(j.releasing, renamed...)
 	j.mu.Unlock()
+	j.wakeReleaser()
+	return errors.Join(errs...)
+}
+
+// wakeReleaser tells the releaser to look for work; it never blocks.
+func (j *Journal) wakeReleaser() {
 	select {
 	case j.doomed <- struct{}{}:
 	default: // already woken
 	}
-	return errors.Join(errs...)
 }
 
-// releaseLoop is the releaser: it cuts down and deletes the generations
-// Release renamed aside, oldest first, until Close. A release Close
-// interrupts is left as it is: the next Open finishes it.
+// releaseLoop is the releaser: it cuts down and deletes (or keeps as
+// spares, recycle.go) the generations Release renamed aside, oldest first,
+// and deletes spares the journal no longer wants, until Close. A release
+// Close interrupts is left as it is: the next Open finishes it.
 func (j *Journal) releaseLoop() {
 	defer close(j.reaped)
 	for {
@@ -80,6 +86,18 @@ func (j *Journal) releaseLoop() {
 		for {
 			j.mu.Lock()
 			if len(j.releasing) == 0 {
+				if sp, ok := j.spareToDrop(); ok {
+					j.cutting = true
+					j.mu.Unlock()
+					err := j.dropSpare(sp)
+					if errors.Is(err, errReleaseStopped) {
+						return
+					}
+					if err != nil {
+						j.log.Warn("journal: deleting a spare segment failed; it stays on disk until the next start", "file", sp.path, "err", err)
+					}
+					continue
+				}
 				j.cutting = false
 				j.mu.Unlock()
 				break
@@ -107,6 +125,9 @@ func (j *Journal) cut(g generation) error {
 	// generation without its segment reads as an interrupted release.
 	if err := j.syncDir(g.dir); err != nil {
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
+	}
+	if kept, err := j.keepAsSpare(g); kept || err != nil {
+		return err
 	}
 	left := g.size // what j.used counts for it
 	err := truncateInSteps(g.releasing(), func(n int64) error {

@@ -63,7 +63,7 @@ func cutFile(path string, size int64) error {
 // Recovery): keep everything (nil, nil), cut a torn tail (a *Repair), or
 // refuse (a *CorruptionError). It does no I/O.
 func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error) {
-	s := newScanner(data, firstLSN)
+	s := newScanner(data, firstLSN, 0)
 	kept := 0
 	for s.next() {
 		kept++

@@ -12,19 +12,26 @@ type scanner struct {
 	data    []byte
 	off     int
 	nextLSN uint64
+	lastLSN uint64 // the generation's last LSN when known (closed generations), else 0
 	group   uint64 // group of the last entry read
 	cur     frame
 	err     error // damage at off; nil at a clean end
 }
 
-func newScanner(data []byte, firstLSN uint64) *scanner {
-	return &scanner{data: data, nextLSN: firstLSN}
+// newScanner scans data, whose first entry must carry firstLSN. lastLSN,
+// when not 0, is the last LSN the segment holds (a closed generation's:
+// the next generation's base): the scan ends cleanly there, whatever
+// follows. A recycled segment (recycle.go) keeps stale bytes after the
+// last entry written into it.
+func newScanner(data []byte, firstLSN, lastLSN uint64) *scanner {
+	return &scanner{data: data, nextLSN: firstLSN, lastLSN: lastLSN}
 }
 
 // next advances to the next entry. It returns false at the end of the data
-// or at the first damage, which err then describes (offset s.off).
+// or of the generation's LSNs, or at the first damage, which err then
+// describes (offset s.off).
 func (s *scanner) next() bool {
-	if s.off >= len(s.data) || s.err != nil {
+	if s.off >= len(s.data) || s.err != nil || (s.lastLSN != 0 && s.nextLSN > s.lastLSN) {
 		return false
 	}
 	f, n, err := entryAt(s.data[s.off:])

@@ -10,10 +10,11 @@ import (
 	"github.com/tidwall/wal"
 )
 
-// Two traps in tidwall/wal v1.2.1 that the journal works around by reaching
-// unexported fields. Both are guarded by tests (TestTidwallLayout, and the
+// Traps in tidwall/wal v1.2.1 that the journal works around by reaching
+// unexported fields, and one thing it cannot do without them (writing into
+// a recycled file). All are guarded by tests (TestTidwallLayout, and the
 // power-loss tests), so a tidwall upgrade that changes the layout fails a
-// test instead of silently leaking or slowing down.
+// test instead of silently leaking, slowing down or writing elsewhere.
 
 // forceClose closes the segment file of a tidwall log whose Close failed.
 //
@@ -41,6 +42,30 @@ func closeLog(l walLog, raw *wal.Log, log *slog.Logger) error {
 		forceClose(raw, log)
 	}
 	return err
+}
+
+// replaceEmptySegmentFile makes a log that holds no entry write its
+// segment through f, from f's current offset, instead of through the file
+// tidwall created, and returns that file (the caller closes it). It
+// reports false, changing nothing, when the log is not empty or tidwall's
+// layout changed. tidwall creates a new log's segment with O_TRUNC and
+// writes it sequentially through one descriptor without ever reading it
+// back, so the only way to have it overwrite a recycled file (recycle.go)
+// is to hand it that file's descriptor.
+func replaceEmptySegmentFile(l *wal.Log, f *os.File) (*os.File, bool) {
+	if li, err := l.LastIndex(); err != nil || li != 0 {
+		return nil, false
+	}
+	if ebuf, ok := tailBuffer(l); !ok || ebuf.Len() != 0 {
+		return nil, false
+	}
+	old, ok := tidwallFile(l)
+	if !ok {
+		return nil, false
+	}
+	v := reflect.ValueOf(l).Elem().FieldByName("sfile")
+	reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Set(reflect.ValueOf(f))
+	return old, true
 }
 
 func tidwallFile(l *wal.Log) (*os.File, bool) {

@@ -195,6 +195,7 @@ func (s *Server) openJournal(startAfter uint64) (*journal.Journal, error) {
 		MaxBytes:      int64(c.MaxBytes),
 		MaxGroupWait:  time.Duration(c.MaxGroupWait),
 		MaxGroupBytes: int64(c.MaxGroupBytes),
+		SpareSegments: c.SpareSegments,
 		StartAfter:    startAfter,
 		// The flusher's normal path: one segment of recent records in
 		// memory, so it rarely reads the journal's files.

@@ -33,6 +33,7 @@ var Mistakes = []Mistake{
 	{"ledger max below two segments", "[ledger]\nmax_bytes = \"256MiB\"\n", "ledger.max_bytes", 2, "raise max_bytes to at least 512MiB"},
 	{"group bytes above segment", "[journal]\nsegment_bytes = \"1MiB\"\nmax_bytes = \"2MiB\"\nmax_group_bytes = \"2MiB\"\n", "journal.max_group_bytes", 4, "more than journal.segment_bytes"},
 	{"group bytes too small", "[journal]\nmax_group_bytes = 10\n", "journal.max_group_bytes", 2, "below 4KiB"},
+	{"negative spare segments", "[journal]\nspare_segments = -1\n", "journal.spare_segments", 2, "outside 0…16"},
 	{"index template unclosed", "[output.elasticsearch]\nindex = \"logs-%{[host][name]\"\n", "output.elasticsearch.index", 2, "sprintf:"},
 	{"fallback index uppercase", "[output.elasticsearch]\nfallback_index = \"Lost\"\n", "output.elasticsearch.fallback_index", 2, "index names are lowercase"},
 	{"document id mode", "[output.elasticsearch]\ndocument_id = \"random\"\n", "output.elasticsearch.document_id", 2, "use auto"},
