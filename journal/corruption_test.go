@@ -144,6 +144,16 @@ func TestCorruptionTable(t *testing.T) {
 		{"intact", func(b []byte) []byte { return b }, result{kept: 14, cutAt: -1}},
 		{"zero-filled tail after the last record", func(b []byte) []byte { return append(b, make([]byte, 4096)...) },
 			result{kept: 14, cutAt: f.size}},
+		// A recycled segment (recycle.go) holds entries of an older
+		// generation after the ones written into it: valid frames whose
+		// LSNs are below the expected one.
+		{"stale entries of an older generation after the last record", func(b []byte) []byte {
+			return append(b, b[f.offsets[1]:f.ends[5]]...)
+		}, result{kept: 14, cutAt: f.size}},
+		{"stale entries after a torn last record", func(b []byte) []byte {
+			stale := append([]byte(nil), b[f.offsets[2]:f.ends[6]]...)
+			return append(b[:f.offsets[14]+10], stale...)
+		}, result{kept: 13, cutAt: f.offsets[14]}},
 		{"last group zero-filled in place", func(b []byte) []byte { clear(b[f.offsets[12]:]); return b },
 			result{kept: 11, cutAt: f.offsets[12]}},
 		{"flipped byte in the last record", func(b []byte) []byte { b[f.offsets[14]+30] ^= 0x40; return b },

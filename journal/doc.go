@@ -20,6 +20,7 @@
 // # Directory layout
 //
 //	DIR/gen-<base>/00000000000000000001
+//	DIR/spare-<base>                      a released segment kept for reuse
 //
 // The journal is a sequence of generations. Each generation is one
 // tidwall/wal log in a directory named "gen-" and the LSN just before its
@@ -35,7 +36,9 @@
 // and removes it. Freeing a whole segment at once stalls the device, and with
 // it the journal's next fsync, for tens of milliseconds. A generation
 // directory without its segment file, other than the newest, is a release a
-// crash (or Close) interrupted; Open finishes it.
+// crash (or Close) interrupted; Open finishes it. Up to spare_segments
+// released segments are not cut but kept as spares, for new generations to
+// overwrite (below).
 // (tidwall's own TruncateFront copies the rest of a segment while holding the
 // log's mutex, which would stall appends; the journal never calls it.)
 //
@@ -43,6 +46,33 @@
 // each generation is exactly one segment file; the committer fsyncs
 // explicitly. The generation names are also the persisted high-water mark:
 // the newest generation's base survives even when it holds no record.
+//
+// # Recycled segments
+//
+// A new generation whose rotation finds a spare renames it over the empty
+// file tidwall created and has tidwall write into it from offset 0
+// (recycle.go): no blocks are freed (no discards) and, while the writes
+// stay within the file's size, an fdatasync persists no allocation. The
+// spare's rename is fsynced in both directories before anything in the
+// generation is acknowledged, as a new file's creation is. The cost is
+// that a recycled file holds stale bytes of older generations after the
+// entries written into it, so:
+//
+//   - a closed generation is read up to its last LSN (the next
+//     generation's base) and no further;
+//   - in the newest generation the stale bytes end the scan like a torn
+//     tail, and recovery cuts them (below). Stale entries cannot pass for
+//     records: their LSNs are older than the generation's base, so neither
+//     the scan (which checks every entry's LSN against its position) nor
+//     the search for a later write group (which skips LSNs not above the
+//     expected one) accepts them;
+//   - Close cuts the active file to its entries, so a clean restart
+//     repairs nothing.
+//
+// Spares count in max_bytes: the stale rest of the active file stays
+// counted until overwritten. A released segment is kept only while the
+// journal is at most half full and no append waits for space; when one
+// waits, the releaser deletes spares first.
 //
 // # Entry format
 //
@@ -66,7 +96,8 @@
 // # Recovery
 //
 // Before tidwall opens the newest generation (tidwall fails on a torn length
-// prefix and reads zero bytes as valid empty entries), the journal scans its
+// prefix, reads zero bytes as valid empty entries, and a recycled file's
+// stale bytes as whatever they parse to), the journal scans its
 // segment and verifies every entry: length prefix within the file, frame
 // CRC, expected LSN, non-decreasing group, record CRC. At the first bad entry
 // (offset P, expected LSN L) it looks for any valid entry beyond P:
@@ -90,7 +121,8 @@
 // refused.
 //
 // Older generations were fsynced before the next one was started; damage in
-// them is reported as a [*CorruptionError] when they are read.
+// them, before their last LSN, is reported as a [*CorruptionError] when
+// they are read.
 //
 // # Failure
 //

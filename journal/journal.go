@@ -104,7 +104,7 @@ type Journal struct {
 	last        uint64   // last LSN written
 	activeBytes int64    // bytes in the active generation's segment
 	batch       wal.Batch
-	spare       []byte // the closed generation's tail buffer, for the next (rotate → openActive)
+	tailBuf     []byte // the closed generation's tail buffer, for the next (rotate → openActive)
 	// capacity is the size of the active generation's file when it was a
 	// recycled spare (0 for a new file): its bytes beyond activeBytes are
 	// stale, and counted in used until overwritten (write).
@@ -263,14 +263,19 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 	}
 	j.capacity = 0
 	if sp != nil {
-		if err := j.recycleInto(w, g, *sp); err != nil {
+		err := j.recycleInto(w, g, *sp)
+		switch {
+		case errors.Is(err, errSpareUnused):
 			j.log.Warn("journal: cannot recycle a spare segment; deleting spares from now on", "err", err)
 			j.mu.Lock()
 			j.spares = append(j.spares, *sp)
 			j.maxSpares = 0
 			j.mu.Unlock()
 			j.wakeReleaser()
-		} else {
+		case err != nil:
+			closeLog(w, w, j.log)
+			return err
+		default:
 			j.capacity = sp.size
 			// The rename's source directory; g's is synced below.
 			if err := j.syncDir(j.dir); err != nil {
@@ -283,7 +288,7 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 		closeLog(w, w, j.log)
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.spare) {
+	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.tailBuf) {
 		j.log.Warn("journal: cannot presize tidwall's segment buffer (its layout changed): appends copy more")
 	}
 	// The syncer's own descriptor (segmentLog), opened before anything is
@@ -293,7 +298,7 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 		closeLog(w, w, j.log)
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	j.spare = nil
+	j.tailBuf = nil
 	j.activePath = g.segment()
 	j.wal, j.raw = &segmentLog{Log: w, seg: seg}, w
 	if j.opts.hooks.wrapLog != nil {
@@ -310,7 +315,7 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 // generation directory fsynced) before rotate returns, that is before any
 // record in it can be acknowledged.
 func (j *Journal) rotate(base uint64) error {
-	j.spare = takeTailBuffer(j.raw)
+	j.tailBuf = takeTailBuffer(j.raw)
 	if err := closeLog(j.wal, j.raw, j.log); err != nil {
 		j.wal, j.raw = nil, nil
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)

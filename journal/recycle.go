@@ -163,30 +163,38 @@ func (j *Journal) dropSpare(sp spare) error {
 }
 
 // recycleInto makes the new, empty log w of generation g write into spare
-// sp: tidwall is handed sp's file (it writes from offset 0) and sp is
-// renamed over the empty segment file tidwall created. The caller fsyncs
-// both directories of the rename before anything in g can be
-// acknowledged. On error the spare was not used and nothing changed.
+// sp: sp is renamed over the empty segment file tidwall created, and
+// tidwall is handed a descriptor of it (it writes from offset 0). The
+// caller fsyncs both directories of the rename before anything in g can
+// be acknowledged. With a nil error tidwall writes into the spare; with
+// errSpareUnused nothing changed and the spare is still where it was; any
+// other error leaves w unusable.
 func (j *Journal) recycleInto(w *wal.Log, g generation, sp spare) error {
-	f, err := os.OpenFile(sp.path, os.O_WRONLY, 0)
+	// The rename below cannot be undone once tidwall's file is gone: check
+	// first that tidwall can be handed another one.
+	if !canReplaceSegmentFile(w) {
+		return fmt.Errorf("%w: %s: tidwall's layout changed", errSpareUnused, sp.path)
+	}
+	if err := os.Rename(sp.path, g.segment()); err != nil {
+		return fmt.Errorf("%w: %w", errSpareUnused, err)
+	}
+	f, err := os.OpenFile(g.segment(), os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("journal: recycle %s: %w", sp.path, err)
 	}
 	created, ok := replaceEmptySegmentFile(w, f)
 	if !ok {
 		f.Close()
-		return fmt.Errorf("journal: recycle %s: cannot hand the file to tidwall (its layout changed)", sp.path)
-	}
-	if err := os.Rename(sp.path, g.segment()); err != nil {
-		replaceEmptySegmentFile(w, created)
-		f.Close()
-		return fmt.Errorf("journal: recycle %s: %w", sp.path, err)
+		return fmt.Errorf("journal: recycle %s: tidwall refused the file", sp.path)
 	}
 	if err := created.Close(); err != nil {
 		j.log.Warn("journal: close the segment file tidwall created", "file", g.segment(), "err", err)
 	}
 	return nil
 }
+
+// errSpareUnused: recycleInto could not use a spare and changed nothing.
+var errSpareUnused = errors.New("journal: spare segment not used")
 
 // trimRecycled cuts the stale rest of a recycled active file off once it is
 // closed, so that the next Open finds the file ending at its last entry.

@@ -36,7 +36,9 @@ func repairTail(g generation, log *slog.Logger) (int, *Repair, error) {
 	if err := cutFile(path, rep.Offset); err != nil {
 		return kept, nil, err
 	}
-	log.Warn("journal: cut torn tail (never acknowledged: no later write group follows it)",
+	// After a crash in a recycled segment the cut also takes the stale rest
+	// of the file (doc.go): bytes_cut can be most of a segment.
+	log.Warn("journal: cut torn tail (never acknowledged: no later write group follows it; in a recycled segment, also its unused rest)",
 		"file", rep.File, "offset", rep.Offset, "bytes_cut", rep.Bytes, "first_lsn_cut", rep.FirstLSN,
 		"records_kept", kept, "reason", rep.Reason)
 	return kept, rep, nil

@@ -53,19 +53,26 @@ func closeLog(l walLog, raw *wal.Log, log *slog.Logger) error {
 // back, so the only way to have it overwrite a recycled file (recycle.go)
 // is to hand it that file's descriptor.
 func replaceEmptySegmentFile(l *wal.Log, f *os.File) (*os.File, bool) {
-	if li, err := l.LastIndex(); err != nil || li != 0 {
+	if !canReplaceSegmentFile(l) {
 		return nil, false
 	}
-	if ebuf, ok := tailBuffer(l); !ok || ebuf.Len() != 0 {
-		return nil, false
-	}
-	old, ok := tidwallFile(l)
-	if !ok {
-		return nil, false
-	}
+	old, _ := tidwallFile(l)
 	v := reflect.ValueOf(l).Elem().FieldByName("sfile")
 	reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Set(reflect.ValueOf(f))
 	return old, true
+}
+
+// canReplaceSegmentFile reports whether replaceEmptySegmentFile would
+// succeed on l.
+func canReplaceSegmentFile(l *wal.Log) bool {
+	if li, err := l.LastIndex(); err != nil || li != 0 {
+		return false
+	}
+	if ebuf, ok := tailBuffer(l); !ok || ebuf.Len() != 0 {
+		return false
+	}
+	_, ok := tidwallFile(l)
+	return ok
 }
 
 func tidwallFile(l *wal.Log) (*os.File, bool) {

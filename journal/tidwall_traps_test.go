@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -56,5 +58,46 @@ func TestTidwallLayout(t *testing.T) {
 	}
 	if &takeTailBuffer(w2)[0] != &buf[:1][0] {
 		t.Fatal("the second log does not write into the reused buffer")
+	}
+}
+
+// TestTidwallWritesIntoReplacedFile guards recycling: an empty log handed
+// another file writes its entries there, from that file's offset 0, and
+// nowhere else; a log holding entries refuses.
+func TestTidwallWritesIntoReplacedFile(t *testing.T) {
+	dir := t.TempDir()
+	w, err := wal.Open(filepath.Join(dir, "w"), &wal.Options{NoSync: true, SegmentSize: math.MaxInt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	recycled := filepath.Join(dir, "recycled")
+	if err := os.WriteFile(recycled, bytes.Repeat([]byte{0xee}, 4096), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(recycled, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, ok := replaceEmptySegmentFile(w, f)
+	if !ok {
+		t.Fatal("tidwall's segment file field is gone: recycling cannot work")
+	}
+	created.Close()
+	if err := w.Write(1, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(recycled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append([]byte{5}, "hello"...); !bytes.Equal(got[:6], want) || got[6] != 0xee || len(got) != 4096 {
+		t.Fatalf("recycled file starts %q, want %q then the old bytes", got[:8], want)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "w", segmentFile)); st.Size() != 0 {
+		t.Fatalf("tidwall's own file got %d bytes", st.Size())
+	}
+	if _, ok := replaceEmptySegmentFile(w, f); ok {
+		t.Fatal("replaced the file of a log that holds an entry")
 	}
 }

@@ -1,0 +1,397 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func recycleOpts() Options {
+	o := smallOpts()
+	o.SpareSegments = 2
+	return o
+}
+
+// diskBytes is the size of every journal file in dir (segments, spares,
+// files being released): what the journal's used bytes must match at rest.
+func diskBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "LOCK" {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += info.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// recycler drives a journal and remembers what it acknowledged.
+type recycler struct {
+	t     *testing.T
+	j     *Journal
+	dir   string
+	acked map[uint64][]byte
+	n     int
+}
+
+func (r *recycler) append(pad int) uint64 {
+	r.t.Helper()
+	b := rec(r.t, 3, r.n, pad)
+	r.n++
+	lsn := mustAppend(r.t, r.j, b)
+	r.acked[lsn] = b
+	return lsn
+}
+
+// untilGenerations appends records of pad bytes until the journal has n
+// generations.
+func (r *recycler) untilGenerations(n, pad int) {
+	r.t.Helper()
+	for len(r.j.gensSnapshot()) < n {
+		r.append(pad)
+	}
+}
+
+// releaseOldest releases every generation but the newest k and waits for
+// the releaser.
+func (r *recycler) releaseOldest(k int) {
+	r.t.Helper()
+	gens := r.j.gensSnapshot()
+	if err := r.j.Release(gens[len(gens)-k].base); err != nil {
+		r.t.Fatal(err)
+	}
+	waitReleased(r.t, r.j)
+}
+
+// check verifies that every acknowledged record still in the journal reads
+// back intact, and that used bytes match the files.
+func (r *recycler) check() {
+	r.t.Helper()
+	got := readAll(r.t, r.j)
+	first := r.j.FirstLSN()
+	for lsn, b := range r.acked {
+		if lsn >= first && !bytes.Equal(got[lsn], b) {
+			r.t.Fatalf("LSN %d lost or changed", lsn)
+		}
+	}
+	if used, disk := r.j.UsedBytes(), diskBytes(r.t, r.dir); used != disk {
+		r.t.Fatalf("journal counts %d bytes used, its files take %d", used, disk)
+	}
+}
+
+// entriesBytes is how many bytes of g's segment hold its entries (up to
+// LSN last, when not 0): where a scan stops, before any stale bytes.
+func entriesBytes(t *testing.T, g generation, last uint64) int64 {
+	t.Helper()
+	data, err := os.ReadFile(g.segment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScanner(data, g.base+1, last)
+	for s.next() {
+	}
+	return int64(s.off)
+}
+
+func stat(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestRecycledSegmentIsOverwritten: a released segment becomes a spare,
+// the next generation writes into that very file, everything reads back,
+// the space accounting matches the files at every step, and a clean
+// restart finds nothing to repair.
+func TestRecycledSegmentIsOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+	r.j = mustOpen(t, dir, recycleOpts())
+	r.untilGenerations(3, 2000)
+	released := stat(t, r.j.gensSnapshot()[0].segment())
+	r.releaseOldest(2)
+	spares, err := listSpares(dir)
+	if err != nil || len(spares) != 1 {
+		t.Fatalf("spares after a release: %v, %v; want one", spares, err)
+	}
+	if !os.SameFile(released, stat(t, spares[0].path)) {
+		t.Fatal("the spare is not the released segment's file")
+	}
+	r.check()
+
+	before := len(r.j.gensSnapshot())
+	r.untilGenerations(before+1, 2000)
+	gens := r.j.gensSnapshot()
+	active := gens[len(gens)-1]
+	if !os.SameFile(released, stat(t, active.segment())) {
+		t.Fatal("the new generation did not overwrite the spare")
+	}
+	if spares, _ := listSpares(dir); len(spares) != 0 {
+		t.Fatalf("spare still listed after it was used: %v", spares)
+	}
+	for range 5 {
+		r.append(1000)
+	}
+	r.check()
+	written := entriesBytes(t, active, 0)
+	if size := stat(t, active.segment()).Size(); size <= written {
+		t.Fatalf("recycled file is %d bytes, %d written: the test needs stale bytes after them", size, written)
+	}
+
+	if err := r.j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if size := stat(t, active.segment()).Size(); size != written {
+		t.Fatalf("after Close the recycled file is %d bytes, want the %d written", size, written)
+	}
+	r.j = mustOpen(t, dir, recycleOpts())
+	defer r.j.Close()
+	if rep := r.j.Recovery(); rep != nil {
+		t.Fatalf("clean restart repaired %+v", rep)
+	}
+	r.check()
+	r.append(10)
+	r.check()
+}
+
+// TestRecycledClosedGenerationHasStaleTail: a generation that rotates
+// before overwriting all of a bigger spare keeps stale bytes after its
+// last entry; every reader stops at its last LSN instead of calling them
+// damage, also after a restart.
+func TestRecycledClosedGenerationHasStaleTail(t *testing.T) {
+	dir := t.TempDir()
+	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+	r.j = mustOpen(t, dir, recycleOpts())
+	// A record bigger than segment_bytes makes a generation of its own,
+	// and a spare bigger than the next generation fills.
+	r.append(100 << 10)
+	r.untilGenerations(2, 2000)
+	released := stat(t, r.j.gensSnapshot()[0].segment())
+	r.releaseOldest(1)
+	r.untilGenerations(3, 2000) // the second after the release overwrote the spare and is closed
+	gens := r.j.gensSnapshot()
+	stale := gens[len(gens)-2]
+	if !os.SameFile(released, stat(t, stale.segment())) {
+		t.Fatal("the generation did not overwrite the spare")
+	}
+	if size, written := stat(t, stale.segment()).Size(), entriesBytes(t, stale, gens[len(gens)-1].base); size <= written {
+		t.Fatalf("recycled generation's file is %d bytes, %d written: the test needs a stale tail", size, written)
+	}
+	r.append(10)
+	r.check()
+
+	dr, err := NewDirReader(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for dr.Next() {
+		n++
+	}
+	if dr.Err() != nil || n == 0 {
+		t.Fatalf("DirReader read %d records: %v", n, dr.Err())
+	}
+	infos, err := Segments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		if info.Damage != nil || (!info.Open && info.Tail != nil) {
+			t.Fatalf("inspect %s: damage %v tail %+v", info.File, info.Damage, info.Tail)
+		}
+	}
+
+	if err := r.j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.j = mustOpen(t, dir, recycleOpts())
+	defer r.j.Close()
+	r.check()
+}
+
+// TestRecycledTailAfterCrash copies a live journal (its files as a crash
+// would leave them) while the active generation is a recycled file: Open
+// cuts the stale rest as an unacknowledged tail and keeps every record,
+// both right after the switch to the recycled file and after writes into
+// it.
+func TestRecycledTailAfterCrash(t *testing.T) {
+	for _, writes := range []int{0, 7} {
+		t.Run(fmt.Sprintf("%d more writes", writes), func(t *testing.T) {
+			dir := t.TempDir()
+			r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+			r.j = mustOpen(t, dir, recycleOpts())
+			defer r.j.Close()
+			r.untilGenerations(3, 2000)
+			r.releaseOldest(2)
+			before := len(r.j.gensSnapshot())
+			r.untilGenerations(before+1, 2000)
+			for range writes {
+				r.append(500)
+			}
+			gens := r.j.gensSnapshot()
+			written := entriesBytes(t, gens[len(gens)-1], 0)
+			crashed := copyDir(t, dir)
+			j2 := mustOpen(t, crashed, recycleOpts())
+			defer j2.Close()
+			rep := j2.Recovery()
+			if rep == nil || rep.Offset != written {
+				t.Fatalf("repair %+v, want the stale rest cut at %d", rep, written)
+			}
+			got := readAll(t, j2)
+			for lsn, b := range r.acked {
+				if lsn >= j2.FirstLSN() && !bytes.Equal(got[lsn], b) {
+					t.Fatalf("LSN %d lost after the crash", lsn)
+				}
+			}
+			if last := j2.LastLSN(); last != r.j.LastLSN() {
+				t.Fatalf("after the crash the journal ends at %d, want %d", last, r.j.LastLSN())
+			}
+		})
+	}
+}
+
+// copyDir copies a journal directory tree (without its lock) as a crash
+// would leave it.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o750)
+		}
+		if d.Name() == "LOCK" {
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(to)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestSparesGiveWayWhenFull: spares count in max_bytes, and an append
+// waiting for space gets theirs: the releaser deletes them, and the
+// journal fills up to max_bytes with records.
+func TestSparesGiveWayWhenFull(t *testing.T) {
+	dir := t.TempDir()
+	opts := recycleOpts()
+	opts.MaxBytes = 1 << 20
+	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+	r.j = mustOpen(t, dir, opts)
+	r.untilGenerations(4, 2000)
+	r.releaseOldest(2)
+	if spares, _ := listSpares(dir); len(spares) != 2 {
+		t.Fatalf("%d spares, want 2", len(spares))
+	}
+	r.check()
+	// Fill the journal without releasing anything more.
+	filled := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := r.j.Append(context.Background(), rec(t, 4, 0, 2000)); err != nil {
+				filled <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spares, _ := listSpares(dir)
+		if r.j.Waiting() != "" && len(spares) == 0 && r.j.releasesPending() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal full: %q, spares left %d", r.j.Waiting(), len(spares))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if used := r.j.UsedBytes(); used+entrySize(len(rec(t, 4, 0, 2000))) <= opts.MaxBytes {
+		t.Fatalf("appends wait with %d of %d bytes used: the spares' space was not given back", used, opts.MaxBytes)
+	}
+	r.j.Close()
+	if err := <-filled; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiting append ended with %v, want ErrClosed", err)
+	}
+	if used, disk := r.j.UsedBytes(), diskBytes(t, dir); used != disk {
+		t.Fatalf("journal counts %d bytes used, its files take %d", used, disk)
+	}
+}
+
+// TestNoSparesWhenDisabled: with SpareSegments 0 released segments are
+// deleted, as before recycling existed.
+func TestNoSparesWhenDisabled(t *testing.T) {
+	dir := t.TempDir()
+	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+	r.j = mustOpen(t, dir, smallOpts())
+	defer r.j.Close()
+	r.untilGenerations(4, 2000)
+	r.releaseOldest(1)
+	if spares, _ := listSpares(dir); len(spares) != 0 {
+		t.Fatalf("spares with recycling off: %v", spares)
+	}
+	r.check()
+}
+
+// TestSparesSurviveRestart: spare files are taken back at Open, counted,
+// and overwritten by the next generation.
+func TestSparesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
+	r.j = mustOpen(t, dir, recycleOpts())
+	r.untilGenerations(3, 2000)
+	r.releaseOldest(1)
+	spares, _ := listSpares(dir)
+	if len(spares) != 2 {
+		t.Fatalf("%d spares, want 2", len(spares))
+	}
+	files := []os.FileInfo{stat(t, spares[0].path), stat(t, spares[1].path)}
+	r.j.Close()
+	r.j = mustOpen(t, dir, recycleOpts())
+	defer r.j.Close()
+	r.check()
+	before := len(r.j.gensSnapshot())
+	r.untilGenerations(before+1, 2000)
+	gens := r.j.gensSnapshot()
+	seg := stat(t, gens[len(gens)-1].segment())
+	if !os.SameFile(seg, files[0]) && !os.SameFile(seg, files[1]) {
+		t.Fatal("after a restart the new generation did not overwrite a spare")
+	}
+	r.check()
+}
