@@ -102,7 +102,7 @@ func cmdVerify(e *env, args []string) int {
 			rep.Damage = append(rep.Damage, locate("journal", s.Err))
 		}
 		if t := s.Tail; t != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("journal: the newest generation %s ends in a torn or partial write at offset %d (LSN %d: %s); it was never acknowledged: a write in progress, or a torn tail that logpond cuts at start",
+			rep.Notes = append(rep.Notes, fmt.Sprintf("journal: the newest generation %s ends in a torn or partial write at offset %d (LSN %d: %s); it was never acknowledged: a write in progress, the unused rest of a recycled segment, or a torn tail that logpond cuts at start",
 				t.File, t.Offset, t.LSN, t.Reason))
 		}
 		// The server's start-up check: the journal must hold everything
