@@ -232,6 +232,7 @@ func (b *Beats) violation(c net.Conn, reason string, err error) {
 // records, append each to the journal, acknowledge, repeat.
 func (b *Beats) handle(conn net.Conn) {
 	r := lumberjack.NewReader(conn, b.opts.Limits)
+	defer r.Release()
 	ctx, cancel := context.WithCancel(b.stop)
 	defer cancel()
 	var bl *record.Builder // from builders while a batch is read; an idle connection holds none

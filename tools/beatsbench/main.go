@@ -219,6 +219,7 @@ func serveBaseline(kind, dir string) error {
 		go func() {
 			defer conn.Close()
 			r := lumberjack.NewReader(conn, lumberjack.DefaultLimits())
+			defer r.Release()
 			r.Reserve = nil
 			var buf []byte
 			for {
