@@ -144,14 +144,12 @@ func (r *Reader) batchReader() (*bufio.Reader, error) {
 // (a client that pipelines may have sent part of its next batch).
 func (r *Reader) returnBatchReader() {
 	if r.batch != nil && r.batch.Buffered() == 0 {
-		r.batch.Reset(nil)
-		batchBuffers.Put(r.batch)
-		r.batch = nil
+		r.Release()
 	}
 }
 
-// Release gives back the buffer a Reader may hold; call it when the
-// connection is done. The Reader must not be used afterwards.
+// Release gives back the batch buffer the Reader holds, dropping whatever
+// is buffered in it; call it when the connection is done.
 func (r *Reader) Release() {
 	if r.batch != nil {
 		r.batch.Reset(nil)
