@@ -133,18 +133,7 @@ func (j *Journal) spareToDrop() (spare, bool) {
 // dropSpare deletes a spare, a step at a time like a released segment,
 // freeing its space as it goes.
 func (j *Journal) dropSpare(sp spare) error {
-	left := sp.size
-	err := truncateInSteps(sp.path, func(n int64) error {
-		select {
-		case <-j.closing:
-			return errReleaseStopped
-		default:
-		}
-		n = min(n, left)
-		left -= n
-		j.freed(n)
-		return nil
-	})
+	left, err := j.cutDown(sp.path, sp.size)
 	if err != nil {
 		if errors.Is(err, errReleaseStopped) {
 			return err // still a spare file: the next Open takes it

@@ -49,6 +49,12 @@ type recycler struct {
 	n     int
 }
 
+// newRecycler opens a journal with opts in a new directory.
+func newRecycler(t *testing.T, opts Options) *recycler {
+	dir := t.TempDir()
+	return &recycler{t: t, dir: dir, acked: map[uint64][]byte{}, j: mustOpen(t, dir, opts)}
+}
+
 func (r *recycler) append(pad int) uint64 {
 	r.t.Helper()
 	b := rec(r.t, 3, r.n, pad)
@@ -122,9 +128,8 @@ func stat(t *testing.T, path string) os.FileInfo {
 // the space accounting matches the files at every step, and a clean
 // restart finds nothing to repair.
 func TestRecycledSegmentIsOverwritten(t *testing.T) {
-	dir := t.TempDir()
-	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-	r.j = mustOpen(t, dir, recycleOpts())
+	r := newRecycler(t, recycleOpts())
+	dir := r.dir
 	r.untilGenerations(3, 2000)
 	released := stat(t, r.j.gensSnapshot()[0].segment())
 	r.releaseOldest(2)
@@ -177,9 +182,8 @@ func TestRecycledSegmentIsOverwritten(t *testing.T) {
 // last entry; every reader stops at its last LSN instead of calling them
 // damage, also after a restart.
 func TestRecycledClosedGenerationHasStaleTail(t *testing.T) {
-	dir := t.TempDir()
-	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-	r.j = mustOpen(t, dir, recycleOpts())
+	r := newRecycler(t, recycleOpts())
+	dir := r.dir
 	// A record bigger than segment_bytes makes a generation of its own,
 	// and a spare bigger than the next generation fills.
 	r.append(100 << 10)
@@ -235,9 +239,8 @@ func TestRecycledClosedGenerationHasStaleTail(t *testing.T) {
 func TestRecycledTailAfterCrash(t *testing.T) {
 	for _, writes := range []int{0, 7} {
 		t.Run(fmt.Sprintf("%d more writes", writes), func(t *testing.T) {
-			dir := t.TempDir()
-			r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-			r.j = mustOpen(t, dir, recycleOpts())
+			r := newRecycler(t, recycleOpts())
+			dir := r.dir
 			defer r.j.Close()
 			r.untilGenerations(3, 2000)
 			r.releaseOldest(2)
@@ -310,11 +313,10 @@ func copyDir(t *testing.T, src string) string {
 // waiting for space gets theirs: the releaser deletes them, and the
 // journal fills up to max_bytes with records.
 func TestSparesGiveWayWhenFull(t *testing.T) {
-	dir := t.TempDir()
 	opts := recycleOpts()
 	opts.MaxBytes = 1 << 20
-	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-	r.j = mustOpen(t, dir, opts)
+	r := newRecycler(t, opts)
+	dir := r.dir
 	r.untilGenerations(4, 2000)
 	r.releaseOldest(2)
 	if spares, _ := listSpares(dir); len(spares) != 2 {
@@ -357,9 +359,8 @@ func TestSparesGiveWayWhenFull(t *testing.T) {
 // TestNoSparesWhenDisabled: with SpareSegments 0 released segments are
 // deleted, as before recycling existed.
 func TestNoSparesWhenDisabled(t *testing.T) {
-	dir := t.TempDir()
-	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-	r.j = mustOpen(t, dir, smallOpts())
+	r := newRecycler(t, smallOpts())
+	dir := r.dir
 	defer r.j.Close()
 	r.untilGenerations(4, 2000)
 	r.releaseOldest(1)
@@ -372,9 +373,8 @@ func TestNoSparesWhenDisabled(t *testing.T) {
 // TestSparesSurviveRestart: spare files are taken back at Open, counted,
 // and overwritten by the next generation.
 func TestSparesSurviveRestart(t *testing.T) {
-	dir := t.TempDir()
-	r := &recycler{t: t, dir: dir, acked: map[uint64][]byte{}}
-	r.j = mustOpen(t, dir, recycleOpts())
+	r := newRecycler(t, recycleOpts())
+	dir := r.dir
 	r.untilGenerations(3, 2000)
 	r.releaseOldest(1)
 	spares, _ := listSpares(dir)

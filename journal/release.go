@@ -84,37 +84,39 @@ func (j *Journal) releaseLoop() {
 		case <-j.doomed:
 		}
 		for {
-			j.mu.Lock()
-			if len(j.releasing) == 0 {
-				if sp, ok := j.spareToDrop(); ok {
-					j.cutting = true
-					j.mu.Unlock()
-					err := j.dropSpare(sp)
-					if errors.Is(err, errReleaseStopped) {
-						return
-					}
-					if err != nil {
-						j.log.Warn("journal: deleting a spare segment failed; it stays on disk until the next start", "file", sp.path, "err", err)
-					}
-					continue
-				}
-				j.cutting = false
-				j.mu.Unlock()
+			work, what := j.nextRelease()
+			if work == nil {
 				break
 			}
-			g := j.releasing[0]
-			j.releasing = j.releasing[1:]
-			j.cutting = true
-			j.mu.Unlock()
-			err := j.cut(g)
+			err := work()
 			if errors.Is(err, errReleaseStopped) {
 				return
 			}
 			if err != nil {
-				j.log.Warn("journal: release failed; the generation stays on disk until the next start", "dir", g.dir, "err", err)
+				j.log.Warn("journal: deleting failed; the file stays on disk until the next start", "file", what, "err", err)
 			}
 		}
 	}
+}
+
+// nextRelease returns the releaser's next piece of work and the file it
+// deletes (or keeps as a spare): the oldest released generation, else a
+// spare the journal no longer wants (spareToDrop); nil when there is none.
+func (j *Journal) nextRelease() (func() error, string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.releasing) > 0 {
+		g := j.releasing[0]
+		j.releasing = j.releasing[1:]
+		j.cutting = true
+		return func() error { return j.cut(g) }, g.releasing()
+	}
+	if sp, ok := j.spareToDrop(); ok {
+		j.cutting = true
+		return func() error { return j.dropSpare(sp) }, sp.path
+	}
+	j.cutting = false
+	return nil, ""
 }
 
 // cut deletes a generation whose segment Release renamed aside, freeing
@@ -129,18 +131,7 @@ func (j *Journal) cut(g generation) error {
 	if kept, err := j.keepAsSpare(g); kept || err != nil {
 		return err
 	}
-	left := g.size // what j.used counts for it
-	err := truncateInSteps(g.releasing(), func(n int64) error {
-		select {
-		case <-j.closing:
-			return errReleaseStopped
-		default:
-		}
-		n = min(n, left)
-		left -= n
-		j.freed(n)
-		return nil
-	})
+	left, err := j.cutDown(g.releasing(), g.size)
 	if err != nil {
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
 	}
@@ -155,6 +146,27 @@ func (j *Journal) cut(g generation) error {
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
 	}
 	return nil
+}
+
+// cutDown truncates the file at path to nothing a step at a time
+// (truncateInSteps), taking what each cut frees off the journal's usage,
+// up to counted (what used counts for the file). It returns what of
+// counted is left for the caller to free once the file is gone, and
+// errReleaseStopped when Close interrupted it.
+func (j *Journal) cutDown(path string, counted int64) (int64, error) {
+	left := counted
+	err := truncateInSteps(path, func(n int64) error {
+		select {
+		case <-j.closing:
+			return errReleaseStopped
+		default:
+		}
+		n = min(n, left)
+		left -= n
+		j.freed(n)
+		return nil
+	})
+	return left, err
 }
 
 // freed takes n released bytes off the journal's usage and wakes appends
