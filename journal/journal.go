@@ -246,7 +246,8 @@ func Open(dir string, opts Options) (*Journal, error) {
 
 // openActive opens generation g with tidwall and makes its segment file's
 // directory entry durable (tidwall creates the file when it is missing).
-// With a spare (a new generation only), g overwrites the spare's file
+// With a spare (a new generation only, whose directory rotate did not
+// fsync into the journal directory yet), g overwrites the spare's file
 // instead (recycle.go); a spare that cannot be used is given back to be
 // deleted, and g gets a new file.
 func (j *Journal) openActive(g generation, sp *spare) error {
@@ -277,11 +278,12 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 			return err
 		default:
 			j.capacity = sp.size
-			// The rename's source directory; g's is synced below.
-			if err := j.syncDir(j.dir); err != nil {
-				closeLog(w, w, j.log)
-				return fmt.Errorf("journal: open %s: %w", g.dir, err)
-			}
+		}
+		// The rename's source directory, and g's own entry in it (rotate
+		// left that fsync to here); g's directory is synced below.
+		if err := j.syncDir(j.dir); err != nil {
+			closeLog(w, w, j.log)
+			return fmt.Errorf("journal: open %s: %w", g.dir, err)
 		}
 	}
 	if err := j.syncDir(g.dir); err != nil {
@@ -321,13 +323,18 @@ func (j *Journal) rotate(base uint64) error {
 		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
 	}
 	closedSize := max(j.activeBytes, j.capacity) // its file's size, as counted in used
-	g, err := createGeneration(j.dir, base, j.syncDir)
-	if err != nil {
-		return err
-	}
 	var sp *spare
+	syncParent := j.syncDir
 	if s, ok := j.takeSpare(); ok {
 		sp = &s
+		// openActive fsyncs the journal directory after the spare's
+		// rename out of it, which makes the new directory durable too:
+		// one fsync fewer while the pipeline waits for the rotation.
+		syncParent = func(string) error { return nil }
+	}
+	g, err := createGeneration(j.dir, base, syncParent)
+	if err != nil {
+		return err
 	}
 	if err := j.openActive(g, sp); err != nil {
 		return err

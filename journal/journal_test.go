@@ -126,48 +126,74 @@ func TestConcurrentAppendersShareFsyncs(t *testing.T) {
 }
 
 // TestNewGenerationDirectoriesSyncedBeforeAck: whenever a record lands in a
-// new generation, its directory and the journal directory were fsynced
-// before Append returned.
+// new generation, its directory, and the journal directory after the
+// generation's directory appeared in it, were fsynced before Append
+// returned — with new segment files, and with recycled ones (renamed from
+// the journal directory into the generation's).
 func TestNewGenerationDirectoriesSyncedBeforeAck(t *testing.T) {
-	dir := t.TempDir()
-	var mu sync.Mutex
-	synced := map[string]int{} // directory → fsync count
-	opts := smallOpts()
-	opts.hooks.syncDir = func(d string) error {
-		mu.Lock()
-		synced[d]++
-		mu.Unlock()
-		return fsutil.SyncDir(d)
-	}
-	j := mustOpen(t, dir, opts)
-	defer j.Close()
-	var seen []string
-	for i := range 200 {
-		lsn := mustAppend(t, j, rec(t, 0, i, 2000))
-		j.mu.Lock()
-		var gdir string
-		for _, g := range j.gens {
-			if g.base < lsn {
-				gdir = g.dir
+	for _, recycle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recycled=%v", recycle), func(t *testing.T) {
+			dir := t.TempDir()
+			var mu sync.Mutex
+			synced := map[string]int{}   // directory → fsync count
+			entered := map[string]bool{} // generation directories whose entry was fsynced
+			opts := smallOpts()
+			if recycle {
+				opts = recycleOpts()
 			}
-		}
-		j.mu.Unlock()
-		mu.Lock()
-		if synced[gdir] == 0 {
-			t.Fatalf("LSN %d acknowledged in %s before that directory was fsynced", lsn, gdir)
-		}
-		if len(seen) == 0 || seen[len(seen)-1] != gdir {
-			seen = append(seen, gdir)
-		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) < 3 {
-		t.Fatalf("only %d generations used; the test needs rotations", len(seen))
-	}
-	if synced[dir] < len(seen) {
-		t.Fatalf("journal directory fsynced %d times for %d generations", synced[dir], len(seen))
+			opts.hooks.syncDir = func(d string) error {
+				des, _ := os.ReadDir(dir)
+				err := fsutil.SyncDir(d)
+				mu.Lock()
+				defer mu.Unlock()
+				synced[d]++
+				if d == dir {
+					for _, de := range des {
+						entered[filepath.Join(dir, de.Name())] = true
+					}
+				}
+				return err
+			}
+			j := mustOpen(t, dir, opts)
+			defer j.Close()
+			var seen []string
+			inodes := map[uint64]bool{}
+			for i := range 200 {
+				lsn := mustAppend(t, j, rec(t, 0, i, 2000))
+				j.mu.Lock()
+				var g generation
+				for _, gen := range j.gens {
+					if gen.base < lsn {
+						g = gen
+					}
+				}
+				j.mu.Unlock()
+				mu.Lock()
+				if synced[g.dir] == 0 || !entered[g.dir] {
+					t.Fatalf("LSN %d acknowledged in %s before that directory and its entry were fsynced", lsn, g.dir)
+				}
+				if len(seen) == 0 || seen[len(seen)-1] != g.dir {
+					seen = append(seen, g.dir)
+					if st, err := os.Stat(g.segment()); err == nil {
+						inodes[st.Sys().(*syscall.Stat_t).Ino] = true
+					}
+				}
+				mu.Unlock()
+				if recycle && i%10 == 9 {
+					if err := j.Release(j.LastLSN()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < 3 {
+				t.Fatalf("only %d generations used; the test needs rotations", len(seen))
+			}
+			if recycle && len(inodes) >= len(seen) {
+				t.Fatalf("%d generations in %d distinct files: none was recycled", len(seen), len(inodes))
+			}
+		})
 	}
 }
 
