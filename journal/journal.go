@@ -241,6 +241,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j.durable.Store(j.last)
 	go j.commitLoop()
 	go j.releaseLoop()
+	if len(j.spares) > j.maxSpares {
+		j.wakeReleaser() // spare_segments was lowered: delete the extra spares now
+	}
 	return j, nil
 }
 

@@ -370,6 +370,32 @@ func TestNoSparesWhenDisabled(t *testing.T) {
 	r.check()
 }
 
+// TestFewerSparesAfterRestart: spares beyond a lowered SpareSegments are
+// deleted at Open, without waiting for a release.
+func TestFewerSparesAfterRestart(t *testing.T) {
+	r := newRecycler(t, recycleOpts())
+	r.untilGenerations(3, 2000)
+	r.releaseOldest(1)
+	if spares, _ := listSpares(r.dir); len(spares) != 2 {
+		t.Fatalf("%d spares, want 2", len(spares))
+	}
+	r.j.Close()
+	opts := recycleOpts()
+	opts.SpareSegments = 1
+	r.j = mustOpen(t, r.dir, opts)
+	defer r.j.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		spares, _ := listSpares(r.dir)
+		if len(spares) == 1 && r.j.releasesPending() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spares after reopening with spare_segments 1, want 1", len(spares))
+		}
+	}
+	r.check()
+}
+
 // TestSparesSurviveRestart: spare files are taken back at Open, counted,
 // and overwritten by the next generation.
 func TestSparesSurviveRestart(t *testing.T) {
