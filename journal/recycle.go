@@ -80,11 +80,9 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	if !keep {
 		return false, nil
 	}
-	st, err := os.Stat(g.releasing())
-	if err != nil {
-		return false, fmt.Errorf("journal: release %s: %w", g.dir, err)
-	}
-	sp := spare{path: sparePath(j.dir, g.base), size: st.Size()}
+	// g.size is its file's size (rotate, or Open's listing): what used
+	// counts for it, and from now on for the spare.
+	sp := spare{path: sparePath(j.dir, g.base), size: g.size}
 	// A crash after the rename leaves a generation directory without a
 	// segment (Open finishes the release: it removes the directory) and
 	// a spare (Open takes it into the pool).
@@ -93,8 +91,6 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	}
 	j.mu.Lock()
 	j.spares = append(j.spares, sp)
-	// The generation's bytes stay counted in used, now as the spare's.
-	j.used += sp.size - g.size
 	j.mu.Unlock()
 	if err := removeReleased(g); err != nil {
 		return true, err

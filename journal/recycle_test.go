@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -251,7 +250,7 @@ func TestRecycledTailAfterCrash(t *testing.T) {
 			}
 			gens := r.j.gensSnapshot()
 			written := entriesBytes(t, gens[len(gens)-1], 0)
-			crashed := copyDir(t, dir)
+			crashed := copyTree(t, dir)
 			j2 := mustOpen(t, crashed, recycleOpts())
 			defer j2.Close()
 			rep := j2.Recovery()
@@ -269,44 +268,6 @@ func TestRecycledTailAfterCrash(t *testing.T) {
 			}
 		})
 	}
-}
-
-// copyDir copies a journal directory tree (without its lock) as a crash
-// would leave it.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o750)
-		}
-		if d.Name() == "LOCK" {
-			return nil
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(to)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // TestSparesGiveWayWhenFull: spares count in max_bytes, and an append
