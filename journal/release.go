@@ -170,16 +170,21 @@ func (j *Journal) cutDown(path string, counted int64) (int64, error) {
 }
 
 // freed takes n released bytes off the journal's usage and wakes appends
-// waiting for space.
+// waiting for space. The committer calls it for every group it writes into
+// a recycled file, so it wakes only when someone waits: every append that
+// waits on spaceFreed set full after the last wake-up (admit).
 func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.used -= n
-	j.full = false // waiters re-check; one that still does not fit sets it again
 	if j.fullLogged && j.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
 		j.fullLogged = false
 		j.log.Info("journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
 	}
+	if !j.full {
+		return
+	}
+	j.full = false // waiters re-check; one that still does not fit sets it again
 	close(j.spaceFreed)
 	j.spaceFreed = make(chan struct{})
 }
