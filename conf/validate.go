@@ -38,6 +38,14 @@ func (c *Config) MaxRecordBytes() int {
 	return int(min(2*int64(c.Journal.MaxGroupBytes), c.journalMaxRecord()))
 }
 
+// ledgerMaxFrame is the most disk the largest record takes in the ledger:
+// the record, its 16-byte frame header, rounded up to whole direct-IO
+// blocks (each write starts on a block boundary).
+func (c *Config) ledgerMaxFrame() Size {
+	n := Size(c.MaxRecordBytes()) + 16
+	return (n + ledgerBlock - 1) / ledgerBlock * ledgerBlock
+}
+
 // journalMaxRecord is the largest record the configured journal admits.
 func (c *Config) journalMaxRecord() int64 {
 	return journal.Options{MaxBytes: int64(c.Journal.MaxBytes), SegmentBytes: int64(c.Journal.SegmentBytes)}.MaxRecordBytes()
@@ -104,6 +112,12 @@ func (c *Config) validate() []*KeyError {
 	// needs to keep writing while outputs drain.
 	if l.MaxBytes < 2*l.SegmentBytes {
 		bad("ledger.max_bytes", "%s is less than 2 × ledger.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", l.MaxBytes, l.SegmentBytes, 2*l.SegmentBytes)
+	} else if frame := c.ledgerMaxFrame(); l.MaxBytes < 2*frame {
+		// A record bigger than a segment has a segment of its own, and
+		// the open segment is never deleted: with less room than two of
+		// them, the ledger could refuse the next record for ever, even
+		// with every output caught up.
+		bad("ledger.max_bytes", "%s leaves no room for two of the largest records (%s each on disk, from journal.max_group_bytes %s): raise max_bytes to at least %s or lower journal.max_group_bytes", l.MaxBytes, frame, j.MaxGroupBytes, (2*frame+1<<20-1)/(1<<20)*(1<<20))
 	}
 	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
 		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)

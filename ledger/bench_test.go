@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,7 +57,7 @@ func BenchmarkLedger(b *testing.B) {
 				cachedBefore := cachedMB(b)
 				start := time.Now()
 				for lsn := uint64(1); lsn <= uint64(count); lsn++ {
-					if err := l.Append(context.Background(), lsn, r); err != nil {
+					if err := l.Append(lsn, r); err != nil {
 						b.Fatal(err)
 					}
 					if lsn%64 == 0 {

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,7 +14,7 @@ func ledgerFixture(t *testing.T) (dir, seg string, ends, starts map[uint64]int64
 	dir = t.TempDir()
 	l := mustOpen(t, dir, Options{SegmentBytes: 1 << 20, DirectIO: true})
 	for lsn := uint64(1); lsn <= 40; lsn++ {
-		if err := l.Append(context.Background(), lsn, rec(t, lsn, int(lsn*37%900))); err != nil {
+		if err := l.Append(lsn, rec(t, lsn, int(lsn*37%900))); err != nil {
 			t.Fatal(err)
 		}
 		if lsn%3 != 1 {
@@ -82,7 +81,7 @@ func expectRecords(t *testing.T, dir string, opts Options, kept uint64) *Ledger 
 		t.Fatalf("read %d records (err %v), want %d", n, r.Err(), kept)
 	}
 	// The next write goes after the cut and is read back.
-	if err := l.Append(context.Background(), kept+1, rec(t, kept+1, fixturePad(kept+1))); err != nil {
+	if err := l.Append(kept+1, rec(t, kept+1, fixturePad(kept+1))); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Sync(); err != nil {

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -57,7 +56,7 @@ func TestCursorSurvivesKill(t *testing.T) {
 			os.Exit(2)
 		}
 		for lsn := uint64(1); lsn <= 1000; lsn++ {
-			l.Append(context.Background(), lsn, rec(t, lsn, 0))
+			l.Append(lsn, rec(t, lsn, 0))
 		}
 		l.Sync()
 		for i := uint64(1); ; i = i%1000 + 1 {
@@ -169,17 +168,18 @@ func TestRetentionRacesReader(t *testing.T) {
 	}
 }
 
-func TestMaxBytesMakesAppendWait(t *testing.T) {
+// TestMaxBytesMakesAppendRefuse: a full ledger refuses a record at once
+// (ErrFull, nothing buffered, the reason in Waiting) instead of waiting
+// inside Append, and takes it once a cursor has passed sealed segments.
+func TestMaxBytesMakesAppendRefuse(t *testing.T) {
 	opts := testOpts(t, true)
 	opts.MaxBytes = 4 * opts.SegmentBytes
 	l := mustOpen(t, t.TempDir(), opts)
 	defer l.Close()
 	lsn := uint64(1)
 	for ; ; lsn++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		err := l.Append(ctx, lsn, rec(t, lsn, 3000))
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
+		err := l.Append(lsn, rec(t, lsn, 3000))
+		if errors.Is(err, ErrFull) {
 			break
 		}
 		if err != nil {
@@ -192,25 +192,82 @@ func TestMaxBytesMakesAppendWait(t *testing.T) {
 			t.Fatal("ledger never became full")
 		}
 	}
+	if got := l.AppendedLSN(); got != lsn-1 {
+		t.Fatalf("AppendedLSN %d after a refused LSN %d: the refused record was buffered", got, lsn)
+	}
 	if w := l.Waiting(); !strings.Contains(w, "ledger full") {
 		t.Fatalf("Waiting() = %q, want the reason", w)
 	}
 	if used := l.UsedBytes(); used > opts.MaxBytes {
 		t.Fatalf("used %d bytes, max %d", used, opts.MaxBytes)
 	}
-	done := make(chan error)
-	go func() { done <- l.Append(context.Background(), lsn, rec(t, lsn, 3000)) }()
 	l.Cursor("out")
 	if err := l.SetCursor("out", lsn-1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Retain(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if err := l.Append(lsn, rec(t, lsn, 3000)); err != nil {
+		t.Fatalf("append after the cursor passed: %v", err)
 	}
 	if l.Waiting() != "" {
 		t.Fatalf("still waiting: %q", l.Waiting())
+	}
+}
+
+// TestFullLedgerOutranksRetention: when the ledger is full of segments
+// every cursor has passed but Retention still keeps, the drained segments
+// give way to new records (oldest first, only as many as needed); with
+// room to spare, Retention keeps them.
+func TestFullLedgerOutranksRetention(t *testing.T) {
+	opts := testOpts(t, true)
+	opts.MaxBytes = 4 * opts.SegmentBytes
+	opts.Retention = 24 * time.Hour
+	l := mustOpen(t, t.TempDir(), opts)
+	defer l.Close()
+	l.Cursor("out")
+	var lsn uint64
+	appendSynced := func() error {
+		lsn++
+		if err := l.Append(lsn, rec(t, lsn, 3000)); err != nil {
+			lsn--
+			return err
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		// The output keeps up: everything synced is drained.
+		if err := l.SetCursor("out", lsn); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+	for range 2 * int(opts.SegmentBytes/3000) {
+		if err := appendSynced(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Retain(); err != nil {
+		t.Fatal(err)
+	}
+	kept := l.FirstLSN()
+	if kept != 1 {
+		t.Fatalf("FirstLSN %d: Retain deleted drained segments within their retention", kept)
+	}
+	// Three times what the ledger holds: without deleting drained
+	// segments it would be full after the first third.
+	for range 3 * int(opts.MaxBytes/3000) {
+		if err := appendSynced(); err != nil {
+			t.Fatalf("LSN %d: %v (a full ledger of drained segments must make room)", lsn+1, err)
+		}
+	}
+	if used := l.UsedBytes(); used > opts.MaxBytes {
+		t.Fatalf("used %d bytes, max %d", used, opts.MaxBytes)
+	}
+	if l.FirstLSN() == 1 {
+		t.Fatal("nothing was deleted")
+	}
+	// Only what was needed went: the ledger is still more than half full
+	// of drained records kept for replays.
+	if used := l.UsedBytes(); used < opts.MaxBytes/2 {
+		t.Fatalf("used %d of %d: more was deleted than room needed", used, opts.MaxBytes)
 	}
 }

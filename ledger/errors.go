@@ -12,6 +12,11 @@ var (
 	// ErrPoisoned is returned after a write or fdatasync failed; it wraps
 	// the cause. Close and reopen to resume.
 	ErrPoisoned = errors.New("ledger: poisoned by an earlier write or fdatasync failure; close and reopen")
+	// ErrFull is returned by Append when the record does not fit within
+	// Options.MaxBytes even after every drained segment was deleted. The
+	// ledger stays usable: the caller syncs what it appended (so that
+	// outputs can read it, pass it and let it go) and tries again later.
+	ErrFull = errors.New("ledger: full")
 )
 
 // CorruptionError reports damage in a segment: the segment file, the byte

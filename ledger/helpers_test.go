@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -52,7 +51,7 @@ func mustOpen(t testing.TB, dir string, opts Options) *Ledger {
 func fill(t testing.TB, l *Ledger, from, to uint64, pad int, syncEach bool) {
 	t.Helper()
 	for lsn := from; lsn <= to; lsn++ {
-		if err := l.Append(context.Background(), lsn, rec(t, lsn, pad)); err != nil {
+		if err := l.Append(lsn, rec(t, lsn, pad)); err != nil {
 			t.Fatal(err)
 		}
 		if syncEach {

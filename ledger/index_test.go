@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"os"
 	"testing"
 )
@@ -13,7 +12,7 @@ func TestIndexSeekAndRebuild(t *testing.T) {
 	l := mustOpen(t, dir, opts)
 	const n = 3000 // ~3 KiB each: two sealed segments and an open one
 	for lsn := uint64(1); lsn <= n; lsn++ {
-		if err := l.Append(context.Background(), lsn, rec(t, lsn, 3000)); err != nil {
+		if err := l.Append(lsn, rec(t, lsn, 3000)); err != nil {
 			t.Fatal(err)
 		}
 		if lsn%20 == 0 {

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"maps"
 	"os"
@@ -221,7 +220,7 @@ func TestInspectLiveLedger(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for lsn := uint64(1); lsn <= total; lsn++ {
-			if err := l.Append(context.Background(), lsn, rec(t, lsn, 700)); err != nil {
+			if err := l.Append(lsn, rec(t, lsn, 700)); err != nil {
 				done <- err
 				return
 			}

@@ -23,11 +23,13 @@ type Options struct {
 	// SegmentBytes is the size at which the open segment is sealed and a new
 	// one started (a multiple of BlockSize).
 	SegmentBytes int64
-	// MaxBytes bounds the ledger on disk; Append waits above it (0: no
-	// bound). It must leave room for at least two segments.
+	// MaxBytes bounds the ledger on disk; Append refuses records above it
+	// with ErrFull (0: no bound). It must leave room for at least two
+	// segments, and for two of the largest records the writer is given.
 	MaxBytes int64
 	// Retention keeps drained segments this long after every cursor passed
-	// them; 0 deletes them at the next Retain.
+	// them; 0 deletes them at the next Retain. A full ledger deletes
+	// drained segments sooner: new records win over drained ones.
 	Retention time.Duration
 	// DirectIO reads and writes segments with O_DIRECT.
 	DirectIO bool
@@ -91,11 +93,11 @@ type Ledger struct {
 	dirDirty bool         // a segment file was created since the last Sync
 
 	cursorMu sync.Mutex // serializes cursor file updates
+	retainMu sync.Mutex // serializes retention (Retain, and Append when full)
 
 	mu        sync.Mutex // guards the fields below
 	cursors   map[string]uint64
 	drainedAt map[uint64]time.Time // segment first LSN → when Retain first saw it drained
-	freed     chan struct{}        // closed and replaced when Retain deletes
 	waiting   string               // why the writer waits, "" when it does not
 	segs      []segment            // oldest first; the last is open
 	durable   uint64               // last LSN made durable by Sync
@@ -158,7 +160,7 @@ func open(dir string, opts Options, synced *uint64) (*Ledger, error) {
 	}
 	l := &Ledger{dir: dir, opts: opts, log: opts.Logger, fdatasync: opts.hooks.fdatasync, syncDir: opts.hooks.syncDir,
 		buf: alignedBuffer(writeBuffer), advanced: make(chan struct{}),
-		freed: make(chan struct{}), drainedAt: map[uint64]time.Time{}}
+		drainedAt: map[uint64]time.Time{}}
 	if l.fdatasync == nil {
 		l.fdatasync = fdatasync
 	}

@@ -59,7 +59,7 @@ func TestWriteReadReopen(t *testing.T) {
 				t.Fatalf("reopen: stream %s last %d repair %+v", l.StreamID(), l.LastLSN(), l.Recovery())
 			}
 			check(l)
-			if err := l.Append(context.Background(), 322, rec(t, 322, 0)); err == nil {
+			if err := l.Append(322, rec(t, 322, 0)); err == nil {
 				t.Fatal("a gap in LSNs was accepted")
 			}
 			fill(t, l, 321, 321, 0, true)
@@ -129,7 +129,7 @@ func TestReaderFollowsTheTail(t *testing.T) {
 		to := next + uint64(round%5)
 		fill(t, l, next, to, 900, false)
 		// Appended but not synced: never visible.
-		if err := l.Append(context.Background(), to+1, rec(t, to+1, 900)); err != nil {
+		if err := l.Append(to+1, rec(t, to+1, 900)); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -176,12 +176,12 @@ func TestFdatasyncFailurePoisons(t *testing.T) {
 	l := mustOpen(t, dir, opts)
 	fill(t, l, 1, 5, 0, false)
 	*fail = true
-	l.Append(context.Background(), 6, rec(t, 6, 0))
+	l.Append(6, rec(t, 6, 0))
 	if err := l.Sync(); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("Sync with failing fdatasync: %v", err)
 	}
 	*fail = false
-	if err := l.Append(context.Background(), 7, rec(t, 7, 0)); !errors.Is(err, ErrPoisoned) {
+	if err := l.Append(7, rec(t, 7, 0)); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("Append after poisoning: %v", err)
 	}
 	if l.LastLSN() != 5 {

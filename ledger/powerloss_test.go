@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -69,7 +68,7 @@ func powerLossRun(t *testing.T, sync bool) (want, got uint64, openErr error) {
 		for lsn := uint64(1); ; {
 			n := 1 + wrng.IntN(8)
 			for range n {
-				if l.Append(context.Background(), lsn, rec(t, lsn, int(lsn%3000))) != nil {
+				if l.Append(lsn, rec(t, lsn, int(lsn%3000))) != nil {
 					return
 				}
 				lsn++

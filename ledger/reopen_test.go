@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -54,7 +53,7 @@ func TestReopenCutsUnsyncedRecords(t *testing.T) {
 			synced := readFile(t, seg)
 			*fail = true
 			for lsn := uint64(11); lsn <= 20; lsn++ {
-				if err := l.Append(context.Background(), lsn, rec(t, lsn, 100)); err != nil {
+				if err := l.Append(lsn, rec(t, lsn, 100)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -105,7 +104,7 @@ func TestReopenNotCovered(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), opts)
 	fill(t, l, 1, 3, 0, false)
 	*fail = true
-	l.Append(context.Background(), 4, rec(t, 4, 0))
+	l.Append(4, rec(t, 4, 0))
 	l.Sync()
 	l.Close()
 	*fail = false
@@ -137,7 +136,7 @@ func TestReopenAfterFailedSegmentStart(t *testing.T) {
 	failDir = true
 	lsn := uint64(6)
 	for ; ; lsn++ {
-		if err := l.Append(context.Background(), lsn, rec(t, lsn, 1000)); err != nil {
+		if err := l.Append(lsn, rec(t, lsn, 1000)); err != nil {
 			t.Fatal(err)
 		}
 		if len(l.segs) == 2 {
@@ -187,7 +186,7 @@ func TestReopenAfterENOSPC(t *testing.T) {
 			var failure error
 			lsn := uint64(1)
 			for ; failure == nil; lsn++ {
-				if err := l.Append(context.Background(), lsn, rec(t, lsn, pad(lsn))); err != nil {
+				if err := l.Append(lsn, rec(t, lsn, pad(lsn))); err != nil {
 					failure = err
 					break
 				}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,36 +31,60 @@ func (l *Ledger) Waiting() string {
 	return l.waiting
 }
 
-// waitForSpace blocks the writer while adding n bytes would take the ledger
-// past MaxBytes: outputs must drain and Retain delete segments first. The
-// flusher then stops moving records, the journal fills, and inputs stop
-// reading (design.md §5): the backlog stays on disk, bounded.
-func (l *Ledger) waitForSpace(ctx context.Context, n int64) error {
+// makeRoom makes sure n more bytes fit within MaxBytes, deleting drained
+// segments ahead of their retention when they do not; it returns ErrFull
+// when even that is not enough. Entering and leaving the full state is
+// logged once each: the flusher retries at every tick while it lasts.
+//
+// The ledger full is the end of a chain of backpressure: the flusher stops
+// moving records, the journal fills, and inputs stop reading. The backlog
+// stays on disk, bounded.
+func (l *Ledger) makeRoom(n int64) error {
 	if l.opts.MaxBytes <= 0 {
 		return nil
 	}
-	for {
-		l.mu.Lock()
-		used := l.usedBytesLocked()
-		if used+n <= l.opts.MaxBytes {
-			if l.waiting != "" {
-				l.log.Info("ledger has space again: the flusher resumes", "used_bytes", used, "max_bytes", l.opts.MaxBytes)
-				l.waiting = ""
-			}
-			l.mu.Unlock()
-			return nil
-		}
-		if l.waiting == "" {
-			l.waiting = fmt.Sprintf("ledger full: %d of max_bytes %d used; waiting for outputs to drain (cursors %v) so that retention can delete segments", used, l.opts.MaxBytes, l.cursors)
-			l.log.Warn("ledger full: the flusher waits", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "cursors", l.cursors)
-		}
-		freed := l.freed
-		l.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return fmt.Errorf("ledger: waiting for space: %w", ctx.Err())
-		}
+	if used, ok := l.fits(n); ok {
+		l.leaveFull(used)
+		return nil
+	}
+	// What the operator expects of a full ledger: drained data gives way
+	// to new data before ingest stops.
+	if deleted, err := l.retain(true); err != nil {
+		l.log.Error("ledger full: deleting drained segments failed", "err", err)
+	} else if deleted > 0 {
+		l.log.Info("ledger full: deleted drained segments before ledger.retention ended, to make room for new records",
+			"segments", deleted, "retention", l.opts.Retention)
+	}
+	used, ok := l.fits(n)
+	if ok {
+		l.leaveFull(used)
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting == "" {
+		l.waiting = fmt.Sprintf("ledger full: %d of max_bytes %d used; waiting for outputs to drain (cursors %v) so that segments can be deleted", used, l.opts.MaxBytes, l.cursors)
+		l.log.Warn("ledger full: the flusher waits for outputs to drain", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "cursors", l.cursors)
+	}
+	return fmt.Errorf("%w: %d of max_bytes %d used, %d more needed", ErrFull, used, l.opts.MaxBytes, n)
+}
+
+// fits reports whether n more bytes fit within MaxBytes, and the bytes
+// used now.
+func (l *Ledger) fits(n int64) (used int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	used = l.usedBytesLocked()
+	return used, used+n <= l.opts.MaxBytes
+}
+
+// leaveFull ends a full episode, if one was going on.
+func (l *Ledger) leaveFull(used int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting != "" {
+		l.log.Info("ledger has space again: the flusher resumes", "used_bytes", used, "max_bytes", l.opts.MaxBytes)
+		l.waiting = ""
 	}
 }
 
@@ -70,8 +93,17 @@ func (l *Ledger) waitForSpace(ctx context.Context, n int64) error {
 // nothing is deleted (no output has read anything). The open segment is
 // never deleted: its name keeps the LSN high-water mark. A reader that has
 // a deleted segment open keeps reading it (the file is unlinked, not
-// truncated). It returns the number of segments deleted.
-func (l *Ledger) Retain() (int, error) {
+// truncated). It returns the number of segments deleted. Safe for
+// concurrent use with the writer and other Retain calls.
+func (l *Ledger) Retain() (int, error) { return l.retain(false) }
+
+// retain deletes drained sealed segments, oldest first: those drained for
+// Retention, or, with force, every drained one.
+func (l *Ledger) retain(force bool) (int, error) {
+	// One retention at a time: each decides from l.segs, deletes outside
+	// l.mu, then cuts what it deleted off l.segs.
+	l.retainMu.Lock()
+	defer l.retainMu.Unlock()
 	now := l.now()
 	l.mu.Lock()
 	var drop []segment
@@ -90,7 +122,7 @@ func (l *Ledger) Retain() (int, error) {
 				since = now
 				l.drainedAt[s.first] = now
 			}
-			if now.Sub(since) < l.opts.Retention {
+			if !force && now.Sub(since) < l.opts.Retention {
 				break
 			}
 			drop = append(drop, s)
@@ -116,8 +148,6 @@ func (l *Ledger) Retain() (int, error) {
 			delete(l.drainedAt, s.first)
 		}
 		l.segs = l.segs[deleted:]
-		close(l.freed)
-		l.freed = make(chan struct{})
 		l.mu.Unlock()
 	}
 	return deleted, errors.Join(errs...)

@@ -1,18 +1,24 @@
 package ledger
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 )
 
-// Append waits (until ctx ends) while the ledger is at MaxBytes, then
-// buffers the record rec (encoded by package record) as LSN lsn.
+// Append buffers the record rec (encoded by package record) as LSN lsn.
 // LSNs must be consecutive; the first record of an empty ledger may carry
 // any LSN. Nothing is durable until Sync returns. A record never spans
 // segments: one that does not fit in the open segment starts the next.
-func (l *Ledger) Append(ctx context.Context, lsn uint64, rec []byte) error {
+//
+// Append never waits. When rec would take the ledger past MaxBytes, it
+// first deletes segments every cursor has passed, even those Retention
+// would still keep (new records win over drained ones), and when that is
+// not enough it returns [ErrFull] and buffers nothing. The caller must
+// then Sync what it appended before trying again: outputs read only
+// synced records, so a writer that waited for space while holding
+// unsynced ones would wait for a cursor that can never pass them.
+func (l *Ledger) Append(lsn uint64, rec []byte) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -20,7 +26,7 @@ func (l *Ledger) Append(ctx context.Context, lsn uint64, rec []byte) error {
 		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
 	}
 	size := frameSize(len(rec))
-	if err := l.waitForSpace(ctx, alignUp(size)); err != nil {
+	if err := l.makeRoom(alignUp(size)); err != nil {
 		return err
 	}
 	used := l.writeOff + alignUp(int64(l.bufLen))
@@ -122,8 +128,9 @@ func (l *Ledger) seal() error {
 		return fmt.Errorf("ledger: close %s: %w", l.f.Name(), err)
 	}
 	// The index is a hint (rebuilt when missing), so a failure to write it
-	// is logged, not fatal.
-	if err := l.writeIndex(l.segs[len(l.segs)-1].path, l.index); err != nil {
+	// is logged, not fatal. The segment's path is the file's name: l.segs
+	// is read here only under l.mu, as retention cuts it concurrently.
+	if err := l.writeIndex(l.f.Name(), l.index); err != nil {
 		l.log.Warn("ledger: cannot write segment index; readers will rebuild it", "err", err)
 	}
 	l.mu.Lock()

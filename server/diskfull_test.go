@@ -380,3 +380,43 @@ func appendVia(ctx context.Context, s *Server, rec []byte) (uint64, error) {
 	}
 	return d.Wait()
 }
+
+// TestFullLedgerResumes fills a small ledger (1 MiB segments, 4 MiB in
+// all) while Elasticsearch is down, until the journal is full too and
+// appends wait. When Elasticsearch comes back everything moves again by
+// itself: the flusher had synced what it appended before it stopped for
+// space, so the output can drain it, retention can delete segments and
+// the flusher can go on; acknowledgements resume and every acknowledged
+// record reaches Elasticsearch.
+func TestFullLedgerResumes(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	cfg := crashConfig(t.TempDir())
+	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 4<<20
+	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 8<<20
+	cfg.Journal.MaxGroupBytes = 256 << 10 // records of at most 512 KiB: two fit a ledger segment
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+	if err := es.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, cfg)
+	load := startAckLoad(t, r.s, 0)
+	waitUntil(t, "the ledger to fill", func() bool { return r.s.snapshot().waiting["ledger_full"] != "" })
+	waitUntil(t, "journal-full backpressure", func() bool { return r.s.snapshot().waiting["journal_full"] != "" })
+	if l := r.s.ledg(); l.AppendedLSN() != l.LastLSN() {
+		t.Errorf("the full ledger holds unsynced records (appended %d, synced %d): no output can pass them", l.AppendedLSN(), l.LastLSN())
+	}
+	held := load.count()
+	if err := es.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "acknowledgements to resume once Elasticsearch is back", func() bool { return load.count() > held+5000 })
+	load.stop()
+	waitStored(t, es, load)
+	r.shutdown(t)
+}

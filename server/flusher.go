@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -91,6 +92,8 @@ func (f *flusher) run(ctx context.Context) error {
 				return nil // stopping: the final flush takes over
 			case f.ledger().Err() != nil:
 				continue // the ledger failed: recoverLedger takes it at the next tick
+			case errors.Is(err, ledger.ErrFull):
+				continue // synced what it took; tries again at the next tick
 			}
 			return err
 		}
@@ -140,7 +143,7 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 		// Everything acknowledged is durable in it and still readable:
 		// move it to the ledger before closing.
 		if err := f.flush(ctx); err != nil {
-			if f.ledger().Err() == nil && ctx.Err() == nil {
+			if f.ledger().Err() == nil && ctx.Err() == nil && !errors.Is(err, ledger.ErrFull) {
 				f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
 			}
 			return // try again next time; the journal stays open for reading
@@ -160,10 +163,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 
 // finish is the final flush, once the journal takes no more appends. A
 // failed ledger does not fail the stop: the journal keeps every record
-// the ledger lacks, and the next start replays it.
-//
-// A full ledger does not fail it either: its bound (ctx) ends the wait for
-// space, and what the ledger could not take stays in the journal too.
+// the ledger lacks, and the next start replays it. A full ledger does not
+// fail it either: what the ledger could not take stays in the journal too.
 func (f *flusher) finish(ctx context.Context) error {
 	err := f.flush(ctx)
 	l := f.ledger()
@@ -171,7 +172,7 @@ func (f *flusher) finish(ctx context.Context) error {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
 		return nil
 	}
-	if err != nil && ctx.Err() != nil && l.Waiting() != "" {
+	if errors.Is(err, ledger.ErrFull) {
 		f.log.Warn("final flush cut short: the ledger is full; the journal keeps the records the ledger lacks and the next start moves them",
 			"ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 		return nil
@@ -179,16 +180,20 @@ func (f *flusher) finish(ctx context.Context) error {
 	return err
 }
 
-// flush moves everything the journal has made durable into the ledger.
+// flush moves everything the journal has made durable into the ledger. When
+// the ledger is full it syncs what it appended and returns ledger.ErrFull:
+// it never waits for space while holding unsynced records, which outputs
+// cannot read and so could never pass to free that space; and the wait
+// itself belongs to run, whose every tick also handles store failures.
 func (f *flusher) flush(ctx context.Context) error {
 	if f.jr.down || f.lr.down {
 		return nil // a closed journal was flushed before; a closed ledger takes nothing
 	}
 	j, l := f.journal(), f.ledger()
 	// After the last record appended, not the last synced: a flush that
-	// ended inside Append (its wait for space cut short by a stop) leaves
-	// records appended but not synced, which the ledger will not take
-	// twice. The next Sync makes them durable with the rest.
+	// failed between an Append and its Sync leaves records appended but
+	// not synced, which the ledger will not take twice. The next Sync
+	// makes them durable with the rest.
 	next := l.AppendedLSN() + 1
 	last := j.LastLSN()
 	var pending int64
@@ -218,8 +223,8 @@ func (f *flusher) flush(ctx context.Context) error {
 			break
 		}
 		for _, r := range recs {
-			if err := l.Append(ctx, next, r); err != nil {
-				return fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
+			if err := l.Append(next, r); err != nil {
+				return f.appendFailed(next, err, pending, sync)
 			}
 			pending += int64(len(r))
 			next++
@@ -236,6 +241,19 @@ func (f *flusher) flush(ctx context.Context) error {
 	return nil
 }
 
+// appendFailed is what flush returns when the ledger refused LSN lsn: on
+// ErrFull it first syncs the records appended and not yet synced.
+func (f *flusher) appendFailed(lsn uint64, err error, pending int64, sync func() error) error {
+	err = fmt.Errorf("flusher: ledger append LSN %d: %w", lsn, err)
+	l := f.ledger()
+	if errors.Is(err, ledger.ErrFull) && (pending > 0 || l.AppendedLSN() > l.LastLSN()) {
+		if serr := sync(); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	return err
+}
+
 // fromFiles moves records next..last from the journal's files, syncing the
 // ledger every flushSyncBytes, and returns the next LSN to move.
 func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
@@ -250,8 +268,8 @@ func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.L
 		if r.LSN() != next {
 			return next, fmt.Errorf("flusher: the journal skips from LSN %d to %d", next, r.LSN())
 		}
-		if err := l.Append(ctx, next, r.Record()); err != nil {
-			return next, fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
+		if err := l.Append(next, r.Record()); err != nil {
+			return next, f.appendFailed(next, err, *pending, sync)
 		}
 		*pending += int64(len(r.Record()))
 		next++

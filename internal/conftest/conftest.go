@@ -31,6 +31,7 @@ var Mistakes = []Mistake{
 	{"syntax error", "[journal\n", "", 2, "to end table name"},
 	{"journal max below two segments", "[journal]\nsegment_bytes = \"64MiB\"\nmax_bytes = \"100MiB\"\n", "journal.max_bytes", 3, "less than 2 × journal.segment_bytes (64MiB): raise max_bytes to at least 128MiB"},
 	{"ledger max below two segments", "[ledger]\nmax_bytes = \"256MiB\"\n", "ledger.max_bytes", 2, "raise max_bytes to at least 512MiB"},
+	{"ledger max below two records", "[journal]\nmax_group_bytes = \"4MiB\"\n[ledger]\nsegment_bytes = \"4MiB\"\nmax_bytes = \"12MiB\"\n", "ledger.max_bytes", 5, "no room for two of the largest records (8196KiB each on disk, from journal.max_group_bytes 4MiB): raise max_bytes to at least 17MiB"},
 	{"group bytes above segment", "[journal]\nsegment_bytes = \"1MiB\"\nmax_bytes = \"2MiB\"\nmax_group_bytes = \"2MiB\"\n", "journal.max_group_bytes", 4, "more than journal.segment_bytes"},
 	{"group bytes too small", "[journal]\nmax_group_bytes = 10\n", "journal.max_group_bytes", 2, "below 4KiB"},
 	{"negative spare segments", "[journal]\nspare_segments = -1\n", "journal.spare_segments", 2, "outside 0…16"},

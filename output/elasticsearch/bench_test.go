@@ -41,7 +41,7 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		rec, _ = record.Encode(rec[:0], time.Now(), batch)
 		lsn++
-		if err := l.Append(context.Background(), lsn, rec); err != nil {
+		if err := l.Append(lsn, rec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -73,7 +73,7 @@ func (r *rig) store(received time.Time, events ...[]byte) uint64 {
 		r.t.Fatal(err)
 	}
 	r.lsn++
-	if err := r.ledger.Append(context.Background(), r.lsn, rec); err != nil {
+	if err := r.ledger.Append(r.lsn, rec); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := r.ledger.Sync(); err != nil {

@@ -63,7 +63,7 @@ func buildStores(t *testing.T) stores {
 		t.Fatal(err)
 	}
 	for lsn := uint64(1); lsn <= s.ledgerLast; lsn++ {
-		if err := l.Append(context.Background(), lsn, testRecord(t, lsn)); err != nil {
+		if err := l.Append(lsn, testRecord(t, lsn)); err != nil {
 			t.Fatal(err)
 		}
 		if lsn%10 == 0 {
