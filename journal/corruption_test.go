@@ -135,6 +135,11 @@ func TestCorruptionTable(t *testing.T) {
 		cutAt     int64  // expected Repair.Offset, -1 for no repair
 		refuse    bool   // Open must fail with a located *CorruptionError
 		refuseLSN uint64
+		// sealed: a generation follows the fixture's (base 14), so the
+		// fixture's is closed, with its last LSN 14. Open does not read
+		// a closed generation: refuse means that reading it (Reader,
+		// DirReader, Segments) fails with a located *CorruptionError.
+		sealed bool
 	}
 	cases := []struct {
 		name   string
@@ -170,11 +175,31 @@ func TestCorruptionTable(t *testing.T) {
 			result{refuse: true, refuseLSN: 7}},
 		{"group before the last one damaged", func(b []byte) []byte { b[f.offsets[11]+50] ^= 0x10; return b },
 			result{refuse: true, refuseLSN: 11}},
+		{"closed generation intact", func(b []byte) []byte { return b },
+			result{kept: 14, cutAt: -1, sealed: true}},
+		{"closed generation with stale bytes after its last LSN", func(b []byte) []byte { return append(b, b[f.offsets[1]:f.ends[5]]...) },
+			result{kept: 14, cutAt: -1, sealed: true}},
+		// The file ends at an entry boundary before the generation's last
+		// LSN: every entry verifies, the missing ones are damage.
+		{"closed generation cut at an entry boundary", func(b []byte) []byte { return b[:f.ends[11]] },
+			result{refuse: true, refuseLSN: 12, sealed: true}},
+		{"closed generation without its last entry", func(b []byte) []byte { return b[:f.ends[13]] },
+			result{refuse: true, refuseLSN: 14, sealed: true}},
+		{"closed generation emptied", func(b []byte) []byte { return b[:0] },
+			result{refuse: true, refuseLSN: 1, sealed: true}},
+		{"closed generation torn inside its last entry", func(b []byte) []byte { return b[:f.offsets[14]+10] },
+			result{refuse: true, refuseLSN: 14, sealed: true}},
+		{"closed generation's last group zero-filled", func(b []byte) []byte { clear(b[f.offsets[12]:]); return b },
+			result{refuse: true, refuseLSN: 12, sealed: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, seg := f.copyTo(t)
 			modify(t, seg, tc.damage)
+			if tc.want.sealed {
+				checkSealed(t, f, dir, seg, tc.want.kept, tc.want.refuse, tc.want.refuseLSN)
+				return
+			}
 			if tc.want.refuse {
 				j, err := Open(dir, smallOpts())
 				if err == nil {
@@ -203,6 +228,78 @@ func TestCorruptionTable(t *testing.T) {
 				t.Fatalf("repair %+v, want a cut of %s at %d from LSN %d", rep, seg, tc.want.cutAt, tc.want.kept+1)
 			}
 		})
+	}
+}
+
+// checkSealed closes the fixture's generation in dir by adding the next
+// one (base 14) and reads it with Open's Reader, a DirReader and Segments:
+// either all 14 records (and then the next append is LSN 15), or, with
+// refuse, the records before refuseLSN and a *CorruptionError naming seg,
+// the offset where refuseLSN's entry belongs, and refuseLSN.
+func checkSealed(t *testing.T, f fixture, dir, seg string, kept uint64, refuse bool, refuseLSN uint64) {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(dir, genName(fixtureRecords)), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	wantErr := func(who string, err error) {
+		t.Helper()
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: got %v, want a *CorruptionError", who, err)
+		}
+		if ce.File != seg || ce.Offset != f.offsets[refuseLSN] || ce.LSN != refuseLSN {
+			t.Fatalf("%s: error locates %s:%d LSN %d, want %s:%d LSN %d (%v)", who, ce.File, ce.Offset, ce.LSN, seg, f.offsets[refuseLSN], refuseLSN, err)
+		}
+	}
+	if refuse {
+		kept = refuseLSN - 1
+	}
+	// The DirReader and Segments first: Open creates the next
+	// generation's segment file.
+	dr, err := NewDirReader(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for dr.Next() {
+		if n++; dr.LSN() != n || !bytes.Equal(dr.Record(), fixtureRecord(t, n)) {
+			t.Fatalf("DirReader: LSN %d missing or changed", n)
+		}
+	}
+	if n != kept {
+		t.Fatalf("DirReader read %d records, want %d", n, kept)
+	}
+	segs, err := Segments(dir)
+	if err != nil || len(segs) != 2 {
+		t.Fatalf("Segments: %+v, %v", segs, err)
+	}
+	if refuse {
+		wantErr("DirReader", dr.Err())
+		wantErr("Segments", segs[0].Damage)
+	} else if dr.Err() != nil || dr.Tail() != nil || segs[0].Damage != nil {
+		t.Fatalf("DirReader: %v, tail %+v; Segments: %v", dr.Err(), dr.Tail(), segs[0].Damage)
+	}
+	j := mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	r := j.Reader(1)
+	n = 0
+	for r.Next() {
+		if n++; r.LSN() != n || !bytes.Equal(r.Record(), fixtureRecord(t, n)) {
+			t.Fatalf("Reader: LSN %d missing or changed", n)
+		}
+	}
+	if n != kept {
+		t.Fatalf("Reader read %d records, want %d", n, kept)
+	}
+	if refuse {
+		wantErr("Reader", r.Err())
+		return
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if lsn := mustAppend(t, j, rec(t, 9, 9, 0)); lsn != fixtureRecords+1 {
+		t.Fatalf("next append got LSN %d, want %d", lsn, fixtureRecords+1)
 	}
 }
 

@@ -237,6 +237,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 			j.closeWAL()
 			return nil, err
 		}
+		// The generations before the jump end before the new one's base:
+		// read, they would look cut short. Their records are in the ledger.
+		j.releaseAtOpen(opts.StartAfter)
 	}
 	j.durable.Store(j.last)
 	go j.commitLoop()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // releasingFile is the name a released generation's segment is given until
@@ -61,6 +62,26 @@ func (j *Journal) Release(upTo uint64) error {
 	j.mu.Unlock()
 	j.wakeReleaser()
 	return errors.Join(errs...)
+}
+
+// releaseAtOpen releases, while Open runs, the closed generations whose
+// records are all at or below upTo (the caller knows the ledger holds
+// them), and makes the renames durable at once: a generation a crash
+// brought back would end before its successor's base, which reads as
+// damage. A failure is logged; the generations stay, and the flusher's
+// next Release retries.
+func (j *Journal) releaseAtOpen(upTo uint64) {
+	if err := j.Release(upTo); err != nil {
+		j.log.Warn("journal: cannot release generations the ledger holds; the next release retries", "up_to_lsn", upTo, "err", err)
+	}
+	j.mu.Lock()
+	released := slices.Clone(j.releasing)
+	j.mu.Unlock()
+	for _, g := range released {
+		if err := j.syncDir(g.dir); err != nil {
+			j.log.Warn("journal: cannot make a release durable; the releaser retries", "dir", g.dir, "err", err)
+		}
+	}
 }
 
 // wakeReleaser tells the releaser to look for work; it never blocks.
