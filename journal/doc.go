@@ -116,13 +116,16 @@
 // fsync returned, looks exactly like a torn tail and is cut as one: no
 // format can tell them apart without a second copy. With the write of one
 // round overlapping the previous round's fsync, that blind spot is the last
-// two fsync rounds (before, it was the last group only): damage to an
-// acknowledged record there is cut, with the records after it, instead of
-// refused.
+// two fsync rounds: damage to an acknowledged record there is cut, with the
+// records after it, instead of refused.
 //
 // Older generations were fsynced before the next one was started; damage in
 // them, before their last LSN, is reported as a [*CorruptionError] when
-// they are read.
+// they are read. That includes a file that ends, even at an entry
+// boundary, before the generation's last LSN (the next generation's base):
+// those records are missing. A journal that ends before the ledger (Open's
+// StartAfter jump) releases its older generations at once, since its new
+// generation's base is past their last records.
 //
 // # Failure
 //
