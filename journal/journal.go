@@ -491,11 +491,9 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 	}
 }
 
-func (j *Journal) unreserve(size int64) {
-	j.mu.Lock()
-	j.used -= size
-	j.mu.Unlock()
-}
+// unreserve gives back the space admit reserved for an append that was
+// never queued, waking appends that wait for space.
+func (j *Journal) unreserve(size int64) { j.freed(size) }
 
 func (j *Journal) fail(group []*request, err error) {
 	for _, r := range group {

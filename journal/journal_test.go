@@ -289,6 +289,37 @@ func TestFullJournalMakesAppendWait(t *testing.T) {
 	}
 }
 
+// TestUnreserveWakesWaitingAppends: space an admitted append gives back
+// unwritten (its context ended while it waited for a queue slot, or the
+// journal closed) lets a waiting append in at once, as released space
+// does; nothing else may ever free space in an idle journal.
+func TestUnreserveWakesWaitingAppends(t *testing.T) {
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	ctx := context.Background()
+	// Reserve everything left, as admitted appends not yet written do.
+	held := opts.entryRoom()
+	if err := j.admit(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.admit(ctx, opts.MaxBytes-j.UsedBytes()); err != nil {
+		t.Fatal(err)
+	}
+	// A generous bound: failing it means the append was never woken.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- j.admit(wctx, 1000) }()
+	for j.Waiting() == "" {
+		time.Sleep(time.Millisecond)
+	}
+	j.unreserve(held)
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting append was not let in after space was given back: %v", err)
+	}
+}
+
 func TestTooLargeRecordRefused(t *testing.T) {
 	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
 	j := mustOpen(t, t.TempDir(), opts)
