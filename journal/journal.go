@@ -63,6 +63,7 @@ type Options struct {
 type hooks struct {
 	wrapLog func(walLog) walLog
 	syncDir func(string) error
+	rename  func(oldpath, newpath string) error // the renames of releases (Release, keepAsSpare)
 }
 
 // walLog is what the committer uses of a tidwall log.
@@ -83,6 +84,7 @@ type Journal struct {
 	opts    Options
 	log     *slog.Logger
 	syncDir func(string) error
+	rename  func(oldpath, newpath string) error
 	repair  *Repair
 
 	queue   chan *request // appends → committer, bounded
@@ -92,6 +94,9 @@ type Journal struct {
 	doomed  chan struct{} // wakes the releaser (capacity 1)
 	pipe    pipeline      // committer → syncer: written, not yet fsynced
 	once    sync.Once
+	// releaseMu serializes Release calls: one that fails puts generations
+	// back at the front of gens, which another must not have moved past.
+	releaseMu sync.Mutex
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
 	failed  atomic.Bool   // poisoned is set (read without mu on the ack path)
@@ -170,6 +175,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j.pipe.cond = sync.NewCond(&j.pipe.mu)
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
+	}
+	if j.rename = opts.hooks.rename; j.rename == nil {
+		j.rename = os.Rename
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -318,6 +319,165 @@ func TestUnreserveWakesWaitingAppends(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the waiting append was not let in after space was given back: %v", err)
 	}
+}
+
+// failingRename installs a rename hook on opts that fails with EIO while
+// failing is set (only renames to a name starting with only, when set),
+// and counts the failures.
+type failingRename struct {
+	only     string
+	mu       sync.Mutex
+	failing  bool
+	failures int
+}
+
+func (f *failingRename) install(opts *Options) {
+	opts.hooks.rename = func(oldpath, newpath string) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.failing && strings.HasPrefix(filepath.Base(newpath), f.only) {
+			f.failures++
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EIO}
+		}
+		return os.Rename(oldpath, newpath)
+	}
+}
+
+func (f *failingRename) set(failing bool) {
+	f.mu.Lock()
+	f.failing = failing
+	f.mu.Unlock()
+}
+
+func (f *failingRename) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures
+}
+
+// TestFailedReleaseIsRetried: a release whose rename fails keeps the
+// generations (still readable, still counted); a later release that
+// succeeds frees their space and lets a waiting append in, without a
+// restart.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	var fr failingRename
+	fr.install(&opts)
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	last := fillJournal(t, j)
+	// A generous bound: failing it means the space never came back.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
+		if err == nil && lsn != last+1 {
+			err = fmt.Errorf("got LSN %d, want %d", lsn, last+1)
+		}
+		done <- err
+	}()
+	fr.set(true)
+	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("release with a failing rename: %v, want EIO", err)
+	}
+	// Nothing was lost from the journal's view: every record still reads.
+	if first := j.FirstLSN(); first != 1 {
+		t.Fatalf("after a failed release the first LSN is %d, want 1", first)
+	}
+	if got := readAll(t, j); uint64(len(got)) != last {
+		t.Fatalf("after a failed release %d records read, want %d", len(got), last)
+	}
+	fr.set(false)
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting append: %v", err)
+	}
+	waitReleased(t, j)
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// TestFailedSpareRenameIsRetried: the releaser's rename of a released
+// segment into a spare fails; the next release round retries it, and the
+// generation is gone and its bytes accounted for, without a restart.
+func TestFailedSpareRenameIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	opts.SpareSegments = 2
+	fr := failingRename{only: sparePrefix}
+	fr.install(&opts)
+	fr.set(true)
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	for i := range 200 {
+		mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	// Release's own rename works; the releaser's, into a spare, fails.
+	j.mu.Lock()
+	released, upTo := j.gens[0], j.gens[1].base
+	j.mu.Unlock()
+	if err := j.Release(upTo); err != nil {
+		t.Fatal(err)
+	}
+	for fr.count() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fr.set(false)
+	if err := j.Release(0); err != nil { // nothing new: the releaser retries
+		t.Fatal(err)
+	}
+	waitReleased(t, j)
+	if _, err := os.Stat(released.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("released generation %s still on disk (%v)", released.dir, err)
+	}
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// fillJournal appends until the journal is full and returns the last LSN.
+func fillJournal(t *testing.T, j *Journal) uint64 {
+	t.Helper()
+	var last uint64
+	for {
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		lsn, err := j.Append(short, rec(t, 0, 0, 4000))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return last
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = lsn; last > 1000 {
+			t.Fatal("journal never became full")
+		}
+	}
+}
+
+// journalBytesOnDisk is the size of every file under dir.
+func journalBytesOnDisk(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestTooLargeRecordRefused(t *testing.T) {
