@@ -135,8 +135,11 @@
 // that fsync succeeds: it is durable), because tidwall
 // changes its in-memory tail before writing and never rolls back, and a
 // failed fsync may have dropped the dirty pages (no retry can make them
-// durable). Recovery is Close and a fresh Open, which re-reads the tail from
-// disk — after ENOSPC, once space is back.
+// durable). Recovery is Close and [Journal.Reopen], which re-reads the tail
+// from disk — after ENOSPC, once space is back — and cuts everything after
+// the failed instance's last durable LSN: a failed fsync may leave those
+// pages intact in the page cache, marked clean, so that they read back
+// though they never reached the disk.
 //
 // # Limits
 //

@@ -149,7 +149,35 @@ type request struct {
 // Open opens (creating if needed) the journal in dir: it verifies and
 // repairs the newest generation's tail (see doc.go), opens it with
 // tidwall/wal, and starts the committer.
-func Open(dir string, opts Options) (*Journal, error) {
+func Open(dir string, opts Options) (*Journal, error) { return open(dir, opts, nil) }
+
+// Reopen opens a fresh instance of j's directory with opts, after j failed
+// ([Journal.Err]) and was closed: after a failed write or fsync only a
+// fresh instance resumes.
+//
+// Unlike Open, Reopen keeps nothing after j's last durable LSN (its
+// LastLSN), however intact it reads back: those records were written but
+// no fsync of them succeeded, and a failed fsync may drop dirty pages or
+// mark them clean, so that what reads back from the page cache is no proof
+// they are on disk. They were never acknowledged; Reopen cuts them (and
+// fsyncs the cut), so that they are neither read nor counted in LastLSN.
+func (j *Journal) Reopen(opts Options) (*Journal, error) {
+	j.mu.Lock()
+	closed := j.closed
+	j.mu.Unlock()
+	if !closed {
+		return nil, fmt.Errorf("journal: reopen %s: close the failed instance first", j.dir)
+	}
+	// Close has begun: once the committer and the syncer have exited,
+	// durable is final.
+	<-j.stopped
+	synced := j.durable.Load()
+	return open(j.dir, opts, &synced)
+}
+
+// open opens the journal in dir. synced is nil for Open; for Reopen, the
+// last LSN the failed instance made durable.
+func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 	if opts.SegmentBytes <= 0 || opts.MaxGroupBytes <= 0 {
 		return nil, fmt.Errorf("journal: segment and group sizes must be positive")
 	}
@@ -199,7 +227,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.log.Info("journal: created", "dir", dir, "first_lsn", opts.StartAfter+1)
 	}
 	active := gens[len(gens)-1]
-	kept, rep, err := repairTail(active, j.log)
+	kept, rep, err := repairTail(active, j.log, synced)
 	if err != nil {
 		return nil, err
 	}
@@ -561,13 +589,14 @@ func (j *Journal) FirstLSN() uint64 {
 	return last + 1
 }
 
-// Recovery reports the torn tail Open cut, or nil.
+// Recovery reports the torn tail Open cut (or, for Reopen, what the failed
+// instance wrote but never fsynced), or nil.
 func (j *Journal) Recovery() *Repair { return j.repair }
 
 // Err returns the failure that poisoned the journal, or nil. A poisoned
 // journal acknowledges nothing more; what it made durable stays readable
-// (LastLSN, Recent, Reader) until it is closed, and a fresh Open of its
-// directory resumes. Safe for concurrent use.
+// (LastLSN, Recent, Reader) until it is closed, and Reopen resumes. Safe
+// for concurrent use.
 func (j *Journal) Err() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -596,6 +596,100 @@ func TestFsyncFailurePoisons(t *testing.T) {
 	}
 }
 
+// TestReopenCutsWhatNoFsyncCovered: records written whose fsync failed
+// read back intact from the page cache, yet may never reach the disk (a
+// failed fsync may mark dirty pages clean). Reopen keeps nothing after
+// the failed instance's last durable LSN: they are neither read nor
+// counted, and their LSNs are taken by new records.
+func TestReopenCutsWhatNoFsyncCovered(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	for i := range 10 {
+		mustAppend(t, j, rec(t, 0, i, 0))
+	}
+	// Three records written together, in one group whose fsync fails.
+	c.mu.Lock()
+	c.failSync = syscall.EIO
+	hold := make(chan struct{})
+	c.holdWrite = hold
+	c.mu.Unlock()
+	var pending []*Pending
+	for i := range 3 {
+		p, err := j.Submit(context.Background(), rec(t, 1, i, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	c.mu.Lock()
+	c.holdWrite = nil
+	c.mu.Unlock()
+	close(hold)
+	for _, p := range pending {
+		if _, err := p.Wait(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append whose fsync failed: %v, want EIO", err)
+		}
+	}
+	if li, _ := c.walLog.LastIndex(); li < 11 {
+		t.Fatalf("the failed group was not written (last index %d): the test proves nothing", li)
+	}
+	if err := j.Close(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Close: %v, want the sticky EIO", err)
+	}
+	c.mu.Lock()
+	c.failSync = nil
+	c.mu.Unlock()
+	j2, err := j.Reopen(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j2.LastLSN(); got != 10 {
+		j2.Close()
+		t.Fatalf("reopened journal's last LSN is %d, want 10 (the last one fsynced)", got)
+	}
+	got := readAll(t, j2)
+	if len(got) != 10 {
+		j2.Close()
+		t.Fatalf("reopened journal reads %d records, want 10", len(got))
+	}
+	if rep := j2.Recovery(); rep == nil || rep.FirstLSN != 11 {
+		j2.Close()
+		t.Fatalf("repair %+v, want a cut from LSN 11", rep)
+	}
+	if lsn := mustAppend(t, j2, rec(t, 2, 0, 0)); lsn != 11 {
+		j2.Close()
+		t.Fatalf("next append got LSN %d, want 11", lsn)
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The cut held: a plain open reads the new LSN 11, and nothing after.
+	j3 := mustOpen(t, dir, smallOpts())
+	defer j3.Close()
+	got = readAll(t, j3)
+	if len(got) != 11 || !bytes.Equal(got[11], rec(t, 2, 0, 0)) {
+		t.Fatalf("after the reopen: %d records, LSN 11 new: %v", len(got), bytes.Equal(got[11], rec(t, 2, 0, 0)))
+	}
+}
+
+// TestReopenNeedsAClosedJournal: Reopen of an open instance is refused,
+// and changes nothing.
+func TestReopenNeedsAClosedJournal(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	mustAppend(t, j, rec(t, 0, 0, 0))
+	if j2, err := j.Reopen(smallOpts()); err == nil {
+		j2.Close()
+		t.Fatal("reopened a journal that is still open")
+	}
+	if lsn := mustAppend(t, j, rec(t, 0, 1, 0)); lsn != 2 {
+		t.Fatalf("got LSN %d, want 2", lsn)
+	}
+}
+
 func TestWriteFailurePoisons(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()
