@@ -38,6 +38,15 @@ type Options struct {
 	// the larger of it and the journal's own last LSN, so a fresh or
 	// replaced journal never reuses an LSN the ledger holds.
 	StartAfter uint64
+	// Settled is an LSN whose records, and all before it, the caller holds
+	// durably elsewhere (the ledger's last LSN); 0 for none. They are never
+	// read from the journal again, so Open releases the closed generations
+	// wholly at or below it, and damage to records at or below it does not
+	// stop Open: the damaged generation is set aside (renamed to
+	// damaged-<base>), its records after Settled are kept in a new
+	// generation, and that is logged at ERROR (salvage.go). Damage past
+	// Settled is refused as without it.
+	Settled uint64
 	// TailBytes bounds the copies of recent records kept in memory for
 	// the flusher (Recent); 0 keeps none.
 	TailBytes int64
@@ -214,6 +223,17 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Settled > 0 {
+		changed, err := setAsideSettled(dir, gens, opts.Settled, j.syncDir, j.log)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			if gens, err = listGenerations(dir, j.syncDir); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if j.spares, err = listSpares(dir); err != nil {
 		return nil, err
 	}
@@ -263,6 +283,7 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 	for _, sp := range j.spares {
 		j.used += sp.size
 	}
+	releaseUpTo := opts.Settled
 	if opts.StartAfter > j.last {
 		// The journal ends before the ledger does (it was replaced or
 		// restored from an old copy). Continuing at j.last+1 would reuse
@@ -275,7 +296,10 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 		}
 		// The generations before the jump end before the new one's base:
 		// read, they would look cut short. Their records are in the ledger.
-		j.releaseAtOpen(opts.StartAfter)
+		releaseUpTo = max(releaseUpTo, opts.StartAfter)
+	}
+	if releaseUpTo > 0 {
+		j.releaseAtOpen(releaseUpTo)
 	}
 	j.durable.Store(j.last)
 	go j.commitLoop()
