@@ -8,7 +8,9 @@
 // repairs its tail and continues its LSNs after the ledger's last; the
 // flusher then replays every journal record after the ledger's last LSN. A
 // journal that starts beyond the ledger's last LSN + 1 means records are in
-// neither store: the server refuses to start.
+// neither store: the server refuses to start. Journal damage to records the
+// ledger already holds loses nothing: the journal sets it aside, logs it at
+// ERROR and opens (journal.Options.Settled).
 package server
 
 import (
@@ -203,6 +205,9 @@ func (s *Server) journalOptions(startAfter uint64) journal.Options {
 		MaxGroupBytes: int64(c.MaxGroupBytes),
 		SpareSegments: c.SpareSegments,
 		StartAfter:    startAfter,
+		// The ledger holds every record up to its last LSN: damage to
+		// their journal copies loses nothing, and must not stop logpond.
+		Settled: startAfter,
 		// The flusher's normal path: one segment of recent records in
 		// memory, so it rarely reads the journal's files.
 		TailBytes:    int64(c.SegmentBytes),

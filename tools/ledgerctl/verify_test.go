@@ -74,7 +74,7 @@ func TestVerifyDamage(t *testing.T) {
 			w := journalOffsets(t, s.journal)[260]
 			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 260}
-		}, exitFailed, nil},
+		}, exitFailed, []string{"the ledger already holds LSN 260", "sets such damage aside at start"}},
 		{"journal: flipped byte in the newest generation, later groups follow", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[390]
 			storetest.Flip(t, w.file, w.off+40)
@@ -87,7 +87,7 @@ func TestVerifyDamage(t *testing.T) {
 			w, lsn := closedEntryAbove(t, offs, 300)
 			os.Truncate(w.file, w.off)
 			return damage{w.file, w.off, lsn}
-		}, exitFailed, []string{"closed generation ends before its last LSN"}},
+		}, exitFailed, []string{"closed generation ends before its last LSN", "are missing"}},
 		{"journal: torn last write", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[400]
 			os.Truncate(w.file, w.off+5)
