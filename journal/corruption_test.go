@@ -418,6 +418,11 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 			gen := filepath.Base(filepath.Dir(tc.file))
 			path := filepath.Join(dir, gen, segmentFile)
 			tc.damage(path)
+			// What a crash in the middle of an earlier set-aside leaves.
+			interrupted := filepath.Join(dir, salvagePrefix+"00000000000000000001")
+			if err := os.Mkdir(interrupted, 0o750); err != nil {
+				t.Fatal(err)
+			}
 			opts := smallOpts()
 			opts.StartAfter, opts.Settled = tc.settled, tc.settled
 			lb := &syncbuf.Buffer{}
@@ -438,6 +443,9 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer j.Close()
+			if _, err := os.Stat(interrupted); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("an interrupted set-aside was left: %v", err)
+			}
 			log := lb.String()
 			_, statErr := os.Stat(filepath.Join(dir, damagedPrefix+gen[len(genPrefix):]))
 			if tc.aside {

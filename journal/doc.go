@@ -127,6 +127,15 @@
 // StartAfter jump) releases its older generations at once, since its new
 // generation's base is past their last records.
 //
+// With [Options.Settled] (the ledger's last LSN), damage to records at or
+// below it loses nothing: the ledger holds them, and they are never read
+// from the journal again. Open then releases the closed generations wholly
+// at or below it, unread; in the generation holding Settled, damage up to
+// it is set aside instead of refused: the verified entries after Settled
+// are copied into a new generation named after Settled, the damaged
+// generation is renamed to damaged-<base>, and it is logged at ERROR
+// (salvage.go). Damage reaching past Settled is refused as above.
+//
 // # Failure
 //
 // A failed write or fsync fails its whole group and poisons the instance:

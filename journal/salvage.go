@@ -45,6 +45,17 @@ const salvagePrefix = "salvage-"
 // sets its damage aside as described above. It returns whether it changed
 // the directory (the caller lists the generations again).
 func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func(string) error, log *slog.Logger) (bool, error) {
+	// A salvage a crash interrupted before its rename: never part of the
+	// journal.
+	left, err := filepath.Glob(filepath.Join(dir, salvagePrefix+"*"))
+	if err != nil {
+		return false, fmt.Errorf("journal: list %s: %w", dir, err)
+	}
+	for _, p := range left {
+		if err := os.RemoveAll(p); err != nil {
+			return false, fmt.Errorf("journal: remove an interrupted salvage: %w", err)
+		}
+	}
 	t := -1
 	for i, g := range gens {
 		if g.base < settled {
@@ -171,9 +182,6 @@ func entryWithLSN(data []byte, from int, lsn uint64) (int, bool) {
 // settled, which the next Open releases.
 func replaceGeneration(dir string, g generation, settled uint64, entries []byte, aside string, syncDir func(string) error) error {
 	tmp := filepath.Join(dir, salvagePrefix+fmt.Sprintf("%020d", settled))
-	if err := os.RemoveAll(tmp); err != nil { // left by an interrupted attempt
-		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
-	}
 	if err := os.Mkdir(tmp, 0o750); err != nil {
 		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
 	}
