@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/syncbuf"
 )
 
 // fixture is a journal of 14 records: LSNs 1–11 each written and fsynced
@@ -135,6 +141,11 @@ func TestCorruptionTable(t *testing.T) {
 		cutAt     int64  // expected Repair.Offset, -1 for no repair
 		refuse    bool   // Open must fail with a located *CorruptionError
 		refuseLSN uint64
+		// sealed: a generation follows the fixture's (base 14), so the
+		// fixture's is closed, with its last LSN 14. Open does not read
+		// a closed generation: refuse means that reading it (Reader,
+		// DirReader, Segments) fails with a located *CorruptionError.
+		sealed bool
 	}
 	cases := []struct {
 		name   string
@@ -170,11 +181,31 @@ func TestCorruptionTable(t *testing.T) {
 			result{refuse: true, refuseLSN: 7}},
 		{"group before the last one damaged", func(b []byte) []byte { b[f.offsets[11]+50] ^= 0x10; return b },
 			result{refuse: true, refuseLSN: 11}},
+		{"closed generation intact", func(b []byte) []byte { return b },
+			result{kept: 14, cutAt: -1, sealed: true}},
+		{"closed generation with stale bytes after its last LSN", func(b []byte) []byte { return append(b, b[f.offsets[1]:f.ends[5]]...) },
+			result{kept: 14, cutAt: -1, sealed: true}},
+		// The file ends at an entry boundary before the generation's last
+		// LSN: every entry verifies, the missing ones are damage.
+		{"closed generation cut at an entry boundary", func(b []byte) []byte { return b[:f.ends[11]] },
+			result{refuse: true, refuseLSN: 12, sealed: true}},
+		{"closed generation without its last entry", func(b []byte) []byte { return b[:f.ends[13]] },
+			result{refuse: true, refuseLSN: 14, sealed: true}},
+		{"closed generation emptied", func(b []byte) []byte { return b[:0] },
+			result{refuse: true, refuseLSN: 1, sealed: true}},
+		{"closed generation torn inside its last entry", func(b []byte) []byte { return b[:f.offsets[14]+10] },
+			result{refuse: true, refuseLSN: 14, sealed: true}},
+		{"closed generation's last group zero-filled", func(b []byte) []byte { clear(b[f.offsets[12]:]); return b },
+			result{refuse: true, refuseLSN: 12, sealed: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, seg := f.copyTo(t)
 			modify(t, seg, tc.damage)
+			if tc.want.sealed {
+				checkSealed(t, f, dir, seg, tc.want.kept, tc.want.refuse, tc.want.refuseLSN)
+				return
+			}
 			if tc.want.refuse {
 				j, err := Open(dir, smallOpts())
 				if err == nil {
@@ -203,6 +234,78 @@ func TestCorruptionTable(t *testing.T) {
 				t.Fatalf("repair %+v, want a cut of %s at %d from LSN %d", rep, seg, tc.want.cutAt, tc.want.kept+1)
 			}
 		})
+	}
+}
+
+// checkSealed closes the fixture's generation in dir by adding the next
+// one (base 14) and reads it with Open's Reader, a DirReader and Segments:
+// either all 14 records (and then the next append is LSN 15), or, with
+// refuse, the records before refuseLSN and a *CorruptionError naming seg,
+// the offset where refuseLSN's entry belongs, and refuseLSN.
+func checkSealed(t *testing.T, f fixture, dir, seg string, kept uint64, refuse bool, refuseLSN uint64) {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(dir, genName(fixtureRecords)), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	wantErr := func(who string, err error) {
+		t.Helper()
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: got %v, want a *CorruptionError", who, err)
+		}
+		if ce.File != seg || ce.Offset != f.offsets[refuseLSN] || ce.LSN != refuseLSN {
+			t.Fatalf("%s: error locates %s:%d LSN %d, want %s:%d LSN %d (%v)", who, ce.File, ce.Offset, ce.LSN, seg, f.offsets[refuseLSN], refuseLSN, err)
+		}
+	}
+	if refuse {
+		kept = refuseLSN - 1
+	}
+	// The DirReader and Segments first: Open creates the next
+	// generation's segment file.
+	dr, err := NewDirReader(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for dr.Next() {
+		if n++; dr.LSN() != n || !bytes.Equal(dr.Record(), fixtureRecord(t, n)) {
+			t.Fatalf("DirReader: LSN %d missing or changed", n)
+		}
+	}
+	if n != kept {
+		t.Fatalf("DirReader read %d records, want %d", n, kept)
+	}
+	segs, err := Segments(dir)
+	if err != nil || len(segs) != 2 {
+		t.Fatalf("Segments: %+v, %v", segs, err)
+	}
+	if refuse {
+		wantErr("DirReader", dr.Err())
+		wantErr("Segments", segs[0].Damage)
+	} else if dr.Err() != nil || dr.Tail() != nil || segs[0].Damage != nil {
+		t.Fatalf("DirReader: %v, tail %+v; Segments: %v", dr.Err(), dr.Tail(), segs[0].Damage)
+	}
+	j := mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	r := j.Reader(1)
+	n = 0
+	for r.Next() {
+		if n++; r.LSN() != n || !bytes.Equal(r.Record(), fixtureRecord(t, n)) {
+			t.Fatalf("Reader: LSN %d missing or changed", n)
+		}
+	}
+	if n != kept {
+		t.Fatalf("Reader read %d records, want %d", n, kept)
+	}
+	if refuse {
+		wantErr("Reader", r.Err())
+		return
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if lsn := mustAppend(t, j, rec(t, 9, 9, 0)); lsn != fixtureRecords+1 {
+		t.Fatalf("next append got LSN %d, want %d", lsn, fixtureRecords+1)
 	}
 }
 
@@ -255,4 +358,152 @@ func TestDamageInSealedGeneration(t *testing.T) {
 		t.Fatalf("error %q does not name %q", r.Err(), want)
 	}
 	_ = context.Background
+}
+
+// TestDamageTheLedgerHolds: with Options.Settled (the ledger's last LSN),
+// damage to records at or below it loses nothing: Open sets it aside,
+// logs it at ERROR and starts, and every record after Settled stays
+// readable. Damage that reaches past Settled is refused, as without it.
+func TestDamageTheLedgerHolds(t *testing.T) {
+	const total = 500
+	src := inspectFixture(t, total)
+	segs, err := Segments(src)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("fixture: %+v, %v; want at least 3 generations", segs, err)
+	}
+	closed, newest := segs[1], segs[len(segs)-1]
+	offsets := map[uint64]int64{}
+	r, _ := NewDirReader(src, 1)
+	for r.Next() {
+		offsets[r.LSN()] = r.Offset()
+	}
+	nf, cf, cl := newest.FirstLSN, closed.FirstLSN, closed.LastLSN
+	flip := func(lsn uint64, at int64) func(string) {
+		return func(p string) { storetest.Flip(t, p, offsets[lsn]+at) }
+	}
+	cases := []struct {
+		name    string
+		file    string // the generation damaged
+		settled uint64
+		damage  func(path string)
+		refuse  uint64 // the LSN a refusal names; 0: Open must succeed
+		aside   bool   // the damaged generation is set aside, logged at ERROR
+	}{
+		{"newest generation: flipped record the ledger holds, later groups follow", newest.File, nf + 20,
+			flip(nf+5, 40), 0, true},
+		{"newest generation: flipped length prefix the ledger holds", newest.File, nf + 20,
+			flip(nf+5, 0), 0, true},
+		{"newest generation: the ledger's last record damaged", newest.File, nf + 20,
+			flip(nf+20, 40), 0, true},
+		{"newest generation: damage, the ledger holds every record", newest.File, total,
+			flip(nf+5, 40), 0, true},
+		{"newest generation: damage just after the ledger's last LSN", newest.File, nf + 5,
+			flip(nf+6, 40), nf + 6, false},
+		{"newest generation: damage reaching past the ledger's last LSN", newest.File, nf + 5,
+			func(p string) { storetest.Flip(t, p, offsets[nf+3]+40); storetest.Flip(t, p, offsets[nf+6]+40) }, nf + 6, false},
+		{"closed generation holding the ledger's last LSN, damaged below it", closed.File, cf + 10,
+			flip(cf+3, 40), 0, true},
+		{"closed generation holding the ledger's last LSN, damaged above it", closed.File, cf + 10,
+			flip(cf+13, 40), 0, false}, // not read at Open: the flusher's Reader finds it
+		{"closed generation holding the ledger's last LSN, cut below it", closed.File, cf + 10,
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false},
+		{"closed generation wholly below the ledger's last LSN, damaged", closed.File, cl + 3,
+			flip(cf+3, 40), 0, false},
+		{"closed generation wholly below the ledger's last LSN, cut at an entry boundary", closed.File, cl + 3,
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyTree(t, src)
+			gen := filepath.Base(filepath.Dir(tc.file))
+			path := filepath.Join(dir, gen, segmentFile)
+			tc.damage(path)
+			// What a crash in the middle of an earlier set-aside leaves.
+			interrupted := filepath.Join(dir, salvagePrefix+"00000000000000000001")
+			if err := os.Mkdir(interrupted, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			opts := smallOpts()
+			opts.StartAfter, opts.Settled = tc.settled, tc.settled
+			lb := &syncbuf.Buffer{}
+			opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+			j, err := Open(dir, opts)
+			if tc.refuse != 0 {
+				if err == nil {
+					j.Close()
+					t.Fatal("opened a journal with damage past the ledger's last LSN")
+				}
+				var ce *CorruptionError
+				if !errors.As(err, &ce) || ce.File != path || ce.LSN != tc.refuse {
+					t.Fatalf("got %v, want a *CorruptionError in %s naming LSN %d", err, path, tc.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if _, err := os.Stat(interrupted); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("an interrupted set-aside was left: %v", err)
+			}
+			log := lb.String()
+			_, statErr := os.Stat(filepath.Join(dir, damagedPrefix+gen[len(genPrefix):]))
+			if tc.aside {
+				for _, want := range []string{"level=ERROR", "nothing is lost", path, fmt.Sprint("ledger_last_lsn=", tc.settled)} {
+					if !strings.Contains(log, want) {
+						t.Fatalf("no %q in the log:\n%s", want, log)
+					}
+				}
+				if statErr != nil {
+					t.Fatalf("the damaged generation was not set aside: %v", statErr)
+				}
+			} else if strings.Contains(log, "level=ERROR") || statErr == nil {
+				t.Fatalf("set aside, or logged an error, with nothing to set aside:\n%s", log)
+			}
+			// Every record after the ledger's last LSN is there.
+			if got := j.LastLSN(); got != total {
+				t.Fatalf("last LSN %d, want %d", got, total)
+			}
+			jr := j.Reader(tc.settled + 1)
+			next := tc.settled + 1
+			for jr.Next() {
+				if jr.LSN() != next || !bytes.Equal(jr.Record(), inspectRec(t, next)) {
+					t.Fatalf("Reader: LSN %d missing or changed (got LSN %d)", next, jr.LSN())
+				}
+				next++
+			}
+			var ce *CorruptionError
+			switch damagedAbove := tc.settled == cf+10 && !tc.aside; {
+			case damagedAbove && errors.As(jr.Err(), &ce) && ce.LSN == cf+13:
+				return // the damage the ledger lacks is still reported, located
+			case damagedAbove:
+				t.Fatalf("Reader: %v, want the damage at LSN %d", jr.Err(), cf+13)
+			case jr.Err() != nil || next != total+1:
+				t.Fatalf("Reader stopped at LSN %d: %v", next, jr.Err())
+			}
+			if lsn := mustAppend(t, j, inspectRec(t, total+1)); lsn != total+1 {
+				t.Fatalf("next append got LSN %d, want %d", lsn, total+1)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// What is left is a sound journal: it reads from its first
+			// record on without damage, and opens without setting
+			// anything aside again.
+			lsns, dr := readDir(t, dir, 1)
+			if dr.Err() != nil || dr.Tail() != nil || len(lsns) == 0 || lsns[0] > tc.settled+1 || lsns[len(lsns)-1] != total+1 {
+				t.Fatalf("after the set-aside: read %d records (%v…), err %v, tail %+v", len(lsns), lsns[:min(len(lsns), 3)], dr.Err(), dr.Tail())
+			}
+			lb2 := &syncbuf.Buffer{}
+			opts.Logger = slog.New(slog.NewTextHandler(lb2, nil))
+			j2, err := Open(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j2.Close()
+			if strings.Contains(lb2.String(), "level=ERROR") {
+				t.Fatalf("the next open set something aside again:\n%s", lb2)
+			}
+		})
+	}
 }

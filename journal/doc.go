@@ -116,13 +116,25 @@
 // fsync returned, looks exactly like a torn tail and is cut as one: no
 // format can tell them apart without a second copy. With the write of one
 // round overlapping the previous round's fsync, that blind spot is the last
-// two fsync rounds (before, it was the last group only): damage to an
-// acknowledged record there is cut, with the records after it, instead of
-// refused.
+// two fsync rounds: damage to an acknowledged record there is cut, with the
+// records after it, instead of refused.
 //
 // Older generations were fsynced before the next one was started; damage in
 // them, before their last LSN, is reported as a [*CorruptionError] when
-// they are read.
+// they are read. That includes a file that ends, even at an entry
+// boundary, before the generation's last LSN (the next generation's base):
+// those records are missing. A journal that ends before the ledger (Open's
+// StartAfter jump) releases its older generations at once, since its new
+// generation's base is past their last records.
+//
+// With [Options.Settled] (the ledger's last LSN), damage to records at or
+// below it loses nothing: the ledger holds them, and they are never read
+// from the journal again. Open then releases the closed generations wholly
+// at or below it, unread; in the generation holding Settled, damage up to
+// it is set aside instead of refused: the verified entries after Settled
+// are copied into a new generation named after Settled, the damaged
+// generation is renamed to damaged-<base>, and it is logged at ERROR
+// (salvage.go). Damage reaching past Settled is refused as above.
 //
 // # Failure
 //
@@ -132,8 +144,11 @@
 // that fsync succeeds: it is durable), because tidwall
 // changes its in-memory tail before writing and never rolls back, and a
 // failed fsync may have dropped the dirty pages (no retry can make them
-// durable). Recovery is Close and a fresh Open, which re-reads the tail from
-// disk — after ENOSPC, once space is back.
+// durable). Recovery is Close and [Journal.Reopen], which re-reads the tail
+// from disk — after ENOSPC, once space is back — and cuts everything after
+// the failed instance's last durable LSN: a failed fsync may leave those
+// pages intact in the page cache, marked clean, so that they read back
+// though they never reached the disk.
 //
 // # Limits
 //

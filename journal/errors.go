@@ -24,6 +24,7 @@ var (
 	errFrameCRC   = errors.New("frame checksum mismatch")
 	errFrameGroup = errors.New("group after LSN")
 	errLSN        = errors.New("unexpected LSN")
+	errEarlyEnd   = errors.New("closed generation ends before its last LSN")
 )
 
 // CorruptionError reports damage to records the journal had acknowledged, or

@@ -38,6 +38,15 @@ type Options struct {
 	// the larger of it and the journal's own last LSN, so a fresh or
 	// replaced journal never reuses an LSN the ledger holds.
 	StartAfter uint64
+	// Settled is an LSN whose records, and all before it, the caller holds
+	// durably elsewhere (the ledger's last LSN); 0 for none. They are never
+	// read from the journal again, so Open releases the closed generations
+	// wholly at or below it, and damage to records at or below it does not
+	// stop Open: the damaged generation is set aside (renamed to
+	// damaged-<base>), its records after Settled are kept in a new
+	// generation, and that is logged at ERROR (salvage.go). Damage past
+	// Settled is refused as without it.
+	Settled uint64
 	// TailBytes bounds the copies of recent records kept in memory for
 	// the flusher (Recent); 0 keeps none.
 	TailBytes int64
@@ -63,6 +72,7 @@ type Options struct {
 type hooks struct {
 	wrapLog func(walLog) walLog
 	syncDir func(string) error
+	rename  func(oldpath, newpath string) error // the renames of releases (Release, keepAsSpare)
 }
 
 // walLog is what the committer uses of a tidwall log.
@@ -83,6 +93,7 @@ type Journal struct {
 	opts    Options
 	log     *slog.Logger
 	syncDir func(string) error
+	rename  func(oldpath, newpath string) error
 	repair  *Repair
 
 	queue   chan *request // appends → committer, bounded
@@ -92,6 +103,9 @@ type Journal struct {
 	doomed  chan struct{} // wakes the releaser (capacity 1)
 	pipe    pipeline      // committer → syncer: written, not yet fsynced
 	once    sync.Once
+	// releaseMu serializes Release calls: one that fails puts generations
+	// back at the front of gens, which another must not have moved past.
+	releaseMu sync.Mutex
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
 	failed  atomic.Bool   // poisoned is set (read without mu on the ack path)
@@ -144,7 +158,35 @@ type request struct {
 // Open opens (creating if needed) the journal in dir: it verifies and
 // repairs the newest generation's tail (see doc.go), opens it with
 // tidwall/wal, and starts the committer.
-func Open(dir string, opts Options) (*Journal, error) {
+func Open(dir string, opts Options) (*Journal, error) { return open(dir, opts, nil) }
+
+// Reopen opens a fresh instance of j's directory with opts, after j failed
+// ([Journal.Err]) and was closed: after a failed write or fsync only a
+// fresh instance resumes.
+//
+// Unlike Open, Reopen keeps nothing after j's last durable LSN (its
+// LastLSN), however intact it reads back: those records were written but
+// no fsync of them succeeded, and a failed fsync may drop dirty pages or
+// mark them clean, so that what reads back from the page cache is no proof
+// they are on disk. They were never acknowledged; Reopen cuts them (and
+// fsyncs the cut), so that they are neither read nor counted in LastLSN.
+func (j *Journal) Reopen(opts Options) (*Journal, error) {
+	j.mu.Lock()
+	closed := j.closed
+	j.mu.Unlock()
+	if !closed {
+		return nil, fmt.Errorf("journal: reopen %s: close the failed instance first", j.dir)
+	}
+	// Close has begun: once the committer and the syncer have exited,
+	// durable is final.
+	<-j.stopped
+	synced := j.durable.Load()
+	return open(j.dir, opts, &synced)
+}
+
+// open opens the journal in dir. synced is nil for Open; for Reopen, the
+// last LSN the failed instance made durable.
+func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 	if opts.SegmentBytes <= 0 || opts.MaxGroupBytes <= 0 {
 		return nil, fmt.Errorf("journal: segment and group sizes must be positive")
 	}
@@ -171,12 +213,26 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
 	}
+	if j.rename = opts.hooks.rename; j.rename == nil {
+		j.rename = os.Rename
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	gens, err := listGenerations(dir, j.syncDir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Settled > 0 {
+		changed, err := setAsideSettled(dir, gens, opts.Settled, j.syncDir, j.log)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			if gens, err = listGenerations(dir, j.syncDir); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if j.spares, err = listSpares(dir); err != nil {
 		return nil, err
@@ -191,7 +247,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.log.Info("journal: created", "dir", dir, "first_lsn", opts.StartAfter+1)
 	}
 	active := gens[len(gens)-1]
-	kept, rep, err := repairTail(active, j.log)
+	kept, rep, err := repairTail(active, j.log, synced)
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +283,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	for _, sp := range j.spares {
 		j.used += sp.size
 	}
+	releaseUpTo := opts.Settled
 	if opts.StartAfter > j.last {
 		// The journal ends before the ledger does (it was replaced or
 		// restored from an old copy). Continuing at j.last+1 would reuse
@@ -237,6 +294,12 @@ func Open(dir string, opts Options) (*Journal, error) {
 			j.closeWAL()
 			return nil, err
 		}
+		// The generations before the jump end before the new one's base:
+		// read, they would look cut short. Their records are in the ledger.
+		releaseUpTo = max(releaseUpTo, opts.StartAfter)
+	}
+	if releaseUpTo > 0 {
+		j.releaseAtOpen(releaseUpTo)
 	}
 	j.durable.Store(j.last)
 	go j.commitLoop()
@@ -488,11 +551,9 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 	}
 }
 
-func (j *Journal) unreserve(size int64) {
-	j.mu.Lock()
-	j.used -= size
-	j.mu.Unlock()
-}
+// unreserve gives back the space admit reserved for an append that was
+// never queued, waking appends that wait for space.
+func (j *Journal) unreserve(size int64) { j.freed(size) }
 
 func (j *Journal) fail(group []*request, err error) {
 	for _, r := range group {
@@ -552,13 +613,14 @@ func (j *Journal) FirstLSN() uint64 {
 	return last + 1
 }
 
-// Recovery reports the torn tail Open cut, or nil.
+// Recovery reports the torn tail Open cut (or, for Reopen, what the failed
+// instance wrote but never fsynced), or nil.
 func (j *Journal) Recovery() *Repair { return j.repair }
 
 // Err returns the failure that poisoned the journal, or nil. A poisoned
 // journal acknowledges nothing more; what it made durable stays readable
-// (LastLSN, Recent, Reader) until it is closed, and a fresh Open of its
-// directory resumes. Safe for concurrent use.
+// (LastLSN, Recent, Reader) until it is closed, and Reopen resumes. Safe
+// for concurrent use.
 func (j *Journal) Err() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -289,6 +290,196 @@ func TestFullJournalMakesAppendWait(t *testing.T) {
 	}
 }
 
+// TestUnreserveWakesWaitingAppends: space an admitted append gives back
+// unwritten (its context ended while it waited for a queue slot, or the
+// journal closed) lets a waiting append in at once, as released space
+// does; nothing else may ever free space in an idle journal.
+func TestUnreserveWakesWaitingAppends(t *testing.T) {
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	ctx := context.Background()
+	// Reserve everything left, as admitted appends not yet written do.
+	held := opts.entryRoom()
+	if err := j.admit(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.admit(ctx, opts.MaxBytes-j.UsedBytes()); err != nil {
+		t.Fatal(err)
+	}
+	// A generous bound: failing it means the append was never woken.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- j.admit(wctx, 1000) }()
+	for j.Waiting() == "" {
+		time.Sleep(time.Millisecond)
+	}
+	j.unreserve(held)
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting append was not let in after space was given back: %v", err)
+	}
+}
+
+// failingRename installs a rename hook on opts that fails with EIO while
+// failing is set (only renames to a name starting with only, when set),
+// and counts the failures.
+type failingRename struct {
+	only     string
+	mu       sync.Mutex
+	failing  bool
+	failures int
+}
+
+func (f *failingRename) install(opts *Options) {
+	opts.hooks.rename = func(oldpath, newpath string) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.failing && strings.HasPrefix(filepath.Base(newpath), f.only) {
+			f.failures++
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EIO}
+		}
+		return os.Rename(oldpath, newpath)
+	}
+}
+
+func (f *failingRename) set(failing bool) {
+	f.mu.Lock()
+	f.failing = failing
+	f.mu.Unlock()
+}
+
+func (f *failingRename) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures
+}
+
+// TestFailedReleaseIsRetried: a release whose rename fails keeps the
+// generations (still readable, still counted); a later release that
+// succeeds frees their space and lets a waiting append in, without a
+// restart.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	var fr failingRename
+	fr.install(&opts)
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	last := fillJournal(t, j)
+	// A generous bound: failing it means the space never came back.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
+		if err == nil && lsn != last+1 {
+			err = fmt.Errorf("got LSN %d, want %d", lsn, last+1)
+		}
+		done <- err
+	}()
+	fr.set(true)
+	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("release with a failing rename: %v, want EIO", err)
+	}
+	// Nothing was lost from the journal's view: every record still reads.
+	if first := j.FirstLSN(); first != 1 {
+		t.Fatalf("after a failed release the first LSN is %d, want 1", first)
+	}
+	if got := readAll(t, j); uint64(len(got)) != last {
+		t.Fatalf("after a failed release %d records read, want %d", len(got), last)
+	}
+	fr.set(false)
+	if err := j.Release(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting append: %v", err)
+	}
+	waitReleased(t, j)
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// TestFailedSpareRenameIsRetried: the releaser's rename of a released
+// segment into a spare fails; the next release round retries it, and the
+// generation is gone and its bytes accounted for, without a restart.
+func TestFailedSpareRenameIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	opts.SpareSegments = 2
+	fr := failingRename{only: sparePrefix}
+	fr.install(&opts)
+	fr.set(true)
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	for i := range 200 {
+		mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	// Release's own rename works; the releaser's, into a spare, fails.
+	j.mu.Lock()
+	released, upTo := j.gens[0], j.gens[1].base
+	j.mu.Unlock()
+	if err := j.Release(upTo); err != nil {
+		t.Fatal(err)
+	}
+	for fr.count() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fr.set(false)
+	if err := j.Release(0); err != nil { // nothing new: the releaser retries
+		t.Fatal(err)
+	}
+	waitReleased(t, j)
+	if _, err := os.Stat(released.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("released generation %s still on disk (%v)", released.dir, err)
+	}
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// fillJournal appends until the journal is full and returns the last LSN.
+func fillJournal(t *testing.T, j *Journal) uint64 {
+	t.Helper()
+	var last uint64
+	for {
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		lsn, err := j.Append(short, rec(t, 0, 0, 4000))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return last
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = lsn; last > 1000 {
+			t.Fatal("journal never became full")
+		}
+	}
+}
+
+// journalBytesOnDisk is the size of every file under dir.
+func journalBytesOnDisk(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func TestTooLargeRecordRefused(t *testing.T) {
 	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
 	j := mustOpen(t, t.TempDir(), opts)
@@ -333,13 +524,18 @@ func TestLSNsNeverRepeat(t *testing.T) {
 		}
 		j.Close()
 		// The jump is persisted: a reopen with a lower floor continues at 12.
+		// The records before it are in the ledger: the jump released them,
+		// so no generation ends before its successor's base.
 		j = mustOpen(t, dir, smallOpts())
 		defer j.Close()
 		if lsn := mustAppend(t, j, rec(t, 0, 0, 0)); lsn != 12 {
 			t.Fatalf("got LSN %d, want 12", lsn)
 		}
-		if got := readAll(t, j); len(got) != 7 {
-			t.Fatalf("read %d records, want 7 (1-5, 11, 12)", len(got))
+		if got := readAll(t, j); len(got) != 2 || got[11] == nil || got[12] == nil {
+			t.Fatalf("read %d records, want 2 (11, 12)", len(got))
+		}
+		if segs, err := Segments(dir); err != nil || len(segs) != 1 || segs[0].Damage != nil {
+			t.Fatalf("after the jump: %+v, %v; want one generation, undamaged", segs, err)
 		}
 	})
 	t.Run("journal ahead of the ledger continues", func(t *testing.T) {
@@ -397,6 +593,100 @@ func TestFsyncFailurePoisons(t *testing.T) {
 	}
 	if lsn := mustAppend(t, j, rec(t, 0, 99, 0)); lsn <= 10 {
 		t.Fatalf("reopened journal reused LSN %d", lsn)
+	}
+}
+
+// TestReopenCutsWhatNoFsyncCovered: records written whose fsync failed
+// read back intact from the page cache, yet may never reach the disk (a
+// failed fsync may mark dirty pages clean). Reopen keeps nothing after
+// the failed instance's last durable LSN: they are neither read nor
+// counted, and their LSNs are taken by new records.
+func TestReopenCutsWhatNoFsyncCovered(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	c := counting(&opts)
+	j := mustOpen(t, dir, opts)
+	for i := range 10 {
+		mustAppend(t, j, rec(t, 0, i, 0))
+	}
+	// Three records written together, in one group whose fsync fails.
+	c.mu.Lock()
+	c.failSync = syscall.EIO
+	hold := make(chan struct{})
+	c.holdWrite = hold
+	c.mu.Unlock()
+	var pending []*Pending
+	for i := range 3 {
+		p, err := j.Submit(context.Background(), rec(t, 1, i, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	c.mu.Lock()
+	c.holdWrite = nil
+	c.mu.Unlock()
+	close(hold)
+	for _, p := range pending {
+		if _, err := p.Wait(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append whose fsync failed: %v, want EIO", err)
+		}
+	}
+	if li, _ := c.walLog.LastIndex(); li < 11 {
+		t.Fatalf("the failed group was not written (last index %d): the test proves nothing", li)
+	}
+	if err := j.Close(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Close: %v, want the sticky EIO", err)
+	}
+	c.mu.Lock()
+	c.failSync = nil
+	c.mu.Unlock()
+	j2, err := j.Reopen(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j2.LastLSN(); got != 10 {
+		j2.Close()
+		t.Fatalf("reopened journal's last LSN is %d, want 10 (the last one fsynced)", got)
+	}
+	got := readAll(t, j2)
+	if len(got) != 10 {
+		j2.Close()
+		t.Fatalf("reopened journal reads %d records, want 10", len(got))
+	}
+	if rep := j2.Recovery(); rep == nil || rep.FirstLSN != 11 {
+		j2.Close()
+		t.Fatalf("repair %+v, want a cut from LSN 11", rep)
+	}
+	if lsn := mustAppend(t, j2, rec(t, 2, 0, 0)); lsn != 11 {
+		j2.Close()
+		t.Fatalf("next append got LSN %d, want 11", lsn)
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The cut held: a plain open reads the new LSN 11, and nothing after.
+	j3 := mustOpen(t, dir, smallOpts())
+	defer j3.Close()
+	got = readAll(t, j3)
+	if len(got) != 11 || !bytes.Equal(got[11], rec(t, 2, 0, 0)) {
+		t.Fatalf("after the reopen: %d records, LSN 11 new: %v", len(got), bytes.Equal(got[11], rec(t, 2, 0, 0)))
+	}
+}
+
+// TestReopenNeedsAClosedJournal: Reopen of an open instance is refused,
+// and changes nothing.
+func TestReopenNeedsAClosedJournal(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	mustAppend(t, j, rec(t, 0, 0, 0))
+	if j2, err := j.Reopen(smallOpts()); err == nil {
+		j2.Close()
+		t.Fatal("reopened a journal that is still open")
+	}
+	if lsn := mustAppend(t, j, rec(t, 0, 1, 0)); lsn != 2 {
+		t.Fatalf("got LSN %d, want 2", lsn)
 	}
 }
 

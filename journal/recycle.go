@@ -86,7 +86,7 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	// A crash after the rename leaves a generation directory without a
 	// segment (Open finishes the release: it removes the directory) and
 	// a spare (Open takes it into the pool).
-	if err := os.Rename(g.releasing(), sp.path); err != nil {
+	if err := j.rename(g.releasing(), sp.path); err != nil {
 		return false, fmt.Errorf("journal: release %s: keep as spare: %w", g.dir, err)
 	}
 	j.mu.Lock()
@@ -134,12 +134,20 @@ func (j *Journal) dropSpare(sp spare) error {
 		if errors.Is(err, errReleaseStopped) {
 			return err // still a spare file: the next Open takes it
 		}
+		// Still a spare, of the size not yet freed: the releaser's next
+		// round deletes it (spareToDrop).
+		sp.size = left
+		j.mu.Lock()
+		j.spares = append([]spare{sp}, j.spares...)
+		j.mu.Unlock()
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
+	// The file is cut down to nothing: its space is free even if it
+	// cannot be removed (the next Open lists it as an empty spare).
+	j.freed(left)
 	if err := os.Remove(sp.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
-	j.freed(left)
 	// As in cut: for the space accounting across a crash.
 	if err := j.syncDir(j.dir); err != nil {
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // releasingFile is the name a released generation's segment is given until
@@ -31,7 +32,15 @@ var errReleaseStopped = errors.New("journal: release interrupted by Close")
 // deletes it (releaseLoop), and frees its space as it goes, waking appends
 // that wait for space. Release never blocks the committer beyond a list
 // update, nor its caller on the deletion.
+//
+// A generation whose rename fails stays in the journal, readable and
+// counted as used, with every generation after it; Release returns the
+// error, and the next Release tries them again. The releaser retries what
+// it fails to cut down or delete at its next round (the next Release),
+// so a failed release never keeps its space counted until a restart.
 func (j *Journal) Release(upTo uint64) error {
+	j.releaseMu.Lock()
+	defer j.releaseMu.Unlock()
 	j.mu.Lock()
 	var drop []generation
 	for len(j.gens) > 1 && j.gens[1].base <= upTo {
@@ -39,28 +48,52 @@ func (j *Journal) Release(upTo uint64) error {
 		j.gens = j.gens[1:]
 	}
 	j.mu.Unlock()
-	if len(drop) == 0 {
-		return nil
-	}
-	var errs []error
-	renamed := drop[:0]
-	for _, g := range drop {
+	var err error
+	renamed := make([]generation, 0, len(drop))
+	for i, g := range drop {
 		// No fsync here: a rename lost in a crash brings back a segment
 		// whose records the ledger has, which the flusher skips. The
 		// releaser makes it durable before it cuts the file.
-		if err := os.Rename(g.segment(), g.releasing()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			// The generation stays on disk, and counted as used, until
-			// the next Open lists it again.
-			errs = append(errs, fmt.Errorf("journal: release %s: %w", g.dir, err))
-			continue
+		if rerr := j.rename(g.segment(), g.releasing()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			// Back at the front, with the ones after it: a generation's
+			// last LSN is its successor's base, so none may be skipped.
+			j.mu.Lock()
+			j.gens = append(slices.Clone(drop[i:]), j.gens...)
+			j.mu.Unlock()
+			err = fmt.Errorf("journal: release %s: %w (it stays in the journal; the next release retries)", g.dir, rerr)
+			break
 		}
 		renamed = append(renamed, g)
 	}
-	j.mu.Lock()
-	j.releasing = append(j.releasing, renamed...)
-	j.mu.Unlock()
+	if len(renamed) > 0 {
+		j.mu.Lock()
+		j.releasing = append(j.releasing, renamed...)
+		j.mu.Unlock()
+	}
+	// Also when nothing new was released: the releaser retries what it
+	// failed to cut down before.
 	j.wakeReleaser()
-	return errors.Join(errs...)
+	return err
+}
+
+// releaseAtOpen releases, while Open runs, the closed generations whose
+// records are all at or below upTo (the caller knows the ledger holds
+// them), and makes the renames durable at once: a generation a crash
+// brought back would end before its successor's base, which reads as
+// damage. A failure is logged; the generations stay, and the flusher's
+// next Release retries.
+func (j *Journal) releaseAtOpen(upTo uint64) {
+	if err := j.Release(upTo); err != nil {
+		j.log.Warn("journal: cannot release generations the ledger holds; the next release retries", "up_to_lsn", upTo, "err", err)
+	}
+	j.mu.Lock()
+	released := slices.Clone(j.releasing)
+	j.mu.Unlock()
+	for _, g := range released {
+		if err := j.syncDir(g.dir); err != nil {
+			j.log.Warn("journal: cannot make a release durable; the releaser retries", "dir", g.dir, "err", err)
+		}
+	}
 }
 
 // wakeReleaser tells the releaser to look for work; it never blocks.
@@ -93,7 +126,14 @@ func (j *Journal) releaseLoop() {
 				return
 			}
 			if err != nil {
-				j.log.Warn("journal: deleting failed; the file stays on disk until the next start", "file", what, "err", err)
+				// The work was put back (retryRelease, dropSpare) when
+				// its space is not free yet: the next round retries it
+				// rather than this one spinning on a failing disk.
+				j.log.Warn("journal: releasing a file failed; retrying at the next release", "file", what, "err", err)
+				j.mu.Lock()
+				j.cutting = false
+				j.mu.Unlock()
+				break
 			}
 		}
 	}
@@ -126,19 +166,29 @@ func (j *Journal) cut(g generation) error {
 	// cut segment under its own name would read as damage, where a
 	// generation without its segment reads as an interrupted release.
 	if err := j.syncDir(g.dir); err != nil {
+		j.retryRelease(g)
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
 	}
 	if kept, err := j.keepAsSpare(g); kept || err != nil {
+		if !kept {
+			j.retryRelease(g)
+		}
 		return err
 	}
 	left, err := j.cutDown(g.releasing(), g.size)
 	if err != nil {
+		if !errors.Is(err, errReleaseStopped) {
+			g.size = left // what is still counted for it
+			j.retryRelease(g)
+		}
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
 	}
+	// Cut down to nothing: its space is free even if the removal below
+	// fails (the next Open finishes that).
+	j.freed(left)
 	if err := removeReleased(g); err != nil {
 		return err
 	}
-	j.freed(left)
 	// Not needed for safety (a removal lost in a crash brings back records
 	// the ledger already has, which the flusher skips), but it keeps the
 	// space accounting true across a crash.
@@ -146,6 +196,14 @@ func (j *Journal) cut(g generation) error {
 		return fmt.Errorf("journal: release %s: %w", g.dir, err)
 	}
 	return nil
+}
+
+// retryRelease puts back released generation g, whose space is still
+// counted, for the releaser's next round.
+func (j *Journal) retryRelease(g generation) {
+	j.mu.Lock()
+	j.releasing = append([]generation{g}, j.releasing...)
+	j.mu.Unlock()
 }
 
 // cutDown truncates the file at path to nothing a step at a time

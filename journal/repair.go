@@ -20,7 +20,9 @@ type Repair struct {
 // generation) and cuts a torn tail, before tidwall opens it. It returns the
 // number of valid records, and a *Repair when it cut something. Damage that
 // a later write group follows is a *CorruptionError and nothing is cut.
-func repairTail(g generation, log *slog.Logger) (int, *Repair, error) {
+// synced (Reopen only) is the last LSN the failed instance made durable:
+// everything after it is cut, however it reads (see Reopen).
+func repairTail(g generation, log *slog.Logger, synced *uint64) (int, *Repair, error) {
 	path := g.segment()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -28,6 +30,16 @@ func repairTail(g generation, log *slog.Logger) (int, *Repair, error) {
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	if synced != nil {
+		if kept, rep := cutUnsynced(path, data, g.base, *synced); rep != nil {
+			if err := cutFile(path, rep.Offset); err != nil {
+				return kept, nil, err
+			}
+			log.Warn("journal: cut what was written before the failure but never fsynced (never acknowledged; in a recycled segment, also its unused rest)",
+				"file", rep.File, "offset", rep.Offset, "bytes_cut", rep.Bytes, "first_lsn_cut", rep.FirstLSN, "records_kept", kept)
+			return kept, rep, nil
+		}
 	}
 	kept, rep, err := examineTail(path, data, g.base+1)
 	if err != nil || rep == nil {
@@ -78,4 +90,21 @@ func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error
 			Err: fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", s.err, f.lsn, q)}
 	}
 	return kept, &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: s.nextLSN, Reason: s.err.Error()}, nil
+}
+
+// cutUnsynced finds, in the segment data of the generation after base, the
+// end of the entries up to LSN synced, and returns the records kept and
+// the cut of everything after them (nil when nothing follows). When the
+// entries up to synced do not all verify, it returns nil: the recovery
+// rule of examineTail applies to that damage.
+func cutUnsynced(path string, data []byte, base, synced uint64) (int, *Repair) {
+	keep := max(synced, base)
+	s := newScanner(data, base+1, 0)
+	for s.nextLSN <= keep && s.next() {
+	}
+	if s.nextLSN <= keep || s.off >= len(data) {
+		return 0, nil
+	}
+	return int(keep - base), &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: keep + 1,
+		Reason: "written before the journal failed, never fsynced"}
 }

@@ -29,9 +29,18 @@ func newScanner(data []byte, firstLSN, lastLSN uint64) *scanner {
 
 // next advances to the next entry. It returns false at the end of the data
 // or of the generation's LSNs, or at the first damage, which err then
-// describes (offset s.off).
+// describes (offset s.off). A closed generation's data ending before its
+// last LSN is damage (errEarlyEnd): it was fsynced whole before the next
+// generation began, so the records it lacks are missing, not unwritten.
 func (s *scanner) next() bool {
-	if s.off >= len(s.data) || s.err != nil || (s.lastLSN != 0 && s.nextLSN > s.lastLSN) {
+	if s.err != nil || (s.lastLSN != 0 && s.nextLSN > s.lastLSN) {
+		return false
+	}
+	if s.off >= len(s.data) {
+		if s.lastLSN != 0 {
+			s.err = fmt.Errorf("%w: the file ends where LSN %d should start, but the generation holds every LSN up to %d (the next generation's base): LSNs %d–%d are missing",
+				errEarlyEnd, s.nextLSN, s.lastLSN, s.nextLSN, s.lastLSN)
+		}
 		return false
 	}
 	f, n, err := entryAt(s.data[s.off:])

@@ -8,7 +8,9 @@
 // repairs its tail and continues its LSNs after the ledger's last; the
 // flusher then replays every journal record after the ledger's last LSN. A
 // journal that starts beyond the ledger's last LSN + 1 means records are in
-// neither store: the server refuses to start.
+// neither store: the server refuses to start. Journal damage to records the
+// ledger already holds loses nothing: the journal sets it aside, logs it at
+// ERROR and opens (journal.Options.Settled).
 package server
 
 import (
@@ -189,28 +191,38 @@ func (s *Server) openStores() error {
 // openJournal opens the journal; its LSNs continue after startAfter (the
 // ledger's last) or its own last, whichever is larger.
 func (s *Server) openJournal(startAfter uint64) (*journal.Journal, error) {
+	return journal.Open(s.cfg.Journal.Dir, s.journalOptions(startAfter))
+}
+
+// journalOptions are the journal's options from the configuration, for a
+// ledger whose last LSN is startAfter.
+func (s *Server) journalOptions(startAfter uint64) journal.Options {
 	c := s.cfg.Journal
-	return journal.Open(c.Dir, journal.Options{
+	return journal.Options{
 		SegmentBytes:  int64(c.SegmentBytes),
 		MaxBytes:      int64(c.MaxBytes),
 		MaxGroupWait:  time.Duration(c.MaxGroupWait),
 		MaxGroupBytes: int64(c.MaxGroupBytes),
 		SpareSegments: c.SpareSegments,
 		StartAfter:    startAfter,
+		// The ledger holds every record up to its last LSN: damage to
+		// their journal copies loses nothing, and must not stop logpond.
+		Settled: startAfter,
 		// The flusher's normal path: one segment of recent records in
 		// memory, so it rarely reads the journal's files.
 		TailBytes:    int64(c.SegmentBytes),
 		Logger:       s.log,
 		ObserveGroup: s.metrics.observeGroup,
-	})
+	}
 }
 
-// reopenJournal replaces the failed (and closed) journal by a fresh open
-// of its directory, which re-reads and repairs its tail (design §3: after a
-// failed write or fsync only a fresh open resumes). Only the flusher calls
-// it, after moving everything the failed journal made durable.
+// reopenJournal replaces the failed (and closed) journal by a fresh
+// instance of its directory, which re-reads and repairs its tail and cuts
+// what the failed one wrote but never fsynced (journal.Reopen: after a
+// failed write or fsync only a fresh instance resumes). Only the flusher
+// calls it, after moving everything the failed journal made durable.
 func (s *Server) reopenJournal() error {
-	j, err := s.openJournal(s.ledg().LastLSN())
+	j, err := s.jrnl().Reopen(s.journalOptions(s.ledg().LastLSN()))
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ type verifyReport struct {
 // cursors' checksums and the dead letters. Damage is reported with file,
 // offset and LSN, and makes the exit status 1.
 //
+// Journal damage to records the ledger already holds is still damage, with
+// a hint that it loses nothing (logpond sets it aside at start). A closed
+// journal generation that ends before its last LSN is damage too.
+//
 // A damaged end of the newest journal generation is a torn write that was
 // never acknowledged (or one in progress): a note. A damaged end of the open
 // ledger segment is harmless while the journal still holds its first LSN
@@ -99,7 +103,12 @@ func cmdVerify(e *env, args []string) int {
 		c := &storeCheck{Dir: e.journalDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes, Tail: s.Tail, OK: s.Err == nil}
 		rep.Journal = c
 		if s.Err != nil {
-			rep.Damage = append(rep.Damage, locate("journal", s.Err))
+			loc := locate("journal", s.Err)
+			if e.ledgerDir != "" && ledgerOK && loc.LSN != 0 && loc.LSN <= ledgerLast {
+				loc.Hint = fmt.Sprintf("the ledger already holds LSN %d: this loses nothing unless the damage reaches past the ledger's last LSN %d; logpond sets such damage aside at start and logs it at ERROR",
+					loc.LSN, ledgerLast)
+			}
+			rep.Damage = append(rep.Damage, loc)
 		}
 		if t := s.Tail; t != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("journal: the newest generation %s ends in a torn or partial write at offset %d (LSN %d: %s); it was never acknowledged: a write in progress, the unused rest of a recycled segment, or a torn tail that logpond cuts at start",

@@ -74,12 +74,20 @@ func TestVerifyDamage(t *testing.T) {
 			w := journalOffsets(t, s.journal)[260]
 			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 260}
-		}, exitFailed, nil},
+		}, exitFailed, []string{"the ledger already holds LSN 260", "sets such damage aside at start"}},
 		{"journal: flipped byte in the newest generation, later groups follow", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[390]
 			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 390}
 		}, exitFailed, []string{"later write group follows"}},
+		// A closed generation cut at an entry boundary: every entry left
+		// verifies, but the file ends before the next generation's base.
+		{"journal: closed generation cut at an entry boundary", func(t *testing.T, s stores) damage {
+			offs := journalOffsets(t, s.journal)
+			w, lsn := closedEntryAbove(t, offs, 300)
+			os.Truncate(w.file, w.off)
+			return damage{w.file, w.off, lsn}
+		}, exitFailed, []string{"closed generation ends before its last LSN", "are missing"}},
 		{"journal: torn last write", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[400]
 			os.Truncate(w.file, w.off+5)
@@ -147,6 +155,24 @@ func TestVerifyDamage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closedEntryAbove returns an entry with LSN above lsn, not the first of
+// its generation, in a generation other than the newest (the one holding
+// the highest LSN), and its LSN.
+func closedEntryAbove(t *testing.T, offs map[uint64]where, lsn uint64) (where, uint64) {
+	t.Helper()
+	var last uint64
+	for l := range offs {
+		last = max(last, l)
+	}
+	for l := lsn + 1; l < last; l++ {
+		if w := offs[l]; w.file != offs[last].file && offs[l-1].file == w.file {
+			return w, l
+		}
+	}
+	t.Fatalf("no closed generation holds LSNs above %d", lsn)
+	return where{}, 0
 }
 
 // TestVerifyOneStore: each store can be verified alone (the commands the

@@ -1,0 +1,226 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// Damage the ledger already holds (Options.Settled).
+//
+// Records at or below Settled are never read from the journal again: the
+// flusher starts after the ledger's last LSN. Damage among them loses
+// nothing, so Open sets it aside instead of refusing to start:
+//
+//   - closed generations whose records are all at or below Settled are
+//     released at Open, unread (their damage, if any, goes with them);
+//   - the one generation holding both records at or below Settled and
+//     records after it (or the newest generation, when it starts at or
+//     below Settled) is scanned up to Settled. When an entry up to Settled
+//     does not verify, the entries after Settled (found by their LSN
+//     beyond the damage and verified as usual) are copied into a new
+//     generation named after Settled, and the damaged generation's
+//     directory is renamed aside, to damaged-<base>, for inspection. That
+//     is logged at ERROR, with the file, the offset and the LSNs set
+//     aside.
+//
+// Damage that reaches past Settled (the entry for Settled+1 is missing or
+// damaged, and it was acknowledged) is refused as ever, with a
+// *CorruptionError.
+
+// damagedPrefix names a generation directory set aside for damage the
+// ledger held: damaged-<base>, in the journal directory. Nothing reads it;
+// it is not counted in max_bytes.
+const damagedPrefix = "damaged-"
+
+// salvagePrefix names the directory a salvaged generation is written in
+// before it is renamed to its generation name.
+const salvagePrefix = "salvage-"
+
+// setAsideSettled checks the generation of gens that holds LSN settled
+// (or the newest, when it starts at or below settled) up to settled, and
+// sets its damage aside as described above. It returns whether it changed
+// the directory (the caller lists the generations again).
+func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func(string) error, log *slog.Logger) (bool, error) {
+	// A salvage a crash interrupted before its rename: never part of the
+	// journal.
+	left, err := filepath.Glob(filepath.Join(dir, salvagePrefix+"*"))
+	if err != nil {
+		return false, fmt.Errorf("journal: list %s: %w", dir, err)
+	}
+	for _, p := range left {
+		if err := os.RemoveAll(p); err != nil {
+			return false, fmt.Errorf("journal: remove an interrupted salvage: %w", err)
+		}
+	}
+	t := -1
+	for i, g := range gens {
+		if g.base < settled {
+			t = i
+		}
+	}
+	if t < 0 {
+		return false, nil
+	}
+	g := gens[t]
+	last := lastLSNOf(gens, t) // 0 for the newest
+	path := g.segment()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && last == 0 {
+		return false, nil // a newest generation tidwall has not created yet
+	}
+	if err != nil {
+		return false, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	s := newScanner(data, g.base+1, last)
+	for s.nextLSN <= settled && s.next() {
+	}
+	if s.err == nil || s.nextLSN > settled {
+		// Intact up to settled (a newest generation may also just end
+		// before it: the journal ends before the ledger, Open jumps).
+		return false, nil
+	}
+	damage := &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN, Err: s.err}
+	from, to, err := settledRest(path, data, int(s.off), settled, last)
+	if err != nil {
+		return false, err
+	}
+	aside := filepath.Join(dir, damagedPrefix+fmt.Sprintf("%020d", g.base))
+	for n := 1; ; n++ {
+		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		aside = filepath.Join(dir, fmt.Sprintf("%s%020d.%d", damagedPrefix, g.base, n))
+	}
+	if err := replaceGeneration(dir, g, settled, data[from:to], aside, syncDir); err != nil {
+		return false, err
+	}
+	copied := uint64(0)
+	if to > from {
+		sc := newScanner(data[from:to], settled+1, 0)
+		for sc.next() {
+			copied++
+		}
+	}
+	log.Error("journal: damaged records the ledger already holds were set aside; nothing is lost: the ledger holds every LSN up to ledger_last_lsn",
+		"file", path, "offset", damage.Offset, "first_damaged_lsn", damage.LSN, "reason", damage.Err,
+		"set_aside_lsns", fmt.Sprintf("%d–%d", g.base+1, settled), "ledger_last_lsn", settled,
+		"moved_to", aside, "records_kept", copied, "kept_in", filepath.Join(dir, genName(settled)))
+	return true, nil
+}
+
+// settledRest finds, in the segment data of a generation damaged at offset
+// off (an LSN at or below settled), the entries after settled: it returns
+// the byte range [from, to) of the verified entries settled+1, … (empty
+// when there are none to keep). last is the generation's last LSN, 0 for
+// the newest. Damage after settled that recovery may not cut is a
+// *CorruptionError.
+func settledRest(path string, data []byte, off int, settled, last uint64) (int, int, error) {
+	want := settled + 1
+	q, found := entryWithLSN(data, off+1, want)
+	if !found {
+		if last != 0 {
+			// A closed generation holds every LSN up to last > settled.
+			return 0, 0, &CorruptionError{File: path, Offset: int64(off), LSN: want,
+				Err: fmt.Errorf("the damage reaches past the ledger's last LSN %d: no entry for LSN %d follows it, and this closed generation holds LSNs up to %d", settled, want, last)}
+		}
+		if f, at, later := laterGroupAfter(data, off, want); later {
+			return 0, 0, &CorruptionError{File: path, Offset: int64(off), LSN: want,
+				Err: fmt.Errorf("the damage reaches past the ledger's last LSN %d: no entry for LSN %d follows it, but a later write group does (LSN %d at offset %d), so LSN %d had been acknowledged", settled, want, f.lsn, at, want)}
+		}
+		return 0, 0, nil // nothing after settled was acknowledged
+	}
+	rest := data[q:]
+	if last != 0 {
+		s := newScanner(rest, want, last)
+		for s.next() {
+		}
+		if s.err != nil {
+			return 0, 0, &CorruptionError{File: path, Offset: int64(q + s.off), LSN: s.nextLSN, Err: s.err}
+		}
+		return q, q + s.off, nil
+	}
+	// The newest generation: what follows is judged by the recovery rule.
+	_, rep, err := examineTail(path, rest, want)
+	var ce *CorruptionError
+	switch {
+	case errors.As(err, &ce):
+		ce.Offset += int64(q)
+		return 0, 0, ce
+	case err != nil:
+		return 0, 0, err
+	case rep != nil:
+		return q, q + int(rep.Offset), nil // the torn tail is left behind
+	}
+	return q, len(data), nil
+}
+
+// entryWithLSN looks from offset from on for a valid entry carrying lsn.
+func entryWithLSN(data []byte, from int, lsn uint64) (int, bool) {
+	for q := from; q < len(data); q++ {
+		size, n := binary.Uvarint(data[q:])
+		if n <= 0 || size < minFrame || size > uint64(len(data)-q-n) {
+			continue
+		}
+		if binary.LittleEndian.Uint64(data[q+n+offFrameLSN:]) != lsn {
+			continue
+		}
+		if _, err := parseFrame(data[q+n : q+n+int(size)]); err == nil {
+			return q, true
+		}
+	}
+	return 0, false
+}
+
+// replaceGeneration writes entries (whole tidwall entries, LSNs settled+1,
+// …) as a new generation after settled and then renames generation g's
+// directory to aside. Each step is durable before the next: a crash
+// between them leaves g beside the new generation, wholly at or below
+// settled, which the next Open releases.
+func replaceGeneration(dir string, g generation, settled uint64, entries []byte, aside string, syncDir func(string) error) error {
+	tmp := filepath.Join(dir, salvagePrefix+fmt.Sprintf("%020d", settled))
+	if err := os.Mkdir(tmp, 0o750); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	if len(entries) > 0 {
+		if err := writeSynced(filepath.Join(tmp, segmentFile), entries); err != nil {
+			return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, genName(settled))); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	if err := os.Rename(g.dir, aside); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("journal: set aside %s: %w", g.dir, err)
+	}
+	return nil
+}
+
+// writeSynced creates the file path holding b and fsyncs it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
