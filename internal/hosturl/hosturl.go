@@ -24,13 +24,14 @@ func Parse(h string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
+		// The parser's detail ("invalid port ...") quotes parts of the
+		// URL: show the detail of the redacted URL, when that fails too.
+		shown := Redact(h)
 		var ue *url.Error
-		if errors.As(err, &ue) && !strings.Contains(h, "@") {
-			// The parser's detail ("invalid port ...") quotes parts of
-			// the URL: safe to show only when it holds no user info.
-			return nil, fmt.Errorf("%q is not a URL: %v", h, ue.Err)
+		if _, rerr := url.Parse(Redact(s)); errors.As(rerr, &ue) {
+			return nil, fmt.Errorf("%q is not a URL: %v", shown, ue.Err)
 		}
-		return nil, fmt.Errorf("%q is not a URL%s", Redact(h), encodeHint(h))
+		return nil, fmt.Errorf("%q is not a URL%s", shown, encodeHint(h))
 	}
 	if strings.Contains(u.Opaque+u.Path+u.RawPath+u.RawQuery+u.Fragment, "@") {
 		return nil, fmt.Errorf("%q is not a URL%s", Redact(h), encodeHint(h))

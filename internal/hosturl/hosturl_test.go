@@ -54,8 +54,10 @@ func TestErrorsHideThePassword(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Parse("es1:port"); err == nil || !strings.Contains(err.Error(), `invalid port ":port"`) {
-		t.Errorf("without user info the parser's detail is shown: %v", err)
+	for _, h := range []string{"es1:port", "https://u:secret@es1:port"} {
+		if _, err := Parse(h); err == nil || !strings.Contains(err.Error(), `invalid port ":port"`) {
+			t.Errorf("%s: the parser's detail is not shown: %v", h, err)
+		}
 	}
 }
 
