@@ -77,28 +77,51 @@ clean:
 	rm -rf bin
 
 # Install for a systemd host: logpond and ledgerctl to $(PREFIX)/bin, the
-# example configuration to /etc/logpond/logpond.toml unless one is there
-# (with journal.dir and ledger.dir set to /var/lib/logpond/...), the unit
-# to /etc/systemd/system and the user entry to /etc/sysusers.d. DESTDIR
-# stages into a directory (packaging). It never runs systemctl; the next
-# steps are at the top of deploy/logpond.service.
+# user entry to /etc/sysusers.d, the example configuration to
+# /etc/logpond/logpond.toml unless one is there (with journal.dir and
+# ledger.dir set to /var/lib/logpond/...), the unit to /etc/systemd/system.
+# The configuration holds password and api_key: it is installed 0640, group
+# $(CONFIG_GROUP) (the service's, deploy/logpond.sysusers), so only root and
+# the service read it. Installing into / creates that user and group first
+# with systemd-sysusers when they are missing (elsewhere create them
+# beforehand, e.g. useradd --system). DESTDIR stages into a directory
+# (packaging): the group is set when this machine has it, else the package
+# must set it. It never runs systemctl; the next steps are at the top of
+# deploy/logpond.service.
 PREFIX  ?= /usr/local
 DESTDIR ?=
+CONFIG_GROUP ?= logpond
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/logpond $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/sysusers.d
 	install -m 0755 bin/logpond bin/ledgerctl $(DESTDIR)$(PREFIX)/bin/
-	@if [ -e $(DESTDIR)/etc/logpond/logpond.toml ]; then \
-		echo "$(DESTDIR)/etc/logpond/logpond.toml exists: left as it is"; \
+	install -m 0644 deploy/logpond.sysusers $(DESTDIR)/etc/sysusers.d/logpond.conf
+	@if [ -z "$(DESTDIR)" ] && ! getent group $(CONFIG_GROUP) >/dev/null 2>&1 && command -v systemd-sysusers >/dev/null; then \
+		echo "systemd-sysusers /etc/sysusers.d/logpond.conf"; \
+		systemd-sysusers /etc/sysusers.d/logpond.conf; \
+	fi
+	@conf=$(DESTDIR)/etc/logpond/logpond.toml; \
+	if [ -e $$conf ]; then \
+		echo "$$conf exists: left as it is"; \
+		if [ -n "$$(find $$conf -perm -0004)" ]; then \
+			echo "WARNING: $$conf is readable by every user and may hold password or api_key: chmod 0640 $$conf && chgrp $(CONFIG_GROUP) $$conf"; \
+		fi; \
 	else \
 		sed -e 's|^dir = "data/journal"|dir = "/var/lib/logpond/journal"|' \
 		    -e 's|^dir = "data/ledger"|dir = "/var/lib/logpond/ledger"|' \
-		    conf/logpond.example.toml > $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
-		grep -q '^dir = "/var/lib/logpond/journal"' $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
-		grep -q '^dir = "/var/lib/logpond/ledger"' $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
-		chmod 0644 $(DESTDIR)/etc/logpond/logpond.toml.tmp && \
-		mv $(DESTDIR)/etc/logpond/logpond.toml.tmp $(DESTDIR)/etc/logpond/logpond.toml && \
-		echo "installed $(DESTDIR)/etc/logpond/logpond.toml"; \
+		    conf/logpond.example.toml > $$conf.tmp && \
+		grep -q '^dir = "/var/lib/logpond/journal"' $$conf.tmp && \
+		grep -q '^dir = "/var/lib/logpond/ledger"' $$conf.tmp && \
+		chmod 0640 $$conf.tmp && \
+		if chgrp $(CONFIG_GROUP) $$conf.tmp 2>/dev/null; then :; \
+		elif [ -n "$(DESTDIR)" ]; then \
+			echo "note: $$conf is 0640 but not in group $(CONFIG_GROUP) (not on this machine, or not yours to give): the package must give it that group"; \
+		else \
+			rm -f $$conf.tmp; \
+			echo "make install: cannot give $$conf the group $(CONFIG_GROUP): create the service user first (systemd-sysusers /etc/sysusers.d/logpond.conf, or useradd --system --home-dir /var/lib/logpond --shell /usr/sbin/nologin logpond), then run make install again" >&2; \
+			exit 1; \
+		fi && \
+		mv $$conf.tmp $$conf && \
+		echo "installed $$conf (0640, group $(CONFIG_GROUP))"; \
 	fi
 	sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' deploy/logpond.service > $(DESTDIR)/etc/systemd/system/logpond.service
 	chmod 0644 $(DESTDIR)/etc/systemd/system/logpond.service
-	install -m 0644 deploy/logpond.sysusers $(DESTDIR)/etc/sysusers.d/logpond.conf

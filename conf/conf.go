@@ -272,7 +272,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		errs = append(errs, &KeyError{File: name, Line: keyLine(data, k), Key: k.String(),
 			Msg: unknownKeyMessage(k)})
 	}
-	for _, p := range cfg.validate() {
+	for _, p := range append(cfg.liftHostCredentials(), cfg.validate()...) {
 		p.File = name
 		p.Line = keyLine(data, splitKey(p.Key))
 		errs = append(errs, p)

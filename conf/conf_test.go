@@ -3,6 +3,7 @@ package conf
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -177,5 +178,55 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load("/nonexistent/logpond.toml")
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/logpond.toml") {
 		t.Fatalf("got %v, want an error naming the file", err)
+	}
+}
+
+// TestHostCredentialsMoveToUsernamePassword: credentials in host URLs end
+// up in username and password, and the hosts keep their spelling without
+// them, so nothing that logs or prints the hosts can show a password.
+func TestHostCredentialsMoveToUsernamePassword(t *testing.T) {
+	for _, tc := range []struct{ name, toml string }{
+		{"one host", `hosts = ["https://elastic:hunter%2F2@es1:9200", "es2:9200"]`},
+		{"same on every host", `hosts = ["https://elastic:hunter%2F2@es1:9200", "elastic:hunter%2F2@es2:9200"]`},
+		{"same as username and password", "hosts = [\"https://elastic:hunter%2F2@es1:9200\", \"es2:9200\"]\nusername = \"elastic\"\npassword = \"hunter/2\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("x.toml", []byte("[output.elasticsearch]\n"+tc.toml+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			es := cfg.Output.Elasticsearch
+			if es.Username != "elastic" || es.Password != "hunter/2" {
+				t.Errorf("username %q, password %q; want elastic, hunter/2", es.Username, es.Password)
+			}
+			if want := []string{"https://es1:9200", "es2:9200"}; !reflect.DeepEqual(es.Hosts, want) {
+				t.Errorf("hosts %q, want %q", es.Hosts, want)
+			}
+		})
+	}
+}
+
+// TestHostErrorsHidePasswords: whatever is wrong with a host that carries
+// credentials, the error shows no part of the password.
+func TestHostErrorsHidePasswords(t *testing.T) {
+	for _, h := range []string{
+		"ftp://elastic:s3cr3t@es1:9200",
+		"https://elastic:s3cr3t@es1:99999",
+		"https://elastic:s3cr3t@es1:port",
+		"https://elastic:s3/cr3t@es1:9200",
+		"https://elastic:s3 cr3t@es1:9200",
+	} {
+		_, err := Parse("x.toml", []byte(fmt.Sprintf("[output.elasticsearch]\nhosts = [%q]\n", h)))
+		if err == nil {
+			t.Errorf("%s: loaded", h)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3") || strings.Contains(err.Error(), "cr3t") {
+			t.Errorf("%s: the error shows the password: %v", h, err)
+		}
+	}
+	_, err := Parse("x.toml", []byte("[output.elasticsearch]\nhosts = [\"https://a:s3cr3t@es1\", \"https://b:0th3r@es2\"]\napi_key = \"a2V5\"\n"))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "0th3r") || strings.Contains(err.Error(), "a2V5") {
+		t.Errorf("conflicting credentials: %v", err)
 	}
 }

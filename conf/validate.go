@@ -3,12 +3,12 @@ package conf
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/logpond/logpond/internal/hosturl"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/output/sprintf"
 	"github.com/logpond/logpond/record"
@@ -301,25 +301,23 @@ func validListen(addr string) error {
 }
 
 // validHost accepts what Logstash's hosts accepts: a URL with http or
-// https, or a bare host[:port] (meaning http).
+// https, or a bare host[:port] (meaning http). Its messages show hosts with
+// their passwords redacted.
 func validHost(h string) error {
-	s := h
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
+	u, err := hosturl.Parse(h)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", h, err)
+		return err
 	}
+	shown := hosturl.Redact(h)
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%q: scheme %q is not http or https", h, u.Scheme)
+		return fmt.Errorf("%q: scheme %q is not http or https", shown, u.Scheme)
 	}
 	if u.Host == "" {
-		return fmt.Errorf("%q has no host: write it like \"https://es1.example.com:9200\"", h)
+		return fmt.Errorf("%q has no host: write it like \"https://es1.example.com:9200\"", shown)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q: port %q is not a number from 1 to 65535", h, p)
+			return fmt.Errorf("%q: port %q is not a number from 1 to 65535", shown, p)
 		}
 	}
 	return nil

@@ -352,7 +352,7 @@ func (s *Server) openOutput() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.out, err = newDrain(s.ledg(), elasticsearch.Options{
-		Hosts: c.Hosts, Username: c.Username, Password: c.Password, APIKey: c.APIKey,
+		Hosts: c.Hosts, Username: c.Username, Password: elasticsearch.NewSecret(c.Password), APIKey: elasticsearch.NewSecret(c.APIKey),
 		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
 		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
 		DerivedIDs: c.DocumentID == "auto",

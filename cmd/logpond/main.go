@@ -7,6 +7,8 @@
 // logpond -check-config FILE loads and validates FILE, prints the effective
 // configuration (every key, defaults filled in, secrets redacted) as TOML
 // on stdout and exits 0, or prints every problem on stderr and exits 1.
+// Insecure settings (conf.Config.Warnings) are printed on stderr as
+// warnings and change no exit code; at start they are logged as WARN.
 // logpond -version prints the version and the build's module and VCS
 // information on stdout.
 package main
@@ -73,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log := newLogger(stderr, cfg.Log)
+	for _, w := range cfg.Warnings() {
+		log.Warn("insecure configuration: "+w.Msg, "key", w.Key)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -160,6 +165,11 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	// Insecure settings are warnings, on stderr: the exit code says
+	// whether the file is valid, and stdout stays TOML.
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "logpond: warning: %s: %s\n", path, w)
 	}
 	out := *cfg
 	hidden := false

@@ -15,6 +15,7 @@ import (
 
 	es "github.com/elastic/go-elasticsearch/v8"
 
+	"github.com/logpond/logpond/internal/hosturl"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/sprintf"
@@ -23,9 +24,16 @@ import (
 // Options configures an Output. The server fills it from
 // [output.elasticsearch]; every field must be set (no zero defaults).
 type Options struct {
-	Hosts              []string
-	Username, Password string
-	APIKey             string
+	// Hosts are the cluster's URLs. They carry no credentials (New
+	// refuses user info in them): those go in Username, Password or
+	// APIKey, which never print.
+	Hosts []string
+	// Username and Password are HTTP basic credentials; APIKey, when set,
+	// is sent instead. Secrets print as "<redacted>" however Options is
+	// printed or logged.
+	Username           string
+	Password           Secret
+	APIKey             Secret
 	CACert             []byte // PEM; nil for the system roots
 	InsecureSkipVerify bool   // tls.verification_mode = none
 	Index              *sprintf.Format
@@ -51,6 +59,53 @@ type Options struct {
 	// Observer, when set, receives measurements for metrics.
 	Observer Observer
 }
+
+// Secret holds a credential. However it is printed — any fmt verb, %+v of
+// a struct holding it (also through unexported fields, where fmt bypasses
+// methods: it then shows a pointer), slog, encoding/json or TOML — it shows
+// "<redacted>", or "" when empty. Only Reveal returns the credential. The
+// zero Secret is empty.
+type Secret struct{ p *string }
+
+// NewSecret returns a Secret holding s.
+func NewSecret(s string) Secret {
+	if s == "" {
+		return Secret{}
+	}
+	return Secret{p: &s}
+}
+
+// Reveal returns the credential, for the one place that sends it.
+func (s Secret) Reveal() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+
+const redacted = "<redacted>"
+
+// String returns "<redacted>", or "" when s is empty.
+func (s Secret) String() string {
+	if s.p == nil || *s.p == "" {
+		return ""
+	}
+	return redacted
+}
+
+// GoString is String: %#v shows no credential either.
+func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
+
+// Format prints String with any verb and flags.
+func (s Secret) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// MarshalText returns String: encoders show no credential.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LogValue returns String: slog shows no credential.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // Observer receives the output's measurements. Its methods are called
 // from the workers and must be quick.
@@ -98,9 +153,15 @@ var ErrCursorNotSaved = errors.New("elasticsearch: the final cursor could not be
 
 // New prepares an Output over l. It contacts nobody until Run.
 func New(l *ledger.Ledger, opts Options) (*Output, error) {
-	if opts.Workers < 1 || opts.FlushBytes < 1 || opts.MaxRequestBytes < opts.FlushBytes || opts.Index == nil ||
-		opts.DeadLetters == nil || opts.Cursor == "" || opts.RetryInitial <= 0 || opts.RetryMax < opts.RetryInitial || opts.Timeout <= 0 || opts.FlushInterval <= 0 {
-		return nil, fmt.Errorf("elasticsearch: incomplete options %+v", opts)
+	if bad := opts.incomplete(); len(bad) > 0 {
+		return nil, fmt.Errorf("elasticsearch: incomplete options: %s", strings.Join(bad, ", "))
+	}
+	for _, h := range opts.Hosts {
+		if _, ui, err := hosturl.Split(h); err != nil {
+			return nil, fmt.Errorf("elasticsearch: host: %w", err)
+		} else if ui != nil {
+			return nil, fmt.Errorf("elasticsearch: host %q carries credentials: set Username and Password instead", hosturl.Redact(h))
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -127,8 +188,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	client, err := es.NewClient(es.Config{
 		Addresses: opts.Hosts,
 		Username:  opts.Username,
-		Password:  opts.Password,
-		APIKey:    opts.APIKey,
+		Password:  opts.Password.Reveal(),
+		APIKey:    opts.APIKey.Reveal(),
 		Transport: lengthTransport{transport},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
@@ -148,6 +209,33 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(2 * opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+}
+
+// incomplete names the options that are unset or out of range, by name
+// only: the message shows no value, so no credential.
+func (opts *Options) incomplete() []string {
+	var bad []string
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"Hosts", len(opts.Hosts) > 0},
+		{"Workers", opts.Workers >= 1},
+		{"FlushBytes", opts.FlushBytes >= 1},
+		{"MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes},
+		{"Index", opts.Index != nil},
+		{"DeadLetters", opts.DeadLetters != nil},
+		{"Cursor", opts.Cursor != ""},
+		{"RetryInitial", opts.RetryInitial > 0},
+		{"RetryMax", opts.RetryMax >= opts.RetryInitial},
+		{"Timeout", opts.Timeout > 0},
+		{"FlushInterval", opts.FlushInterval > 0},
+	} {
+		if !c.ok {
+			bad = append(bad, c.name)
+		}
+	}
+	return bad
 }
 
 // Run drains the ledger until ctx ends or a failure that retrying cannot

@@ -87,7 +87,7 @@ func TestCredentials(t *testing.T) {
 			r.store(time.Now(), filebeatEvent(1, ""))
 			run := r.start(r.options(func(o *Options) {
 				o.Hosts = []string{front.URL}
-				o.Username, o.Password, o.APIKey = tc.user, tc.pass, tc.key
+				o.Username, o.Password, o.APIKey = tc.user, NewSecret(tc.pass), NewSecret(tc.key)
 			}))
 			waitFor(t, "the event", func() bool { return r.es.Count() == 1 })
 			run.stop(t)

@@ -63,10 +63,14 @@ Commands (flags go after the command; each takes --json):
                    age of the oldest record after it
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
-  dlq redrive [-es URL] [-purge]
+  dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge]
                    re-send dead letters to Elasticsearch (bulk create with
                    each entry's index and id; 409 means already there);
-                   -purge removes them once all succeeded (stop logpond first)
+                   -purge removes them once all succeeded (stop logpond first).
+                   The configured credentials and TLS settings go only to
+                   the configured hosts; for another -es give -username
+                   (password in $LEDGERCTL_ES_PASSWORD) or
+                   $LEDGERCTL_ES_API_KEY
 
 Exit status: 0 ok, 1 damage or failure found, 2 usage error.
 `

@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/hosturl"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
@@ -67,32 +70,27 @@ type redriver struct {
 // Purging opens the store, which takes its lock: it fails, saying so, while
 // logpond runs.
 func dlqRedrive(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [-es URL] [-purge] [--json]")
-	url := fs.String("es", "", "Elasticsearch URL (default: output.elasticsearch.hosts of -config)")
+	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge] [--json]")
+	url := fs.String("es", "", "Elasticsearch URL (default: output.elasticsearch.hosts of -config); the configured credentials and TLS settings go only to the configured hosts")
+	username := fs.String("username", "", "HTTP basic user name; the password is read from $"+envPassword+" (default: the configured credentials, for a configured host)")
+	caFile := fs.String("ca", "", "PEM bundle to verify the host's certificate against (default: output.elasticsearch.tls.ca for a configured host, else the system roots)")
 	purge := fs.Bool("purge", false, "after every dead letter was re-driven, remove them (logpond must be stopped)")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
-	var hosts []string
-	switch {
-	case *url != "":
-		hosts = []string{*url}
-	case e.es != nil && len(e.es.Hosts) > 0:
-		hosts = e.es.Hosts
-	default:
-		e.errorf("dlq redrive: say where Elasticsearch is: -es URL (or -config FILE with output.elasticsearch.hosts)")
+	target, err := redriveTarget(e, *url, *username, *caFile)
+	if err != nil {
+		e.errorf("dlq redrive: %v", err)
 		return exitUsage
 	}
-	transport, err := redriveTransport(e)
+	transport, err := redriveTransport(target)
 	if err != nil {
 		e.errorf("dlq redrive: %v", err)
 		return exitFailed
 	}
 	defer transport.CloseIdleConnections()
-	cfg := es.Config{Addresses: hosts, Transport: transport}
-	if e.es != nil {
-		cfg.Username, cfg.Password, cfg.APIKey = e.es.Username, e.es.Password, e.es.APIKey
-	}
+	cfg := es.Config{Addresses: target.hosts, Transport: transport,
+		Username: target.username, Password: target.password, APIKey: target.apiKey}
 	client, err := es.NewClient(cfg)
 	if err != nil {
 		e.errorf("dlq redrive: %v", err)
@@ -177,23 +175,99 @@ func purgeDLQ(e *env, dir string, last dlq.Pos) error {
 	return nil
 }
 
-// redriveTransport is the HTTP transport, with the output's TLS settings
-// when a configuration was given.
-func redriveTransport(e *env) (*http.Transport, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if e.es != nil {
-		tlsCfg.InsecureSkipVerify = e.es.TLS.VerificationMode == "none" //nolint:gosec // only when the configuration says so
-		if e.es.TLS.CA != "" {
-			pem, err := os.ReadFile(e.es.TLS.CA)
-			if err != nil {
-				return nil, fmt.Errorf("output.elasticsearch.tls.ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("output.elasticsearch.tls.ca %s holds no PEM certificate", e.es.TLS.CA)
-			}
-			tlsCfg.RootCAs = pool
+// Environment variables with explicit credentials for dlq redrive: secrets
+// stay off the command line, where other users of the machine can read
+// them (ps, /proc).
+const (
+	envPassword = "LEDGERCTL_ES_PASSWORD"
+	envAPIKey   = "LEDGERCTL_ES_API_KEY"
+)
+
+// redriveTo is where a re-drive sends, with which credentials and TLS
+// settings.
+type redriveTo struct {
+	hosts                      []string
+	username, password, apiKey string
+	caFile                     string // "" for the system roots
+	skipVerify                 bool
+}
+
+// redriveTarget decides where dlq redrive sends and what it sends along.
+// The configured credentials and TLS settings (CA, verification_mode) are
+// for the configured hosts: they go along only when -es is absent or names
+// one of them. Another host gets only the credentials given explicitly
+// (-username with $LEDGERCTL_ES_PASSWORD, $LEDGERCTL_ES_API_KEY, or user
+// info in -es), which also replace the configured ones for a configured
+// host, and is verified against the system roots or -ca.
+func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
+	var t redriveTo
+	var urlUser, urlPass string
+	switch {
+	case esURL != "":
+		bare, ui, err := hosturl.Split(esURL)
+		if err != nil {
+			return t, fmt.Errorf("-es: %w", err)
 		}
+		if ui != nil {
+			urlUser = ui.Username()
+			urlPass, _ = ui.Password()
+		}
+		t.hosts = []string{bare}
+	case e.es != nil && len(e.es.Hosts) > 0:
+		t.hosts = e.es.Hosts
+	default:
+		return t, errors.New("say where Elasticsearch is: -es URL (or -config FILE with output.elasticsearch.hosts)")
+	}
+	configured := e.es != nil && (esURL == "" || slices.ContainsFunc(e.es.Hosts, func(h string) bool { return hosturl.Same(h, t.hosts[0]) }))
+
+	password, apiKey := os.Getenv(envPassword), os.Getenv(envAPIKey)
+	switch {
+	case username != "" && urlUser != "":
+		return t, errors.New("-username and user info in -es: give the credentials once")
+	case username != "" && password == "":
+		return t, fmt.Errorf("-username %s needs the password in $%s", username, envPassword)
+	case username != "":
+		t.username, t.password = username, password
+	case urlUser != "":
+		t.username, t.password = urlUser, urlPass
+	}
+	t.apiKey = apiKey
+	explicit := t.username != "" || t.apiKey != ""
+	if configured {
+		if !explicit {
+			t.username, t.password, t.apiKey = e.es.Username, e.es.Password, e.es.APIKey
+		}
+		t.caFile, t.skipVerify = e.es.TLS.CA, e.es.TLS.VerificationMode == "none"
+	} else if e.es != nil && !explicit && (e.es.APIKey != "" || e.es.Password != "") {
+		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: %s is not one of output.elasticsearch.hosts: the configured credentials are not sent to it; give its own with -username and $%s, or $%s\n",
+			hosturl.Redact(t.hosts[0]), envPassword, envAPIKey)
+	}
+	if caFile != "" {
+		t.caFile = caFile
+	}
+	if t.apiKey != "" || (t.username != "" && t.password != "") {
+		for _, h := range t.hosts {
+			if u, err := hosturl.Parse(h); err == nil && strings.EqualFold(u.Scheme, "http") {
+				fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: warning: the credentials go in clear text to %s (http)\n", hosturl.Redact(h))
+			}
+		}
+	}
+	return t, nil
+}
+
+// redriveTransport is the HTTP transport, with the TLS settings of t.
+func redriveTransport(t redriveTo) (*http.Transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.skipVerify} //nolint:gosec // only for configured hosts whose configuration says so
+	if t.caFile != "" {
+		pem, err := os.ReadFile(t.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA bundle: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA bundle %s holds no PEM certificate", t.caFile)
+		}
+		tlsCfg.RootCAs = pool
 	}
 	return &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1}, nil
 }

@@ -1,0 +1,85 @@
+package conf
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/logpond/logpond/internal/hosturl"
+)
+
+// Warning is a setting that works but exposes data or credentials. logpond
+// starts with it (logging each warning) and -check-config prints it without
+// failing: the setting may be deliberate (a test cluster, a network that is
+// protected otherwise).
+type Warning struct {
+	Key string // dotted path, e.g. "output.elasticsearch.tls.verification_mode"
+	Msg string // what is exposed, to whom, and what to change
+}
+
+func (w Warning) String() string { return w.Key + ": " + w.Msg }
+
+// Warnings lists the insecure settings of c, in a fixed order; nil when
+// there are none:
+//   - output.elasticsearch.tls.verification_mode = "none";
+//   - credentials (username and password, or api_key) sent to http hosts;
+//   - a Beats listener without TLS on an address other hosts can reach.
+func (c *Config) Warnings() []Warning {
+	var ws []Warning
+	es := c.Output.Elasticsearch
+	if es.TLS.VerificationMode == "none" {
+		ws = append(ws, Warning{"output.elasticsearch.tls.verification_mode",
+			`"none": logpond checks no certificate of the https hosts, so anyone on the network path can pose as Elasticsearch and read the events and the credentials; use "full" (with tls.ca for a private CA)`})
+	}
+	// What the client sends: the API key, else basic auth when both
+	// username and password are set.
+	sent := ""
+	switch {
+	case es.APIKey != "":
+		sent = "the API key (api_key) goes"
+	case es.Username != "" && es.Password != "":
+		sent = "the username and password go"
+	}
+	if sent != "" {
+		var plain []string
+		for _, h := range es.Hosts {
+			if u, err := hosturl.Parse(h); err == nil && strings.EqualFold(u.Scheme, "http") {
+				plain = append(plain, hosturl.Redact(h))
+			}
+		}
+		if len(plain) > 0 {
+			ws = append(ws, Warning{"output.elasticsearch.hosts",
+				fmt.Sprintf("%s in clear text to %s (http): anyone on the network path can read them; use https hosts", sent, quoteAll(plain))})
+		}
+	}
+	b := c.Input.Beats
+	if b.TLS.Cert == "" && !loopback(b.Listen) {
+		ws = append(ws, Warning{"input.beats.listen",
+			fmt.Sprintf("%q accepts plaintext Beats connections from other hosts (input.beats.tls.cert is empty): any client that reaches it can send events, and an event picks its index, its ingest pipeline and its document id (@metadata); set input.beats.tls (cert, key, and client_auth = \"required\" with client_ca), or listen on 127.0.0.1", b.Listen)})
+	}
+	return ws
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address
+// only. An empty host or an unspecified address (0.0.0.0, ::) listens on
+// every interface; a host name other than localhost counts as reachable,
+// as conf does not resolve names.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
