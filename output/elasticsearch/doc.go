@@ -35,12 +35,12 @@
 // dead-letter store with their status and reason; every other item
 // failure (429, 5xx, 401 and 403 such as a read-only cluster block) is
 // retried alone (only the failed items) with capped exponential backoff
-// and jitter until it passes. A request
-// refused as a whole for its content (400, 413) is split in halves until
-// the event that causes it is isolated and dead-lettered; one that fails
-// for any other reason (refused connection, timeout, 5xx, 429, auth) is
-// retried for ever while the events wait in the ledger. An event bigger
-// than max_request_bytes is dead-lettered without being sent.
+// and jitter until it passes. A request refused as a whole for its content
+// (400, 413) is split in halves until the event that causes it is isolated
+// and dead-lettered; one that fails for any other reason (refused
+// connection, timeout, 5xx, 429, auth) is retried for ever while the
+// events wait in the ledger. An event bigger than max_request_bytes is
+// dead-lettered without being sent.
 //
 // # Cursor
 //
