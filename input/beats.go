@@ -91,7 +91,7 @@ type Beats struct {
 	testHookDeadline func()
 }
 
-// errClosing ends a connection's handler at a batch boundary once Close
+// errClosing ends a connection's handler before its next read once Close
 // has begun.
 var errClosing = errors.New("input: closing")
 
