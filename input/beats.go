@@ -79,9 +79,21 @@ type Beats struct {
 	batches    int64
 	bytes      int64 // event bytes acknowledged
 	closed     bool
+	acceptErr  error     // the last accept failed with it; nil once one succeeds
+	acceptFrom time.Time // when accepting started to fail
+	failed     error     // the accept loop ended without Close
 
-	wg sync.WaitGroup // the accept loop and every connection handler
+	wg   sync.WaitGroup // the accept loop and every connection handler
+	logs *logLimiter    // lines about violations and accept failures
+
+	// testHookDeadline, when set, runs before a handler sets its
+	// connection's read deadline: tests widen the window a Close can hit.
+	testHookDeadline func()
 }
+
+// errClosing ends a connection's handler before its next read once Close
+// has begun.
+var errClosing = errors.New("input: closing")
 
 // ListenBeats binds the listener; Serve starts accepting.
 func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
@@ -101,13 +113,19 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 	stop, cancel := context.WithCancel(context.Background())
 	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
-		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}}, nil
+		conns: map[net.Conn]struct{}{}, violations: map[string]int64{},
+		logs: newLogLimiter(opts.Logger, logInterval)}, nil
 }
 
 // Addr is the address the input listens on.
 func (b *Beats) Addr() net.Addr { return b.ln.Addr() }
 
-// Serve accepts connections until Close. It returns nil after Close.
+// Serve accepts connections until Close. It returns nil after Close. A
+// failed accept (too many open files, say) is retried after a backoff
+// that doubles from 5ms to 1s, as net/http's Server does, and logged at
+// most once per interval; meanwhile Waiting says why nothing is accepted.
+// Only a listener closed by someone else ends Serve before Close, with an
+// error that Err also returns.
 func (b *Beats) Serve() error {
 	// Add under the lock and only while open: Close sets closed under the
 	// same lock before it waits, so no Add can race with its Wait.
@@ -119,20 +137,37 @@ func (b *Beats) Serve() error {
 	b.wg.Add(1)
 	b.mu.Unlock()
 	defer b.wg.Done()
+	var delay time.Duration // before the next accept; 0 while accepting works
 	for {
 		conn, err := b.ln.Accept()
 		if err != nil {
-			b.mu.Lock()
-			closed := b.closed
-			b.mu.Unlock()
-			if closed {
+			if b.isClosed() {
 				return nil
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			return fmt.Errorf("input: accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				// Nothing will ever be accepted again: a stage that
+				// stopped, which health checks report (Err).
+				err = fmt.Errorf("input: accept: the listener was closed: %w", err)
+				b.mu.Lock()
+				b.failed = err
+				b.mu.Unlock()
+				b.log.Error("beats: the input stopped accepting connections", "addr", b.ln.Addr().String(), "err", err)
+				return err
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			b.acceptFailed(err, delay)
+			if !b.pause(delay) {
+				return nil // Close
+			}
+			continue
+		}
+		if delay > 0 {
+			delay = 0
+			b.acceptWorks()
 		}
 		select {
 		case b.slots <- struct{}{}:
@@ -153,6 +188,71 @@ func (b *Beats) Serve() error {
 			b.handle(conn)
 		}()
 	}
+}
+
+// acceptFailed records and logs (at most once per interval) a failed
+// accept that is retried after delay.
+func (b *Beats) acceptFailed(err error, delay time.Duration) {
+	b.mu.Lock()
+	if b.acceptErr == nil {
+		b.acceptFrom = time.Now()
+	}
+	b.acceptErr = err
+	b.mu.Unlock()
+	if b.logs.allow("accept", slog.LevelError, "beats: accepting connections failed again; retrying", "addr", b.ln.Addr().String(), "err", err.Error()) {
+		b.log.Error("beats: accepting a connection failed: retrying with backoff; clients cannot connect meanwhile",
+			"addr", b.ln.Addr().String(), "err", err, "retry_in", delay.String())
+	}
+}
+
+// acceptWorks ends a series of failed accepts.
+func (b *Beats) acceptWorks() {
+	b.mu.Lock()
+	from := b.acceptFrom
+	b.acceptErr = nil
+	b.mu.Unlock()
+	b.log.Info("beats: accepting connections again", "addr", b.ln.Addr().String(),
+		"failed_for", time.Since(from).Round(time.Millisecond).String())
+}
+
+// pause waits d; false when Close ended the wait.
+func (b *Beats) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-b.stop.Done():
+		return false
+	}
+}
+
+func (b *Beats) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Err returns why the input stopped accepting connections before Close
+// (its listener was closed under it): the process no longer takes Beats
+// connections and should be restarted. Nil while the input accepts, or
+// retries failed accepts, and after Close. Safe for concurrent use.
+func (b *Beats) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed
+}
+
+// Waiting says why the input accepts no connection right now, or "":
+// accepting fails (too many open files, say) and is retried with backoff.
+// Safe for concurrent use.
+func (b *Beats) Waiting() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.acceptErr == nil {
+		return ""
+	}
+	return fmt.Sprintf("accepting Beats connections fails since %s: %v; retrying", b.acceptFrom.Format(time.RFC3339), b.acceptErr)
 }
 
 func (b *Beats) track(c net.Conn) bool {
@@ -189,7 +289,25 @@ func (b *Beats) Close() error {
 	b.cancelStop()
 	err := b.ln.Close()
 	b.wg.Wait()
+	b.logs.close() // logs what was counted but not yet logged
 	return err
+}
+
+// readDeadline sets conn's read deadline d from now, unless Close has
+// begun: then it returns errClosing and leaves the deadline Close set
+// (now), which interrupts the read. The check and the set happen under
+// mu, where Close sets its deadlines, so a deadline set here never
+// outlasts Close's.
+func (b *Beats) readDeadline(conn net.Conn, d time.Duration) error {
+	if b.testHookDeadline != nil {
+		b.testHookDeadline()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errClosing
+	}
+	return conn.SetReadDeadline(time.Now().Add(d))
 }
 
 // Violations counts closed connections by reason.
@@ -225,7 +343,9 @@ func (b *Beats) violation(c net.Conn, reason string, err error) {
 	b.mu.Lock()
 	b.violations[reason]++
 	b.mu.Unlock()
-	b.log.Warn("beats: closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
+	if b.logs.allow("violation "+reason, slog.LevelWarn, "beats: closed more connections for this reason", "reason", reason) {
+		b.log.Warn("beats: closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
+	}
 }
 
 // handle serves one connection: read a window, write its events into
@@ -264,7 +384,7 @@ func (b *Beats) handle(conn net.Conn) {
 	r.OnWindow = func(int) error {
 		// The window started: from now on the whole batch must arrive
 		// within BatchTimeout.
-		return conn.SetReadDeadline(time.Now().Add(b.opts.BatchTimeout))
+		return b.readDeadline(conn, b.opts.BatchTimeout)
 	}
 	submit := func() error {
 		if bl.Count() == 0 {
@@ -309,14 +429,8 @@ func (b *Beats) handle(conn net.Conn) {
 		return nil
 	}
 	for {
-		b.mu.Lock()
-		closing := b.closed
-		b.mu.Unlock()
-		if closing {
-			return // Close interrupted the read; the last batch was acknowledged
-		}
-		if err := conn.SetReadDeadline(time.Now().Add(b.opts.IdleTimeout)); err != nil {
-			return
+		if err := b.readDeadline(conn, b.opts.IdleTimeout); err != nil {
+			return // Close interrupted the read (the last batch was acknowledged), or the connection broke
 		}
 		bl = builders.Get().(*record.Builder)
 		bl.Reset(time.Now())
@@ -364,7 +478,7 @@ func (b *Beats) closeWith(conn net.Conn, err error) {
 	var pe *lumberjack.ProtocolError
 	var ne net.Error
 	switch {
-	case errors.Is(err, errEOF):
+	case errors.Is(err, errEOF), errors.Is(err, errClosing):
 	case errors.As(err, &pe):
 		b.violation(conn, pe.Reason, err)
 	case errors.Is(err, errNoBudget):
@@ -377,7 +491,9 @@ func (b *Beats) closeWith(conn net.Conn, err error) {
 			b.violation(conn, "timeout", err)
 		}
 	default:
-		b.log.Warn("beats: connection ended", "remote", conn.RemoteAddr().String(), "err", err)
+		if b.logs.allow("ended", slog.LevelWarn, "beats: more connections ended on errors") {
+			b.log.Warn("beats: connection ended", "remote", conn.RemoteAddr().String(), "err", err)
+		}
 	}
 }
 

@@ -24,6 +24,8 @@ var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger
 // endpoints.
 type state struct {
 	input           *input.BeatsStats
+	inputFailed     error  // the Beats input stopped accepting connections for good
+	inputWaiting    string // why the Beats input accepts nothing right now
 	violations      map[string]int64
 	journalBytes    int64
 	journalLast     uint64
@@ -44,6 +46,7 @@ func (s *Server) snapshot() state {
 	if s.beats != nil {
 		in := s.beats.Stats()
 		st.input = &in
+		st.inputFailed, st.inputWaiting = s.beats.Err(), s.beats.Waiting()
 		st.violations = s.beats.Violations()
 		if in.BudgetWaiters > 0 {
 			st.waiting["input_budget"] = fmt.Sprintf("%d connections wait for input.beats.max_inflight_bytes (%d of %d bytes held)", in.BudgetWaiters, in.InflightBytes, in.MaxInflightBytes)
@@ -101,16 +104,36 @@ func (s *Server) AdminAddr() net.Addr {
 	return s.adminLn.Addr()
 }
 
-// startAdmin serves /metrics, /healthz and /readyz on the admin listener.
+// adminLimits bound what one client of the admin endpoint can hold: its
+// clients are probes and scrapers that send a small request and read an
+// answer of at most a few MiB (/metrics), so a connection that sends
+// slowly, reads slowly or idles is closed rather than kept. A variable
+// only so that tests can shorten it.
+var adminLimits = struct {
+	readHeader, read, write, idle time.Duration
+	maxHeaderBytes                int
+}{
+	readHeader:     5 * time.Second,
+	read:           10 * time.Second,
+	write:          30 * time.Second, // no handler streams or runs long (no pprof)
+	idle:           60 * time.Second, // longer than usual scrape and probe intervals: their connections are reused
+	maxHeaderBytes: 16 << 10,
+}
+
+// startAdmin serves /metrics, /livez (and its alias /healthz) and /readyz
+// on the admin listener.
 func (s *Server) startAdmin() {
 	if s.adminLn == nil {
 		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}))
-	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /livez", s.livez)
+	mux.HandleFunc("GET /healthz", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	l := adminLimits
+	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
+		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
 	s.adminDone = make(chan struct{})
 	ln := s.adminLn
 	go func() {
@@ -119,7 +142,7 @@ func (s *Server) startAdmin() {
 			s.log.Error("admin endpoint stopped", "err", err)
 		}
 	}()
-	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /livez /healthz /readyz")
 }
 
 // stopAdmin stops the admin endpoint and waits for its goroutine.
@@ -136,25 +159,45 @@ func (s *Server) stopAdmin() {
 	s.admin, s.adminLn = nil, nil
 }
 
-// healthz answers 200 while the process can do its job: 503 while the
-// journal is failed (poisoned: nothing is acknowledged until the flusher
-// has reopened it, see flusher.recover).
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	st := s.snapshot()
-	if st.journalErr != nil {
-		http.Error(w, "journal failed: "+st.journalErr.Error(), http.StatusServiceUnavailable)
+// livez answers 200 while the process serves: nothing in it stopped
+// that only a restart brings back. Waiting is alive: a failed (poisoned)
+// journal or ledger is reopened by logpond itself once its device has
+// room, and restarting then would only replay the journal into a full
+// disk; that is /readyz's business. /healthz is the same check.
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+	if why := s.snapshot().notAlive(); len(why) > 0 {
+		http.Error(w, strings.Join(why, "\n"), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
 }
 
-// readyz answers 200 while new batches are acknowledged without waiting on
-// a full store; otherwise 503 with the backpressure reasons, so a load
-// balancer can send Beats elsewhere. A failed ledger counts: batches are
-// still acknowledged, but into a journal that only fills until the ledger
-// is back, and Beats sent elsewhere meanwhile keep that headroom.
+// notAlive lists the stopped stages that only a restart brings back. (A
+// failed flusher or output ends Run, and the process, by itself.)
+func (st state) notAlive() []string {
+	var why []string
+	if st.inputFailed != nil {
+		why = append(why, "the Beats input stopped accepting connections: "+st.inputFailed.Error())
+	}
+	return why
+}
+
+// readyz answers 200 while new batches are accepted and acknowledged
+// without waiting on a full or failed store; otherwise 503 with the
+// reasons, so a load balancer can send Beats elsewhere.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	st := s.snapshot()
+	if why := s.snapshot().notReady(); len(why) > 0 {
+		http.Error(w, strings.Join(why, "\n"), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// notReady lists why new batches are not accepted and acknowledged right
+// away. A failed ledger counts: batches are still acknowledged, but into a
+// journal that only fills until the ledger is back, and Beats sent
+// elsewhere meanwhile keep that headroom.
+func (st state) notReady() []string {
 	var why []string
 	for _, r := range []string{"ledger_failed", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
@@ -164,14 +207,15 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if st.journalErr != nil {
 		why = append(why, "journal failed: "+st.journalErr.Error())
 	}
-	if st.input == nil {
+	switch {
+	case st.input == nil:
 		why = append(why, "the Beats input is not running")
+	case st.inputFailed != nil:
+		why = append(why, "the Beats input stopped accepting connections: "+st.inputFailed.Error())
+	case st.inputWaiting != "":
+		why = append(why, st.inputWaiting)
 	}
-	if len(why) > 0 {
-		http.Error(w, strings.Join(why, "\n"), http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintln(w, "ready")
+	return why
 }
 
 // slogPrinter routes promhttp's errors to the server's log.

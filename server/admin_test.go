@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -17,6 +20,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/input"
+	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/output/estest"
 )
 
@@ -269,4 +276,125 @@ func get(t *testing.T, url string) (int, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// startWithAdmin runs a server with the admin endpoint and no output.
+func startWithAdmin(t *testing.T, cfg *conf.Config) (*running, string) {
+	t.Helper()
+	cfg.Admin.Listen = "127.0.0.1:0"
+	r := start(t, cfg)
+	t.Cleanup(func() { r.shutdown(t) })
+	return r, "http://" + r.s.AdminAddr().String()
+}
+
+// TestAdminConnectionLimits: the admin endpoint closes a connection that
+// idles after a request, and refuses oversized headers.
+func TestAdminConnectionLimits(t *testing.T) {
+	saved := adminLimits
+	adminLimits.idle = 200 * time.Millisecond
+	t.Cleanup(func() { adminLimits = saved })
+	root := t.TempDir()
+	_, base := startWithAdmin(t, testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger")))
+	addr := strings.TrimPrefix(base, "http://")
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /livez HTTP/1.1\r\nHost: logpond\r\n\r\n")
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("/livez %d", res.StatusCode)
+	}
+	// Kept alive for the next request, then closed by the server once it
+	// idled: well before this hang guard.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("the server sent bytes nobody asked for")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Error("an idle admin connection was kept open")
+	}
+
+	req, err := http.NewRequest("GET", base+"/livez", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Padding", strings.Repeat("x", 64<<10))
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 64 KiB header got %d, want 431", res.StatusCode)
+	}
+	if l := adminLimits; l.read <= 0 || l.write <= 0 || l.readHeader <= 0 || l.maxHeaderBytes <= 0 {
+		t.Errorf("admin limits %+v: every one must be set", l)
+	}
+}
+
+// TestProbeVerdicts: liveness fails only for a stage that stopped for
+// good; readiness also for what logpond waits out by itself.
+func TestProbeVerdicts(t *testing.T) {
+	in := &input.BeatsStats{}
+	for _, tc := range []struct {
+		name         string
+		st           state
+		alive, ready bool
+	}{
+		{"healthy", state{input: in}, true, true},
+		{"journal failed", state{input: in, journalErr: errors.New("no space left on device")}, true, false},
+		{"ledger failed", state{input: in, waiting: map[string]string{"ledger_failed": "reopening"}}, true, false},
+		{"journal full", state{input: in, waiting: map[string]string{"journal_full": "full"}}, true, false},
+		{"accepts fail", state{input: in, inputWaiting: "accepting fails: too many open files"}, true, false},
+		{"input stopped", state{input: in, inputFailed: errors.New("listener closed")}, false, false},
+		{"input not running", state{}, true, false},
+	} {
+		if alive := len(tc.st.notAlive()) == 0; alive != tc.alive {
+			t.Errorf("%s: alive %v, want %v (%q)", tc.name, alive, tc.alive, tc.st.notAlive())
+		}
+		if ready := len(tc.st.notReady()) == 0; ready != tc.ready {
+			t.Errorf("%s: ready %v, want %v (%q)", tc.name, ready, tc.ready, tc.st.notReady())
+		}
+	}
+}
+
+// TestProbesWhileTheJournalFailed: a journal failed on a full device is
+// not ready (nothing is acknowledged) but alive: logpond reopens it by
+// itself once there is room, and a liveness probe that restarted it
+// meanwhile would only loop.
+func TestProbesWhileTheJournalFailed(t *testing.T) {
+	jdisk := powerloss.New(t, 32<<20)
+	cfg := crashConfig(t.TempDir())
+	cfg.Journal.Dir = filepath.Join(jdisk.Dir, "journal")
+	cfg.Journal.MaxBytes = 1 << 30 // larger than the device: the device fills first
+	r, base := startWithAdmin(t, cfg)
+	jdisk.Fill("filler", 64<<10)
+	for seq := 0; ; seq++ {
+		_, err := appendVia(context.Background(), r.s, testRecordText(fmt.Sprintf(`{"seq":%d,"pad":"%0*d"}`, seq, 64<<10, 0)))
+		if errors.Is(err, journal.ErrPoisoned) || errors.Is(err, journal.ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq > 100_000 {
+			t.Fatal("the journal never failed on its full device")
+		}
+	}
+	for _, path := range []string{"/livez", "/healthz"} {
+		if code, body := get(t, base+path); code != 200 {
+			t.Errorf("%s while the journal failed: %d %s, want 200", path, code, body)
+		}
+	}
+	if code, body := get(t, base+"/readyz"); code != 503 || !strings.Contains(body, "journal failed") {
+		t.Errorf("/readyz while the journal failed: %d %q, want 503 saying why", code, body)
+	}
 }

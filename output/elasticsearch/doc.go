@@ -30,15 +30,17 @@
 // # Outcomes
 //
 // Response items are matched to actions by position, never by their
-// action key. 2xx and 409 are done; 429, 5xx and
-// es_rejected_execution_exception are retried alone (only the failed items)
-// with capped exponential backoff and jitter; any other item failure is
-// written to the dead-letter store with its status and reason. A request
-// refused as a whole for its content (400, 413) is split in halves until
-// the event that causes it is isolated and dead-lettered; one that fails
-// for any other reason (refused connection, timeout, 5xx, 429, auth) is
-// retried for ever while the events wait in the ledger. An event bigger
-// than max_request_bytes is dead-lettered without being sent.
+// action key. 2xx, and 409 for an id of logpond's, are done; 400 and 404
+// (the event's fault, as Logstash's DLQ codes) are written to the
+// dead-letter store with their status and reason; every other item
+// failure (429, 5xx, 401 and 403 such as a read-only cluster block) is
+// retried alone (only the failed items) with capped exponential backoff
+// and jitter until it passes. A request refused as a whole for its content
+// (400, 413) is split in halves until the event that causes it is isolated
+// and dead-lettered; one that fails for any other reason (refused
+// connection, timeout, 5xx, 429, auth) is retried for ever while the
+// events wait in the ledger. An event bigger than max_request_bytes is
+// dead-lettered without being sent.
 //
 // # Cursor
 //

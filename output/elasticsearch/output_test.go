@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,6 +434,50 @@ func TestCursorNeverPassesAPendingItem(t *testing.T) {
 	// Only the failing item was sent again, never its neighbours.
 	if items, retried := r.es.Stats().Items, run.out.Stats().Retried; items != 100+retried {
 		t.Errorf("the test server saw %d items for 100 events and %d item retries", items, retried)
+	}
+}
+
+// TestClusterBlockIsRetriedNotDeadLettered: items answered 403
+// cluster_block_exception (a read-only block, e.g. the flood-stage disk
+// watermark) fail for the cluster's state, not the events': they are
+// retried until the block lifts and then stored, never dead-lettered.
+func TestClusterBlockIsRetriedNotDeadLettered(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var blocked atomic.Bool
+	blocked.Store(true)
+	r.es.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, _ []byte) (int, string, string, bool) {
+		if blocked.Load() {
+			return 403, "cluster_block_exception", "index [filebeat-9.3.0] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];", true
+		}
+		return 0, "", "", false
+	}})
+	for i := range 20 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	run := r.start(r.options(nil))
+	waitFor(t, "items answered 403 a few times", func() bool {
+		return r.es.Stats().ItemsByStatus[403] >= 60 || run.out.Stats().DeadLettered > 0
+	})
+	if st := run.out.Stats(); st.DeadLettered != 0 {
+		t.Fatalf("%d events dead-lettered for a cluster block; want them retried", st.DeadLettered)
+	}
+	if c, _ := r.ledger.Cursor("elasticsearch"); c != 0 {
+		t.Errorf("cursor at %d while every event is blocked", c)
+	}
+	blocked.Store(false)
+	waitFor(t, "every event stored", func() bool { return run.out.Stats().Indexed == 20 })
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 20 })
+	run.stop(t)
+	r.checkAllStoredOnce(t)
+	if st := run.out.Stats(); st.DeadLettered != 0 || st.Retried == 0 {
+		t.Errorf("after the block: %+v; want retries and no dead letters", st)
+	}
+	n := 0
+	if err := dlq.Scan(r.dir+"/dlq", func(dlq.Pos, dlq.Entry) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d dead letters in the store, want none", n)
 	}
 }
 

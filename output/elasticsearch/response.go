@@ -107,17 +107,31 @@ const (
 	outcomeDead                 // rejected for good: dead-letter it
 )
 
-// classify decides an item's fate from its result (design §7). hasID says
-// the item was a create with an id of logpond's (or the event's own): a
-// 409 then means an earlier attempt stored it, which is success.
+// classify decides an item's fate from its result. hasID says the item
+// was a create with an id of logpond's (or the event's own): a 409 then
+// means an earlier attempt stored it, which is success.
+//
+// Only what the event itself causes is dead-lettered, as Logstash does
+// (its DLQ codes): 400 (a mapping or parsing error, an invalid index name,
+// a missing ingest pipeline) and 404 (an index that does not exist and may
+// not be created). A 409 without an id of logpond's is a real conflict
+// with another document: retrying cannot store it either. Every other
+// failure belongs to the cluster's state and may pass: 429 and 5xx, and
+// also 401 and 403 (a cluster_block_exception such as a flood-stage disk
+// watermark's read-only block, a security exception until privileges are
+// fixed), so those items are retried, for ever, while the events wait in
+// the ledger. An es_rejected_execution_exception is retried whatever its
+// status.
 func classify(r itemResult, hasID bool) outcome {
 	switch {
 	case r.status >= 200 && r.status < 300:
 		return outcomeDone
 	case r.status == 409 && hasID:
 		return outcomeDone
-	case r.status == 429 || r.status >= 500 || r.errType == "es_rejected_execution_exception":
+	case r.errType == "es_rejected_execution_exception":
 		return outcomeRetry
+	case r.status == 400 || r.status == 404 || r.status == 409:
+		return outcomeDead
 	}
-	return outcomeDead
+	return outcomeRetry
 }

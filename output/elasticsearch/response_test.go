@@ -67,7 +67,11 @@ func TestClassify(t *testing.T) {
 		{itemResult{status: 400, errType: "es_rejected_execution_exception"}, true, outcomeRetry},
 		{itemResult{status: 400, errType: "document_parsing_exception"}, true, outcomeDead},
 		{itemResult{status: 404, errType: "index_not_found_exception"}, true, outcomeDead},
-		{itemResult{status: 403, errType: "cluster_block_exception"}, true, outcomeDead},
+		// The cluster's state, not the event: retried until it passes.
+		{itemResult{status: 403, errType: "cluster_block_exception"}, true, outcomeRetry},
+		{itemResult{status: 403, errType: "security_exception"}, true, outcomeRetry},
+		{itemResult{status: 401, errType: "security_exception"}, true, outcomeRetry},
+		{itemResult{status: 408}, true, outcomeRetry},
 	} {
 		if got := classify(tc.r, tc.hasID); got != tc.want {
 			t.Errorf("classify(%+v, %v) = %d, want %d", tc.r, tc.hasID, got, tc.want)

@@ -23,7 +23,7 @@ type Stats struct {
 	BytesSent      int64  // request bodies, before compression
 	Indexed        int64  // items stored (2xx)
 	Conflicts      int64  // creates answered 409: stored by an earlier attempt
-	Retried        int64  // item retries (429, 5xx, rejected execution)
+	Retried        int64  // item retries (429, 5xx, 401, 403: any failure but 400, 404, 409)
 	DeadLettered   int64  // events written to the dead-letter store
 	Outages        int64  // series of failed requests
 	CursorLSN      uint64 // last persisted cursor
