@@ -26,15 +26,15 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# End-to-end throughput against the no-durability and naive baselines
-# (issue 6): journal under ./data on this disk, ledger on a loop-mounted
-# ext4 whose image lives in /dev/shm (a stand-in second device). Root.
+# End-to-end throughput against the no-durability and naive baselines:
+# journal under ./data on this disk, ledger on a loop-mounted ext4 whose
+# image lives in /dev/shm (a stand-in second device). Root.
 bench-beats: build
 	tools/beatsbench/bench.sh
 
 # docs/benchmarks.md and docs/benchmarks-isolation.png from one run of
 # tools/benchreport: ingest vs baselines for three event sizes and two zlib
-# levels, the isolation run, many small clients (issue 9). Root; about 10
+# levels, the isolation run, many small clients. Root; about 10
 # minutes. strace is installed when missing (the fsync count needs it).
 bench-report: build
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \

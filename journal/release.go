@@ -26,12 +26,12 @@ var errReleaseStopped = errors.New("journal: release interrupted by Close")
 
 // Release gives up every closed generation whose records all have LSN ≤
 // upTo; the caller promises those records are in the ledger, in bytes that
-// will never be rewritten (design.md §3). Before it returns, each such
-// generation's segment is renamed aside, so that readers and listings no
-// longer see it; the journal's releaser goroutine then cuts it down and
-// deletes it (releaseLoop), and frees its space as it goes, waking appends
-// that wait for space. Release never blocks the committer beyond a list
-// update, nor its caller on the deletion.
+// will never be rewritten (docs/design.md §3, step 3). Before it returns,
+// each such generation's segment is renamed aside, so that readers and
+// listings no longer see it; the journal's releaser goroutine then cuts it
+// down and deletes it (releaseLoop), and frees its space as it goes, waking
+// appends that wait for space. Release never blocks the committer beyond a
+// list update, nor its caller on the deletion.
 //
 // A generation whose rename fails stays in the journal, readable and
 // counted as used, with every generation after it; Release returns the

@@ -1,7 +1,7 @@
 // Package ledger is logpond's large store: records moved from the journal
 // by the flusher, kept in segment files written and read with O_DIRECT, and
-// drained by outputs (design.md §5). The ledger never imports the journal:
-// the flusher in package server moves records between them.
+// drained by outputs (docs/design.md §5). The ledger never imports the
+// journal: the flusher in package server moves records between them.
 //
 // # Promise
 //
@@ -80,8 +80,13 @@
 //
 // # Limits
 //
-// Options.MaxBytes bounds the bytes on disk: Append waits (until its
-// context ends) while the ledger is full, and [Ledger.Waiting] says why.
+// Options.MaxBytes bounds the bytes on disk. A record that would exceed
+// it makes Append delete the segments every cursor has passed, ahead of
+// their retention (drained data gives way to new data); when that is not
+// enough, Append refuses the record with [ErrFull] and buffers nothing. It
+// never waits: the caller syncs what it appended, so that outputs can read
+// and pass it, and tries again later. [Ledger.Waiting] says why the ledger
+// is full.
 // Memory: the writer's 1 MiB buffer (or one record, if larger) and 1 MiB per
 // Reader.
 package ledger

@@ -233,7 +233,7 @@ func TestDashboardShape(t *testing.T) {
 	}
 }
 
-// required are the metrics the dashboard is for (issue 10): removing one
+// required are the metrics the dashboard exists to show: removing one
 // of them from the dashboard fails the test.
 var required = []string{
 	"logpond_input_events_total", "logpond_output_items_total", "logpond_journal_fsync_seconds",

@@ -51,7 +51,7 @@ func TestWriteReaderFuzzSeeds(t *testing.T) {
 		os.WriteFile(filepath.Join(out, name), []byte("go test fuzz v1\n[]byte("+strconv.Quote(string(b))+")\n"), 0o644)
 	}
 	for _, v := range []string{"7.17.29", "9.3.0"} {
-		b, err := os.ReadFile("../../../shared/testdata/filebeat/filebeat-" + v + "-session.bin")
+		b, err := os.ReadFile(filepath.Join(captures, "filebeat-"+v+"-session.bin"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,9 +28,9 @@ func TestValidJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"filebeat-7.17.29-events.ndjson", "filebeat-9.3.0-events.ndjson"} {
-		data, err := os.ReadFile("../../../shared/testdata/filebeat/" + name)
+		data, err := os.ReadFile(filepath.Join(captures, name))
 		if err != nil {
-			t.Skipf("captures not available: %v", err)
+			t.Fatalf("real Filebeat capture missing: %v", err)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			if !validJSON([]byte(line)) {
@@ -56,9 +57,9 @@ func FuzzValidJSON(f *testing.F) {
 func BenchmarkValidJSON(b *testing.B) {
 	b.Run("bench-event", func(b *testing.B) { benchmarkValidJSON(b, benchEvent) })
 	// Real Filebeat events: many short fields around the message.
-	data, err := os.ReadFile("../../../shared/testdata/filebeat/filebeat-9.3.0-events.ndjson")
+	data, err := os.ReadFile(filepath.Join(captures, "filebeat-9.3.0-events.ndjson"))
 	if err != nil {
-		b.Skipf("captures not available: %v", err)
+		b.Fatalf("real Filebeat capture missing: %v", err)
 	}
 	var small [][]byte
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {

@@ -119,7 +119,8 @@ type Observer interface {
 	Items(status int, outcome, errType string, n int)
 }
 
-// Output drains a ledger into Elasticsearch from its cursor (design §7).
+// Output drains a ledger into Elasticsearch from its cursor
+// (docs/design.md §7).
 // Run it once; it stops when its context ends.
 //
 // Promise: the cursor is persisted only at an LSN up to which every event

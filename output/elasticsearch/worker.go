@@ -39,12 +39,13 @@ type worker struct {
 // returns only then, or when ctx ends (items stay pending: the cursor
 // does not pass them), or on a failure retrying cannot fix.
 //
-// Outcomes (design §7): a request that fails as a whole for reasons that
-// are not the events' (refused, timeouts, 429, 5xx, auth) is retried for
-// ever with capped backoff while the data waits in the ledger; a request
-// refused as a whole because of its content (400, 413) is split in halves
-// until the event that causes it is alone, and that one is dead-lettered;
-// in a 2xx response each item is done, retried, or dead-lettered.
+// Outcomes (docs/design.md §7): a request that fails as a whole for
+// reasons that are not the events' (refused, timeouts, 429, 5xx, auth) is
+// retried for ever with capped backoff while the data waits in the ledger;
+// a request refused as a whole because of its content (400, 413) is split
+// in halves until the event that causes it is alone, and that one is
+// dead-lettered; in a 2xx response each item is done, retried, or
+// dead-lettered.
 func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	o := w.o
 	attempt := 0

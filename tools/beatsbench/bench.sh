@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs beatsbench -baseline for the two shapes of issue 6, with logpond's
+# Runs beatsbench -baseline for two shapes (4 connections × 2048-event
+# batches, 200 connections × 50-event batches), with logpond's
 # journal on this machine's disk and its ledger on a second file system (a
 # loop-mounted ext4 whose image lives on a tmpfs). Needs root.
 set -euo pipefail
