@@ -33,7 +33,8 @@ func (c *Config) liftHostCredentials() []*KeyError {
 		p, ok := ui.Password()
 		switch {
 		case !ok || p == "":
-			bad("entry %d (%q) names user %q but no password: write \"https://user:password@host\", or set username and password instead", i+1, bare, ui.Username())
+			// The user is not quoted: it may be a token written in its place.
+			bad("entry %d (%q) has user info but no password: write \"https://user:password@host\", or set username and password (or api_key) instead", i+1, bare)
 		case from == 0:
 			user, pass, from = ui.Username(), p, i+1
 		case ui.Username() != user || p != pass:

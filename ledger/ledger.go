@@ -91,6 +91,9 @@ type Ledger struct {
 	index    []indexEntry // sparse index of the open segment, written at seal
 	last     uint64       // last appended LSN, buffered or not
 	dirDirty bool         // a segment file was created since the last Sync
+	// retainFailing is set while deleting drained segments for room fails
+	// (logged once).
+	retainFailing bool
 
 	cursorMu sync.Mutex // serializes cursor file updates
 	retainMu sync.Mutex // serializes retention (Retain, and Append when full)

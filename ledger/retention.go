@@ -49,9 +49,17 @@ func (l *Ledger) makeRoom(n int64) error {
 	}
 	// What the operator expects of a full ledger: drained data gives way
 	// to new data before ingest stops.
-	if deleted, err := l.retain(true); err != nil {
-		l.log.Error("ledger full: deleting drained segments failed", "err", err)
-	} else if deleted > 0 {
+	deleted, err := l.retain(true)
+	switch {
+	case err != nil && !l.retainFailing:
+		// Once until a deletion works again: the flusher retries at every
+		// tick.
+		l.log.Error("ledger full: deleting drained segments failed; retrying while the ledger is full", "err", err)
+		l.retainFailing = true
+	case err == nil:
+		l.retainFailing = false
+	}
+	if deleted > 0 {
 		l.log.Info("ledger full: deleted drained segments before ledger.retention ended, to make room for new records",
 			"segments", deleted, "retention", l.opts.Retention)
 	}

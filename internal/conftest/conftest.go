@@ -57,7 +57,7 @@ var Mistakes = []Mistake{
 	{"hosts with different credentials", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\", \"https://b:pw2@es2:9200\"]\n", "output.elasticsearch.hosts", 2, "entry 2 (\"https://es2:9200\") carries other credentials than entry 1"},
 	{"host credentials and api_key", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\"]\napi_key = \"a2V5\"\n", "output.elasticsearch.hosts", 2, "api_key is set too: use one of them"},
 	{"host credentials and other username", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\"]\nusername = \"b\"\npassword = \"pw2\"\n", "output.elasticsearch.hosts", 2, "other credentials than username and password"},
-	{"host user without password", "[output.elasticsearch]\nhosts = [\"https://a@es1:9200\"]\n", "output.elasticsearch.hosts", 2, "names user \"a\" but no password"},
+	{"host user without password", "[output.elasticsearch]\nhosts = [\"https://a@es1:9200\"]\n", "output.elasticsearch.hosts", 2, "has user info but no password"},
 	{"host password with a slash", "[output.elasticsearch]\nhosts = [\"https://a:pw/1@es1:9200\"]\n", "output.elasticsearch.hosts", 2, "percent-encode"},
 	{"no hosts", "[output.elasticsearch]\nhosts = []\n", "output.elasticsearch.hosts", 2, "list at least one"},
 	{"event larger than the journal admits", "[journal]\nsegment_bytes = \"8MiB\"\nmax_bytes = \"16MiB\"\nmax_group_bytes = \"1MiB\"\n[input.beats]\nmax_event_bytes = \"12MiB\"\n", "input.beats.max_event_bytes", 0, "does not fit one journal record"},

@@ -67,10 +67,11 @@ func Split(h string) (string, *url.Userinfo, error) {
 }
 
 // Redact returns h with the password of its user info replaced by "xxxxx"
-// (as url.URL.Redacted does), for logs and messages. It works on text that
-// does not parse as a URL too: everything between the scheme and the last
-// "@" counts as user info, so a password with unencoded special characters
-// is hidden whole.
+// (as url.URL.Redacted does), for logs and messages; user info without a
+// password (which may be a token written where the user goes) is replaced
+// whole. It works on text that does not parse as a URL too: everything
+// between the scheme and the last "@" counts as user info, so a password
+// with unencoded special characters is hidden whole.
 func Redact(h string) string {
 	at := strings.LastIndex(h, "@")
 	if at < 0 {
@@ -82,7 +83,7 @@ func Redact(h string) string {
 	}
 	user, _, hasPassword := strings.Cut(h[start:at], ":")
 	if !hasPassword {
-		return h
+		return h[:start] + "xxxxx" + h[at:]
 	}
 	return h[:start] + user + ":xxxxx" + h[at:]
 }

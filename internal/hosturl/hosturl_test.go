@@ -67,7 +67,7 @@ func TestRedact(t *testing.T) {
 		"https://elastic:hunter2@es1:9200":   "https://elastic:xxxxx@es1:9200",
 		"elastic:hunter2@es1:9200":           "elastic:xxxxx@es1:9200",
 		"https://elastic:hu/n@ter2@es1:9200": "https://elastic:xxxxx@es1:9200",
-		"https://elastic@es1":                "https://elastic@es1",
+		"https://TOKEN@es1":                  "https://xxxxx@es1",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

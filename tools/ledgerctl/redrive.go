@@ -243,7 +243,9 @@ func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
 			hosturl.Redact(t.hosts[0]), envPassword, envAPIKey)
 	}
 	if caFile != "" {
-		t.caFile = caFile
+		// A CA given for this run is what the host is verified against,
+		// also where the configuration turned verification off.
+		t.caFile, t.skipVerify = caFile, false
 	}
 	if t.apiKey != "" || (t.username != "" && t.password != "") {
 		for _, h := range t.hosts {

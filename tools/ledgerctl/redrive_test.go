@@ -1,8 +1,15 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // authFront is an HTTP server in front of a test Elasticsearch that
@@ -154,4 +162,33 @@ func TestRedriveTLSRelaxationOnlyForConfiguredHosts(t *testing.T) {
 	if got := other.auth(); len(got) != 0 {
 		t.Errorf("another host got requests: Authorization %q", got)
 	}
+	// A CA given for the run is used, even for a configured host whose
+	// configuration turned verification off: this one cannot vouch for
+	// the test server's self-signed certificate.
+	ca := filepath.Join(t.TempDir(), "unrelated-ca.pem")
+	if err := os.WriteFile(ca, unrelatedCA(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = ctl(t, "-config", config, "dlq", "redrive", "-ca", ca)
+	if code != exitFailed || !strings.Contains(out, "certificate") {
+		t.Errorf("configured host with -ca that does not vouch for it: exit %d:\n%s", code, out)
+	}
+}
+
+// unrelatedCA is the PEM of a fresh self-signed CA certificate that vouches
+// for no test server.
+func unrelatedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "unrelated test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
