@@ -214,7 +214,7 @@ func TestSlotTable(t *testing.T) {
 		st.used[w] = ^uint64(0)
 	}
 	st.used[0] &^= 1 // only the dirty slot is free
-	take(0) // no clean slot left: the dirty one, which its first record settles
+	take(0)          // no clean slot left: the dirty one, which its first record settles
 	if _, err := st.take(); !errors.Is(err, errNoSlot) {
 		t.Fatalf("take with every slot used: %v", err)
 	}
