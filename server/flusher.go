@@ -53,6 +53,11 @@ type flusher struct {
 	fileRecords prometheus.Counter
 
 	jr, lr reopener // the journal's and the ledger's failure state
+
+	// bat holds the records of batches still open and voids those of
+	// failed ones (batches.go); voidBuf is resolve's buffer.
+	bat     *batches
+	voidBuf []byte
 }
 
 // newFlusher returns a flusher with its reopeners' messages.
@@ -63,6 +68,9 @@ func newFlusher(f flusher) *flusher {
 	f.lr = reopener{store: "ledger", log: f.log,
 		failedMsg:    "records stay in the journal, which acknowledges until journal.max_bytes; reopening the ledger with backoff (1s up to 30s) until that succeeds (free space on its device if it is full)",
 		recoveredMsg: "records move from the journal to the ledger again"}
+	if f.bat == nil {
+		f.bat = newBatches(0, defaultHoldLimit, f.log)
+	}
 	return &f
 }
 
@@ -138,7 +146,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 			return // the failed journal stays open for reading until the ledger is back
 		}
 		// Everything acknowledged is durable in it and still readable:
-		// move it to the ledger before closing.
+		// move it to the ledger before closing, holding nothing.
+		f.bat.emptyFailed(j.LastLSN())
 		if err := f.flush(ctx); err != nil {
 			if f.ledger().Err() == nil && ctx.Err() == nil {
 				f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
@@ -165,6 +174,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 // A full ledger does not fail it either: its bound (ctx) ends the wait for
 // space, and what the ledger could not take stays in the journal too.
 func (f *flusher) finish(ctx context.Context) error {
+	// The input has stopped: a batch still open will never be completed.
+	f.bat.endRun(f.journal().LastLSN())
 	err := f.flush(ctx)
 	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
@@ -204,7 +215,7 @@ func (f *flusher) flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	for next <= last {
+	for next <= last && !f.bat.holds(next) {
 		recs, ok := j.Recent(next, flushChunk)
 		if !ok {
 			// Behind the in-memory tail: read the journal's files.
@@ -218,6 +229,13 @@ func (f *flusher) flush(ctx context.Context) error {
 			break
 		}
 		for _, r := range recs {
+			r, ok, err := f.resolve(j, next, r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break // held: the loop stops at next
+			}
 			if err := l.Append(ctx, next, r); err != nil {
 				return fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
 			}
@@ -250,10 +268,14 @@ func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.L
 		if r.LSN() != next {
 			return next, fmt.Errorf("flusher: the journal skips from LSN %d to %d", next, r.LSN())
 		}
-		if err := l.Append(ctx, next, r.Record()); err != nil {
+		rec, ok, err := f.resolve(j, next, r.Record())
+		if err != nil || !ok {
+			return next, err // held: the caller's loop stops at next
+		}
+		if err := l.Append(ctx, next, rec); err != nil {
 			return next, fmt.Errorf("flusher: ledger append LSN %d: %w", next, err)
 		}
-		*pending += int64(len(r.Record()))
+		*pending += int64(len(rec))
 		next++
 		if *pending >= flushSyncBytes {
 			if err := sync(); err != nil {
