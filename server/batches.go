@@ -72,6 +72,7 @@ type batches struct {
 	open   map[uint16]*openBatch // by slot
 	held   map[uint64]*openBatch // LSNs of parts of open batches, not appended yet
 	voided map[uint64]struct{}   // LSNs observed, to be appended as void records
+	stopAt uint64                // the LSN of the last hold verdict, until holds reports it
 	// Counters for metrics and tests.
 	voidedRecords, movedOpen int64
 }
@@ -124,6 +125,7 @@ func (b *batches) decide(j *journal.Journal, lsn uint64, rec []byte) (verdict, e
 				why = fmt.Sprintf("open for more than %s", b.limit)
 			}
 			if why == "" {
+				b.stopAt = lsn
 				return hold, nil
 			}
 			b.cut(ob, why)
@@ -293,10 +295,13 @@ func (b *batches) scanFiles(j *journal.Journal, last uint64) error {
 	return nil
 }
 
-// holds reports whether the flusher must stop before lsn: it was held.
+// holds reports whether the flusher must stop before lsn because the
+// last verdict held it. It answers true once per hold, so the flusher's
+// next pass asks about lsn again.
 func (b *batches) holds(lsn uint64) bool {
-	_, ok := b.held[lsn]
-	return ok && lsn == b.done+1
+	stop := b.stopAt != 0 && b.stopAt == lsn
+	b.stopAt = 0
+	return stop
 }
 
 // resolve applies the batch rules to the journal record rec at lsn: it
