@@ -41,6 +41,9 @@
 // only after its previous connection ended). Records of other slots may sit
 // between the records of one batch. A record with no flag is a whole batch,
 // which is what every record written before flags were defined is (slot 0).
+// A reader that does not know these flags refuses records that use them
+// (as it refuses any undefined flag): stores written with them are read
+// only by builds that know them.
 //
 // A batch is open from a record with more until its slot's next record
 // without more (its last record: the batch is complete). It is void, and

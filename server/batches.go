@@ -110,7 +110,7 @@ func (b *batches) decide(j *journal.Journal, lsn uint64, rec []byte) (verdict, e
 	v := b.verdict(lsn)
 	if v == hold {
 		// Look for the end of the batch further on in the journal.
-		if err := b.scanAhead(j); err != nil {
+		if err := b.scanAhead(j, lsn); err != nil {
 			return hold, err
 		}
 		if v = b.verdict(lsn); v == hold {
@@ -257,13 +257,14 @@ func (b *batches) cut(ob *openBatch, why string) {
 	ob.lsns, ob.moved = nil, true
 }
 
-// scanAhead observes the journal's durable records after scanned.
-func (b *batches) scanAhead(j *journal.Journal) error {
+// scanAhead observes the journal's durable records after scanned until
+// the held record at lsn is resolved or the journal has no more.
+func (b *batches) scanAhead(j *journal.Journal, lsn uint64) error {
 	last := j.LastLSN()
-	for b.scanned < last {
+	for b.scanned < last && b.verdict(lsn) == hold {
 		recs, ok := j.Recent(b.scanned+1, flushChunk)
 		if !ok {
-			return b.scanFiles(j, last)
+			return b.scanFiles(j, lsn, last)
 		}
 		if len(recs) == 0 {
 			return nil
@@ -272,16 +273,18 @@ func (b *batches) scanAhead(j *journal.Journal) error {
 			if err := b.observe(b.scanned+1, r); err != nil {
 				return err
 			}
+			if b.verdict(lsn) != hold {
+				return nil
+			}
 		}
 	}
 	return nil
 }
 
-// scanFiles observes records after scanned up to last from the journal's
-// files.
-func (b *batches) scanFiles(j *journal.Journal, last uint64) error {
+// scanFiles is scanAhead from the journal's files.
+func (b *batches) scanFiles(j *journal.Journal, lsn, last uint64) error {
 	r := j.Reader(b.scanned + 1)
-	for b.scanned < last && r.Next() {
+	for b.scanned < last && b.verdict(lsn) == hold && r.Next() {
 		if r.LSN() != b.scanned+1 {
 			return fmt.Errorf("flusher: the journal skips from LSN %d to %d", b.scanned+1, r.LSN())
 		}

@@ -215,7 +215,7 @@ func (f *flusher) flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	for next <= last && !f.bat.holds(next) {
+	for !f.bat.holds(next) && next <= last {
 		recs, ok := j.Recent(next, flushChunk)
 		if !ok {
 			// Behind the in-memory tail: read the journal's files.
