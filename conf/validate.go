@@ -136,6 +136,9 @@ func (c *Config) validate() []*KeyError {
 	if ib.MaxConnections < 1 {
 		bad("input.beats.max_connections", "%d: allow at least 1 connection", ib.MaxConnections)
 	}
+	if ib.MaxConnections > 1<<16 {
+		bad("input.beats.max_connections", "%d: at most 65536 (each connection's records carry a 16-bit slot number)", ib.MaxConnections)
+	}
 	if ib.MaxWindow < 1 {
 		bad("input.beats.max_window", "%d: allow at least 1 event per batch (Filebeat sends up to bulk_max_size, 2048 by default)", ib.MaxWindow)
 	}

@@ -1,7 +1,7 @@
 // Package input holds logpond's inputs. The Beats input speaks Lumberjack
 // v2 to Beats' output.logstash (package input/lumberjack reads the frames)
 // and acknowledges a batch only after the journal has made every record of
-// it durable (design.md §6).
+// it durable (docs/design.md §6).
 package input
 
 import (
@@ -66,6 +66,7 @@ type Beats struct {
 	journal Appender
 	budget  *budget
 	slots   chan struct{} // one per allowed connection
+	slotIDs slotTable     // the slot number each connection's records carry
 	// stop ends with Close: handlers' waits for budget, journal space or a
 	// journal queue slot end with it (a batch not yet queued in the journal
 	// is not acknowledged; the client sends it again).
@@ -102,6 +103,9 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 	}
 	if opts.MaxConnections <= 0 || opts.MaxInflightBytes <= 0 || opts.MaxRecordBytes <= 0 {
 		return nil, errors.New("input: max connections, inflight bytes and record bytes must be positive")
+	}
+	if err := checkSlots(opts.MaxConnections); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -355,6 +359,17 @@ func (b *Beats) handle(conn net.Conn) {
 	defer r.Release()
 	ctx, cancel := context.WithCancel(b.stop)
 	defer cancel()
+	// Every record of this connection's batches carries its slot; a batch
+	// that fails after some of its records were submitted is closed with
+	// an abort record before the slot is given back (record/doc.go).
+	slot, err := b.slotIDs.take()
+	if err != nil {
+		b.log.Warn("beats: closing connection", "remote", conn.RemoteAddr().String(), "err", err)
+		return
+	}
+	var parts int // records of the current batch submitted
+	var open bool // the current batch has records in the journal and no ACK
+	defer func() { b.releaseSlot(ctx, slot, open) }()
 	var bl *record.Builder // from builders while a batch is read; an idle connection holds none
 	var held int64         // budget held for events read into bl
 	var pending []Durable  // records of this batch submitted, not yet known durable
@@ -386,11 +401,24 @@ func (b *Beats) handle(conn net.Conn) {
 		// within BatchTimeout.
 		return b.readDeadline(conn, b.opts.BatchTimeout)
 	}
-	submit := func() error {
-		if bl.Count() == 0 {
+	// submit writes the record being built as the next part of the batch;
+	// last says no part follows. The last part is written even without
+	// events when earlier parts said more follow, so that it closes them.
+	submit := func(last bool) error {
+		if bl.Count() == 0 && (!last || parts == 0) {
 			return nil
 		}
-		rec := bl.Finish()
+		var flags record.Flags
+		if parts > 0 {
+			flags |= record.Cont
+		}
+		if !last {
+			flags |= record.More
+		}
+		rec, err := bl.FinishBatch(flags, slot)
+		if err != nil {
+			return err
+		}
 		stop := b.keepalive(conn, &wmu) // Submit may wait for journal space
 		d, err := b.journal.Submit(ctx, rec)
 		stop()
@@ -398,6 +426,8 @@ func (b *Beats) handle(conn net.Conn) {
 		if err != nil {
 			return err
 		}
+		parts++
+		open = true
 		pending = append(pending, d)
 		pendingHeld += held
 		held = 0
@@ -416,7 +446,7 @@ func (b *Beats) handle(conn net.Conn) {
 		// the record being built (its events hold budget too, and the
 		// record limit may exceed the whole budget) and wait for its
 		// submitted records to be durable, which frees their budget.
-		if err := submit(); err != nil {
+		if err := submit(false); err != nil {
 			return err
 		}
 		if err := waitDurable(); err != nil {
@@ -434,18 +464,19 @@ func (b *Beats) handle(conn net.Conn) {
 		}
 		bl = builders.Get().(*record.Builder)
 		bl.Reset(time.Now())
+		parts = 0
 		var batchBytes int64
 		n, seq, err := r.ReadBatch(func(ev []byte) error {
 			batchBytes += int64(len(ev))
 			if bl.Count() > 0 && bl.Size()+record.EventOverhead+len(ev) > b.opts.MaxRecordBytes {
-				if err := submit(); err != nil {
+				if err := submit(false); err != nil {
 					return err
 				}
 			}
 			return bl.Add(ev)
 		})
 		if err == nil {
-			err = submit()
+			err = submit(true)
 		}
 		// Also after a failure: what was submitted is being written, and
 		// its budget is freed once it is durable.
@@ -454,9 +485,10 @@ func (b *Beats) handle(conn net.Conn) {
 		}
 		builders.Put(bl)
 		if err != nil {
-			b.closeWith(conn, err)
+			b.closeWith(conn, err) // open: the deferred releaseSlot writes the abort
 			return
 		}
+		open = false // complete and durable, whether or not the ACK arrives
 		wmu.Lock()
 		err = writeACK(conn, seq)
 		wmu.Unlock()

@@ -10,6 +10,8 @@ import (
 // long as that buffer is left unchanged.
 type Record struct {
 	received int64
+	flags    Flags
+	slot     uint16
 	count    int
 	events   []byte // the events region of the decoded buffer
 	size     int
@@ -23,6 +25,12 @@ func (r Record) Received() time.Time {
 	}
 	return time.Unix(0, r.received)
 }
+
+// Flags say how the record belongs to its client batch (see doc.go).
+func (r Record) Flags() Flags { return r.flags }
+
+// Slot is the input connection slot the record's batch arrived on.
+func (r Record) Slot() uint16 { return r.slot }
 
 // Count is the number of events in the record.
 func (r Record) Count() int { return r.count }
@@ -74,6 +82,23 @@ func SizeOf(head []byte) (int, error) {
 	return int(h.length), nil
 }
 
+// Peek reads a record's batch flags and slot from its first HeaderSize
+// bytes, for a reader that routes records it trusts (already verified)
+// without decoding them. It checks only the version and the flags.
+func Peek(head []byte) (Flags, uint16, error) {
+	if len(head) < HeaderSize {
+		return 0, 0, corrupt(len(head), ErrTruncated, "header needs %d bytes, have %d", HeaderSize, len(head))
+	}
+	h := readHeader(head)
+	if h.version != Version {
+		return 0, 0, versionError(h.version)
+	}
+	if bad := h.flags.check(h.count); bad != "" {
+		return 0, 0, corrupt(offFlags, ErrFlags, "%s", bad)
+	}
+	return h.flags, h.slot, nil
+}
+
 // Decode verifies the record that fills b exactly and returns it without
 // copying: the length field must equal len(b), the checksum must match, the
 // version and flags must be known, and the events must exactly fill the
@@ -95,8 +120,8 @@ func Decode(b []byte) (Record, error) {
 		return Record{}, corrupt(size-TrailerSize, ErrChecksum, "stored %08x, computed %08x", want, got)
 	}
 	h := readHeader(b)
-	if h.flags != 0 || h.reserved != 0 {
-		return Record{}, corrupt(offFlags, ErrFlags, "flags %#02x, reserved %#04x", h.flags, h.reserved)
+	if bad := h.flags.check(h.count); bad != "" {
+		return Record{}, corrupt(offFlags, ErrFlags, "%s", bad)
 	}
 	events := body[HeaderSize:]
 	rest := events
@@ -113,7 +138,7 @@ func Decode(b []byte) (Record, error) {
 	if len(rest) != 0 {
 		return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "%d bytes left over after %d events", len(rest), h.count)
 	}
-	return Record{received: h.received, count: int(h.count), events: events, size: size}, nil
+	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events, size: size}, nil
 }
 
 func versionError(v uint8) error {

@@ -9,8 +9,8 @@
 //
 //	offset  size  field
 //	0       1     version       = 1
-//	1       1     flags         no flag is defined in version 1: must be 0
-//	2       2     reserved      must be 0
+//	1       1     flags         how the record belongs to its batch (below)
+//	2       2     slot          input connection slot of the batch (u16)
 //	4       4     length        total record length in bytes, header and CRC included
 //	8       4     count         number of events
 //	12      8     received      receive time, Unix nanoseconds (int64)
@@ -21,11 +21,49 @@
 // practice one JSON object each, exactly as the client sent it); the codec
 // never looks inside them.
 //
+// # Batches and flags
+//
+// A client batch is acknowledged only once all of it is durable, but its
+// records are written as they are built: a batch bigger than the store's
+// record limit spans several consecutive records of one connection. The
+// flags say where a record stands in its batch, so that the records of a
+// batch that fails before its acknowledgement never reach an output:
+//
+//	bit  flag   meaning
+//	0    more   more records of this batch follow on the same slot
+//	1    cont   this record continues a batch begun in an earlier record of the slot
+//	2    abort  the batch open on this slot failed; no event, no other flag
+//	3    void   stands in for a record of a failed batch; no event, no other flag
+//	4–7         not defined: a record with any of them set is refused
+//
+// The slot names the input connection the batch arrived on (the Beats input
+// numbers its connection slots from 0, lowest free first, and reuses a slot
+// only after its previous connection ended). Records of other slots may sit
+// between the records of one batch. A record with no flag is a whole batch,
+// which is what every record written before flags were defined is (slot 0).
+// A reader that does not know these flags refuses records that use them
+// (as it refuses any undefined flag): stores written with them are read
+// only by builds that know them.
+//
+// A batch is open from a record with more until its slot's next record
+// without more (its last record: the batch is complete). It is void, and
+// none of its events may reach an output, when instead its slot's next
+// record is an abort, or a record without cont (a new batch: the
+// connection ended without an abort), or when logpond restarts while it
+// is open (its client never got the acknowledgement). The flusher, which
+// moves records from the journal to the ledger in LSN order, holds a
+// batch's records until it is resolved and writes a void record in the
+// ledger for each record of a void batch, keeping its LSN, receive time
+// and slot, so that LSNs stay contiguous; outputs have nothing to send
+// for a record without events. The flusher's rule and its bounds are in
+// docs/operations.md ("Failed batches").
+//
 // # Checks
 //
 // [Decode] accepts a record only when its length field equals the size of the
-// buffer, the CRC matches, the version and flags are known, and the count
-// events exactly fill the space between header and CRC. Because the CRC
+// buffer, the CRC matches, the version is known, the flags are defined and
+// consistent (abort and void stand alone, on a record without events), and
+// the count events exactly fill the space between header and CRC. Because the CRC
 // covers every byte but itself and CRC-32C detects every single-bit error,
 // any one flipped bit is reported, as is every truncation (the length field
 // then disagrees with the buffer). Each kind of damage has its own sentinel

@@ -64,23 +64,62 @@ func (b *Builder) Size() int {
 	return len(b.buf) + TrailerSize
 }
 
-// Finish writes the header and checksum and returns the encoded record. The
-// slice is valid until the next Reset. Calling Finish twice returns the same
-// record.
+// Finish writes the header and checksum and returns the encoded record: a
+// whole batch (no flag) from slot 0. The slice is valid until the next
+// Reset. Calling Finish twice returns the same record.
 func (b *Builder) Finish() []byte {
+	rec, _ := b.FinishBatch(0, 0) // no flag is always valid
+	return rec
+}
+
+// FinishBatch is Finish for one record of a batch that may span several:
+// f may hold More and Cont (see doc.go), slot is the connection slot the
+// batch arrived on. It refuses any other flag. Calling it again after a
+// success returns the same record, whatever its arguments.
+func (b *Builder) FinishBatch(f Flags, slot uint16) ([]byte, error) {
 	if !b.open {
-		return b.buf
+		return b.buf, nil
 	}
-	putHeader(b.buf, header{version: Version, length: uint32(len(b.buf) + TrailerSize), count: b.count, received: b.received})
+	if f&^(More|Cont) != 0 {
+		return nil, fmt.Errorf("record: flags %s on a record of events: only more and cont apply", f)
+	}
+	putHeader(b.buf, header{version: Version, flags: f, slot: slot, length: uint32(len(b.buf) + TrailerSize), count: b.count, received: b.received})
 	b.buf = le.AppendUint32(b.buf, checksum(b.buf))
 	b.open = false
-	return b.buf
+	return b.buf, nil
 }
 
 // Encode appends one record holding events, received at the given time, to
-// dst and returns the extended slice. It allocates only when dst lacks
-// capacity (one growth for the whole record).
+// dst and returns the extended slice: a whole batch (no flag) from slot 0.
+// It allocates only when dst lacks capacity (one growth for the whole
+// record).
 func Encode(dst []byte, received time.Time, events [][]byte) ([]byte, error) {
+	return encode(dst, header{received: unixNanos(received)}, events)
+}
+
+// AppendAbort appends an abort record for slot, written at the given time,
+// to dst: the batch open on that slot failed (see doc.go).
+func AppendAbort(dst []byte, slot uint16, at time.Time) []byte {
+	dst, _ = encode(dst, header{flags: Abort, slot: slot, received: unixNanos(at)}, nil) // an empty record always fits
+	return dst
+}
+
+// AppendVoid appends to dst the void record that stands in for rec (an
+// encoded record, as Decode accepts it) once rec's batch has failed: no
+// event, the Void flag, rec's receive time and slot. Only rec's header is
+// read; an error means it is not a record of a known version.
+func AppendVoid(dst, rec []byte) ([]byte, error) {
+	if _, err := SizeOf(rec); err != nil {
+		return dst, err
+	}
+	h := readHeader(rec)
+	dst, _ = encode(dst, header{flags: Void, slot: h.slot, received: h.received}, nil)
+	return dst, nil
+}
+
+// encode appends one record with h's flags, slot and receive time holding
+// events to dst.
+func encode(dst []byte, h header, events [][]byte) ([]byte, error) {
 	size := int64(MinSize)
 	for _, ev := range events {
 		size += EventOverhead + int64(len(ev))
@@ -99,7 +138,8 @@ func Encode(dst []byte, received time.Time, events [][]byte) ([]byte, error) {
 		dst = le.AppendUint32(dst, uint32(len(ev)))
 		dst = append(dst, ev...)
 	}
-	putHeader(dst[start:], header{version: Version, length: uint32(size), count: uint32(len(events)), received: unixNanos(received)})
+	h.version, h.length, h.count = Version, uint32(size), uint32(len(events))
+	putHeader(dst[start:], h)
 	return le.AppendUint32(dst, checksum(dst[start:])), nil
 }
 

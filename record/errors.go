@@ -19,8 +19,9 @@ var (
 	// ErrVersion: the version byte names no known format. Version 0 is what
 	// zero-filled bytes (a torn or preallocated tail) look like.
 	ErrVersion = errors.New("unknown version")
-	// ErrFlags: flag or reserved bits that this version does not define are
-	// set.
+	// ErrFlags: flag bits that this version does not define are set, or
+	// the flags contradict each other or the event count (an abort or void
+	// record with events).
 	ErrFlags = errors.New("unknown flags")
 	// ErrLayout: the checksum matches, yet the events do not exactly fill
 	// the record (an event runs past the end, or bytes are left over). Only

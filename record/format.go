@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 )
 
@@ -13,7 +14,7 @@ const (
 
 	offVersion  = 0
 	offFlags    = 1
-	offReserved = 2
+	offSlot     = 2
 	offLength   = 4
 	offCount    = 8
 	offReceived = 12
@@ -32,6 +33,71 @@ const (
 	MaxSize = 1<<32 - 1
 )
 
+// Flags say how a record belongs to its client batch (see doc.go, "Batches
+// and flags"). A record with no flag holds one whole batch.
+type Flags uint8
+
+const (
+	// More: more records of this batch follow on the same slot.
+	More Flags = 1 << 0
+	// Cont: this record continues a batch begun in an earlier record of
+	// the same slot.
+	Cont Flags = 1 << 1
+	// Abort: the batch open on this slot failed; its records must never
+	// reach an output. An abort record holds no event and no other flag.
+	Abort Flags = 1 << 2
+	// Void: the events of this record were dropped because its batch
+	// failed; what remains keeps the LSN, receive time and slot. A void
+	// record holds no event and no other flag.
+	Void Flags = 1 << 3
+
+	knownFlags = More | Cont | Abort | Void
+	// markers are the flags of records that carry no event and stand
+	// alone.
+	markers = Abort | Void
+)
+
+// String names the flags, e.g. "more|cont", or "-" for none.
+func (f Flags) String() string {
+	if f == 0 {
+		return "-"
+	}
+	var s string
+	for _, n := range []struct {
+		f    Flags
+		name string
+	}{{More, "more"}, {Cont, "cont"}, {Abort, "abort"}, {Void, "void"}} {
+		if f&n.f != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n.name
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += fmt.Sprintf("%#02x", uint8(f))
+	}
+	return s
+}
+
+// check reports what is wrong with flags f on a record of count events, or
+// "" when they are valid.
+func (f Flags) check(count uint32) string {
+	switch {
+	case f&^knownFlags != 0:
+		return fmt.Sprintf("flags %#02x: bits %#02x are not defined", uint8(f), uint8(f&^knownFlags))
+	case f&markers != 0 && f != Abort && f != Void:
+		return fmt.Sprintf("flags %s: abort and void stand alone", f)
+	case f&markers != 0 && count != 0:
+		return fmt.Sprintf("flags %s on a record of %d events: such a record holds none", f, count)
+	}
+	return ""
+}
+
 // castagnoli is CRC-32C, the polynomial with hardware support on amd64 and
 // arm64 and better error detection than IEEE for storage.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -42,8 +108,8 @@ var le = binary.LittleEndian
 // header is the decoded fixed part of a record.
 type header struct {
 	version  uint8
-	flags    uint8
-	reserved uint16
+	flags    Flags
+	slot     uint16
 	length   uint32
 	count    uint32
 	received int64
@@ -53,8 +119,8 @@ type header struct {
 // header fields, so the offsets above are used in exactly two functions.
 func putHeader(b []byte, h header) {
 	b[offVersion] = h.version
-	b[offFlags] = h.flags
-	le.PutUint16(b[offReserved:], h.reserved)
+	b[offFlags] = uint8(h.flags)
+	le.PutUint16(b[offSlot:], h.slot)
 	le.PutUint32(b[offLength:], h.length)
 	le.PutUint32(b[offCount:], h.count)
 	le.PutUint64(b[offReceived:], uint64(h.received))
@@ -64,8 +130,8 @@ func putHeader(b []byte, h header) {
 func readHeader(b []byte) header {
 	return header{
 		version:  b[offVersion],
-		flags:    b[offFlags],
-		reserved: le.Uint16(b[offReserved:]),
+		flags:    Flags(b[offFlags]),
+		slot:     le.Uint16(b[offSlot:]),
 		length:   le.Uint32(b[offLength:]),
 		count:    le.Uint32(b[offCount:]),
 		received: int64(le.Uint64(b[offReceived:])),

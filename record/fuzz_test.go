@@ -14,6 +14,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add(sample(f))
 	empty, _ := Encode(nil, t0, nil)
 	f.Add(empty)
+	f.Add(AppendAbort(nil, 3, t0))
+	var b Builder
+	b.Reset(t0)
+	b.Add([]byte(`{"message":"part"}`))
+	part, _ := b.FinishBatch(More|Cont, 513)
+	f.Add(part)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := Decode(b)
 		if err != nil {
@@ -33,7 +39,7 @@ func FuzzDecode(f *testing.F) {
 		if len(events) != rec.Count() {
 			t.Fatalf("iterated %d events, count says %d", len(events), rec.Count())
 		}
-		again, err := Encode(nil, rec.Received(), events)
+		again, err := encode(nil, header{flags: rec.Flags(), slot: rec.Slot(), received: unixNanos(rec.Received())}, events)
 		if err != nil {
 			t.Fatal(err)
 		}

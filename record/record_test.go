@@ -231,8 +231,10 @@ func TestCorruptionTable(t *testing.T) {
 		{"length below minimum", func(b []byte) []byte { le.PutUint32(b[offLength:], MinSize-1); return b }, ErrLength, offLength},
 		{"flipped event byte", func(b []byte) []byte { b[HeaderSize+EventOverhead] ^= 0x20; return b }, ErrChecksum, -1},
 		{"flipped crc", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, ErrChecksum, -1},
-		{"unknown flag", func(b []byte) []byte { b[offFlags] = 1; return reseal(b) }, ErrFlags, offFlags},
-		{"reserved bits", func(b []byte) []byte { b[offReserved] = 1; return reseal(b) }, ErrFlags, offFlags},
+		{"unknown flag", func(b []byte) []byte { b[offFlags] = 0x10; return reseal(b) }, ErrFlags, offFlags},
+		{"top flag bit", func(b []byte) []byte { b[offFlags] = 0x80 | byte(More); return reseal(b) }, ErrFlags, offFlags},
+		{"abort with events", func(b []byte) []byte { b[offFlags] = byte(Abort); return reseal(b) }, ErrFlags, offFlags},
+		{"void with events", func(b []byte) []byte { b[offFlags] = byte(Void); return reseal(b) }, ErrFlags, offFlags},
 		{"count too high", func(b []byte) []byte { le.PutUint32(b[offCount:], 4); return reseal(b) }, ErrLayout, -1},
 		{"count too low", func(b []byte) []byte { le.PutUint32(b[offCount:], 2); return reseal(b) }, ErrLayout, -1},
 		{"event length past end", func(b []byte) []byte { le.PutUint32(b[HeaderSize:], 1000); return reseal(b) }, ErrLayout, HeaderSize},
@@ -295,5 +297,79 @@ func TestRandomRoundTrip(t *testing.T) {
 		if !slices.EqualFunc(collect(rec), events, bytes.Equal) {
 			t.Fatal("events differ after round trip")
 		}
+	}
+}
+
+func TestBatchFlags(t *testing.T) {
+	events := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}
+	for _, tc := range []struct {
+		flags Flags
+		slot  uint16
+	}{{0, 0}, {More, 7}, {More | Cont, 65535}, {Cont, 1}} {
+		var b Builder
+		b.Reset(t0)
+		for _, ev := range events {
+			if err := b.Add(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enc, err := b.FinishBatch(tc.flags, tc.slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("%s slot %d: %v", tc.flags, tc.slot, err)
+		}
+		if rec.Flags() != tc.flags || rec.Slot() != tc.slot || rec.Count() != 2 {
+			t.Fatalf("decoded flags %s slot %d count %d, want %s %d 2", rec.Flags(), rec.Slot(), rec.Count(), tc.flags, tc.slot)
+		}
+		f, slot, err := Peek(enc[:HeaderSize])
+		if err != nil || f != tc.flags || slot != tc.slot {
+			t.Fatalf("Peek = %s %d %v, want %s %d", f, slot, err, tc.flags, tc.slot)
+		}
+		// The void record that replaces it: no event, same time and slot.
+		void, err := AppendVoid([]byte("x"), enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vr, err := Decode(void[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vr.Flags() != Void || vr.Slot() != tc.slot || vr.Count() != 0 || !vr.Received().Equal(t0) || vr.Size() != MinSize {
+			t.Fatalf("void record: flags %s slot %d count %d received %v size %d", vr.Flags(), vr.Slot(), vr.Count(), vr.Received(), vr.Size())
+		}
+	}
+	// A record written before flags existed (flags 0, slot 0) is a whole
+	// batch.
+	old := sample(t)
+	if rec, err := Decode(old); err != nil || rec.Flags() != 0 || rec.Slot() != 0 {
+		t.Fatalf("a record without flags: %v, flags %s, slot %d", err, rec.Flags(), rec.Slot())
+	}
+	abort := AppendAbort(nil, 300, t0)
+	rec, err := Decode(abort)
+	if err != nil || rec.Flags() != Abort || rec.Slot() != 300 || rec.Count() != 0 {
+		t.Fatalf("abort record: %v, flags %s, slot %d, count %d", err, rec.Flags(), rec.Slot(), rec.Count())
+	}
+	var b Builder
+	b.Reset(t0)
+	for _, f := range []Flags{Abort, Void, More | Abort, 0x10} {
+		if _, err := b.FinishBatch(f, 1); err == nil {
+			t.Fatalf("FinishBatch accepted flags %s", f)
+		}
+	}
+	for _, bad := range []Flags{Abort | Void, Abort | Cont, Void | More} {
+		enc := AppendAbort(nil, 1, t0)
+		enc[offFlags] = byte(bad)
+		if _, err := Decode(reseal(enc)); !errors.Is(err, ErrFlags) {
+			t.Fatalf("flags %s: got %v, want ErrFlags", bad, err)
+		}
+		if _, _, err := Peek(enc); !errors.Is(err, ErrFlags) {
+			t.Fatalf("Peek, flags %s: got %v, want ErrFlags", bad, err)
+		}
+	}
+	if got := (More | Cont).String(); got != "more|cont" {
+		t.Fatalf("String = %q", got)
 	}
 }

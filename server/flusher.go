@@ -22,7 +22,7 @@ const flushChunk = 512
 const flushSyncBytes = 16 << 20
 
 // flusher moves durable records from the journal to the ledger in LSN
-// order (design.md §3, step 2 and 3): append to the ledger, Sync it
+// order (docs/design.md §3, steps 2 and 3): append to the ledger, Sync it
 // (write + fdatasync + directory fsync), and only then release the journal
 // up to the ledger's last LSN — bytes the ledger never rewrites. It reads
 // the journal's in-memory tail in the normal case and the journal's files
@@ -54,6 +54,11 @@ type flusher struct {
 	fileRecords prometheus.Counter
 
 	jr, lr reopener // the journal's and the ledger's failure state
+
+	// bat holds the records of batches still open and voids those of
+	// failed ones (batches.go); voidBuf is resolve's buffer.
+	bat     *batches
+	voidBuf []byte
 }
 
 // newFlusher returns a flusher with its reopeners' messages.
@@ -64,6 +69,9 @@ func newFlusher(f flusher) *flusher {
 	f.lr = reopener{store: "ledger", log: f.log,
 		failedMsg:    "records stay in the journal, which acknowledges until journal.max_bytes; reopening the ledger with backoff (1s up to 30s) until that succeeds (free space on its device if it is full)",
 		recoveredMsg: "records move from the journal to the ledger again"}
+	if f.bat == nil {
+		f.bat = newBatches(0, defaultHoldLimit, f.log)
+	}
 	return &f
 }
 
@@ -141,7 +149,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 			return // the failed journal stays open for reading until the ledger is back
 		}
 		// Everything acknowledged is durable in it and still readable:
-		// move it to the ledger before closing.
+		// move it to the ledger before closing, holding nothing.
+		f.bat.emptyFailed(j.LastLSN())
 		if err := f.flush(ctx); err != nil {
 			if f.ledger().Err() == nil && ctx.Err() == nil && !errors.Is(err, ledger.ErrFull) {
 				f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
@@ -166,6 +175,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 // the ledger lacks, and the next start replays it. A full ledger does not
 // fail it either: what the ledger could not take stays in the journal too.
 func (f *flusher) finish(ctx context.Context) error {
+	// The input has stopped: a batch still open will never be completed.
+	f.bat.endRun(f.journal().LastLSN())
 	err := f.flush(ctx)
 	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
@@ -209,7 +220,7 @@ func (f *flusher) flush(ctx context.Context) error {
 		}
 		return nil
 	}
-	for next <= last {
+	for !f.bat.holds(next) && next <= last {
 		recs, ok := j.Recent(next, flushChunk)
 		if !ok {
 			// Behind the in-memory tail: read the journal's files.
@@ -223,6 +234,13 @@ func (f *flusher) flush(ctx context.Context) error {
 			break
 		}
 		for _, r := range recs {
+			r, ok, err := f.resolve(j, next, r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break // held: the loop stops at next
+			}
 			if err := l.Append(next, r); err != nil {
 				return f.appendFailed(next, err, pending, sync)
 			}
@@ -268,10 +286,14 @@ func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.L
 		if r.LSN() != next {
 			return next, fmt.Errorf("flusher: the journal skips from LSN %d to %d", next, r.LSN())
 		}
-		if err := l.Append(next, r.Record()); err != nil {
+		rec, ok, err := f.resolve(j, next, r.Record())
+		if err != nil || !ok {
+			return next, err // held: the caller's loop stops at next
+		}
+		if err := l.Append(next, rec); err != nil {
 			return next, f.appendFailed(next, err, *pending, sync)
 		}
-		*pending += int64(len(r.Record()))
+		*pending += int64(len(rec))
 		next++
 		if *pending >= flushSyncBytes {
 			if err := sync(); err != nil {

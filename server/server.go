@@ -58,6 +58,9 @@ type Server struct {
 	out     *drain     // the Elasticsearch output; nil when output.elasticsearch.enabled = false
 	dlq     *dlq.Store // the Elasticsearch output's dead letters
 	metrics *metrics
+	// bootLSN is the journal's last LSN when it was opened, before the
+	// input started: batches still open there are void (batches.go).
+	bootLSN uint64
 	// admin serves /metrics and health while Run runs; adminDone closes
 	// when its goroutine ends.
 	adminLn   net.Listener
@@ -173,6 +176,7 @@ func (s *Server) openStores() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.jptr.Store(j)
+	s.bootLSN = j.LastLSN()
 	// The journal must hold everything after the ledger's last LSN. Its
 	// first LSN (its last + 1 when it holds no record) beyond ledgerLast+1
 	// means records are in neither store: lost ledger writes whose journal
@@ -418,7 +422,8 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
 		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
-		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords})
+		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
+		bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()

@@ -51,6 +51,7 @@ var Mistakes = []Mistake{
 	{"missing ledger dir", "[ledger]\ndir = \" \"\n", "ledger.dir", 2, "is empty"},
 	{"same dirs", "[journal]\ndir = \"/d\"\n[ledger]\ndir = \"/d/\"\n", "ledger.dir", 4, "overlaps journal.dir"},
 	{"ledger inside journal", "[journal]\ndir = \"/d\"\n[ledger]\ndir = \"/d/ledger\"\n", "ledger.dir", 4, "overlaps"},
+	{"too many connections", "[input.beats]\nmax_connections = 70000\n", "input.beats.max_connections", 2, "at most 65536"},
 	{"bad listen", "[input.beats]\nlisten = \"5044\"\n", "input.beats.listen", 2, "is not host:port"},
 	{"bad port", "[admin]\nlisten = \"127.0.0.1:http\"\n", "admin.listen", 2, "not a number"},
 	{"bad host", "[output.elasticsearch]\nhosts = [\"ftp://es:9200\"]\n", "output.elasticsearch.hosts", 2, `scheme "ftp"`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/logpond/logpond/internal/storetest"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/record"
 )
 
 func TestUsage(t *testing.T) {
@@ -190,6 +192,43 @@ func TestDump(t *testing.T) {
 	_, errOut, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "dump", "--from", "401")
 	if code != exitOK || !strings.Contains(errOut, "no record at or after LSN 401") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestDumpBatchFlags: dump shows where a record stands in its batch.
+func TestDumpBatchFlags(t *testing.T) {
+	jdir := filepath.Join(t.TempDir(), "journal")
+	j := openJournal(t, jdir)
+	var b record.Builder
+	b.Reset(t0)
+	b.Add([]byte(`{"a":1}`))
+	part, _ := b.FinishBatch(record.More, 7)
+	for _, rec := range [][]byte{part, record.AppendAbort(nil, 7, t0)} {
+		if _, err := j.Append(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	out, _, code := ctl(t, "-journal", jdir, "dump", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 {
+		t.Fatalf("exit %d, %d lines", code, len(lines))
+	}
+	for i, want := range []struct {
+		flags string
+		slot  uint16
+	}{{"more", 7}, {"abort", 7}} {
+		var r recordLine
+		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Flags != want.flags || r.Slot != want.slot {
+			t.Fatalf("line %d: %s, want flags %s slot %d", i, lines[i], want.flags, want.slot)
+		}
+	}
+	out, _, code = ctl(t, "-journal", jdir, "dump")
+	if code != exitOK || !strings.Contains(out, "FLAGS") || !strings.Contains(out, "abort") {
+		t.Fatalf("exit %d, table:\n%s", code, out)
 	}
 }
 

@@ -18,6 +18,10 @@ type recordLine struct {
 	Received *time.Time `json:"received"`
 	Events   int        `json:"events"`
 	Bytes    int        `json:"bytes"`
+	// Flags and Slot place the record in its client batch (record/doc.go):
+	// flags "-" for a whole batch, else e.g. "more|cont", "abort", "void".
+	Flags string `json:"flags"`
+	Slot  uint16 `json:"slot"`
 }
 
 // eventLine is one event in `dump --events`: Event when the raw bytes are
@@ -68,7 +72,7 @@ func cmdDump(e *env, args []string) int {
 				pos++
 			}
 		case *asJSON:
-			line := recordLine{LSN: lsn, Store: store, Events: rec.Count(), Bytes: rec.Size()}
+			line := recordLine{LSN: lsn, Store: store, Events: rec.Count(), Bytes: rec.Size(), Flags: rec.Flags().String(), Slot: rec.Slot()}
 			if t := rec.Received(); !t.IsZero() {
 				t = t.UTC()
 				line.Received = &t
@@ -76,9 +80,9 @@ func cmdDump(e *env, args []string) int {
 			return writeJSONLine(e.stdout, line)
 		default:
 			if n == 0 {
-				fmt.Fprintln(tw, "LSN\tSTORE\tRECEIVED\tEVENTS\tBYTES")
+				fmt.Fprintln(tw, "LSN\tSTORE\tRECEIVED\tEVENTS\tBYTES\tFLAGS\tSLOT")
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", lsn, store, formatTime(rec.Received()), rec.Count(), rec.Size())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\n", lsn, store, formatTime(rec.Received()), rec.Count(), rec.Size(), rec.Flags(), rec.Slot())
 		}
 		return nil
 	}
