@@ -152,35 +152,37 @@ func printVersion(w io.Writer) {
 	}
 }
 
-// redacted replaces secrets in -check-config's output, so that the output
-// can go to CI logs.
-const redacted = "<redacted>"
-
 // checkConfig is logpond -check-config: it loads and validates the file
 // and prints the effective configuration as TOML (every key, defaults
 // filled in; secrets redacted), or every problem found. It returns the exit
 // code: 0 valid, 1 not.
 func checkConfig(path string, stdout, stderr io.Writer) int {
-	cfg, err := conf.Load(path)
+	l, err := conf.LoadFile(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	cfg := l.Config
 	// Insecure settings are warnings, on stderr: the exit code says
 	// whether the file is valid, and stdout stays TOML.
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "logpond: warning: %s: %s\n", path, w)
 	}
-	out := *cfg
-	hidden := false
+	// Secrets, and whatever came from the environment, stay out of the
+	// output, so that it can go to CI logs.
+	out := l.Printable()
+	hidden := out.Output.Elasticsearch.Username == conf.Redacted
 	for _, secret := range []*string{&out.Output.Elasticsearch.Password, &out.Output.Elasticsearch.APIKey} {
 		if *secret != "" {
-			*secret, hidden = redacted, true
+			*secret, hidden = conf.Redacted, true
 		}
 	}
 	fmt.Fprintf(stdout, "# logpond effective configuration of %s: every key, defaults filled in.\n", path)
 	if hidden {
-		fmt.Fprintf(stdout, "# Secrets are shown as %q.\n", redacted)
+		fmt.Fprintf(stdout, "# Secrets are shown as %q.\n", conf.Redacted)
+	}
+	if l.FromEnvironment() {
+		fmt.Fprintln(stdout, "# Values taken from environment variables are shown as the ${NAME} references they came from.")
 	}
 	fmt.Fprintln(stdout)
 	enc := toml.NewEncoder(stdout)
