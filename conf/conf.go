@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -245,42 +247,125 @@ func Default() Config {
 
 // Load reads the TOML file at path over the defaults and validates it. The
 // error, if any, lists every problem found, each naming the file, the line
-// where known, the key, and what to change.
+// where known, the key, and what to change, ordered by line and key.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	l, err := LoadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("conf: %w", err)
+		return nil, err
 	}
-	return Parse(path, data)
+	return l.Config, nil
 }
 
 // Parse is Load for bytes already read; name is used in messages.
 func Parse(name string, data []byte) (*Config, error) {
-	cfg := Default()
-	// Decode into a copy whose slices are nil, so a file's hosts replace the
-	// default list instead of being merged into it.
-	cfg.Output.Elasticsearch.Hosts = nil
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
+	l, err := ParseFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return l.Config, nil
+}
+
+// Loaded is a configuration file as loaded: the configuration, and what is
+// needed to check it further and to print it (Printable, CheckHost).
+type Loaded struct {
+	Config *Config
+	name   string
+	data   []byte
+	subst  []substitution
+	// liftedCreds: username and password were taken from a host URL.
+	liftedCreds bool
+}
+
+// LoadFile is Load, keeping what Loaded's methods need.
+func LoadFile(path string) (*Loaded, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("conf: %w", err)
+	}
+	return ParseFile(path, data)
+}
+
+// ParseFile is LoadFile for bytes already read; name is used in messages.
+//
+// String values may refer to environment variables (${NAME},
+// ${NAME:default}; see substitute). Keys whose defaults depend on other
+// keys follow the file's values of those keys when the file leaves them
+// out: journal.max_group_bytes defaults to the smaller of 2MiB and
+// journal.segment_bytes.
+func ParseFile(name string, data []byte) (*Loaded, error) {
+	// A syntax error leaves no document to check further: it is the one
+	// problem reported alone.
+	var raw map[string]any
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
 	if err != nil {
 		return nil, decodeError(name, data, err)
 	}
-	if !md.IsDefined("output", "elasticsearch", "hosts") {
-		cfg.Output.Elasticsearch.Hosts = Default().Output.Elasticsearch.Hosts
+	cfg := Default()
+	d := &decoder{env: os.LookupEnv, defined: map[string]bool{}, keys: md.Keys()}
+	d.decodeTable(reflect.ValueOf(&cfg).Elem(), nil, raw)
+	if !d.defined["journal.max_group_bytes"] {
+		cfg.Journal.MaxGroupBytes = min(cfg.Journal.MaxGroupBytes, cfg.Journal.SegmentBytes)
 	}
-	var errs []error
-	for _, k := range topUndecoded(md.Undecoded()) {
-		errs = append(errs, &KeyError{File: name, Line: keyLine(data, k), Key: k.String(),
-			Msg: unknownKeyMessage(k)})
+	ps := d.problems
+	es := &cfg.Output.Elasticsearch
+	user, pass := es.Username, es.Password
+	lifted := cfg.liftHostCredentials()
+	liftedCreds := es.Username != user || es.Password != pass
+	for _, p := range append(lifted, cfg.validate()...) {
+		// A key that did not decode kept its default: a check about it, or
+		// one that compares another key with it, would report a problem
+		// of the default, not of the file. Those checks wait until it is
+		// fixed.
+		if !involvesAny(p, d.failed) {
+			ps = append(ps, p)
+		}
 	}
-	for _, p := range append(cfg.liftHostCredentials(), cfg.validate()...) {
-		p.File = name
-		p.Line = keyLine(data, splitKey(p.Key))
-		errs = append(errs, p)
-	}
-	if len(errs) > 0 {
+	if len(ps) > 0 {
+		for _, p := range ps {
+			p.File = name
+			p.Line = keyLine(data, splitKey(p.Key))
+		}
+		sortProblems(ps)
+		errs := make([]error, len(ps))
+		for i, p := range ps {
+			errs[i] = p
+		}
 		return nil, errors.Join(errs...)
 	}
-	return &cfg, nil
+	return &Loaded{Config: &cfg, name: name, data: data, subst: d.subst, liftedCreds: liftedCreds}, nil
+}
+
+// involvesAny reports whether p is about one of keys or mentions one
+// (dotted, or by its last part, as messages name keys of the same
+// section).
+func involvesAny(p *KeyError, keys []string) bool {
+	for _, k := range keys {
+		last := k[strings.LastIndexByte(k, '.')+1:]
+		if p.Key == k || strings.Contains(p.Msg, k) || containsWord(p.Msg, last) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsWord reports whether s contains w not as part of a longer
+// key-like word (letters, digits, _ and .).
+func containsWord(s, w string) bool {
+	wordByte := func(c byte) bool {
+		return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(w)
+		if (j == 0 || !wordByte(s[j-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // KeyError is one problem with one key of a configuration file.

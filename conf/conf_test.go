@@ -139,10 +139,20 @@ func TestMistakes(t *testing.T) {
 			if !strings.Contains(msg, tc.Want) {
 				t.Errorf("message %q does not say %q", msg, tc.Want)
 			}
+			// The problem the test is about: the first one, or the first
+			// about tc.Key (problems are ordered by line and key).
 			var ke *KeyError
 			if tc.Key != "" || tc.Line != 0 {
 				if !errors.As(err, &ke) {
 					t.Fatalf("%v is not a *KeyError", err)
+				}
+			}
+			if joined, ok := err.(interface{ Unwrap() []error }); ok && tc.Key != "" {
+				for _, e := range joined.Unwrap() {
+					if k, ok := e.(*KeyError); ok && k.Key == tc.Key {
+						ke = k
+						break
+					}
 				}
 			}
 			if tc.Key != "" && ke.Key != tc.Key {

@@ -11,21 +11,6 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// topUndecoded drops keys below an already-listed unknown key, so an unknown
-// table is reported once, not once per key inside it.
-func topUndecoded(keys []toml.Key) []toml.Key {
-	var out []toml.Key
-	for _, k := range keys {
-		covered := slices.ContainsFunc(out, func(p toml.Key) bool {
-			return len(p) < len(k) && slices.Equal(p, k[:len(p)])
-		})
-		if !covered {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // unknownKeyMessage names the section the key is in and, when one is close,
 // the known key or section that was probably meant.
 func unknownKeyMessage(k toml.Key) string {

@@ -4,9 +4,12 @@
 // configuration is wrong or the data directories cannot be opened (for
 // example because another logpond holds their locks), and 2 on bad flags.
 //
-// logpond -check-config FILE loads and validates FILE, prints the effective
-// configuration (every key, defaults filled in, secrets redacted) as TOML
-// on stdout and exits 0, or prints every problem on stderr and exits 1.
+// logpond -check-config FILE loads and validates FILE and checks what it
+// needs from this host (directories, TLS files, listen addresses; nothing
+// is created), prints the effective configuration (every key, defaults
+// filled in, secrets and values from the environment redacted) as TOML on
+// stdout and exits 0, or prints every problem on stderr and exits 1. With
+// -skip-host-checks it checks the file only (for CI).
 // Insecure settings (conf.Config.Warnings) are printed on stderr as
 // warnings and change no exit code; at start they are logged as WARN.
 // logpond -version prints the version and the build's module and VCS
@@ -38,13 +41,14 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = "usage: logpond -config FILE | logpond -check-config FILE | logpond -version"
+const usage = "usage: logpond -config FILE | logpond [-skip-host-checks] -check-config FILE | logpond -version"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logpond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the TOML configuration file (see conf/logpond.example.toml)")
-	checkPath := fs.String("check-config", "", "validate this configuration file, print the effective configuration as TOML and exit: 0 when valid, 1 with the problems on stderr")
+	checkPath := fs.String("check-config", "", "validate this configuration file and what it needs from this host, print the effective configuration as TOML and exit: 0 when valid, 1 with the problems on stderr")
+	skipHost := fs.Bool("skip-host-checks", false, "with -check-config: check the file only, not the directories, TLS files and listen addresses on this host (for CI, away from the host that runs logpond)")
 	showVersion := fs.Bool("version", false, "print the version, module and VCS information of the build and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
@@ -63,7 +67,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "logpond: -check-config and -config exclude each other\n"+usage)
 			return 2
 		}
-		return checkConfig(*checkPath, stdout, stderr)
+		return checkConfig(*checkPath, !*skipHost, stdout, stderr)
+	}
+	if *skipHost {
+		fmt.Fprintln(stderr, "logpond: -skip-host-checks goes with -check-config\n"+usage)
+		return 2
 	}
 	if *configPath == "" {
 		fmt.Fprintln(stderr, usage)
@@ -152,35 +160,54 @@ func printVersion(w io.Writer) {
 	}
 }
 
-// redacted replaces secrets in -check-config's output, so that the output
-// can go to CI logs.
-const redacted = "<redacted>"
-
-// checkConfig is logpond -check-config: it loads and validates the file
-// and prints the effective configuration as TOML (every key, defaults
-// filled in; secrets redacted), or every problem found. It returns the exit
-// code: 0 valid, 1 not.
-func checkConfig(path string, stdout, stderr io.Writer) int {
-	cfg, err := conf.Load(path)
+// checkConfig is logpond -check-config: it loads and validates the file,
+// with host checks what the configuration needs from this host
+// (conf.Loaded.CheckHost: nothing is created), and prints the effective
+// configuration as TOML (every key, defaults filled in; secrets and values
+// from the environment redacted), or every problem found. It returns the
+// exit code: 0 valid, 1 not.
+func checkConfig(path string, host bool, stdout, stderr io.Writer) int {
+	l, err := conf.LoadFile(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	cfg := l.Config
+	if host {
+		if err := l.CheckHost(); err != nil {
+			fmt.Fprintln(stderr, err)
+			fmt.Fprintf(stderr, "logpond: the file is valid; the problems above are of this host, checked as uid %d (the service may run as another user); -skip-host-checks checks the file only\n", os.Getuid())
+			return 1
+		}
 	}
 	// Insecure settings are warnings, on stderr: the exit code says
 	// whether the file is valid, and stdout stays TOML.
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "logpond: warning: %s: %s\n", path, w)
 	}
-	out := *cfg
-	hidden := false
+	// Secrets, and whatever came from the environment, stay out of the
+	// output, so that it can go to CI logs.
+	out := l.Printable()
+	hidden := out.Output.Elasticsearch.Username == conf.Redacted
 	for _, secret := range []*string{&out.Output.Elasticsearch.Password, &out.Output.Elasticsearch.APIKey} {
 		if *secret != "" {
-			*secret, hidden = redacted, true
+			*secret, hidden = conf.Redacted, true
 		}
 	}
 	fmt.Fprintf(stdout, "# logpond effective configuration of %s: every key, defaults filled in.\n", path)
+	if host {
+		fmt.Fprintf(stdout, "# Checked on this host, as uid %d (the service may run as another user):\n", os.Getuid())
+	} else {
+		fmt.Fprintln(stdout, "# Not checked (-skip-host-checks); they need the host that runs logpond:")
+	}
+	for _, c := range conf.HostChecks {
+		fmt.Fprintf(stdout, "#   - %s\n", c)
+	}
 	if hidden {
-		fmt.Fprintf(stdout, "# Secrets are shown as %q.\n", redacted)
+		fmt.Fprintf(stdout, "# Secrets are shown as %q.\n", conf.Redacted)
+	}
+	if l.FromEnvironment() {
+		fmt.Fprintln(stdout, "# Values taken from environment variables are shown as the ${NAME} references they came from.")
 	}
 	fmt.Fprintln(stdout)
 	enc := toml.NewEncoder(stdout)

@@ -358,7 +358,7 @@ const example = "../../conf/logpond.example.toml"
 // and prints TOML that sets every key and loads back to the same
 // configuration.
 func TestCheckConfigExample(t *testing.T) {
-	stdout, stderr, code := runBinary(t, "-check-config", example)
+	stdout, stderr, code := runBinary(t, "-skip-host-checks", "-check-config", example)
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
 	}
@@ -462,15 +462,16 @@ func TestCheckConfigMistakes(t *testing.T) {
 	}
 }
 
-// checkConfigText runs logpond -check-config on a file holding text and
-// returns the file's path with what the run printed.
+// checkConfigText runs logpond -skip-host-checks -check-config on a file
+// holding text and returns the file's path with what the run printed. The
+// host checks are left out: the files use the default directories.
 func checkConfigText(t *testing.T, text string) (path, stdout, stderr string, code int) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "check.toml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code = runBinary(t, "-check-config", path)
+	stdout, stderr, code = runBinary(t, "-skip-host-checks", "-check-config", path)
 	return path, stdout, stderr, code
 }
 

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCheckConfigHidesEnvironmentValues: values taken from environment
+// variables do not appear in -check-config's output, whichever key took
+// them; the output shows their references.
+func TestCheckConfigHidesEnvironmentValues(t *testing.T) {
+	t.Setenv("LP_TEST_USER", "writer-9f3a")
+	t.Setenv("LP_TEST_PASS", "hunter2-x")
+	t.Setenv("LP_TEST_HOST", "es-7d1c.internal")
+	_, stdout, stderr, code := checkConfigText(t, `[output.elasticsearch]
+hosts = ["https://${LP_TEST_HOST}:9200"]
+username = "${LP_TEST_USER}"
+password = "${LP_TEST_PASS}"
+`)
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	for _, v := range []string{"writer-9f3a", "hunter2-x", "es-7d1c"} {
+		if strings.Contains(stdout+stderr, v) {
+			t.Errorf("the output shows %q:\n%s\n%s", v, stdout, stderr)
+		}
+	}
+	for _, want := range []string{`username = "${LP_TEST_USER}"`, `hosts = ["https://${LP_TEST_HOST}:9200"]`, `password = "<redacted>"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the output does not say %s:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestCheckConfigUnsetVariable: an unset variable is a problem naming the
+// key and the variable.
+func TestCheckConfigUnsetVariable(t *testing.T) {
+	path, _, stderr, code := checkConfigText(t, "[output.elasticsearch]\napi_key = \"${LP_TEST_UNSET_KEY}\"\n")
+	if code != 1 || !strings.Contains(stderr, path+":2: output.elasticsearch.api_key: environment variable LP_TEST_UNSET_KEY is not set") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// selfSignedPEM writes a throw-away certificate and key and returns their
+// paths.
+func selfSignedPEM(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// hostConfig is a configuration whose host needs all exist: directories
+// under root, a certificate, free ports.
+func hostConfig(root, cert, key string) string {
+	return fmt.Sprintf(`[journal]
+dir = %q
+[ledger]
+dir = %q
+[input.beats]
+listen = "127.0.0.1:0"
+[input.beats.tls]
+cert = %q
+key = %q
+client_ca = %q
+client_auth = "required"
+[output.elasticsearch.tls]
+ca = %q
+[admin]
+listen = "127.0.0.1:0"
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), cert, key, cert, cert)
+}
+
+// TestCheckConfigHost: -check-config reports what would make logpond fail
+// at start on this host — missing parents, unwritable directories, TLS
+// files that are missing or do not parse, a port in use — all in one run,
+// and creates nothing.
+func TestCheckConfigHost(t *testing.T) {
+	root := t.TempDir()
+	cert, key := selfSignedPEM(t, root)
+	good := hostConfig(root, cert, key)
+	path, stdout, stderr := filepath.Join(root, "good.toml"), "", ""
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runBinary(t, "-check-config", path)
+	if code != 0 {
+		t.Fatalf("a configuration this host satisfies: exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "# Checked on this host") {
+		t.Errorf("the output does not say which checks ran on this host:\n%s", stdout)
+	}
+	for _, d := range []string{"journal", "ledger"} {
+		if _, err := os.Stat(filepath.Join(root, d)); !os.IsNotExist(err) {
+			t.Errorf("-check-config created or touched %s: %v", d, err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	garbage := filepath.Join(root, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(root, "ro")
+	if err := os.Mkdir(readOnly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.NewReplacer(
+		filepath.Join(root, "journal"), filepath.Join(root, "missing", "journal"),
+		filepath.Join(root, "ledger"), filepath.Join(readOnly, "ledger"),
+		"cert = \""+cert, "cert = \""+filepath.Join(root, "nope.pem"),
+		"client_ca = \""+cert, "client_ca = \""+garbage,
+		"ca = \""+cert, "ca = \""+filepath.Join(root, "no-ca.pem"),
+		"listen = \"127.0.0.1:0\"\n[input.beats.tls]", "listen = \""+ln.Addr().String()+"\"\n[input.beats.tls]",
+	).Replace(good)
+	path = filepath.Join(root, "bad.toml")
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runBinary(t, "-check-config", path)
+	if code != 1 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want 1 and nothing", code, stdout)
+	}
+	want := []string{
+		path + ":2: journal.dir: ",
+		path + ":4: ledger.dir: ",
+		path + ":6: input.beats.listen: cannot listen",
+		path + ":8: input.beats.tls.cert: ",
+		path + ":10: input.beats.tls.client_ca: " + garbage + " holds no PEM certificate",
+		path + ":13: output.elasticsearch.tls.ca: ",
+	}
+	if os.Getuid() == 0 {
+		want = slices.Delete(want, 1, 2) // root writes anywhere
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(stderr[at:], w)
+		if i < 0 {
+			t.Errorf("stderr does not say %q (after the previous problem):\n%s", w, stderr)
+			continue
+		}
+		at += i
+	}
+	if _, err := os.Stat(filepath.Join(root, "missing")); !os.IsNotExist(err) {
+		t.Errorf("-check-config created a directory: %v", err)
+	}
+
+	// -skip-host-checks checks the file only, and says what it left out.
+	stdout, stderr, code = runBinary(t, "-skip-host-checks", "-check-config", path)
+	if code != 0 || !strings.Contains(stdout, "# Not checked (-skip-host-checks)") {
+		t.Errorf("-skip-host-checks: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+}

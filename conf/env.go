@@ -1,0 +1,192 @@
+package conf
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// substitution is one ${VAR} reference resolved while loading a file.
+type substitution struct {
+	Key   string // dotted key whose value held the reference
+	Var   string // the variable's name
+	Value string // what it was replaced by (the variable's value, or the default)
+	Ref   string // the reference as written, "${NAME}" or "${NAME:default}"
+}
+
+// substitute replaces the environment references in s, a string value of
+// key:
+//
+//	${NAME}          the value of the environment variable NAME; an error when it is unset
+//	${NAME:default}  the value of NAME, or default when NAME is unset
+//	$${              a literal "${"
+//
+// NAME is letters, digits and underscores, not starting with a digit; a
+// default runs to the first "}". A "$" not followed by "{" is kept as it is.
+// Values are inserted as they are: they are not searched for references.
+func (d *decoder) substitute(key string, s string) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			// "$${": an escaped "${".
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("%q has a \"${\" without its \"}\": write ${NAME} or ${NAME:default} for an environment variable, or $${ for a literal \"${\"", shorten(s[i:]))
+		}
+		ref := s[i+2 : i+end]
+		name, def, hasDef := strings.Cut(ref, ":")
+		if !validVarName(name) {
+			return "", fmt.Errorf("\"${%s}\": %q is not an environment variable name (letters, digits and _, not starting with a digit); write $${ for a literal \"${\"", shorten(ref), shorten(name))
+		}
+		v, ok := d.env(name)
+		if !ok {
+			if !hasDef {
+				return "", fmt.Errorf("environment variable %s is not set (referenced as ${%s}): set it in logpond's environment (systemd: Environment= or EnvironmentFile= in a drop-in), or give a default, ${%s:default}", name, name, name)
+			}
+			v = def
+		}
+		d.subst = append(d.subst, substitution{Key: key, Var: name, Value: v, Ref: s[i : i+end+1]})
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+}
+
+func validVarName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// shorten keeps quoted input short in messages.
+func shorten(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// Redacted stands for a secret in printed configurations.
+const Redacted = "<redacted>"
+
+// Printable returns a copy of the configuration for printing (as
+// -check-config does) that shows no value taken from the environment: in
+// every string value of a key that took an environment variable, the
+// variable's value is shown as the reference it came from (${NAME} or
+// ${NAME:default}), and a literal "${" as "$${", so that the output loads
+// back, in the same environment, to the same configuration. When a host
+// URL that took a variable carried the credentials, username and password
+// are shown as Redacted. Other keys are shown as loaded; password and
+// api_key are left to the caller.
+func (l *Loaded) Printable() Config {
+	out := *l.Config
+	out.Output.Elasticsearch.Hosts = slices.Clone(out.Output.Elasticsearch.Hosts)
+	keys := map[string]bool{}
+	var subst []substitution
+	for _, s := range l.subst {
+		if s.Value == "" {
+			continue
+		}
+		keys[s.Key] = true
+		subst = append(subst, s)
+	}
+	if keys["output.elasticsearch.hosts"] && l.liftedCreds {
+		// Credentials in a host URL were moved into these two; they may
+		// hold any part of a variable's value.
+		out.Output.Elasticsearch.Username, out.Output.Elasticsearch.Password = Redacted, Redacted
+	}
+	// Longest values first, so that a value containing another is shown
+	// as its own reference.
+	slices.SortStableFunc(subst, func(a, b substitution) int { return len(b.Value) - len(a.Value) })
+	for _, key := range valueKeys(reflect.TypeFor[Config](), nil) {
+		var ss []substitution // none: only escape "${"
+		if keys[key.String()] {
+			ss = subst
+		}
+		v := fieldAt(reflect.ValueOf(&out).Elem(), key)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(references(v.String(), ss))
+		case reflect.Slice:
+			for i := range v.Len() {
+				if e := v.Index(i); e.Kind() == reflect.String {
+					e.SetString(references(e.String(), ss))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// valueKeys lists the keys of t's values (not sections), in field order.
+func valueKeys(t reflect.Type, prefix toml.Key) []toml.Key {
+	var out []toml.Key
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := append(slices.Clone(prefix), f.Tag.Get("toml"))
+		if f.Type.Kind() == reflect.Struct && !isLeaf(f.Type) {
+			out = append(out, valueKeys(f.Type, key)...)
+		} else {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// FromEnvironment reports whether any value took an environment variable.
+func (l *Loaded) FromEnvironment() bool { return len(l.subst) > 0 }
+
+// references writes s with every substituted value in it replaced by its
+// ${NAME} reference and every other "${" escaped.
+func references(s string, subst []substitution) string {
+	var b strings.Builder
+outer:
+	for i := 0; i < len(s); {
+		for _, r := range subst {
+			if strings.HasPrefix(s[i:], r.Value) {
+				b.WriteString(r.Ref)
+				i += len(r.Value)
+				continue outer
+			}
+		}
+		if strings.HasPrefix(s[i:], "${") {
+			b.WriteString("$${")
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// fieldAt returns the field at key of the struct v.
+func fieldAt(v reflect.Value, key toml.Key) reflect.Value {
+	for _, name := range key {
+		f, _ := fieldByTag(v.Type(), name)
+		v = v.FieldByIndex(f.Index)
+	}
+	return v
+}
