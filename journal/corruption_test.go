@@ -388,29 +388,44 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 		damage  func(path string)
 		refuse  uint64 // the LSN a refusal names; 0: Open must succeed
 		aside   bool   // the damaged generation is set aside, logged at ERROR
+		// interrupted: a crash came between the set-aside's two renames:
+		// the salvaged generation is in place, the damaged one is still
+		// under its own name. The journal must open from that state
+		// without setting anything aside again.
+		interrupted bool
 	}{
 		{"newest generation: flipped record the ledger holds, later groups follow", newest.File, nf + 20,
-			flip(nf+5, 40), 0, true},
+			flip(nf+5, 40), 0, true, false},
 		{"newest generation: flipped length prefix the ledger holds", newest.File, nf + 20,
-			flip(nf+5, 0), 0, true},
+			flip(nf+5, 0), 0, true, false},
 		{"newest generation: the ledger's last record damaged", newest.File, nf + 20,
-			flip(nf+20, 40), 0, true},
+			flip(nf+20, 40), 0, true, false},
 		{"newest generation: damage, the ledger holds every record", newest.File, total,
-			flip(nf+5, 40), 0, true},
+			flip(nf+5, 40), 0, true, false},
 		{"newest generation: damage just after the ledger's last LSN", newest.File, nf + 5,
-			flip(nf+6, 40), nf + 6, false},
+			flip(nf+6, 40), nf + 6, false, false},
 		{"newest generation: damage reaching past the ledger's last LSN", newest.File, nf + 5,
-			func(p string) { storetest.Flip(t, p, offsets[nf+3]+40); storetest.Flip(t, p, offsets[nf+6]+40) }, nf + 6, false},
+			func(p string) { storetest.Flip(t, p, offsets[nf+3]+40); storetest.Flip(t, p, offsets[nf+6]+40) }, nf + 6, false, false},
 		{"closed generation holding the ledger's last LSN, damaged below it", closed.File, cf + 10,
-			flip(cf+3, 40), 0, true},
+			flip(cf+3, 40), 0, true, false},
 		{"closed generation holding the ledger's last LSN, damaged above it", closed.File, cf + 10,
-			flip(cf+13, 40), 0, false}, // not read at Open: the flusher's Reader finds it
+			flip(cf+13, 40), 0, false, false}, // not read at Open: the flusher's Reader finds it
 		{"closed generation holding the ledger's last LSN, cut below it", closed.File, cf + 10,
-			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false},
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false, false},
 		{"closed generation wholly below the ledger's last LSN, damaged", closed.File, cl + 3,
-			flip(cf+3, 40), 0, false},
+			flip(cf+3, 40), 0, false, false},
 		{"closed generation wholly below the ledger's last LSN, cut at an entry boundary", closed.File, cl + 3,
-			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false},
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false, false},
+		{"closed generation ending at the ledger's last LSN, damaged", closed.File, cl,
+			flip(cf+3, 40), 0, false, false},
+		{"closed generation ending at the ledger's last LSN, cut at an entry boundary", closed.File, cl,
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false, false},
+		{"newest generation: a crash between the set-aside's renames", newest.File, nf + 20,
+			flip(nf+5, 40), 0, false, true},
+		{"newest generation, the ledger holds every record: a crash between the set-aside's renames", newest.File, total,
+			flip(nf+5, 40), 0, false, true},
+		{"closed generation holding the ledger's last LSN: a crash between the set-aside's renames", closed.File, cf + 10,
+			flip(cf+3, 40), 0, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,6 +440,9 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 			}
 			opts := smallOpts()
 			opts.StartAfter, opts.Settled = tc.settled, tc.settled
+			if tc.interrupted {
+				interruptSetAside(t, dir, gen, opts)
+			}
 			lb := &syncbuf.Buffer{}
 			opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
 			j, err := Open(dir, opts)
@@ -473,7 +491,7 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 				next++
 			}
 			var ce *CorruptionError
-			switch damagedAbove := tc.settled == cf+10 && !tc.aside; {
+			switch damagedAbove := tc.settled == cf+10 && !tc.aside && !tc.interrupted; {
 			case damagedAbove && errors.As(jr.Err(), &ce) && ce.LSN == cf+13:
 				return // the damage the ledger lacks is still reported, located
 			case damagedAbove:
@@ -505,5 +523,28 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 				t.Fatalf("the next open set something aside again:\n%s", lb2)
 			}
 		})
+	}
+}
+
+// interruptSetAside leaves in dir what a crash between the two renames of
+// a set-aside of generation gen leaves: it opens the journal (which sets
+// gen aside), closes it, and renames the damaged generation back.
+func interruptSetAside(t *testing.T, dir, gen string, opts Options) {
+	t.Helper()
+	lb := &syncbuf.Buffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+	j, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lb.String(), "level=ERROR") {
+		t.Fatalf("nothing was set aside: the test proves nothing:\n%s", lb)
+	}
+	aside := filepath.Join(dir, damagedPrefix+gen[len(genPrefix):])
+	if err := os.Rename(aside, filepath.Join(dir, gen)); err != nil {
+		t.Fatal(err)
 	}
 }

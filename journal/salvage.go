@@ -67,6 +67,12 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	}
 	g := gens[t]
 	last := lastLSNOf(gens, t) // 0 for the newest
+	if last != 0 && last <= settled {
+		// The next generation starts at settled: g holds nothing after
+		// it, and Open releases it unread, damaged or not. That is also
+		// what a crash between replaceGeneration's two renames leaves.
+		return false, nil
+	}
 	path := g.segment()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && last == 0 {
@@ -177,9 +183,12 @@ func entryWithLSN(data []byte, from int, lsn uint64) (int, bool) {
 
 // replaceGeneration writes entries (whole tidwall entries, LSNs settled+1,
 // …) as a new generation after settled and then renames generation g's
-// directory to aside. Each step is durable before the next: a crash
-// between them leaves g beside the new generation, wholly at or below
-// settled, which the next Open releases.
+// directory to aside. Each step is durable before the next. A crash
+// between the two renames leaves g under its own name, followed by the new
+// generation: g's last LSN is then settled (whatever its file holds after
+// it), so the next Open does not scan it (setAsideSettled) but releases it
+// unread, and the damage goes with it. A crash before the first rename
+// leaves only the salvage directory, which the next Open removes.
 func replaceGeneration(dir string, g generation, settled uint64, entries []byte, aside string, syncDir func(string) error) error {
 	tmp := filepath.Join(dir, salvagePrefix+fmt.Sprintf("%020d", settled))
 	if err := os.Mkdir(tmp, 0o750); err != nil {
