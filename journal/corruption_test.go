@@ -548,3 +548,83 @@ func interruptSetAside(t *testing.T, dir, gen string, opts Options) {
 		t.Fatal(err)
 	}
 }
+
+// TestJournalEndingBeforeTheLedgerWithATornTail: a newest generation that
+// ends before Settled in a torn tail, or in the stale rest of a recycled
+// file, after a crash, is a journal that ends before the ledger: Open cuts
+// the tail (logged as a repair, not as damage), continues after the
+// ledger's last LSN, and sets nothing aside.
+func TestJournalEndingBeforeTheLedgerWithATornTail(t *testing.T) {
+	for _, recycled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recycled=%v", recycled), func(t *testing.T) {
+			opts := smallOpts()
+			if recycled {
+				opts = recycleOpts()
+			}
+			r := newRecycler(t, opts)
+			r.untilGenerations(3, 2000)
+			r.releaseOldest(2)
+			before := len(r.j.gensSnapshot())
+			if recycled {
+				r.untilGenerations(before+1, 2000) // the newest overwrites a spare
+			}
+			for range 7 {
+				r.append(500)
+			}
+			gens := r.j.gensSnapshot()
+			newest := gens[len(gens)-1]
+			crashed := copyTree(t, r.dir)
+			last := r.j.LastLSN()
+			if err := r.j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			seg := filepath.Join(crashed, filepath.Base(newest.dir), segmentFile)
+			written := entriesBytes(t, generation{base: newest.base, dir: filepath.Dir(seg)}, 0)
+			if size := stat(t, seg).Size(); recycled && size <= written {
+				t.Fatalf("the newest generation's file is %d bytes, %d written: the test needs a stale rest", size, written)
+			}
+			if !recycled {
+				// Half of another entry: a write the crash tore.
+				data, err := os.ReadFile(seg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = f.Write(data[written-int64(len(data))/20 : written-int64(len(data))/40])
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			settled := last + 10 // the ledger holds more than the journal
+			opts.StartAfter, opts.Settled = settled, settled
+			lb := &syncbuf.Buffer{}
+			opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+			j, err := Open(crashed, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if strings.Contains(lb.String(), "level=ERROR") {
+				t.Fatalf("a tail the ledger outlasts was reported as damage:\n%s", lb)
+			}
+			if aside, _ := filepath.Glob(filepath.Join(crashed, damagedPrefix+"*")); len(aside) > 0 {
+				t.Fatalf("set aside %v", aside)
+			}
+			if rep := j.Recovery(); rep == nil || rep.File != seg || rep.Offset != written || rep.FirstLSN != last+1 {
+				t.Fatalf("repair %+v, want the tail of %s cut at %d (LSN %d)", rep, seg, written, last+1)
+			}
+			if got := j.LastLSN(); got != settled {
+				t.Fatalf("last LSN %d, want the ledger's %d", got, settled)
+			}
+			if lsn := mustAppend(t, j, rec(t, 0, 0, 10)); lsn != settled+1 {
+				t.Fatalf("next append got LSN %d, want %d", lsn, settled+1)
+			}
+		})
+	}
+}

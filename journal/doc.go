@@ -134,7 +134,10 @@
 // it is set aside instead of refused: the verified entries after Settled
 // are copied into a new generation named after Settled, the damaged
 // generation is renamed to damaged-<base>, and it is logged at ERROR
-// (salvage.go). Damage reaching past Settled is refused as above.
+// (salvage.go). A newest generation that merely ends before Settled in a
+// torn tail (or a recycled file's stale rest) is no such damage: the tail
+// is cut as above and Open continues after Settled. Damage reaching past
+// Settled is refused as above.
 //
 // # Failure
 //

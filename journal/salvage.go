@@ -27,6 +27,12 @@ import (
 //     is logged at ERROR, with the file, the offset and the LSNs set
 //     aside.
 //
+// A newest generation that ends before Settled in what the recovery rule
+// calls a torn tail (no later write group follows the bad entry; a
+// recycled file's stale rest reads the same), with no entry after Settled,
+// is not damage: it is a journal that ends before the ledger. Its tail is
+// cut as any torn tail (repairTail) and Open continues after the ledger.
+//
 // Damage that reaches past Settled (the entry for Settled+1 is missing or
 // damaged, and it was acknowledged) is refused as ever, with a
 // *CorruptionError.
@@ -93,6 +99,16 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	from, to, err := settledRest(path, data, int(s.off), settled, last)
 	if err != nil {
 		return false, err
+	}
+	if last == 0 && from == to {
+		if _, rep, err := examineTail(path, data, g.base+1); err == nil && rep != nil {
+			// Nothing after settled, and by the recovery rule the bad
+			// entry is a torn tail (or a recycled file's stale rest),
+			// never acknowledged: the journal just ends before the
+			// ledger. repairTail cuts the tail and Open continues after
+			// the ledger, as for a file that ends cleanly.
+			return false, nil
+		}
 	}
 	aside := filepath.Join(dir, damagedPrefix+fmt.Sprintf("%020d", g.base))
 	for n := 1; ; n++ {
