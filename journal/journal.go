@@ -139,11 +139,17 @@ type Journal struct {
 	// segment's worth of space is free again.
 	fullLogged bool
 	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
-	spares     []spare      // released segments kept to be overwritten (recycle.go)
-	maxSpares  int          // Options.SpareSegments; 0 once recycling failed
-	cutting    bool         // the releaser is cutting one down
-	poisoned   error        // sticky write/fsync failure
-	closed     bool
+	// What the releaser failed to do, waiting for its retry (retryFailed):
+	// generations not freed, a spare not deleted, renames of a Release.
+	retryGens    []generation
+	retrySpares  bool
+	retryRenames bool
+	releaseTo    uint64  // the highest LSN Release was asked to release up to
+	spares       []spare // released segments kept to be overwritten (recycle.go)
+	maxSpares    int     // Options.SpareSegments; 0 once recycling failed
+	cutting      bool    // the releaser is cutting one down
+	poisoned     error   // sticky write/fsync failure
+	closed       bool
 }
 
 type request struct {
@@ -531,8 +537,10 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			return nil
 		}
 		j.full = true
-		if len(j.spares) > 0 {
-			j.wakeReleaser() // spares go first (spareToDrop)
+		if len(j.spares) > 0 || len(j.releasing) > 0 {
+			// Spares go first (spareToDrop), and a released segment is
+			// no longer kept as one (keepAsSpare): it is cut.
+			j.wakeReleaser()
 		}
 		if !j.fullLogged {
 			j.fullLogged = true
