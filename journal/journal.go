@@ -168,7 +168,9 @@ func Open(dir string, opts Options) (*Journal, error) { return open(dir, opts, n
 
 // Reopen opens a fresh instance of j's directory with opts, after j failed
 // ([Journal.Err]) and was closed: after a failed write or fsync only a
-// fresh instance resumes.
+// fresh instance resumes. When j's Close is still running, Reopen first
+// waits until every goroutine of j has exited, so that none of them touches
+// the files of the new instance.
 //
 // Unlike Open, Reopen keeps nothing after j's last durable LSN (its
 // LastLSN), however intact it reads back: those records were written but
@@ -184,8 +186,10 @@ func (j *Journal) Reopen(opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: reopen %s: close the failed instance first", j.dir)
 	}
 	// Close has begun: once the committer and the syncer have exited,
-	// durable is final.
+	// durable is final; once the releaser has, nothing of j renames or
+	// cuts files under the new instance.
 	<-j.stopped
+	<-j.reaped
 	synced := j.durable.Load()
 	return open(j.dir, opts, &synced)
 }

@@ -868,6 +868,91 @@ func TestReopenNeedsAClosedJournal(t *testing.T) {
 	}
 }
 
+// TestReopenWaitsForTheClosedInstance: Reopen lists and repairs the
+// directory only once every goroutine of the closed instance has exited:
+// its releaser, held inside a release, must not rename or cut files under
+// the new instance.
+func TestReopenWaitsForTheClosedInstance(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	var (
+		mu      sync.Mutex
+		hold    string // a generation directory whose first fsync is held
+		entered = make(chan struct{})
+		release = make(chan struct{})
+	)
+	opts.hooks.syncDir = func(d string) error {
+		mu.Lock()
+		held := d == hold
+		if held {
+			hold = ""
+		}
+		mu.Unlock()
+		if held {
+			close(entered)
+			<-release
+		}
+		return fsutil.SyncDir(d)
+	}
+	j := mustOpen(t, dir, opts)
+	for i := 0; len(j.gensSnapshot()) < 2; i++ {
+		mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	gens := j.gensSnapshot()
+	mu.Lock()
+	hold = gens[0].dir
+	mu.Unlock()
+	if err := j.Release(gens[1].base); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the releaser is inside the release
+	closed := make(chan error, 1)
+	go func() { closed <- j.Close() }()
+	for {
+		j.mu.Lock()
+		c := j.closed
+		j.mu.Unlock()
+		if c {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	type reopened struct {
+		j   *Journal
+		err error
+	}
+	done := make(chan reopened, 1)
+	go func() {
+		j2, err := j.Reopen(opts)
+		done <- reopened{j2, err}
+	}()
+	select {
+	case r := <-done:
+		close(release)
+		if r.err == nil {
+			r.j.Close()
+		}
+		<-closed
+		t.Fatalf("Reopen returned (%v) while the closed instance's releaser was still running", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.j.Close()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gens[0].dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted release was not finished: %v", err)
+	}
+	if got := len(readAll(t, r.j)); got == 0 {
+		t.Fatal("the reopened journal reads nothing")
+	}
+}
+
 func TestWriteFailurePoisons(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()
