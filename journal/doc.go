@@ -36,9 +36,11 @@
 // and removes it. Freeing a whole segment at once stalls the device, and with
 // it the journal's next fsync, for tens of milliseconds. A generation
 // directory without its segment file, other than the newest, is a release a
-// crash (or Close) interrupted; Open finishes it. Up to spare_segments
-// released segments are not cut but kept as spares, for new generations to
-// overwrite (below).
+// crash (or Close) interrupted; Open finishes it. What fails (Release's
+// rename, a cut, a deletion) stays counted in max_bytes and is retried by
+// the releaser itself, with backoff, while the rest of its work goes on.
+// Up to spare_segments released segments are not cut but kept as spares,
+// for new generations to overwrite (below).
 // (tidwall's own TruncateFront copies the rest of a segment while holding the
 // log's mutex, which would stall appends; the journal never calls it.)
 //
