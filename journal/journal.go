@@ -312,11 +312,13 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 		j.releaseAtOpen(releaseUpTo)
 	}
 	j.durable.Store(j.last)
+	if len(j.spares) > j.maxSpares {
+		// spare_segments was lowered: delete the extra spares now. Checked
+		// before the releaser starts, which changes spares.
+		j.wakeReleaser()
+	}
 	go j.commitLoop()
 	go j.releaseLoop()
-	if len(j.spares) > j.maxSpares {
-		j.wakeReleaser() // spare_segments was lowered: delete the extra spares now
-	}
 	return j, nil
 }
 
