@@ -388,29 +388,44 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 		damage  func(path string)
 		refuse  uint64 // the LSN a refusal names; 0: Open must succeed
 		aside   bool   // the damaged generation is set aside, logged at ERROR
+		// interrupted: a crash came between the set-aside's two renames:
+		// the salvaged generation is in place, the damaged one is still
+		// under its own name. The journal must open from that state
+		// without setting anything aside again.
+		interrupted bool
 	}{
 		{"newest generation: flipped record the ledger holds, later groups follow", newest.File, nf + 20,
-			flip(nf+5, 40), 0, true},
+			flip(nf+5, 40), 0, true, false},
 		{"newest generation: flipped length prefix the ledger holds", newest.File, nf + 20,
-			flip(nf+5, 0), 0, true},
+			flip(nf+5, 0), 0, true, false},
 		{"newest generation: the ledger's last record damaged", newest.File, nf + 20,
-			flip(nf+20, 40), 0, true},
+			flip(nf+20, 40), 0, true, false},
 		{"newest generation: damage, the ledger holds every record", newest.File, total,
-			flip(nf+5, 40), 0, true},
+			flip(nf+5, 40), 0, true, false},
 		{"newest generation: damage just after the ledger's last LSN", newest.File, nf + 5,
-			flip(nf+6, 40), nf + 6, false},
+			flip(nf+6, 40), nf + 6, false, false},
 		{"newest generation: damage reaching past the ledger's last LSN", newest.File, nf + 5,
-			func(p string) { storetest.Flip(t, p, offsets[nf+3]+40); storetest.Flip(t, p, offsets[nf+6]+40) }, nf + 6, false},
+			func(p string) { storetest.Flip(t, p, offsets[nf+3]+40); storetest.Flip(t, p, offsets[nf+6]+40) }, nf + 6, false, false},
 		{"closed generation holding the ledger's last LSN, damaged below it", closed.File, cf + 10,
-			flip(cf+3, 40), 0, true},
+			flip(cf+3, 40), 0, true, false},
 		{"closed generation holding the ledger's last LSN, damaged above it", closed.File, cf + 10,
-			flip(cf+13, 40), 0, false}, // not read at Open: the flusher's Reader finds it
+			flip(cf+13, 40), 0, false, false}, // not read at Open: the flusher's Reader finds it
 		{"closed generation holding the ledger's last LSN, cut below it", closed.File, cf + 10,
-			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false},
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false, false},
 		{"closed generation wholly below the ledger's last LSN, damaged", closed.File, cl + 3,
-			flip(cf+3, 40), 0, false},
+			flip(cf+3, 40), 0, false, false},
 		{"closed generation wholly below the ledger's last LSN, cut at an entry boundary", closed.File, cl + 3,
-			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false},
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false, false},
+		{"closed generation ending at the ledger's last LSN, damaged", closed.File, cl,
+			flip(cf+3, 40), 0, false, false},
+		{"closed generation ending at the ledger's last LSN, cut at an entry boundary", closed.File, cl,
+			func(p string) { os.Truncate(p, offsets[cf+3]) }, 0, false, false},
+		{"newest generation: a crash between the set-aside's renames", newest.File, nf + 20,
+			flip(nf+5, 40), 0, false, true},
+		{"newest generation, the ledger holds every record: a crash between the set-aside's renames", newest.File, total,
+			flip(nf+5, 40), 0, false, true},
+		{"closed generation holding the ledger's last LSN: a crash between the set-aside's renames", closed.File, cf + 10,
+			flip(cf+3, 40), 0, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,6 +440,9 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 			}
 			opts := smallOpts()
 			opts.StartAfter, opts.Settled = tc.settled, tc.settled
+			if tc.interrupted {
+				interruptSetAside(t, dir, gen, opts)
+			}
 			lb := &syncbuf.Buffer{}
 			opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
 			j, err := Open(dir, opts)
@@ -473,7 +491,7 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 				next++
 			}
 			var ce *CorruptionError
-			switch damagedAbove := tc.settled == cf+10 && !tc.aside; {
+			switch damagedAbove := tc.settled == cf+10 && !tc.aside && !tc.interrupted; {
 			case damagedAbove && errors.As(jr.Err(), &ce) && ce.LSN == cf+13:
 				return // the damage the ledger lacks is still reported, located
 			case damagedAbove:
@@ -503,6 +521,109 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 			j2.Close()
 			if strings.Contains(lb2.String(), "level=ERROR") {
 				t.Fatalf("the next open set something aside again:\n%s", lb2)
+			}
+		})
+	}
+}
+
+// interruptSetAside leaves in dir what a crash between the two renames of
+// a set-aside of generation gen leaves: it opens the journal (which sets
+// gen aside), closes it, and renames the damaged generation back.
+func interruptSetAside(t *testing.T, dir, gen string, opts Options) {
+	t.Helper()
+	lb := &syncbuf.Buffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+	j, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lb.String(), "level=ERROR") {
+		t.Fatalf("nothing was set aside: the test proves nothing:\n%s", lb)
+	}
+	aside := filepath.Join(dir, damagedPrefix+gen[len(genPrefix):])
+	if err := os.Rename(aside, filepath.Join(dir, gen)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournalEndingBeforeTheLedgerWithATornTail: a newest generation that
+// ends before Settled in a torn tail, or in the stale rest of a recycled
+// file, after a crash, is a journal that ends before the ledger: Open cuts
+// the tail (logged as a repair, not as damage), continues after the
+// ledger's last LSN, and sets nothing aside.
+func TestJournalEndingBeforeTheLedgerWithATornTail(t *testing.T) {
+	for _, recycled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recycled=%v", recycled), func(t *testing.T) {
+			opts := smallOpts()
+			if recycled {
+				opts = recycleOpts()
+			}
+			r := newRecycler(t, opts)
+			r.untilGenerations(3, 2000)
+			r.releaseOldest(2)
+			before := len(r.j.gensSnapshot())
+			if recycled {
+				r.untilGenerations(before+1, 2000) // the newest overwrites a spare
+			}
+			for range 7 {
+				r.append(500)
+			}
+			gens := r.j.gensSnapshot()
+			newest := gens[len(gens)-1]
+			crashed := copyTree(t, r.dir)
+			last := r.j.LastLSN()
+			if err := r.j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			seg := filepath.Join(crashed, filepath.Base(newest.dir), segmentFile)
+			written := entriesBytes(t, generation{base: newest.base, dir: filepath.Dir(seg)}, 0)
+			if size := stat(t, seg).Size(); recycled && size <= written {
+				t.Fatalf("the newest generation's file is %d bytes, %d written: the test needs a stale rest", size, written)
+			}
+			if !recycled {
+				// Half of another entry: a write the crash tore.
+				data, err := os.ReadFile(seg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = f.Write(data[written-int64(len(data))/20 : written-int64(len(data))/40])
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			settled := last + 10 // the ledger holds more than the journal
+			opts.StartAfter, opts.Settled = settled, settled
+			lb := &syncbuf.Buffer{}
+			opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+			j, err := Open(crashed, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if strings.Contains(lb.String(), "level=ERROR") {
+				t.Fatalf("a tail the ledger outlasts was reported as damage:\n%s", lb)
+			}
+			if aside, _ := filepath.Glob(filepath.Join(crashed, damagedPrefix+"*")); len(aside) > 0 {
+				t.Fatalf("set aside %v", aside)
+			}
+			if rep := j.Recovery(); rep == nil || rep.File != seg || rep.Offset != written || rep.FirstLSN != last+1 {
+				t.Fatalf("repair %+v, want the tail of %s cut at %d (LSN %d)", rep, seg, written, last+1)
+			}
+			if got := j.LastLSN(); got != settled {
+				t.Fatalf("last LSN %d, want the ledger's %d", got, settled)
+			}
+			if lsn := mustAppend(t, j, rec(t, 0, 0, 10)); lsn != settled+1 {
+				t.Fatalf("next append got LSN %d, want %d", lsn, settled+1)
 			}
 		})
 	}

@@ -36,9 +36,11 @@
 // and removes it. Freeing a whole segment at once stalls the device, and with
 // it the journal's next fsync, for tens of milliseconds. A generation
 // directory without its segment file, other than the newest, is a release a
-// crash (or Close) interrupted; Open finishes it. Up to spare_segments
-// released segments are not cut but kept as spares, for new generations to
-// overwrite (below).
+// crash (or Close) interrupted; Open finishes it. What fails (Release's
+// rename, a cut, a deletion) stays counted in max_bytes and is retried by
+// the releaser itself, with backoff, while the rest of its work goes on.
+// Up to spare_segments released segments are not cut but kept as spares,
+// for new generations to overwrite (below).
 // (tidwall's own TruncateFront copies the rest of a segment while holding the
 // log's mutex, which would stall appends; the journal never calls it.)
 //
@@ -134,7 +136,10 @@
 // it is set aside instead of refused: the verified entries after Settled
 // are copied into a new generation named after Settled, the damaged
 // generation is renamed to damaged-<base>, and it is logged at ERROR
-// (salvage.go). Damage reaching past Settled is refused as above.
+// (salvage.go). A newest generation that merely ends before Settled in a
+// torn tail (or a recycled file's stale rest) is no such damage: the tail
+// is cut as above and Open continues after Settled. Damage reaching past
+// Settled is refused as above.
 //
 // # Failure
 //

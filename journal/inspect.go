@@ -268,3 +268,13 @@ func (r *DirReader) Tail() *Repair { return r.tail }
 // Err is the error that stopped Next: a *CorruptionError for damage, or a
 // read error. It is nil at the end and at a torn tail.
 func (r *DirReader) Err() error { return r.err }
+
+// GenerationEnd is the last LSN the generation being read (after an error,
+// the one it is in) can hold: the next generation's base, or 0 for the
+// newest generation, which ends at its last record.
+func (r *DirReader) GenerationEnd() uint64 {
+	if r.gi >= len(r.gens) {
+		return 0
+	}
+	return lastLSNOf(r.gens, r.gi)
+}

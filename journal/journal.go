@@ -139,11 +139,17 @@ type Journal struct {
 	// segment's worth of space is free again.
 	fullLogged bool
 	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
-	spares     []spare      // released segments kept to be overwritten (recycle.go)
-	maxSpares  int          // Options.SpareSegments; 0 once recycling failed
-	cutting    bool         // the releaser is cutting one down
-	poisoned   error        // sticky write/fsync failure
-	closed     bool
+	// What the releaser failed to do, waiting for its retry (retryFailed):
+	// generations not freed, a spare not deleted, renames of a Release.
+	retryGens    []generation
+	retrySpares  bool
+	retryRenames bool
+	releaseTo    uint64  // the highest LSN Release was asked to release up to
+	spares       []spare // released segments kept to be overwritten (recycle.go)
+	maxSpares    int     // Options.SpareSegments; 0 once recycling failed
+	cutting      bool    // the releaser is cutting one down
+	poisoned     error   // sticky write/fsync failure
+	closed       bool
 }
 
 type request struct {
@@ -162,7 +168,9 @@ func Open(dir string, opts Options) (*Journal, error) { return open(dir, opts, n
 
 // Reopen opens a fresh instance of j's directory with opts, after j failed
 // ([Journal.Err]) and was closed: after a failed write or fsync only a
-// fresh instance resumes.
+// fresh instance resumes. When j's Close is still running, Reopen first
+// waits until every goroutine of j has exited, so that none of them touches
+// the files of the new instance.
 //
 // Unlike Open, Reopen keeps nothing after j's last durable LSN (its
 // LastLSN), however intact it reads back: those records were written but
@@ -178,8 +186,10 @@ func (j *Journal) Reopen(opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: reopen %s: close the failed instance first", j.dir)
 	}
 	// Close has begun: once the committer and the syncer have exited,
-	// durable is final.
+	// durable is final; once the releaser has, nothing of j renames or
+	// cuts files under the new instance.
 	<-j.stopped
+	<-j.reaped
 	synced := j.durable.Load()
 	return open(j.dir, opts, &synced)
 }
@@ -302,11 +312,13 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 		j.releaseAtOpen(releaseUpTo)
 	}
 	j.durable.Store(j.last)
+	if len(j.spares) > j.maxSpares {
+		// spare_segments was lowered: delete the extra spares now. Checked
+		// before the releaser starts, which changes spares.
+		j.wakeReleaser()
+	}
 	go j.commitLoop()
 	go j.releaseLoop()
-	if len(j.spares) > j.maxSpares {
-		j.wakeReleaser() // spare_segments was lowered: delete the extra spares now
-	}
 	return j, nil
 }
 
@@ -531,8 +543,10 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			return nil
 		}
 		j.full = true
-		if len(j.spares) > 0 {
-			j.wakeReleaser() // spares go first (spareToDrop)
+		if len(j.spares) > 0 || len(j.releasing) > 0 {
+			// Spares go first (spareToDrop), and a released segment is
+			// no longer kept as one (keepAsSpare): it is cut.
+			j.wakeReleaser()
 		}
 		if !j.fullLogged {
 			j.fullLogged = true

@@ -403,8 +403,9 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 }
 
 // TestFailedSpareRenameIsRetried: the releaser's rename of a released
-// segment into a spare fails; the next release round retries it, and the
-// generation is gone and its bytes accounted for, without a restart.
+// segment into a spare fails; the releaser retries it by itself, and the
+// generation is gone and its bytes accounted for, without another Release
+// or a restart.
 func TestFailedSpareRenameIsRetried(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()
@@ -428,15 +429,192 @@ func TestFailedSpareRenameIsRetried(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	fr.set(false)
-	if err := j.Release(0); err != nil { // nothing new: the releaser retries
-		t.Fatal(err)
-	}
 	waitReleased(t, j)
 	if _, err := os.Stat(released.dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("released generation %s still on disk (%v)", released.dir, err)
 	}
 	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
 		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// TestFailedReleaseRetriedWithoutAnotherRelease: a full journal whose
+// one Release failed gets its space back by itself. Nothing new becomes
+// durable while it is full, so the flusher moves nothing and never calls
+// Release again: the releaser must retry.
+func TestFailedReleaseRetriedWithoutAnotherRelease(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+	var fr failingRename
+	fr.install(&opts)
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	last := fillJournal(t, j)
+	// A generous bound: failing it means the space never came back.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
+		if err == nil && lsn != last+1 {
+			err = fmt.Errorf("got LSN %d, want %d", lsn, last+1)
+		}
+		done <- err
+	}()
+	for j.Waiting() == "" {
+		time.Sleep(time.Millisecond)
+	}
+	fr.set(true)
+	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("release with a failing rename: %v, want EIO", err)
+	}
+	fr.set(false) // one failure only; no Release follows
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting append: %v", err)
+	}
+	waitReleased(t, j)
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
+// TestFailingReleaseHoldsUpNoOther: a released generation that cannot be
+// freed (its rename into a spare, or the fsync of its directory, always
+// fails) stays, counted, and is retried; the generations released after
+// it are still kept as spares or deleted, with their space freed.
+func TestFailingReleaseHoldsUpNoOther(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spares int // SpareSegments
+	}{
+		{"rename into a spare fails", 10},
+		{"directory fsync fails", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := smallOpts()
+			opts.SpareSegments = tc.spares
+			var (
+				mu       sync.Mutex
+				stuck    string // the generation directory that fails
+				failures int
+			)
+			fail := func(path string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				if stuck == "" || path != stuck {
+					return false
+				}
+				failures++
+				return true
+			}
+			if tc.spares > 0 {
+				opts.hooks.rename = func(oldpath, newpath string) error {
+					if strings.HasPrefix(filepath.Base(newpath), sparePrefix) && fail(filepath.Dir(oldpath)) {
+						return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EIO}
+					}
+					return os.Rename(oldpath, newpath)
+				}
+			} else {
+				opts.hooks.syncDir = func(d string) error {
+					if fail(d) {
+						return &os.PathError{Op: "fsync", Path: d, Err: syscall.EIO}
+					}
+					return fsutil.SyncDir(d)
+				}
+			}
+			j := mustOpen(t, dir, opts)
+			defer j.Close()
+			for i := 0; len(j.gensSnapshot()) < 4; i++ {
+				mustAppend(t, j, rec(t, 0, i, 1000))
+			}
+			gens := j.gensSnapshot()
+			mu.Lock()
+			stuck = gens[0].dir
+			mu.Unlock()
+			if err := j.Release(gens[3].base); err != nil {
+				t.Fatal(err)
+			}
+			// A generous bound: failing it means the others were held up.
+			deadline := time.Now().Add(30 * time.Second)
+			for _, g := range gens[1:3] {
+				for {
+					if _, err := os.Stat(g.dir); errors.Is(err, os.ErrNotExist) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("generation %s, released after one that cannot be, is still there", g.dir)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			for {
+				mu.Lock()
+				n := failures
+				mu.Unlock()
+				if n >= 2 {
+					break // retried, and failing again
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := os.Stat(gens[0].releasing()); err != nil {
+				t.Fatalf("the generation that cannot be released: %v", err)
+			}
+			want := []string(nil)
+			if tc.spares > 0 {
+				want = []string{sparePath(dir, gens[1].base), sparePath(dir, gens[2].base)}
+			}
+			var got []string
+			spares, _ := listSpares(dir)
+			for _, sp := range spares {
+				got = append(got, sp.path)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("spares %v, want %v", got, want)
+			}
+			// Only the stuck generation's retries run now, which change
+			// nothing on disk.
+			if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+				t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+			}
+		})
+	}
+}
+
+// TestReleaseOfAMissingSegmentFinishes: a released generation whose
+// segment is already gone (Release takes a missing file as renamed) is
+// finished, directory removed and space freed, not retried for ever as a
+// spare that does not exist.
+func TestReleaseOfAMissingSegmentFinishes(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	opts.SpareSegments = 2
+	logs := &syncbuf.Buffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	j := mustOpen(t, dir, opts)
+	defer j.Close()
+	for i := 0; len(j.gensSnapshot()) < 3; i++ {
+		mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	gens := j.gensSnapshot()
+	if err := os.Remove(gens[0].segment()); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(gens[1].base); err != nil {
+		t.Fatal(err)
+	}
+	waitReleased(t, j)
+	if _, err := os.Stat(gens[0].dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("released generation %s still there: %v", gens[0].dir, err)
+	}
+	if spares, _ := listSpares(dir); len(spares) != 0 {
+		t.Fatalf("spares %+v of a segment that was gone", spares)
+	}
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("warned:\n%s", logs)
 	}
 }
 
@@ -687,6 +865,91 @@ func TestReopenNeedsAClosedJournal(t *testing.T) {
 	}
 	if lsn := mustAppend(t, j, rec(t, 0, 1, 0)); lsn != 2 {
 		t.Fatalf("got LSN %d, want 2", lsn)
+	}
+}
+
+// TestReopenWaitsForTheClosedInstance: Reopen lists and repairs the
+// directory only once every goroutine of the closed instance has exited:
+// its releaser, held inside a release, must not rename or cut files under
+// the new instance.
+func TestReopenWaitsForTheClosedInstance(t *testing.T) {
+	dir := t.TempDir()
+	opts := smallOpts()
+	var (
+		mu      sync.Mutex
+		hold    string // a generation directory whose first fsync is held
+		entered = make(chan struct{})
+		release = make(chan struct{})
+	)
+	opts.hooks.syncDir = func(d string) error {
+		mu.Lock()
+		held := d == hold
+		if held {
+			hold = ""
+		}
+		mu.Unlock()
+		if held {
+			close(entered)
+			<-release
+		}
+		return fsutil.SyncDir(d)
+	}
+	j := mustOpen(t, dir, opts)
+	for i := 0; len(j.gensSnapshot()) < 2; i++ {
+		mustAppend(t, j, rec(t, 0, i, 1000))
+	}
+	gens := j.gensSnapshot()
+	mu.Lock()
+	hold = gens[0].dir
+	mu.Unlock()
+	if err := j.Release(gens[1].base); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the releaser is inside the release
+	closed := make(chan error, 1)
+	go func() { closed <- j.Close() }()
+	for {
+		j.mu.Lock()
+		c := j.closed
+		j.mu.Unlock()
+		if c {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	type reopened struct {
+		j   *Journal
+		err error
+	}
+	done := make(chan reopened, 1)
+	go func() {
+		j2, err := j.Reopen(opts)
+		done <- reopened{j2, err}
+	}()
+	select {
+	case r := <-done:
+		close(release)
+		if r.err == nil {
+			r.j.Close()
+		}
+		<-closed
+		t.Fatalf("Reopen returned (%v) while the closed instance's releaser was still running", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.j.Close()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gens[0].dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted release was not finished: %v", err)
+	}
+	if got := len(readAll(t, r.j)); got == 0 {
+		t.Fatal("the reopened journal reads nothing")
 	}
 }
 
@@ -1025,7 +1288,7 @@ func (j *Journal) gensSnapshot() []generation {
 func (j *Journal) releasesPending() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := len(j.releasing)
+	n := len(j.releasing) + len(j.retryGens)
 	if j.cutting {
 		n++
 	}

@@ -86,7 +86,11 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	// A crash after the rename leaves a generation directory without a
 	// segment (Open finishes the release: it removes the directory) and
 	// a spare (Open takes it into the pool).
-	if err := j.rename(g.releasing(), sp.path); err != nil {
+	if err := j.rename(g.releasing(), sp.path); errors.Is(err, os.ErrNotExist) {
+		// No segment to keep (Release found it missing already): the
+		// caller finishes the release, which frees what was counted.
+		return false, nil
+	} else if err != nil {
 		return false, fmt.Errorf("journal: release %s: keep as spare: %w", g.dir, err)
 	}
 	j.mu.Lock()
@@ -134,11 +138,12 @@ func (j *Journal) dropSpare(sp spare) error {
 		if errors.Is(err, errReleaseStopped) {
 			return err // still a spare file: the next Open takes it
 		}
-		// Still a spare, of the size not yet freed: the releaser's next
-		// round deletes it (spareToDrop).
+		// Still a spare, of the size not yet freed: the releaser's retry
+		// deletes it (spareToDrop, after retryFailed).
 		sp.size = left
 		j.mu.Lock()
 		j.spares = append([]spare{sp}, j.spares...)
+		j.retrySpares = true
 		j.mu.Unlock()
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // releasingFile is the name a released generation's segment is given until
@@ -24,6 +25,16 @@ const releaseStep = 4 << 20
 // errReleaseStopped: Close interrupted a release; the next Open finishes it.
 var errReleaseStopped = errors.New("journal: release interrupted by Close")
 
+// The releaser retries what failed (a rename of Release, a cut, a spare's
+// deletion) by itself, after releaseRetryMin, doubling up to
+// releaseRetryMax while it keeps failing: nothing else may ever call
+// Release again (a full journal makes nothing new durable, so the flusher
+// moves nothing and has nothing to release).
+const (
+	releaseRetryMin = 100 * time.Millisecond
+	releaseRetryMax = 5 * time.Second
+)
+
 // Release gives up every closed generation whose records all have LSN ≤
 // upTo; the caller promises those records are in the ledger, in bytes that
 // will never be rewritten (docs/design.md §3, step 3). Before it returns,
@@ -35,13 +46,25 @@ var errReleaseStopped = errors.New("journal: release interrupted by Close")
 //
 // A generation whose rename fails stays in the journal, readable and
 // counted as used, with every generation after it; Release returns the
-// error, and the next Release tries them again. The releaser retries what
-// it fails to cut down or delete at its next round (the next Release),
-// so a failed release never keeps its space counted until a restart.
+// error. The releaser retries such renames, and what it fails to cut down
+// or delete, by itself with backoff (releaseRetryMin up to
+// releaseRetryMax), until Close: a failed release never keeps its space
+// counted until the next Release or a restart.
 func (j *Journal) Release(upTo uint64) error {
+	err := j.release(upTo)
+	// Also when nothing new was released: a spare may be due for deletion.
+	j.wakeReleaser()
+	return err
+}
+
+// release renames aside the segments of the closed generations whose
+// records all have LSN ≤ upTo (Release) and queues them for the releaser.
+// A failed rename is left for the releaser to retry (retryFailed).
+func (j *Journal) release(upTo uint64) error {
 	j.releaseMu.Lock()
 	defer j.releaseMu.Unlock()
 	j.mu.Lock()
+	j.releaseTo = max(j.releaseTo, upTo)
 	var drop []generation
 	for len(j.gens) > 1 && j.gens[1].base <= upTo {
 		drop = append(drop, j.gens[0])
@@ -60,19 +83,20 @@ func (j *Journal) Release(upTo uint64) error {
 			j.mu.Lock()
 			j.gens = append(slices.Clone(drop[i:]), j.gens...)
 			j.mu.Unlock()
-			err = fmt.Errorf("journal: release %s: %w (it stays in the journal; the next release retries)", g.dir, rerr)
+			err = fmt.Errorf("journal: release %s: %w (it stays in the journal; the releaser retries)", g.dir, rerr)
 			break
 		}
 		renamed = append(renamed, g)
 	}
-	if len(renamed) > 0 {
-		j.mu.Lock()
-		j.releasing = append(j.releasing, renamed...)
-		j.mu.Unlock()
+	j.mu.Lock()
+	j.releasing = append(j.releasing, renamed...)
+	switch {
+	case err != nil:
+		j.retryRenames = true
+	case upTo == j.releaseTo:
+		j.retryRenames = false // everything asked for so far is renamed
 	}
-	// Also when nothing new was released: the releaser retries what it
-	// failed to cut down before.
-	j.wakeReleaser()
+	j.mu.Unlock()
 	return err
 }
 
@@ -80,11 +104,11 @@ func (j *Journal) Release(upTo uint64) error {
 // records are all at or below upTo (the caller knows the ledger holds
 // them), and makes the renames durable at once: a generation a crash
 // brought back would end before its successor's base, which reads as
-// damage. A failure is logged; the generations stay, and the flusher's
-// next Release retries.
+// damage. A failure is logged; the generations stay, and the releaser
+// retries.
 func (j *Journal) releaseAtOpen(upTo uint64) {
 	if err := j.Release(upTo); err != nil {
-		j.log.Warn("journal: cannot release generations the ledger holds; the next release retries", "up_to_lsn", upTo, "err", err)
+		j.log.Warn("journal: cannot release generations the ledger holds; retrying", "up_to_lsn", upTo, "err", err)
 	}
 	j.mu.Lock()
 	released := slices.Clone(j.releasing)
@@ -105,43 +129,97 @@ func (j *Journal) wakeReleaser() {
 }
 
 // releaseLoop is the releaser: it cuts down and deletes (or keeps as
-// spares, recycle.go) the generations Release renamed aside, oldest first,
-// and deletes spares the journal no longer wants, until Close. A release
-// Close interrupts is left as it is: the next Open finishes it.
+// spares, recycle.go) the generations Release renamed aside, and deletes
+// spares the journal no longer wants, until Close. What fails is set aside
+// for a retry after a backoff (retryFailed) while the rest goes on: one
+// file that cannot be freed holds up no other. A release Close interrupts
+// is left as it is: the next Open finishes it.
 func (j *Journal) releaseLoop() {
 	defer close(j.reaped)
+	var (
+		timer *time.Timer
+		retry <-chan time.Time // set while a retry is scheduled
+		delay time.Duration
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-j.closing:
 			return
 		case <-j.doomed:
+		case <-retry:
+			retry = nil
+			j.retryFailed()
 		}
-		for {
-			work, what := j.nextRelease()
-			if work == nil {
-				break
-			}
-			err := work()
-			if errors.Is(err, errReleaseStopped) {
-				return
-			}
-			if err != nil {
-				// The work was put back (retryRelease, dropSpare) when
-				// its space is not free yet: the next round retries it
-				// rather than this one spinning on a failing disk.
-				j.log.Warn("journal: releasing a file failed; retrying at the next release", "file", what, "err", err)
-				j.mu.Lock()
-				j.cutting = false
-				j.mu.Unlock()
-				break
-			}
+		if !j.releaseRound() {
+			return
 		}
+		if !j.retryPending() {
+			delay = 0
+			continue
+		}
+		if retry == nil {
+			delay = min(max(2*delay, releaseRetryMin), releaseRetryMax)
+			timer = time.NewTimer(delay)
+			retry = timer.C
+		}
+	}
+}
+
+// releaseRound does all the releaser's work there is now; it returns
+// false when Close interrupted it.
+func (j *Journal) releaseRound() bool {
+	for {
+		work, what := j.nextRelease()
+		if work == nil {
+			return true
+		}
+		err := work()
+		if errors.Is(err, errReleaseStopped) {
+			return false
+		}
+		if err != nil {
+			// A failed piece of work whose space is not free yet was set
+			// aside (retryRelease, dropSpare) for retryFailed.
+			j.log.Warn("journal: releasing a file failed; retrying later", "file", what, "err", err)
+		}
+	}
+}
+
+// retryPending reports whether something failed and waits for
+// retryFailed.
+func (j *Journal) retryPending() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.retryGens) > 0 || j.retrySpares || j.retryRenames
+}
+
+// retryFailed gives what failed back to the releaser's next round: the
+// generations it could not free, the spares, and the renames of a failed
+// Release, which it retries here.
+func (j *Journal) retryFailed() {
+	j.mu.Lock()
+	j.releasing = append(j.releasing, j.retryGens...)
+	j.retryGens = nil
+	j.retrySpares = false
+	renames, upTo := j.retryRenames, j.releaseTo
+	j.mu.Unlock()
+	if !renames {
+		return
+	}
+	if err := j.release(upTo); err != nil {
+		j.log.Warn("journal: releasing generations the ledger holds failed; retrying later", "up_to_lsn", upTo, "err", err)
 	}
 }
 
 // nextRelease returns the releaser's next piece of work and the file it
 // deletes (or keeps as a spare): the oldest released generation, else a
-// spare the journal no longer wants (spareToDrop); nil when there is none.
+// spare the journal no longer wants (spareToDrop) unless deleting one
+// failed and waits for its retry; nil when there is none.
 func (j *Journal) nextRelease() (func() error, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -151,9 +229,11 @@ func (j *Journal) nextRelease() (func() error, string) {
 		j.cutting = true
 		return func() error { return j.cut(g) }, g.releasing()
 	}
-	if sp, ok := j.spareToDrop(); ok {
-		j.cutting = true
-		return func() error { return j.dropSpare(sp) }, sp.path
+	if !j.retrySpares {
+		if sp, ok := j.spareToDrop(); ok {
+			j.cutting = true
+			return func() error { return j.dropSpare(sp) }, sp.path
+		}
 	}
 	j.cutting = false
 	return nil, ""
@@ -198,11 +278,11 @@ func (j *Journal) cut(g generation) error {
 	return nil
 }
 
-// retryRelease puts back released generation g, whose space is still
-// counted, for the releaser's next round.
+// retryRelease sets released generation g, whose space is still counted,
+// aside for the releaser's next retry (retryFailed).
 func (j *Journal) retryRelease(g generation) {
 	j.mu.Lock()
-	j.releasing = append([]generation{g}, j.releasing...)
+	j.retryGens = append(j.retryGens, g)
 	j.mu.Unlock()
 }
 

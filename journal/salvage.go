@@ -27,6 +27,12 @@ import (
 //     is logged at ERROR, with the file, the offset and the LSNs set
 //     aside.
 //
+// A newest generation that ends before Settled in what the recovery rule
+// calls a torn tail (no later write group follows the bad entry; a
+// recycled file's stale rest reads the same), with no entry after Settled,
+// is not damage: it is a journal that ends before the ledger. Its tail is
+// cut as any torn tail (repairTail) and Open continues after the ledger.
+//
 // Damage that reaches past Settled (the entry for Settled+1 is missing or
 // damaged, and it was acknowledged) is refused as ever, with a
 // *CorruptionError.
@@ -67,6 +73,12 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	}
 	g := gens[t]
 	last := lastLSNOf(gens, t) // 0 for the newest
+	if last != 0 && last <= settled {
+		// The next generation starts at settled: g holds nothing after
+		// it, and Open releases it unread, damaged or not. That is also
+		// what a crash between replaceGeneration's two renames leaves.
+		return false, nil
+	}
 	path := g.segment()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && last == 0 {
@@ -87,6 +99,16 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	from, to, err := settledRest(path, data, int(s.off), settled, last)
 	if err != nil {
 		return false, err
+	}
+	if last == 0 && from == to {
+		if _, rep, err := examineTail(path, data, g.base+1); err == nil && rep != nil {
+			// Nothing after settled, and by the recovery rule the bad
+			// entry is a torn tail (or a recycled file's stale rest),
+			// never acknowledged: the journal just ends before the
+			// ledger. repairTail cuts the tail and Open continues after
+			// the ledger, as for a file that ends cleanly.
+			return false, nil
+		}
 	}
 	aside := filepath.Join(dir, damagedPrefix+fmt.Sprintf("%020d", g.base))
 	for n := 1; ; n++ {
@@ -177,9 +199,12 @@ func entryWithLSN(data []byte, from int, lsn uint64) (int, bool) {
 
 // replaceGeneration writes entries (whole tidwall entries, LSNs settled+1,
 // …) as a new generation after settled and then renames generation g's
-// directory to aside. Each step is durable before the next: a crash
-// between them leaves g beside the new generation, wholly at or below
-// settled, which the next Open releases.
+// directory to aside. Each step is durable before the next. A crash
+// between the two renames leaves g under its own name, followed by the new
+// generation: g's last LSN is then settled (whatever its file holds after
+// it), so the next Open does not scan it (setAsideSettled) but releases it
+// unread, and the damage goes with it. A crash before the first rename
+// leaves only the salvage directory, which the next Open removes.
 func replaceGeneration(dir string, g generation, settled uint64, entries []byte, aside string, syncDir func(string) error) error {
 	tmp := filepath.Join(dir, salvagePrefix+fmt.Sprintf("%020d", settled))
 	if err := os.Mkdir(tmp, 0o750); err != nil {

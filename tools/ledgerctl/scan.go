@@ -26,6 +26,9 @@ type storeScan struct {
 	Oldest      time.Time // earliest receive time of a record; zero when none known
 	Tail        *tailInfo // torn or partial write that ended the newest file
 	Err         error     // damage (a *CorruptionError) or a read error
+	// GenEnd, for journal damage, is the last LSN the damaged generation
+	// can hold (journal.DirReader.GenerationEnd): 0 for the newest.
+	GenEnd uint64
 }
 
 // recordReader is what the journal's and the ledger's DirReaders share.
@@ -76,6 +79,9 @@ func scanJournal(e *env, p *progress) storeScan {
 	scanRecords(r, &s, p)
 	p.finish()
 	s.Tail = journalTail(r.Tail())
+	if s.Err != nil {
+		s.GenEnd = r.GenerationEnd()
+	}
 	return s
 }
 

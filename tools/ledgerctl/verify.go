@@ -36,8 +36,10 @@ type verifyReport struct {
 // offset and LSN, and makes the exit status 1.
 //
 // Journal damage to records the ledger already holds is still damage, with
-// a hint that it loses nothing (logpond sets it aside at start). A closed
-// journal generation that ends before its last LSN is damage too.
+// a hint that it loses nothing: at start logpond releases a closed
+// generation the ledger holds wholly, unread, and sets the generation
+// holding the ledger's last LSN aside. A closed journal generation that
+// ends before its last LSN is damage too.
 //
 // A damaged end of the newest journal generation is a torn write that was
 // never acknowledged (or one in progress): a note. A damaged end of the open
@@ -104,9 +106,14 @@ func cmdVerify(e *env, args []string) int {
 		rep.Journal = c
 		if s.Err != nil {
 			loc := locate("journal", s.Err)
-			if e.ledgerDir != "" && ledgerOK && loc.LSN != 0 && loc.LSN <= ledgerLast {
-				loc.Hint = fmt.Sprintf("the ledger already holds LSN %d: this loses nothing unless the damage reaches past the ledger's last LSN %d; logpond sets such damage aside at start and logs it at ERROR",
-					loc.LSN, ledgerLast)
+			switch {
+			case e.ledgerDir == "" || !ledgerOK || loc.LSN == 0 || loc.LSN > ledgerLast:
+			case s.GenEnd != 0 && s.GenEnd <= ledgerLast:
+				loc.Hint = fmt.Sprintf("the ledger already holds every LSN of this closed generation (up to %d, the ledger's last LSN is %d): this loses nothing; logpond releases the generation at start without reading it, and the damage with it",
+					s.GenEnd, ledgerLast)
+			default:
+				loc.Hint = fmt.Sprintf("the ledger already holds LSN %d: this loses nothing unless the damage reaches past the ledger's last LSN %d, which makes logpond refuse to start; otherwise logpond sets the damaged generation aside at start (renamed to damaged-<base>), keeps its records after LSN %d, and logs it at ERROR",
+					loc.LSN, ledgerLast, ledgerLast)
 			}
 			rep.Damage = append(rep.Damage, loc)
 		}

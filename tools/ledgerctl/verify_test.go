@@ -74,7 +74,20 @@ func TestVerifyDamage(t *testing.T) {
 			w := journalOffsets(t, s.journal)[260]
 			storetest.Flip(t, w.file, w.off+40)
 			return damage{w.file, w.off, 260}
-		}, exitFailed, []string{"the ledger already holds LSN 260", "sets such damage aside at start"}},
+		}, exitFailed, []string{"the ledger already holds LSN 260", "sets the damaged generation aside at start", "logs it at ERROR"}},
+		{"journal: flipped byte in a closed generation the ledger holds wholly", func(t *testing.T, s stores) damage {
+			os.RemoveAll(s.journal)
+			writeJournal(t, s.journal, 200, 201, 400)
+			offs := journalOffsets(t, s.journal)
+			w := offs[210]
+			for l := uint64(211); offs[l].file == w.file; l++ {
+				if l >= 300 {
+					t.Fatalf("the generation of LSN 210 holds LSNs up to %d: the test needs one the ledger holds wholly", l)
+				}
+			}
+			storetest.Flip(t, w.file, w.off+40)
+			return damage{w.file, w.off, 210}
+		}, exitFailed, []string{"the ledger already holds every LSN of this closed generation", "releases the generation at start without reading it"}},
 		{"journal: flipped byte in the newest generation, later groups follow", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[390]
 			storetest.Flip(t, w.file, w.off+40)
