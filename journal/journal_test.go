@@ -355,6 +355,31 @@ func (f *failingRename) count() int {
 	return f.failures
 }
 
+// appendWaitingForSpace starts an append into the full journal j and
+// returns once it waits for space; the channel gets its outcome (an error
+// unless it got LSN want). A generous bound ends the wait: failing it means
+// the space never came back.
+func appendWaitingForSpace(t *testing.T, j *Journal, want uint64) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
+		if err == nil && lsn != want {
+			err = fmt.Errorf("got LSN %d, want %d", lsn, want)
+		}
+		done <- err
+	}()
+	for j.Waiting() == "" {
+		if ctx.Err() != nil { // the append ended without waiting
+			t.Fatalf("the append did not wait for space: %v", <-done)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return done
+}
+
 // TestFailedReleaseIsRetried: a release whose rename fails keeps the
 // generations (still readable, still counted); a later release that
 // succeeds frees their space and lets a waiting append in, without a
@@ -367,17 +392,7 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 	j := mustOpen(t, dir, opts)
 	defer j.Close()
 	last := fillJournal(t, j)
-	// A generous bound: failing it means the space never came back.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
-		if err == nil && lsn != last+1 {
-			err = fmt.Errorf("got LSN %d, want %d", lsn, last+1)
-		}
-		done <- err
-	}()
+	done := appendWaitingForSpace(t, j, last+1)
 	fr.set(true)
 	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("release with a failing rename: %v, want EIO", err)
@@ -450,20 +465,7 @@ func TestFailedReleaseRetriedWithoutAnotherRelease(t *testing.T) {
 	j := mustOpen(t, dir, opts)
 	defer j.Close()
 	last := fillJournal(t, j)
-	// A generous bound: failing it means the space never came back.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		lsn, err := j.Append(ctx, rec(t, 0, 1, 4000))
-		if err == nil && lsn != last+1 {
-			err = fmt.Errorf("got LSN %d, want %d", lsn, last+1)
-		}
-		done <- err
-	}()
-	for j.Waiting() == "" {
-		time.Sleep(time.Millisecond)
-	}
+	done := appendWaitingForSpace(t, j, last+1)
 	fr.set(true)
 	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("release with a failing rename: %v, want EIO", err)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,30 +68,12 @@ listen = "127.0.0.1:0"
 }
 
 // started runs logpond and returns once it logged that it started, with
-// the rest of its stderr going into a buffer.
+// its log up to there (Run logs the input's address right after "logpond
+// started"); the rest of its stderr is discarded.
 func started(t *testing.T, config string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(binary, "-config", config)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var log bytes.Buffer
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		// Run logs the input's address right after "logpond started".
-		if strings.Contains(sc.Text(), "beats input listening") {
-			go io.Copy(io.Discard, stderr) // keep the pipe drained
-			return cmd, &log
-		}
-	}
-	t.Fatalf("logpond exited before it started:\n%s", log.String())
-	return nil, nil
+	cmd, log := startedUntil(t, config, "beats input listening")
+	return cmd, bytes.NewBufferString(log)
 }
 
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
