@@ -86,7 +86,7 @@ func (c *Config) validate() []*KeyError {
 
 	// Front truncation drops whole segments: with fewer than two segments of
 	// room, a full journal would have nothing it could drop and appends would
-	// wait forever (docs/design.md §4).
+	// wait forever (docs/design.md, §4).
 	if j.MaxBytes < 2*j.SegmentBytes {
 		bad("journal.max_bytes", "%s is less than 2 × journal.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", j.MaxBytes, j.SegmentBytes, 2*j.SegmentBytes)
 	}

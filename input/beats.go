@@ -1,7 +1,7 @@
 // Package input holds logpond's inputs. The Beats input speaks Lumberjack
 // v2 to Beats' output.logstash (package input/lumberjack reads the frames)
 // and acknowledges a batch only after the journal has made every record of
-// it durable (docs/design.md §6).
+// it durable (docs/design.md, §6).
 package input
 
 import (

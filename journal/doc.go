@@ -1,5 +1,5 @@
 // Package journal is logpond's write-ahead journal: the small store that
-// every acknowledgement waits on (docs/design.md §4).
+// every acknowledgement waits on (docs/design.md, §4).
 //
 // # Promise
 //

@@ -37,7 +37,7 @@ const (
 
 // Release gives up every closed generation whose records all have LSN ≤
 // upTo; the caller promises those records are in the ledger, in bytes that
-// will never be rewritten (docs/design.md §3, step 3). Before it returns,
+// will never be rewritten (docs/design.md, §3, step 3). Before it returns,
 // each such generation's segment is renamed aside, so that readers and
 // listings no longer see it; the journal's releaser goroutine then cuts it
 // down and deletes it (releaseLoop), and frees its space as it goes, waking

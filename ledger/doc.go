@@ -1,6 +1,6 @@
 // Package ledger is logpond's large store: records moved from the journal
 // by the flusher, kept in segment files written and read with O_DIRECT, and
-// drained by outputs (docs/design.md §5). The ledger never imports the
+// drained by outputs (docs/design.md, §5). The ledger never imports the
 // journal: the flusher in package server moves records between them.
 //
 // # Promise

@@ -125,7 +125,7 @@ func Open(dir string, opts Options) (*Ledger, error) { return open(dir, opts, ni
 // Reopen opens a fresh instance of l's directory, with l's options but
 // covered as Options.Covered (the journal has released records since l was
 // opened), after l failed ([Ledger.Err]) and was closed: after a failed
-// write or fdatasync only a fresh open resumes (docs/design.md §3).
+// write or fdatasync only a fresh open resumes (docs/design.md, §3).
 //
 // Unlike Open, Reopen keeps nothing of the open segment after l's LastLSN,
 // however intact it reads back: those bytes were written but no fdatasync

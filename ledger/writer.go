@@ -179,7 +179,7 @@ func (l *Ledger) usable() error {
 
 // poison makes a write or fdatasync failure sticky: a failed fdatasync may
 // have dropped the dirty data, and no retry can make it durable
-// (docs/design.md §3). Only a fresh Open, which re-reads the tail from
+// (docs/design.md, §3). Only a fresh Open, which re-reads the tail from
 // disk, resumes.
 func (l *Ledger) poison(err error) error {
 	l.mu.Lock()

@@ -22,7 +22,7 @@ const flushChunk = 512
 const flushSyncBytes = 16 << 20
 
 // flusher moves durable records from the journal to the ledger in LSN
-// order (docs/design.md §3, steps 2 and 3): append to the ledger, Sync it
+// order (docs/design.md, §3, steps 2 and 3): append to the ledger, Sync it
 // (write + fdatasync + directory fsync), and only then release the journal
 // up to the ledger's last LSN — bytes the ledger never rewrites. It reads
 // the journal's in-memory tail in the normal case and the journal's files

@@ -17,7 +17,7 @@ const (
 // reopener is the state of a store (the journal or the ledger) that can
 // fail and be reopened. A write or fsync failure (ENOSPC, EIO) poisons a
 // store instance, and only a fresh open of its directory, which re-reads
-// and repairs its tail, resumes (docs/design.md §3). The flusher keeps one
+// and repairs its tail, resumes (docs/design.md, §3). The flusher keeps one
 // reopener per store: it closes the failed store, then tries a fresh open
 // with backoff from minReopenWait to maxReopenWait while the store keeps
 // failing (each attempt re-reads its tail and logs what it repairs).

@@ -3,7 +3,7 @@
 // the flusher between the stores, the Elasticsearch output and the admin
 // endpoint (metrics, health), and stops everything in order.
 //
-// Recovery order (docs/design.md §8): the ledger opens first and repairs its
+// Recovery order (docs/design.md, §8): the ledger opens first and repairs its
 // tail, asking which LSNs the journal still holds; the journal opens next,
 // repairs its tail and continues its LSNs after the ledger's last; the
 // flusher then replays every journal record after the ledger's last LSN. A
@@ -314,7 +314,7 @@ func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable,
 
 // deadLetterDir is where the Elasticsearch output keeps dead letters:
 // inside the ledger directory, so on the ledger's device and under its
-// lock (docs/design.md §7).
+// lock (docs/design.md, §7).
 func deadLetterDir(ledgerDir string) string { return filepath.Join(ledgerDir, "dlq", "elasticsearch") }
 
 // openOutput prepares the Elasticsearch output (it contacts nobody before

@@ -1,7 +1,7 @@
 // Package powerloss gives tests a real ext4 file system on a loop device
 // that can lose power: the ext4 shutdown ioctl with NOLOGFLUSH makes the
 // file system drop everything that was not fsynced, as a power cut would
-// (docs/design.md §8). A SIGKILL test alone passes even with zero fsyncs;
+// (docs/design.md, §8). A SIGKILL test alone passes even with zero fsyncs;
 // this one does not.
 //
 // It needs root, losetup, mkfs.ext4 and mount; where any is missing, New

@@ -233,7 +233,7 @@ func (s *Store) flush(buf []byte, last int64) error {
 	}
 	// The frames are durable only once fdatasync returns, and only then may
 	// their Appends return: the output moves its cursor past their events
-	// on that word (docs/design.md §3, step 4).
+	// on that word (docs/design.md, §3, step 4).
 	if err := s.f.Datasync(); err != nil {
 		return fmt.Errorf("dlq: fdatasync %s: %w", path, err)
 	}

@@ -2,14 +2,14 @@
 // that Elasticsearch rejected for good (a 4xx other than 409 and 429, an
 // event too large for any request, one that makes the whole request fail),
 // kept with the reason until an operator has fixed the cause, re-driven them
-// and purged them (docs/design.md §1, §7).
+// and purged them (docs/design.md, §1, §7).
 //
 // # Promise
 //
 // [Store.Append] returns only when its entries are durable: written and
 // fdatasynced, and, when a file was created for them, with the directory
 // fsynced too. The output moves its ledger cursor past a rejected event
-// only after that (docs/design.md §3, step 4), so an acknowledged event is
+// only after that (docs/design.md, §3, step 4), so an acknowledged event is
 // either in Elasticsearch or here. Append never drops an entry: while the
 // store is full it waits, and the output's cursor stops with it. After a
 // failed write or sync the Store is poisoned ([ErrPoisoned]): nothing more

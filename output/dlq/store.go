@@ -348,7 +348,7 @@ func (s *Store) usableLocked() error {
 
 // poison makes a write or sync failure sticky: a failed fdatasync may have
 // dropped the dirty pages, and no retry can make them durable
-// (docs/design.md §3). Only a fresh Open, which re-reads the files, resumes.
+// (docs/design.md, §3). Only a fresh Open, which re-reads the files, resumes.
 func (s *Store) poison(err error) error {
 	s.mu.Lock()
 	if s.poisoned == nil {

@@ -1,5 +1,5 @@
 // Package elasticsearch is logpond's Elasticsearch output: it drains the
-// ledger from its cursor into the bulk API (docs/design.md §7), with
+// ledger from its cursor into the bulk API (docs/design.md, §7), with
 // go-elasticsearch/v8 (Elasticsearch 7.14 or later, for the client's
 // product check).
 //

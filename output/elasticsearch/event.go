@@ -143,7 +143,7 @@ func idPrefix(streamID string) (string, error) {
 // appendDocID appends the document id of the event at position pos of the
 // record at lsn: "<stream>-<lsn>-<pos>". The stream id keeps two ledgers
 // (two instances, or a ledger rebuilt from scratch) apart; LSN and
-// position never repeat within a stream (docs/design.md §2).
+// position never repeat within a stream (docs/design.md, §2).
 func appendDocID(dst []byte, prefix string, lsn uint64, pos int) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, '-')

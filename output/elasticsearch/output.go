@@ -120,7 +120,7 @@ type Observer interface {
 }
 
 // Output drains a ledger into Elasticsearch from its cursor
-// (docs/design.md §7).
+// (docs/design.md, §7).
 // Run it once; it stops when its context ends.
 //
 // Promise: the cursor is persisted only at an LSN up to which every event

@@ -27,7 +27,7 @@ var errBadResponse = errors.New("unusable bulk response")
 // parseBulkResponse returns the item results of a bulk response, in the
 // order of the request's actions. Items are matched by position, never by
 // their action key: some Elasticsearch-compatible engines answer a create
-// under "index" (docs/design.md §7). results is reused when it has room.
+// under "index" (docs/design.md, §7). results is reused when it has room.
 func parseBulkResponse(body []byte, n int, results []itemResult) ([]itemResult, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, fmt.Errorf("%w: not JSON (%d bytes)", errBadResponse, len(body))

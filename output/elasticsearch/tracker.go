@@ -8,7 +8,7 @@ import (
 // tracker knows, for every record read but not yet done, how many of its
 // events are still pending, and from that the highest LSN up to which
 // every record is done: the only place the cursor may move to
-// (docs/design.md §3, step 4). Records are added in LSN order by the
+// (docs/design.md, §3, step 4). Records are added in LSN order by the
 // reader; workers finish events in any order. Safe for concurrent use.
 type tracker struct {
 	mu sync.Mutex // guards the fields below

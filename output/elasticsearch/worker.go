@@ -39,7 +39,7 @@ type worker struct {
 // returns only then, or when ctx ends (items stay pending: the cursor
 // does not pass them), or on a failure retrying cannot fix.
 //
-// Outcomes (docs/design.md §7): a request that fails as a whole for
+// Outcomes (docs/design.md, §7): a request that fails as a whole for
 // reasons that are not the events' (refused, timeouts, 429, 5xx, auth) is
 // retried for ever with capped backoff while the data waits in the ledger;
 // a request refused as a whole because of its content (400, 413) is split

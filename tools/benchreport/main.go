@@ -16,7 +16,7 @@
 //
 // The journal goes under the work directory on this machine's disk; the
 // ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
-// two stores are on different block devices as docs/design.md §8 asks.
+// two stores are on different block devices as docs/design.md, §8 asks.
 package main
 
 import (
