@@ -191,31 +191,31 @@ func TestAbortIsRetried(t *testing.T) {
 
 func TestSlotTable(t *testing.T) {
 	var st slotTable
-	take := func(want uint16) {
+	take := func(want uint16, wantDirty bool) {
 		t.Helper()
-		s, err := st.take()
-		if err != nil || s != want {
-			t.Fatalf("take = %d, %v; want %d", s, err, want)
+		s, dirty, err := st.take()
+		if err != nil || s != want || dirty != wantDirty {
+			t.Fatalf("take = %d (dirty %v), %v; want %d (dirty %v)", s, dirty, err, want, wantDirty)
 		}
 	}
-	take(0)
-	take(1)
-	take(2)
+	take(0, false)
+	take(1, false)
+	take(2, false)
 	st.put(1, false)
-	take(1) // lowest free first
+	take(1, false) // lowest free first
 	st.put(0, true)
-	take(3) // a dirty slot only when no clean one is free
+	take(3, false) // a dirty slot only when no clean one is free
 	if d := st.takeDirty(); len(d) != 1 || d[0] != 0 {
 		t.Fatalf("takeDirty = %v, want [0]", d)
 	}
-	take(4) // the retrier holds slot 0
+	take(4, false) // the retrier holds slot 0
 	st.put(0, true)
 	for w := range st.used {
 		st.used[w] = ^uint64(0)
 	}
 	st.used[0] &^= 1 // only the dirty slot is free
-	take(0)          // no clean slot left: the dirty one, which its first record settles
-	if _, err := st.take(); !errors.Is(err, errNoSlot) {
+	take(0, true)    // no clean slot left: the dirty one, which its first record settles
+	if _, _, err := st.take(); !errors.Is(err, errNoSlot) {
 		t.Fatalf("take with every slot used: %v", err)
 	}
 	if st.ndirty != 0 {
@@ -223,5 +223,82 @@ func TestSlotTable(t *testing.T) {
 	}
 	if _, err := ListenBeats(BeatsOptions{Listen: "127.0.0.1:0", MaxConnections: MaxSlots + 1, MaxInflightBytes: 1, MaxRecordBytes: 1}, nil); err == nil {
 		t.Fatal("ListenBeats accepted more connections than there are slots")
+	}
+}
+
+// TestDirtySlotOwesItsAbort: a connection that takes a dirty slot (an
+// earlier connection's failed batch is open on it, its abort not written)
+// and ends before any record of its own is durable still owes that abort:
+// it writes it, instead of giving the slot back clean.
+func TestDirtySlotOwesItsAbort(t *testing.T) {
+	j := openJournal(t)
+	b := startBeats(t, testOptions(), journalInput{j})
+	b.slotIDs.mu.Lock()
+	for w := range b.slotIDs.used {
+		b.slotIDs.used[w] = ^uint64(0)
+	}
+	b.slotIDs.used[0] &^= 1 << 7 // only slot 7 is free, and it is dirty
+	b.slotIDs.setDirty(7, true)
+	b.slotIDs.mu.Unlock()
+	conn, err := net.Dial("tcp", b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close() // no batch at all
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs := journalRecords(t, j)
+		if len(recs) == 1 && recs[0].flags == record.Abort && recs[0].slot == 7 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal holds %v, want the abort record of slot 7", recs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// failingDurable is a record the journal never makes durable.
+type failingDurable struct{}
+
+func (failingDurable) Wait() (uint64, error) { return 0, errors.New("journal failed") }
+
+// failingAppender fails every record but aborts, which it counts.
+type failingAppender struct {
+	mu     sync.Mutex
+	aborts int
+}
+
+func (a *failingAppender) Submit(ctx context.Context, rec []byte) (Durable, error) {
+	if f, _, err := record.Peek(rec); err == nil && f == record.Abort {
+		a.mu.Lock()
+		a.aborts++
+		a.mu.Unlock()
+	}
+	return failingDurable{}, nil
+}
+
+// TestOneRecordBatchNeedsNoAbort: a batch of one record (no part said more
+// would follow) that fails leaves nothing open on its slot: no abort
+// record is written for it.
+func TestOneRecordBatchNeedsNoAbort(t *testing.T) {
+	app := &failingAppender{}
+	b := startBeats(t, testOptions(), app)
+	conn, err := net.Dial("tcp", b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write(rawBatch(events(3, -1)...))
+	// The input closes the connection when the record fails.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("waiting for the input to close the connection: %v", err)
+	}
+	b.Close()
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if app.aborts != 0 {
+		t.Fatalf("%d abort records for a one-record batch", app.aborts)
 	}
 }

@@ -362,13 +362,17 @@ func (b *Beats) handle(conn net.Conn) {
 	// Every record of this connection's batches carries its slot; a batch
 	// that fails after some of its records were submitted is closed with
 	// an abort record before the slot is given back (record/doc.go).
-	slot, err := b.slotIDs.take()
+	slot, inherited, err := b.slotIDs.take()
 	if err != nil {
 		b.log.Warn("beats: closing connection", "remote", conn.RemoteAddr().String(), "err", err)
 		return
 	}
 	var parts int // records of the current batch submitted
-	var open bool // the current batch has records in the journal and no ACK
+	// open: a batch of this slot may be open in the journal — one of this
+	// connection's, with a part that said more would follow, or, on a
+	// slot taken dirty, the failed one of an earlier connection, until a
+	// batch of this one is durable (its first record settles the old one).
+	open := inherited
 	defer func() { b.releaseSlot(ctx, slot, open) }()
 	var bl *record.Builder // from builders while a batch is read; an idle connection holds none
 	var held int64         // budget held for events read into bl
@@ -427,7 +431,9 @@ func (b *Beats) handle(conn net.Conn) {
 			return err
 		}
 		parts++
-		open = true
+		if !last {
+			open = true
+		}
 		pending = append(pending, d)
 		pendingHeld += held
 		held = 0

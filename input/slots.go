@@ -41,8 +41,10 @@ type slotTable struct {
 }
 
 // take returns the lowest free clean slot, else the lowest free dirty one
-// (whose next record settles its open batch), and marks it used.
-func (t *slotTable) take() (uint16, error) {
+// (whose next record settles its open batch), and marks it used. dirty
+// says which: the taker owes the slot its abort until a record of its own
+// is durable, and gives it back dirty if it ends without one.
+func (t *slotTable) take() (slot uint16, dirty bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, dirtyOK := range []bool{false, true} {
@@ -57,10 +59,10 @@ func (t *slotTable) take() (uint16, error) {
 			s := w*64 + bits.TrailingZeros64(free)
 			t.setDirty(s, false)
 			t.used[w] |= 1 << (s % 64)
-			return uint16(s), nil
+			return uint16(s), dirtyOK, nil
 		}
 	}
-	return 0, errNoSlot
+	return 0, false, errNoSlot
 }
 
 // put gives a slot back; dirty says whether a batch of it may still be open
