@@ -19,7 +19,9 @@ func unknownKeyMessage(k toml.Key) string {
 		known := Keys(strings.Join(k[:i], "."))
 		if !slices.Contains(known, k[i]) {
 			msg := fmt.Sprintf("unknown key: [%s] is not a section of logpond's configuration", strings.Join(k[:i+1], "."))
-			if best := closest(k[i], known); best != "" {
+			if same := sameButCase(k[i], known); same != "" {
+				msg += fmt.Sprintf(" (keys are case-sensitive: write [%s])", strings.Join(append(slices.Clone(k[:i]), same), "."))
+			} else if best := closest(k[i], known); best != "" {
 				msg += fmt.Sprintf(" (did you mean [%s]?)", strings.Join(append(slices.Clone(k[:i]), best), "."))
 			}
 			return msg
@@ -30,6 +32,9 @@ func unknownKeyMessage(k toml.Key) string {
 	where := "at the top level"
 	if section != "" {
 		where = "in [" + section + "]"
+	}
+	if same := sameButCase(k[len(k)-1], known); same != "" {
+		return fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", where, same)
 	}
 	if best := closest(k[len(k)-1], known); best != "" {
 		return fmt.Sprintf("unknown key %s (did you mean %q?)", where, best)
@@ -64,6 +69,17 @@ func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// sameButCase returns the known key that k spells in other letter case,
+// if any: TOML keys are case-sensitive, and so are logpond's.
+func sameButCase(k string, known []string) string {
+	for _, c := range known {
+		if strings.EqualFold(k, c) {
+			return c
+		}
+	}
+	return ""
 }
 
 // closest returns the known key nearest to k by edit distance, if it is near

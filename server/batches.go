@@ -95,9 +95,13 @@ func newBatches(lastLSN uint64, limit time.Duration, log *slog.Logger) *batches 
 
 // decide returns what to do with rec, the journal record at lsn, which the
 // flusher is about to append; j is the journal to look ahead in. LSNs come
-// in order; one at or below an earlier verdict (the ledger was reopened and
-// cut what it never synced) starts the resolution over from there, which
-// gives the same verdicts: they depend only on the records.
+// in order; one at or below an earlier verdict (the ledger refused it as
+// full, or was reopened and cut what it never synced) starts the
+// resolution over from there. A batch that completed or was proven failed
+// gets the same verdict again (those depend only on the records); one
+// whose hold had been cut short is held again from there, with a new hold
+// limit, and may then be voided if it fails — its client resends it, so
+// that loses nothing.
 func (b *batches) decide(j *journal.Journal, lsn uint64, rec []byte) (verdict, error) {
 	if lsn != b.done+1 {
 		b.restart(lsn - 1)

@@ -58,6 +58,8 @@ var Mistakes = []Mistake{
 	{"hosts with different credentials", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\", \"https://b:pw2@es2:9200\"]\n", "output.elasticsearch.hosts", 2, "entry 2 (\"https://es2:9200\") carries other credentials than entry 1"},
 	{"host credentials and api_key", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\"]\napi_key = \"a2V5\"\n", "output.elasticsearch.hosts", 2, "api_key is set too: use one of them"},
 	{"host credentials and other username", "[output.elasticsearch]\nhosts = [\"https://a:pw1@es1:9200\"]\nusername = \"b\"\npassword = \"pw2\"\n", "output.elasticsearch.hosts", 2, "other credentials than username and password"},
+	{"section in other case", "[Journal]\ndir = \"/j\"\n", "Journal", 1, "keys are case-sensitive: write \"journal\""},
+	{"key in other case", "[journal]\nDir = \"/j\"\n", "journal.Dir", 2, "keys are case-sensitive: write \"dir\""},
 	{"host user without password", "[output.elasticsearch]\nhosts = [\"https://a@es1:9200\"]\n", "output.elasticsearch.hosts", 2, "has user info but no password"},
 	{"host password with a slash", "[output.elasticsearch]\nhosts = [\"https://a:pw/1@es1:9200\"]\n", "output.elasticsearch.hosts", 2, "percent-encode"},
 	{"no hosts", "[output.elasticsearch]\nhosts = []\n", "output.elasticsearch.hosts", 2, "list at least one"},
