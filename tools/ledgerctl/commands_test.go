@@ -27,14 +27,14 @@ func TestUsage(t *testing.T) {
 	}{
 		{"help flag", []string{"-h"}, exitOK, "Commands"},
 		{"help command", []string{"help"}, exitOK, "dlq redrive"},
-		{"no command", []string{"-ledger", s.ledger}, exitUsage, "usage: ledgerctl"},
+		{"no command", []string{"-ledger", s.ledger}, exitUsage, "say which command to run"},
 		{"unknown command", []string{"-ledger", s.ledger, "frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"no stores", []string{"segments"}, exitUsage, "say where the stores are"},
 		{"cursors without the ledger", []string{"-journal", s.journal, "cursors"}, exitUsage, "cursors needs the ledger"},
 		{"dlq without the ledger", []string{"-journal", s.journal, "dlq", "list"}, exitUsage, "dlq needs the ledger"},
 		{"dlq without subcommand", []string{"-ledger", s.ledger, "dlq"}, exitUsage, "say what to do"},
 		{"dlq unknown subcommand", []string{"-ledger", s.ledger, "dlq", "eat"}, exitUsage, `unknown subcommand "eat"`},
-		{"bad global flag", []string{"-bogus", "segments"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"bad global flag", []string{"-bogus", "segments"}, exitUsage, "unknown flag -bogus before the command"},
 		{"bad command flag", []string{"-ledger", s.ledger, "segments", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"stray argument", []string{"-ledger", s.ledger, "verify", "now"}, exitUsage, `unexpected argument "now"`},
 		{"negative count", []string{"-ledger", s.ledger, "dump", "--count", "-1"}, exitUsage, "must not be negative"},
@@ -49,6 +49,91 @@ func TestUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d, and %q in the output:\n%s%s", code, tc.code, tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestFlagOrder runs commands with their global and command flags in every
+// order: global flags (-config, -journal, -ledger, --json) go before or
+// after the command, a command's flags after it. An unknown or incomplete
+// flag gets one line naming it and pointing at -h, never the whole usage.
+func TestFlagOrder(t *testing.T) {
+	s := buildStores(t)
+	cfg := writeConfig(t, s)
+	ok := []struct {
+		name string
+		args []string
+		json bool // the output is one JSON document (or JSON lines)
+	}{
+		{"all before", []string{"--json", "-config", cfg, "stat"}, true},
+		{"all after", []string{"stat", "--json", "-config", cfg}, true},
+		{"config before, json after", []string{"-config", cfg, "stat", "--json"}, true},
+		{"json before, config after", []string{"--json", "stat", "-config", cfg}, true},
+		{"equals forms", []string{"stat", "--config=" + cfg, "--json=true"}, true},
+		{"json=false", []string{"-config", cfg, "--json=false", "stat"}, false},
+		{"dirs around the command", []string{"-journal", s.journal, "segments", "-ledger", s.ledger, "--json"}, true},
+		{"global flags between command flags", []string{"dump", "--from", "5", "-config", cfg, "--count", "2", "--json"}, true},
+		{"json before dump --events", []string{"--json", "dump", "--events", "--count", "1", "-ledger", s.ledger}, true},
+		{"dlq subcommand", []string{"dlq", "list", "-ledger", s.ledger, "--json"}, true},
+		{"dlq, json first", []string{"--json", "-ledger", s.ledger, "dlq", "list"}, true},
+		{"cursors, config last", []string{"cursors", "--json", "--config", cfg}, true},
+		{"after --", []string{"-ledger", s.ledger, "--", "segments"}, false},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := ctl(t, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+			}
+			first := strings.TrimSpace(out)
+			if isJSON := strings.HasPrefix(first, "{"); isJSON != tc.json {
+				t.Fatalf("JSON output %v, want %v:\n%s", isJSON, tc.json, out)
+			}
+			if tc.json {
+				line, _, _ := strings.Cut(first, "\n")
+				if !json.Valid([]byte(first)) && !json.Valid([]byte(line)) {
+					t.Fatalf("not JSON:\n%s", out)
+				}
+			}
+		})
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag first", []string{"--bogus", "-config", cfg, "stat"}, "unknown flag --bogus before the command"},
+		{"command flag before the command", []string{"--from", "5", "-config", cfg, "dump"}, "unknown flag --from before the command"},
+		{"unknown flag after the command", []string{"-config", cfg, "stat", "--bogus"}, "ledgerctl stat: flag provided but not defined: -bogus; see ledgerctl stat -h"},
+		{"unknown flag among global ones", []string{"stat", "--json", "--verbose", "-config", cfg}, "flag provided but not defined: -verbose"},
+		{"global flag without value", []string{"stat", "-config"}, "flag -config needs a value"},
+		{"bad json value", []string{"--json=maybe", "stat", "-config", cfg}, "--json=maybe"},
+		{"command flag without value", []string{"-config", cfg, "dump", "--from"}, "flag needs an argument: -from"},
+		{"bad value", []string{"-config", cfg, "dump", "--count", "many"}, `invalid value "many" for flag -count`},
+		{"unknown dlq flag", []string{"-config", cfg, "dlq", "list", "--all"}, "ledgerctl dlq list: flag provided but not defined: -all"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := ctl(t, tc.args...)
+			if code != exitUsage || out != "" {
+				t.Fatalf("exit %d, stdout %q; want %d and nothing on stdout", code, out, exitUsage)
+			}
+			if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, " -h") {
+				t.Fatalf("stderr %q: want one line with %q and a pointer to -h", errOut, tc.want)
+			}
+		})
+	}
+
+	// -h anywhere: the command's usage when there is a command (it needs
+	// no stores for that), else ledgerctl's.
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"stat", "-h"}, {"-h", "dump"}, {"dump", "--from", "3", "--help"}, {"dlq", "-h"}, {"dlq", "list", "-h"}} {
+		out, errOut, code := ctl(t, args...)
+		if code != exitOK || !strings.Contains(out+errOut, "usage: ledgerctl") {
+			t.Fatalf("%v: exit %d:\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, errOut, _ := ctl(t, "dump", "-h"); !strings.Contains(errOut, "-from") {
+		t.Fatalf("dump -h does not show dump's flags:\n%s", errOut)
 	}
 }
 

@@ -56,6 +56,9 @@ func cmdDLQ(e *env, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -ledger DIR] %s\n(ledgerctl dlq SUBCOMMAND -h for a subcommand's flags)\n", dlqUsage)
+		return exitOK
 	case "list":
 		return dlqList(e, args[1:], false)
 	case "dump":
