@@ -254,7 +254,7 @@ func TestDump(t *testing.T) {
 		t.Fatalf("exit %d, table:\n%s", code, out)
 	}
 	// Events, byte for byte.
-	out, _, code = ctl(t, "-journal", s.journal, "dump", "--from", "1", "--count", "2", "--events")
+	out, _, code = ctl(t, "-journal", s.journal, "dump", "--count", "2", "--events")
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if code != exitOK || len(lines) != 4 {
 		t.Fatalf("exit %d, %d lines", code, len(lines))
@@ -273,9 +273,9 @@ func TestDump(t *testing.T) {
 			t.Fatalf("line %d: %s", i, line)
 		}
 	}
-	// Nothing after the end.
+	// Nothing after the end (TestOutOfRange has more).
 	_, errOut, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "dump", "--from", "401")
-	if code != exitOK || !strings.Contains(errOut, "no record at or after LSN 401") {
+	if code != exitFailed || !strings.Contains(errOut, "--from 401 is past the last record, LSN 400") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
@@ -376,5 +376,62 @@ func TestCursors(t *testing.T) {
 	if code != exitFailed || !strings.Contains(txt, "broken") || !strings.Contains(txt, "DAMAGED") ||
 		!strings.Contains(txt, "elasticsearch  100       200") {
 		t.Fatalf("exit %d:\n%s", code, txt)
+	}
+}
+
+// TestOutOfRange asks for records and dead letters the stores do not hold:
+// past the last LSN, before the oldest one retention kept, an id no dead
+// letter has. Each exits 1 with a message saying what the stores hold.
+func TestOutOfRange(t *testing.T) {
+	s := buildStores(t)
+	dlqDir := writeDeadLetters(t, s.ledger, []dlq.Entry{deadLetter(0, `{"a":0}`), deadLetter(1, `{"a":1}`)})
+	var ids []string
+	if err := dlq.Scan(dlqDir, func(p dlq.Pos, _ dlq.Entry) error {
+		ids = append(ids, fmt.Sprintf("%s:%d", p.File, p.Offset))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{"-journal", s.journal, "-ledger", s.ledger}
+	check := func(args []string, code int, want string) {
+		t.Helper()
+		out, errOut, got := ctl(t, append(dirs, args...)...)
+		if got != code || !strings.Contains(out+errOut, want) {
+			t.Fatalf("ledgerctl %v: exit %d, want %d and %q:\n%s%s", args, got, code, want, out, errOut)
+		}
+	}
+	check([]string{"dump", "--from", "999"}, exitFailed, "--from 999 is past the last record, LSN 400")
+	check([]string{"dump", "--from", "401", "--events"}, exitFailed, "past the last record, LSN 400")
+	check([]string{"dump", "--from", "400"}, exitOK, "journal")
+	check([]string{"dump", "--from", "1", "--count", "1"}, exitOK, "ledger")
+	check([]string{"dlq", "show", ids[1]}, exitOK, `"doc-1"`)
+	check([]string{"dlq", "show", "--json", ids[0]}, exitOK, `"a":0`)
+	check([]string{"dlq", "show", "00000000000000000001.dlq:21"}, exitFailed, "no dead letter 00000000000000000001.dlq:21")
+	check([]string{"dlq", "show", "00000000000000000009.dlq:20"}, exitFailed, "no dead letter 00000000000000000009.dlq:20")
+	check([]string{"dlq", "show", "../../etc/passwd:0"}, exitUsage, "is not a dead letter's id")
+	check([]string{"dlq", "show"}, exitUsage, "say which one dead letter")
+
+	// Retention deleted the oldest ledger segment: its LSNs are gone.
+	segs, err := filepath.Glob(filepath.Join(s.ledger, "*.seg"))
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments %v: %v", segs, err)
+	}
+	for _, suffix := range []string{".seg", ".idx"} {
+		if err := os.Remove(strings.TrimSuffix(segs[0], ".seg") + suffix); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	next := strings.TrimLeft(strings.TrimSuffix(filepath.Base(segs[1]), ".seg"), "0")
+	check([]string{"dump", "--from", "1"}, exitFailed, "the oldest record at or after it is LSN "+next+", in the ledger")
+	check([]string{"dump", "--from", next, "--count", "1"}, exitOK, next)
+	check([]string{"dump", "--count", "1"}, exitOK, next)
+
+	// Empty stores: --from names a record they do not hold.
+	empty := t.TempDir()
+	if _, errOut, code := ctl(t, "-ledger", empty, "dump", "--from", "1"); code != exitFailed || !strings.Contains(errOut, "the stores hold no record") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := ctl(t, "-ledger", empty, "dlq", "show", ids[0]); code != exitFailed || !strings.Contains(errOut, "holds no dead letters") {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,7 +49,7 @@ func newDLQLine(pos dlq.Pos, en dlq.Entry, withEvent bool) dlqLine {
 	return l
 }
 
-const dlqUsage = "dlq list [--json] | dlq dump | dlq redrive [-es URL] [-purge] [--json]"
+const dlqUsage = "dlq list [--json] | dlq dump | dlq show ID | dlq redrive [-es URL] [-purge] [--json] | dlq purge --through ID|TIME"
 
 // cmdDLQ runs the dlq subcommands.
 func cmdDLQ(e *env, args []string) int {
@@ -63,6 +65,8 @@ func cmdDLQ(e *env, args []string) int {
 		return dlqList(e, args[1:], false)
 	case "dump":
 		return dlqList(e, args[1:], true)
+	case "show":
+		return dlqShow(e, args[1:])
 	case "redrive":
 		return dlqRedrive(e, args[1:])
 	}
@@ -147,4 +151,68 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// parseDLQID parses a dead letter's id as dlq list prints it, FILE:OFFSET:
+// the base name of its file and the offset of its frame.
+func parseDLQID(id string) (dlq.Pos, error) {
+	file, off, ok := strings.Cut(id, ":")
+	n, err := strconv.ParseInt(off, 10, 64)
+	if !ok || err != nil || n < 0 || !dlqFileName.MatchString(file) {
+		return dlq.Pos{}, fmt.Errorf("%q is not a dead letter's id: ids are FILE:OFFSET as dlq list prints them, e.g. 00000000000000000001.dlq:20", id)
+	}
+	return dlq.Pos{File: file, Offset: n}, nil
+}
+
+// dlqFileName matches the name of a dead-letter file (output/dlq/doc.go).
+var dlqFileName = regexp.MustCompile(`^[0-9]{20}\.dlq$`)
+
+// dlqShow prints one dead letter, with its event, as a JSON document.
+func dlqShow(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "dlq show", "dlq show [--json] ID   (ID is FILE:OFFSET, as dlq list prints it)")
+	ids, status, ok := parseFlagsArgs(fs, args)
+	if !ok {
+		return status
+	}
+	if len(ids) != 1 {
+		e.errorf("dlq show: say which one dead letter: ledgerctl dlq show FILE:OFFSET (dlq list prints the ids)")
+		return exitUsage
+	}
+	want, err := parseDLQID(ids[0])
+	if err != nil {
+		e.errorf("dlq show: %v", err)
+		return exitUsage
+	}
+	dir := e.dlqDir()
+	r, err := dlq.NewReader(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		e.errorf("dlq show: no dead letter %s:%d: %s holds no dead letters", want.File, want.Offset, dir)
+		return exitFailed
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	defer r.Close()
+	for r.Next() {
+		pos := r.Pos()
+		if pos.File > want.File || (pos.File == want.File && pos.Offset > want.Offset) {
+			break
+		}
+		if pos == want {
+			line := newDLQLine(pos, r.Entry(), true)
+			if *asJSON {
+				writeJSONLine(e.stdout, line)
+			} else {
+				writeJSON(e.stdout, line)
+			}
+			return exitOK
+		}
+	}
+	if err := r.Err(); err != nil {
+		e.errorf("dlq show: damaged before %s:%d: %s", want.File, want.Offset, locate("dead letters", err))
+		return exitFailed
+	}
+	e.errorf("dlq show: no dead letter %s:%d in %s (purged, or not an id dlq list prints)", want.File, want.Offset, dir)
+	return exitFailed
 }

@@ -314,6 +314,37 @@ func parseFlags(fs *flag.FlagSet, args []string) (status int, ok bool) {
 	return exitOK, true
 }
 
+// parseFlagsArgs parses a command's flags, which may come before, between
+// or after its arguments, and returns the arguments in order ("--" ends
+// the flags). ok is false with the exit status as in parseFlags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) (positional []string, status int, ok bool) {
+	var flags []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	status, ok = parseFlags(fs, flags)
+	return positional, status, ok
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // isTerminal says whether w is a terminal (for progress bars on stderr).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
