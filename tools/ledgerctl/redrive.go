@@ -165,7 +165,7 @@ func purgeDLQ(e *env, dir string, last dlq.Pos) error {
 	if err != nil {
 		return fmt.Errorf("cannot purge: %w", err)
 	}
-	err = store.Purge(last)
+	_, err = store.Purge(last)
 	if cerr := store.Close(); err == nil {
 		err = cerr
 	}
