@@ -17,13 +17,13 @@ import (
 // Limits that make a configuration safe to run. Each is explained where it
 // is checked.
 const (
-	minSegmentBytes  Size = 1 << 20
-	maxSegmentBytes  Size = 1 << 30
-	minGroupBytes    Size = 4 << 10
-	maxGroupWait          = Duration(time.Second)
-	maxFlushInterval      = Duration(time.Minute)
-	minDeadLetterMaxAge   = Duration(time.Minute)
-	maxSpareSegments      = 16
+	minSegmentBytes     Size = 1 << 20
+	maxSegmentBytes     Size = 1 << 30
+	minGroupBytes       Size = 4 << 10
+	maxGroupWait             = Duration(time.Second)
+	maxFlushInterval         = Duration(time.Minute)
+	minDeadLetterMaxAge      = Duration(time.Minute)
+	maxSpareSegments         = 16
 	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
 	ledgerBlock Size = 4096
 )
