@@ -44,6 +44,9 @@ func (s *Store) Purge(upTo Pos) (Purged, error) {
 	if err != nil {
 		return Purged{}, err
 	}
+	if seq >= s.nextSeq {
+		return Purged{}, fmt.Errorf("dlq: purge: %w: %s never had a file %s", ErrNoEntry, s.dir, fileName(seq))
+	}
 	if len(files) == 0 || seq < files[0].seq {
 		return Purged{}, nil // purged before
 	}

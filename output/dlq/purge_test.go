@@ -152,7 +152,7 @@ func TestPurge(t *testing.T) {
 			return purgeResult{"not a dead-letter file name", 0}.check(errOf(s.Purge(Pos{File: "LOCK", Offset: fileHeaderSize})))
 		}},
 		{"a file newer than the newest", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"has no file", 0}.check(errOf(s.Purge(Pos{File: fileName(99), Offset: fileHeaderSize})))
+			return purgeResult{"never had a file", 0}.check(errOf(s.Purge(Pos{File: fileName(99), Offset: fileHeaderSize})))
 		}},
 	}
 	for _, tc := range tests {

@@ -164,6 +164,11 @@ func TestPurgeCounts(t *testing.T) {
 	if sink.count("entries="+itoa(want-1)) != 1 {
 		t.Fatal("the purge's log line does not count its entries")
 	}
+	empty := mustOpen(t, t.TempDir(), opts)
+	defer mustClose(t, empty)
+	if _, err := empty.Purge(Pos{File: fileName(1), Offset: fileHeaderSize}); !errors.Is(err, ErrNoEntry) {
+		t.Fatalf("Purge of an empty store: %v, want ErrNoEntry", err)
+	}
 	for _, pos := range []Pos{{File: ps[k].File, Offset: ps[k].Offset + 1}, {File: fileName(999), Offset: fileHeaderSize}, {File: "../x", Offset: 20}} {
 		if _, err := s.Purge(pos); !errors.Is(err, ErrNoEntry) {
 			t.Fatalf("Purge(%+v): %v, want ErrNoEntry", pos, err)

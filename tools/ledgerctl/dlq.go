@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -153,19 +151,14 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// parseDLQID parses a dead letter's id as dlq list prints it, FILE:OFFSET:
-// the base name of its file and the offset of its frame.
+// parseDLQID parses a dead letter's id as dlq list prints it, FILE:OFFSET.
 func parseDLQID(id string) (dlq.Pos, error) {
-	file, off, ok := strings.Cut(id, ":")
-	n, err := strconv.ParseInt(off, 10, 64)
-	if !ok || err != nil || n < 0 || !dlqFileName.MatchString(file) {
-		return dlq.Pos{}, fmt.Errorf("%q is not a dead letter's id: ids are FILE:OFFSET as dlq list prints them, e.g. 00000000000000000001.dlq:20", id)
+	pos, err := dlq.ParsePos(id)
+	if err != nil {
+		return pos, fmt.Errorf("%q is not a dead letter's id: ids are FILE:OFFSET as dlq list prints them, e.g. 00000000000000000001.dlq:20", id)
 	}
-	return dlq.Pos{File: file, Offset: n}, nil
+	return pos, nil
 }
-
-// dlqFileName matches the name of a dead-letter file (output/dlq/doc.go).
-var dlqFileName = regexp.MustCompile(`^[0-9]{20}\.dlq$`)
 
 // dlqShow prints one dead letter, with its event, as a JSON document.
 func dlqShow(e *env, args []string) int {
