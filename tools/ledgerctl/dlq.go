@@ -67,6 +67,8 @@ func cmdDLQ(e *env, args []string) int {
 		return dlqShow(e, args[1:])
 	case "redrive":
 		return dlqRedrive(e, args[1:])
+	case "purge":
+		return dlqPurge(e, args[1:])
 	}
 	e.errorf("dlq: unknown subcommand %q: %s", args[0], dlqUsage)
 	return exitUsage
