@@ -6,10 +6,13 @@
 // The global flags (-config, -journal, -ledger, --json) go before or after
 // the command; a command's own flags go after it.
 //
-// Every command but `dlq redrive -purge` is read-only and safe while logpond
-// runs: ledgerctl never takes the directories' locks, never opens tidwall/wal
-// or the stores (their Open repairs tails and renames files), and never
-// writes. A torn or partial write at the end of the newest journal
+// Every command but `dlq purge` and `dlq redrive -purge` is read-only and
+// safe while logpond runs: ledgerctl never takes the directories' locks,
+// never opens tidwall/wal or the stores (their Open repairs tails and
+// renames files), and never writes. A purge never writes a dead-letter
+// store a running logpond holds: it asks that logpond, on its admin
+// listener, to purge under its own lock, and opens the store itself
+// (taking its lock) only when no process holds it. A torn or partial write at the end of the newest journal
 // generation or of the open ledger segment is the end of the data (a write
 // in progress), as each store's recovery rule says; anything else that does
 // not verify is damage, reported with file, offset and LSN.
@@ -44,7 +47,8 @@ const (
 const usageText = `usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] [--json] COMMAND [flags]
 
 Inspects logpond's journal, ledger and dead letters. Read-only and safe while
-logpond runs (only "dlq redrive -purge" writes, and it needs logpond stopped).
+logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
+logpond to purge on its admin listener, or purge themselves when it is stopped.
 
 Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
@@ -69,10 +73,17 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    age of the oldest record after it
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
+  dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
+                   dlq list prints it)
+  dlq purge --through ID|TIME [--admin HOST:PORT]
+                   delete the dead letters up to and including ID, or that
+                   failed at or before TIME (RFC 3339), in whole files; a
+                   running logpond does it, asked on its admin listener
+                   ([admin] listen of -config, or --admin)
   dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge]
                    re-send dead letters to Elasticsearch (bulk create with
                    each entry's index and id; 409 means already there);
-                   -purge removes them once all succeeded (stop logpond first).
+                   -purge removes them once all succeeded (as dlq purge).
                    The configured credentials and TLS settings go only to
                    the configured hosts; for another -es give -username
                    (password in $LEDGERCTL_ES_PASSWORD) or
