@@ -165,6 +165,10 @@ type Elasticsearch struct {
 	// DeadLetterMaxBytes bounds the dead-letter store (in the ledger
 	// directory); when full the drain waits instead of dropping events.
 	DeadLetterMaxBytes Size `toml:"dead_letter_max_bytes"`
+	// DeadLetterMaxAge, when more than 0, is how long dead letters are
+	// kept: whole dead-letter files whose entries all failed longer ago
+	// are deleted. 0 keeps them until they are purged.
+	DeadLetterMaxAge Duration `toml:"dead_letter_max_age"`
 	// TLS configures https hosts.
 	TLS ElasticsearchTLS `toml:"tls"`
 }

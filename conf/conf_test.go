@@ -65,7 +65,7 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			Username: "u", Password: "p", APIKey: "a2V5", Index: "logs-%{+yyyy.MM.dd}", FallbackIndex: "lost", Pipeline: "p1",
 			DocumentID: "none", Workers: 8, FlushBytes: 1 << 20, FlushInterval: Duration(time.Second / 2), MaxRequestBytes: 10 << 20,
 			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
-			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20,
+			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20, DeadLetterMaxAge: Duration(72 * time.Hour),
 			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},
 		Admin: Admin{Listen: ""},
 		Log:   Log{Level: "debug", Format: "json"},

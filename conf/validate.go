@@ -17,12 +17,13 @@ import (
 // Limits that make a configuration safe to run. Each is explained where it
 // is checked.
 const (
-	minSegmentBytes  Size = 1 << 20
-	maxSegmentBytes  Size = 1 << 30
-	minGroupBytes    Size = 4 << 10
-	maxGroupWait          = Duration(time.Second)
-	maxFlushInterval      = Duration(time.Minute)
-	maxSpareSegments      = 16
+	minSegmentBytes     Size = 1 << 20
+	maxSegmentBytes     Size = 1 << 30
+	minGroupBytes       Size = 4 << 10
+	maxGroupWait             = Duration(time.Second)
+	maxFlushInterval         = Duration(time.Minute)
+	minDeadLetterMaxAge      = Duration(time.Minute)
+	maxSpareSegments         = 16
 	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
 	ledgerBlock Size = 4096
 )
@@ -244,6 +245,11 @@ func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)
 	// (1MiB covers an entry's other fields: index, reason, ids.)
 	if min := 4 * (c.Input.Beats.MaxEventBytes + 1<<20); es.DeadLetterMaxBytes < min {
 		bad(k+"dead_letter_max_bytes", "%s is less than 4 × (input.beats.max_event_bytes + 1MiB) (max_event_bytes is %s): raise it to at least %s", es.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes, min)
+	}
+	// Files are deleted whole, about every minute: a shorter age would
+	// promise more than that.
+	if d := es.DeadLetterMaxAge; d > 0 && d < minDeadLetterMaxAge {
+		bad(k+"dead_letter_max_age", "%s is less than %s: use 0 to keep dead letters until they are purged, or at least %s", d, minDeadLetterMaxAge, minDeadLetterMaxAge)
 	}
 	switch es.Compression {
 	case "none", "gzip":

@@ -2,15 +2,20 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/logpond/logpond/input"
+	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 
@@ -120,8 +125,8 @@ var adminLimits = struct {
 	maxHeaderBytes: 16 << 10,
 }
 
-// startAdmin serves /metrics, /livez (and its alias /healthz) and /readyz
-// on the admin listener.
+// startAdmin serves /metrics, /livez (and its alias /healthz), /readyz
+// and POST /api/dlq/purge on the admin listener.
 func (s *Server) startAdmin() {
 	if s.adminLn == nil {
 		return
@@ -131,6 +136,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /healthz", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.dlq, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
 	l := adminLimits
 	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
 		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
@@ -142,7 +148,7 @@ func (s *Server) startAdmin() {
 			s.log.Error("admin endpoint stopped", "err", err)
 		}
 	}()
-	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /livez /healthz /readyz")
+	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /livez /healthz /readyz /api/dlq/purge")
 }
 
 // stopAdmin stops the admin endpoint and waits for its goroutine.
@@ -222,3 +228,86 @@ func (st state) notReady() []string {
 type slogPrinter struct{ s *Server }
 
 func (p slogPrinter) Println(v ...any) { p.s.log.Error("metrics", "err", fmt.Sprint(v...)) }
+
+// PurgeRequestHeader must be on a POST /api/dlq/purge request, with any
+// value (ledgerctl sends "ledgerctl"). A web page cannot add it to a
+// cross-site request without the browser asking first, which the admin
+// endpoint never allows, so a page a browser on this host shows cannot
+// purge dead letters.
+const PurgeRequestHeader = "X-Requested-By"
+
+// DLQPurged is the answer of POST /api/dlq/purge: what was deleted.
+type DLQPurged struct {
+	Dir     string `json:"dir"`
+	Files   int    `json:"files"`
+	Entries int    `json:"entries"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// dlqPurgeHandler serves POST /api/dlq/purge?through=ID|TIME[&dir=DIR]:
+// the running Elasticsearch output's dead-letter store, which this process
+// holds the lock of, deletes the whole files of entries up to and
+// including the entry ID (FILE:OFFSET, as ledgerctl dlq list prints it),
+// or that all failed at or before TIME (RFC 3339). The store does it under
+// its own lock, between Appends, so it never races the output's writes.
+// dir, when given, must be this store's directory: a ledgerctl pointed at
+// another store is refused rather than purging this one.
+type dlqPurgeHandler struct {
+	store *dlq.Store // nil when the output is disabled
+	dir   string
+	log   *slog.Logger
+}
+
+func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(PurgeRequestHeader) == "" {
+		http.Error(w, "dlq purge: send the header "+PurgeRequestHeader+" (ledgerctl dlq purge does)", http.StatusForbidden)
+		return
+	}
+	if h.store == nil {
+		http.Error(w, "dlq purge: output.elasticsearch.enabled = false: this logpond holds no dead-letter store (ledgerctl purges it directly)", http.StatusConflict)
+		return
+	}
+	q := r.URL.Query()
+	if d := q.Get("dir"); d != "" && !sameDir(d, h.dir) {
+		http.Error(w, fmt.Sprintf("dlq purge: this logpond's dead-letter store is %s, not %s", h.dir, d), http.StatusConflict)
+		return
+	}
+	through := q.Get("through")
+	var (
+		p   dlq.Purged
+		err error
+	)
+	if pos, perr := dlq.ParsePos(through); perr == nil {
+		p, err = h.store.Purge(pos)
+	} else if t, terr := time.Parse(time.RFC3339Nano, through); terr == nil {
+		p, err = h.store.PurgeFailedBefore(t)
+	} else {
+		http.Error(w, fmt.Sprintf("dlq purge: through=%q: want a dead letter's id (FILE:OFFSET, as ledgerctl dlq list prints it) or a time (RFC 3339, e.g. 2026-12-02T15:04:05Z)", through), http.StatusBadRequest)
+		return
+	}
+	h.log.Info("admin: dead letters purged on request", "through", through, "files", p.Files, "entries", p.Entries, "bytes", p.Bytes,
+		"remote", r.RemoteAddr, "err", err)
+	switch {
+	case errors.Is(err, dlq.ErrNoEntry):
+		http.Error(w, "dlq purge: "+err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, "dlq purge: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(DLQPurged{Dir: h.dir, Files: p.Files, Entries: p.Entries, Bytes: p.Bytes})
+}
+
+// sameDir says whether a and b are the same directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(sa, sb)
+}

@@ -351,7 +351,8 @@ func (s *Server) openOutput() error {
 	// (plus 1MiB for the entry's other fields); conf checked that four such
 	// files fit in dead_letter_max_bytes.
 	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(s.cfg.Input.Beats.MaxEventBytes)+1<<20)
-	s.dlq, err = dlq.Open(dir, dlq.Options{MaxBytes: int64(c.DeadLetterMaxBytes), SegmentBytes: segment, Logger: s.log})
+	s.dlq, err = dlq.Open(dir, dlq.Options{MaxBytes: int64(c.DeadLetterMaxBytes), SegmentBytes: segment,
+		MaxAge: time.Duration(c.DeadLetterMaxAge), Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

@@ -42,6 +42,7 @@ var Mistakes = []Mistake{
 	{"compression", "[output.elasticsearch]\ncompression = \"zstd\"\n", "output.elasticsearch.compression", 2, "use none or gzip"},
 	{"retry bounds", "[output.elasticsearch]\nretry_max_interval = \"1s\"\n", "output.elasticsearch.retry_max_interval", 2, "less than retry_initial_interval"},
 	{"dead letters smaller than events", "[output.elasticsearch]\ndead_letter_max_bytes = \"16MiB\"\n", "output.elasticsearch.dead_letter_max_bytes", 2, "raise it to at least 68MiB"},
+	{"dead letter age too short", "[output.elasticsearch]\ndead_letter_max_age = \"30s\"\n", "output.elasticsearch.dead_letter_max_age", 2, "use 0 to keep dead letters until they are purged, or at least 1m0s"},
 	{"tls verification mode", "[output.elasticsearch.tls]\nverification_mode = \"strict\"\n", "output.elasticsearch.tls.verification_mode", 2, "use full"},
 	{"group wait too long", "[journal]\nmax_group_wait = \"5s\"\n", "journal.max_group_wait", 2, "use a few milliseconds"},
 	{"tiny segment", "[journal]\nsegment_bytes = \"4KiB\"\n", "journal.segment_bytes", 2, "outside 1MiB…1GiB"},

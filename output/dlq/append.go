@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // maxKeptBuffer bounds the write buffer a Store keeps between groups.
@@ -58,6 +59,7 @@ func (s *Store) Append(ctx context.Context, entries []Entry) error {
 		}
 		p.frames = appendFrame(p.frames, &entries[i])
 		p.sizes = append(p.sizes, int(n))
+		p.failed = append(p.failed, entries[i].Failed)
 		p.need += cost
 	}
 	if len(p.sizes) == 0 {
@@ -188,15 +190,16 @@ func (s *Store) commit(p *pending) error {
 func (s *Store) writeGroup(group []*pending) error {
 	buf := s.wbuf[:0]
 	var start, last int64 // file offset of buf, and of its last frame
+	var in bufInfo        // the entries in buf
 	for _, p := range group {
 		frames := p.frames
-		for _, n := range p.sizes {
+		for j, n := range p.sizes {
 			if s.f == nil || s.off+int64(len(buf))+int64(n) > s.opts.SegmentBytes {
 				if len(buf) > 0 {
-					if err := s.flush(buf, last); err != nil {
+					if err := s.flush(buf, last, in); err != nil {
 						return s.poison(err)
 					}
-					buf = buf[:0]
+					buf, in = buf[:0], bufInfo{}
 				}
 				if err := s.rotate(); err != nil {
 					return s.poison(err)
@@ -209,10 +212,14 @@ func (s *Store) writeGroup(group []*pending) error {
 			buf = append(buf, frames[:n]...)
 			sealFrame(buf[last-start:], s.files[len(s.files)-1].seq, start)
 			frames = frames[n:]
+			in.entries++
+			if p.failed[j].After(in.newest) {
+				in.newest = p.failed[j]
+			}
 		}
 	}
 	if len(buf) > 0 {
-		if err := s.flush(buf, last); err != nil {
+		if err := s.flush(buf, last, in); err != nil {
 			return s.poison(err)
 		}
 	}
@@ -224,9 +231,16 @@ func (s *Store) writeGroup(group []*pending) error {
 	return nil
 }
 
+// bufInfo counts the entries of a write.
+type bufInfo struct {
+	entries int
+	newest  time.Time // their latest Failed
+}
+
 // flush writes buf at the end of the open file and fdatasyncs it. last is
-// the file offset of buf's last frame. writeMu must be held.
-func (s *Store) flush(buf []byte, last int64) error {
+// the file offset of buf's last frame, in what it holds. writeMu must be
+// held.
+func (s *Store) flush(buf []byte, last int64, in bufInfo) error {
 	path := s.files[len(s.files)-1].path
 	if _, err := s.f.WriteAt(buf, s.off); err != nil {
 		return fmt.Errorf("dlq: write %s at %d: %w", path, s.off, err)
@@ -241,6 +255,10 @@ func (s *Store) flush(buf []byte, last int64) error {
 	s.mu.Lock()
 	fi := &s.files[len(s.files)-1]
 	fi.size, fi.lastFrame = s.off, last
+	fi.entries += in.entries
+	if in.newest.After(fi.newest) {
+		fi.newest = in.newest
+	}
 	s.disk += int64(len(buf))
 	s.mu.Unlock()
 	return nil

@@ -120,4 +120,11 @@
 // whole files whose entries have all been re-driven, and Append continues.
 // SegmentBytes ≤ MaxBytes/2 makes sure that deleting every sealed file frees
 // room for any Append, since the open file stays.
+//
+// [Store.PurgeFailedBefore] deletes, oldest first, the whole files whose
+// entries were all dead-lettered (Entry.Failed) at or before a time; with
+// Options.MaxAge the Store does so by itself, periodically, for entries
+// older than that. Both purge only whole files and stop at the first file
+// holding a newer entry. Only the process holding the store's lock deletes
+// files: another one asks it (logpond's admin endpoint) or takes the lock.
 package dlq

@@ -18,6 +18,10 @@ var (
 	// fit in a file (Options.SegmentBytes). Nothing of that Append's slice
 	// was written.
 	ErrTooLarge = errors.New("dlq: entry larger than a dead-letter file")
+	// ErrNoEntry is wrapped by the error of a Purge given a Pos that names
+	// no entry of the store (a file it never had, an offset where no entry
+	// begins).
+	ErrNoEntry = errors.New("no such dead letter")
 )
 
 // CorruptionError reports damage in a dead-letter file: bytes that were

@@ -148,3 +148,6 @@ func dlqFiles(t testing.TB, dir string) []string {
 	}
 	return names
 }
+
+// errOf is the error of a Purge.
+func errOf(_ Purged, err error) error { return err }

@@ -5,7 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
+
+// Purged is what a purge deleted.
+type Purged struct {
+	Files   int   // whole files deleted
+	Entries int   // the entries they held
+	Bytes   int64 // their size
+}
 
 // Purge removes the entries up to and including the one at upTo (a Pos
 // from Scan or a Reader), once they have been re-driven, to free space. It
@@ -21,62 +29,121 @@ import (
 // so purged entries do not come back after a power cut to be re-driven
 // twice. An Append waiting for space then looks again. A Pos in a file
 // already deleted purges nothing more and is not an error; a Pos that names
-// no entry of this store is. A Reader in another process keeps reading a
-// file it has open. Safe for concurrent use; it waits for a write in
-// progress. A failed create or sync poisons the store, as in Append.
-func (s *Store) Purge(upTo Pos) error {
+// no entry of this store is one that wraps ErrNoEntry. A Reader in another
+// process keeps reading a file it has open. Safe for concurrent use; it
+// waits for a write in progress. A failed create or sync poisons the store,
+// as in Append. It returns what it deleted, also on error.
+func (s *Store) Purge(upTo Pos) (Purged, error) {
 	seq, ok := parseFileName(filepath.Base(upTo.File))
 	if !ok {
-		return fmt.Errorf("dlq: purge: %q is not a dead-letter file name", upTo.File)
+		return Purged{}, fmt.Errorf("dlq: purge: %w: %q is not a dead-letter file name", ErrNoEntry, upTo.File)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	s.mu.Lock()
-	err := s.usableLocked()
-	files := s.files // stable: changing it needs writeMu, which we hold
-	s.mu.Unlock()
+	files, err := s.filesForPurge()
 	if err != nil {
-		return err
+		return Purged{}, err
+	}
+	if seq >= s.nextSeq {
+		return Purged{}, fmt.Errorf("dlq: purge: %w: %s never had a file %s", ErrNoEntry, s.dir, fileName(seq))
 	}
 	if len(files) == 0 || seq < files[0].seq {
-		return nil // purged before
+		return Purged{}, nil // purged before
 	}
 	i := 0
 	for i < len(files) && files[i].seq < seq {
 		i++
 	}
 	if i == len(files) || files[i].seq != seq {
-		return fmt.Errorf("dlq: purge: %s has no file %s", s.dir, fileName(seq))
+		return Purged{}, fmt.Errorf("dlq: purge: %w: %s has no file %s", ErrNoEntry, s.dir, fileName(seq))
 	}
 	whole, err := checkPos(files[i], upTo.Offset)
 	if err != nil {
-		return err
+		return Purged{}, err
 	}
-	drop := files[:i]
+	n := i
 	if whole {
-		drop = files[:i+1]
+		n = i + 1
 	}
-	if len(drop) == 0 {
-		return nil
+	p, err := s.dropOldest(n)
+	if p.Files > 0 {
+		s.log.Info("dlq: purged re-driven entries", "dir", s.dir, "files", p.Files, "entries", p.Entries, "bytes", p.Bytes,
+			"up_to_file", filepath.Base(upTo.File), "up_to_offset", upTo.Offset)
 	}
-	if len(drop) == len(files) {
+	return p, err
+}
+
+// PurgeFailedBefore removes the entries that were dead-lettered (Entry.Failed)
+// at or before t, in whole files, oldest first: it deletes the files whose
+// every entry failed at or before t, and stops at the first file holding a
+// later one, so that what stays is always a contiguous newest part of the
+// store. The open file goes too when all its entries qualify (Purge starts
+// a new one first); an open file without entries stays. It reads no file:
+// a Store keeps each file's newest failure time. Durability, waking of
+// waiting Appends, concurrency and poisoning are as for Purge.
+func (s *Store) PurgeFailedBefore(t time.Time) (Purged, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	p, err := s.purgeFailedBeforeLocked(t)
+	if p.Files > 0 {
+		s.log.Info("dlq: purged entries that failed at or before a time", "dir", s.dir, "files", p.Files, "entries", p.Entries, "bytes", p.Bytes,
+			"failed_before", t.UTC().Format(time.RFC3339Nano))
+	}
+	return p, err
+}
+
+// purgeFailedBeforeLocked is PurgeFailedBefore; writeMu must be held.
+func (s *Store) purgeFailedBeforeLocked(t time.Time) (Purged, error) {
+	files, err := s.filesForPurge()
+	if err != nil {
+		return Purged{}, err
+	}
+	n := 0
+	for n < len(files) && !files[n].newest.After(t) {
+		if n == len(files)-1 && files[n].entries == 0 {
+			break // the open file, empty: nothing to free
+		}
+		n++
+	}
+	return s.dropOldest(n)
+}
+
+// filesForPurge returns the files, or why the store cannot purge.
+// writeMu must be held.
+func (s *Store) filesForPurge() ([]fileInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return nil, err
+	}
+	return s.files, nil // stable: changing it needs writeMu, which is held
+}
+
+// dropOldest deletes the n oldest files, oldest first, and fsyncs the
+// directory; when n is every file, it first starts a new one. writeMu must
+// be held.
+func (s *Store) dropOldest(n int) (Purged, error) {
+	var p Purged
+	if n == 0 {
+		return p, nil
+	}
+	if n == len(s.files) {
 		if err := s.rotate(); err != nil {
-			return s.poison(err)
+			return p, s.poison(err)
 		}
 	}
-	var freed int64
 	var errs []error
-	removed := 0
-	for _, fi := range drop {
+	for _, fi := range s.files[:n] {
 		if err := os.Remove(fi.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("dlq: purge: %w", err))
 			break // oldest first: never leave a gap before a kept file
 		}
-		removed++
-		freed += fi.size
+		p.Files++
+		p.Entries += fi.entries
+		p.Bytes += fi.size
 	}
-	if removed == 0 {
-		return errors.Join(errs...)
+	if p.Files == 0 {
+		return p, errors.Join(errs...)
 	}
 	// Purged files must not come back after a power cut: their entries
 	// would be listed, and re-driven, a second time.
@@ -84,13 +151,11 @@ func (s *Store) Purge(upTo Pos) error {
 		errs = append(errs, s.poison(fmt.Errorf("dlq: purge: %w", err)))
 	}
 	s.mu.Lock()
-	s.files = s.files[removed:]
-	s.disk -= freed
+	s.files = s.files[p.Files:]
+	s.disk -= p.Bytes
 	s.wakeLocked()
 	s.mu.Unlock()
-	s.log.Info("dlq: purged re-driven entries", "dir", s.dir, "files", removed, "bytes", freed,
-		"up_to_file", filepath.Base(upTo.File), "up_to_offset", upTo.Offset)
-	return errors.Join(errs...)
+	return p, errors.Join(errs...)
 }
 
 // checkPos checks that off is the offset of an entry in fi and says
@@ -100,7 +165,7 @@ func checkPos(fi fileInfo, off int64) (last bool, err error) {
 		return true, nil
 	}
 	if off < fileHeaderSize || off > fi.lastFrame {
-		return false, fmt.Errorf("dlq: purge: no entry at offset %d of %s", off, fi.path)
+		return false, fmt.Errorf("dlq: purge: %w: no entry at offset %d of %s", ErrNoEntry, off, fi.path)
 	}
 	f, err := os.Open(fi.path)
 	if err != nil {
@@ -112,7 +177,7 @@ func checkPos(fi fileInfo, off int64) (last bool, err error) {
 		return false, fmt.Errorf("dlq: purge: read %s at %d: %w", fi.path, off, err)
 	}
 	if _, err := parseFrameHeader(h, fi.seq, off, fi.size); err != nil {
-		return false, fmt.Errorf("dlq: purge: no entry at offset %d of %s: %w", off, fi.path, err)
+		return false, fmt.Errorf("dlq: purge: %w: no entry at offset %d of %s: %w", ErrNoEntry, off, fi.path, err)
 	}
 	return false, nil
 }

@@ -62,7 +62,7 @@ func TestFullStoreWaitsUntilPurge(t *testing.T) {
 	for last+1 < len(ps) && ps[last+1].File == ps[0].File {
 		last++
 	}
-	if err := s.Purge(ps[last]); err != nil {
+	if _, err := s.Purge(ps[last]); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -122,37 +122,37 @@ func TestPurge(t *testing.T) {
 	}{
 		{"an entry inside an older file", func(t *testing.T, s *Store, fx *fixture) purgeResult {
 			is := fx.entriesIn(fx.files[1])
-			return purgeResult{"", 1}.check(s.Purge(fx.pos[is[1]]))
+			return purgeResult{"", 1}.check(errOf(s.Purge(fx.pos[is[1]])))
 		}},
 		{"the last entry of an older file", func(t *testing.T, s *Store, fx *fixture) purgeResult {
 			is := fx.entriesIn(fx.files[1])
-			return purgeResult{"", 2}.check(s.Purge(fx.pos[is[len(is)-1]]))
+			return purgeResult{"", 2}.check(errOf(s.Purge(fx.pos[is[len(is)-1]])))
 		}},
 		{"an entry inside the open file", func(t *testing.T, s *Store, fx *fixture) purgeResult {
 			is := fx.entriesIn(fx.files[len(fx.files)-1])
-			return purgeResult{"", len(fx.files) - 1}.check(s.Purge(fx.pos[is[0]]))
+			return purgeResult{"", len(fx.files) - 1}.check(errOf(s.Purge(fx.pos[is[0]])))
 		}},
 		{"the last entry of all", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"", len(fx.files)}.check(s.Purge(fx.pos[len(fx.pos)-1]))
+			return purgeResult{"", len(fx.files)}.check(errOf(s.Purge(fx.pos[len(fx.pos)-1])))
 		}},
 		{"twice, the second time in a purged file", func(t *testing.T, s *Store, fx *fixture) purgeResult {
 			is := fx.entriesIn(fx.files[0])
-			if err := s.Purge(fx.pos[is[len(is)-1]]); err != nil {
+			if _, err := s.Purge(fx.pos[is[len(is)-1]]); err != nil {
 				t.Fatal(err)
 			}
-			return purgeResult{"", 1}.check(s.Purge(fx.pos[is[0]]))
+			return purgeResult{"", 1}.check(errOf(s.Purge(fx.pos[is[0]])))
 		}},
 		{"an offset that is no entry", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"no entry at offset", 0}.check(s.Purge(Pos{File: fx.files[1], Offset: fx.pos[fx.entriesIn(fx.files[1])[1]].Offset + 1}))
+			return purgeResult{"no entry at offset", 0}.check(errOf(s.Purge(Pos{File: fx.files[1], Offset: fx.pos[fx.entriesIn(fx.files[1])[1]].Offset + 1})))
 		}},
 		{"an offset past the last entry", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"no entry at offset", 0}.check(s.Purge(Pos{File: fx.files[0], Offset: 1 << 20}))
+			return purgeResult{"no entry at offset", 0}.check(errOf(s.Purge(Pos{File: fx.files[0], Offset: 1 << 20})))
 		}},
 		{"not a file name", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"not a dead-letter file name", 0}.check(s.Purge(Pos{File: "LOCK", Offset: fileHeaderSize}))
+			return purgeResult{"not a dead-letter file name", 0}.check(errOf(s.Purge(Pos{File: "LOCK", Offset: fileHeaderSize})))
 		}},
 		{"a file newer than the newest", func(t *testing.T, s *Store, fx *fixture) purgeResult {
-			return purgeResult{"has no file", 0}.check(s.Purge(Pos{File: fileName(99), Offset: fileHeaderSize}))
+			return purgeResult{"never had a file", 0}.check(errOf(s.Purge(Pos{File: fileName(99), Offset: fileHeaderSize})))
 		}},
 	}
 	for _, tc := range tests {

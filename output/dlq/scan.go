@@ -332,6 +332,21 @@ type Pos struct {
 	Offset int64
 }
 
+// String is the entry's id, FILE:OFFSET, as ParsePos reads it.
+func (p Pos) String() string { return p.File + ":" + strconv.FormatInt(p.Offset, 10) }
+
+// ParsePos reads an entry's id, FILE:OFFSET (Pos.String): a dead-letter
+// file's base name and a byte offset. It checks the form only, not that
+// the entry exists.
+func ParsePos(id string) (Pos, error) {
+	file, off, ok := strings.Cut(id, ":")
+	n, err := strconv.ParseInt(off, 10, 64)
+	if _, named := parseFileName(file); !ok || err != nil || n < 0 || !named {
+		return Pos{}, fmt.Errorf("dlq: %q is not a dead letter's id: FILE:OFFSET, a file's name and an entry's offset in it, e.g. %s:%d", id, fileName(1), fileHeaderSize)
+	}
+	return Pos{File: file, Offset: n}, nil
+}
+
 // Reader reads the entries of a dead-letter directory, oldest first:
 //
 //	r, err := dlq.NewReader(dir)

@@ -53,6 +53,12 @@ type Options struct {
 	// whole sealed files, so a full store must hold at least one besides
 	// the open file. It also bounds an entry (ErrTooLarge).
 	SegmentBytes int64
+	// MaxAge, when more than 0, is how long entries are kept: the Store
+	// deletes, from Open to Close and about every MaxAge/10 (at most a
+	// minute apart), the whole files whose entries all failed
+	// (Entry.Failed) more than MaxAge ago, as PurgeFailedBefore does,
+	// and logs what it deleted. 0 keeps entries until they are purged.
+	MaxAge time.Duration
 	// Logger receives repairs, waits and failures; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -61,9 +67,11 @@ type Options struct {
 
 // hooks are per-Store seams for tests.
 type hooks struct {
-	openFile func(path string, flag int) (file, error)
-	syncDir  func(dir string) error
-	onWait   func() // called each time an Append starts waiting for space
+	openFile    func(path string, flag int) (file, error)
+	syncDir     func(dir string) error
+	onWait      func() // called each time an Append starts waiting for space
+	now         func() time.Time
+	retainEvery time.Duration // how often MaxAge is applied; 0 for the default
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -91,6 +99,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.hooks.syncDir == nil {
 		o.hooks.syncDir = fsutil.SyncDir
 	}
+	if o.MaxAge < 0 {
+		return o, fmt.Errorf("dlq: max age %s must not be negative", o.MaxAge)
+	}
+	if o.hooks.now == nil {
+		o.hooks.now = time.Now
+	}
+	if o.hooks.retainEvery == 0 {
+		o.hooks.retainEvery = min(max(o.MaxAge/10, time.Second), time.Minute)
+	}
 	return o, nil
 }
 
@@ -98,15 +115,18 @@ func (o Options) withDefaults() (Options, error) {
 type fileInfo struct {
 	seq       uint64
 	path      string
-	size      int64 // bytes on disk, all synced
-	lastFrame int64 // offset of its last frame; 0 when it holds none
+	size      int64     // bytes on disk, all synced
+	lastFrame int64     // offset of its last frame; 0 when it holds none
+	entries   int       // entries in it
+	newest    time.Time // the latest Entry.Failed in it; zero when it holds none
 }
 
 // pending is one Append's batch of frames on its way to disk.
 type pending struct {
-	frames []byte // frames made by appendFrame, back to back
-	sizes  []int  // the size of each frame
-	need   int64  // bytes reserved for it by admit
+	frames []byte      // frames made by appendFrame, back to back
+	sizes  []int       // the size of each frame
+	failed []time.Time // each frame's Entry.Failed
+	need   int64       // bytes reserved for it by admit
 
 	// Guarded by Store.mu.
 	done bool
@@ -128,8 +148,12 @@ type Store struct {
 	// arrival order (a channel serves blocked senders first come, first
 	// served), so a large Append is not starved by a stream of small ones.
 	admit chan struct{}
-	// closing is closed by Close, to wake Appends waiting for space.
+	// closing is closed by Close, to wake Appends waiting for space and
+	// stop the retention goroutine.
 	closing chan struct{}
+	// retained is closed when the retention goroutine (Options.MaxAge)
+	// has returned; nil when there is none.
+	retained chan struct{}
 
 	// writeMu is held by the committer (the Append writing a group), by
 	// Purge and by Close: one of them at a time touches the files.
@@ -193,6 +217,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.lock.Release()
 		return nil, err
 	}
+	if opts.MaxAge > 0 {
+		s.retained = make(chan struct{})
+		go s.retain()
+	}
 	return s, nil
 }
 
@@ -245,6 +273,10 @@ func (s *Store) load() error {
 		sc := newFileScanner(f, path, ref.seq, info.size, newest)
 		for sc.next() {
 			info.lastFrame = sc.frameOff
+			info.entries++
+			if sc.entry.Failed.After(info.newest) {
+				info.newest = sc.entry.Failed
+			}
 		}
 		if sc.err != nil {
 			f.Close()
@@ -378,6 +410,9 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.closing)
 	s.mu.Unlock()
+	if s.retained != nil {
+		<-s.retained
+	}
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

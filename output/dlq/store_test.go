@@ -181,7 +181,7 @@ func TestOpenDirectory(t *testing.T) {
 	if err := s.Append(context.Background(), entries("s", 1, 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Append after Close: %v", err)
 	}
-	if err := s.Purge(Pos{File: fileName(1), Offset: fileHeaderSize}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Purge(Pos{File: fileName(1), Offset: fileHeaderSize}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Purge after Close: %v", err)
 	}
 	s = mustOpen(t, dir, Options{}) // the lock was released
@@ -322,7 +322,7 @@ func TestPoisonedAfterFailure(t *testing.T) {
 			if !errors.Is(err, ErrPoisoned) || !errors.Is(err, first) {
 				t.Fatalf("Append after the failure: %v, want the first failure again", err)
 			}
-			if err := s.Purge(Pos{File: fileName(1), Offset: fileHeaderSize}); !errors.Is(err, ErrPoisoned) {
+			if _, err := s.Purge(Pos{File: fileName(1), Offset: fileHeaderSize}); !errors.Is(err, ErrPoisoned) {
 				t.Fatalf("Purge after the failure: %v", err)
 			}
 			if err := s.Close(); !errors.Is(err, first) {

@@ -27,14 +27,14 @@ func TestUsage(t *testing.T) {
 	}{
 		{"help flag", []string{"-h"}, exitOK, "Commands"},
 		{"help command", []string{"help"}, exitOK, "dlq redrive"},
-		{"no command", []string{"-ledger", s.ledger}, exitUsage, "usage: ledgerctl"},
+		{"no command", []string{"-ledger", s.ledger}, exitUsage, "say which command to run"},
 		{"unknown command", []string{"-ledger", s.ledger, "frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"no stores", []string{"segments"}, exitUsage, "say where the stores are"},
 		{"cursors without the ledger", []string{"-journal", s.journal, "cursors"}, exitUsage, "cursors needs the ledger"},
 		{"dlq without the ledger", []string{"-journal", s.journal, "dlq", "list"}, exitUsage, "dlq needs the ledger"},
 		{"dlq without subcommand", []string{"-ledger", s.ledger, "dlq"}, exitUsage, "say what to do"},
 		{"dlq unknown subcommand", []string{"-ledger", s.ledger, "dlq", "eat"}, exitUsage, `unknown subcommand "eat"`},
-		{"bad global flag", []string{"-bogus", "segments"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"bad global flag", []string{"-bogus", "segments"}, exitUsage, "unknown flag -bogus before the command"},
 		{"bad command flag", []string{"-ledger", s.ledger, "segments", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"stray argument", []string{"-ledger", s.ledger, "verify", "now"}, exitUsage, `unexpected argument "now"`},
 		{"negative count", []string{"-ledger", s.ledger, "dump", "--count", "-1"}, exitUsage, "must not be negative"},
@@ -49,6 +49,91 @@ func TestUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d, and %q in the output:\n%s%s", code, tc.code, tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestFlagOrder runs commands with their global and command flags in every
+// order: global flags (-config, -journal, -ledger, --json) go before or
+// after the command, a command's flags after it. An unknown or incomplete
+// flag gets one line naming it and pointing at -h, never the whole usage.
+func TestFlagOrder(t *testing.T) {
+	s := buildStores(t)
+	cfg := writeConfig(t, s)
+	ok := []struct {
+		name string
+		args []string
+		json bool // the output is one JSON document (or JSON lines)
+	}{
+		{"all before", []string{"--json", "-config", cfg, "stat"}, true},
+		{"all after", []string{"stat", "--json", "-config", cfg}, true},
+		{"config before, json after", []string{"-config", cfg, "stat", "--json"}, true},
+		{"json before, config after", []string{"--json", "stat", "-config", cfg}, true},
+		{"equals forms", []string{"stat", "--config=" + cfg, "--json=true"}, true},
+		{"json=false", []string{"-config", cfg, "--json=false", "stat"}, false},
+		{"dirs around the command", []string{"-journal", s.journal, "segments", "-ledger", s.ledger, "--json"}, true},
+		{"global flags between command flags", []string{"dump", "--from", "5", "-config", cfg, "--count", "2", "--json"}, true},
+		{"json before dump --events", []string{"--json", "dump", "--events", "--count", "1", "-ledger", s.ledger}, true},
+		{"dlq subcommand", []string{"dlq", "list", "-ledger", s.ledger, "--json"}, true},
+		{"dlq, json first", []string{"--json", "-ledger", s.ledger, "dlq", "list"}, true},
+		{"cursors, config last", []string{"cursors", "--json", "--config", cfg}, true},
+		{"after --", []string{"-ledger", s.ledger, "--", "segments"}, false},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := ctl(t, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+			}
+			first := strings.TrimSpace(out)
+			if isJSON := strings.HasPrefix(first, "{"); isJSON != tc.json {
+				t.Fatalf("JSON output %v, want %v:\n%s", isJSON, tc.json, out)
+			}
+			if tc.json {
+				line, _, _ := strings.Cut(first, "\n")
+				if !json.Valid([]byte(first)) && !json.Valid([]byte(line)) {
+					t.Fatalf("not JSON:\n%s", out)
+				}
+			}
+		})
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag first", []string{"--bogus", "-config", cfg, "stat"}, "unknown flag --bogus before the command"},
+		{"command flag before the command", []string{"--from", "5", "-config", cfg, "dump"}, "unknown flag --from before the command"},
+		{"unknown flag after the command", []string{"-config", cfg, "stat", "--bogus"}, "ledgerctl stat: flag provided but not defined: -bogus; see ledgerctl stat -h"},
+		{"unknown flag among global ones", []string{"stat", "--json", "--verbose", "-config", cfg}, "flag provided but not defined: -verbose"},
+		{"global flag without value", []string{"stat", "-config"}, "flag -config needs a value"},
+		{"bad json value", []string{"--json=maybe", "stat", "-config", cfg}, "--json=maybe"},
+		{"command flag without value", []string{"-config", cfg, "dump", "--from"}, "flag needs an argument: -from"},
+		{"bad value", []string{"-config", cfg, "dump", "--count", "many"}, `invalid value "many" for flag -count`},
+		{"unknown dlq flag", []string{"-config", cfg, "dlq", "list", "--all"}, "ledgerctl dlq list: flag provided but not defined: -all"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := ctl(t, tc.args...)
+			if code != exitUsage || out != "" {
+				t.Fatalf("exit %d, stdout %q; want %d and nothing on stdout", code, out, exitUsage)
+			}
+			if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, " -h") {
+				t.Fatalf("stderr %q: want one line with %q and a pointer to -h", errOut, tc.want)
+			}
+		})
+	}
+
+	// -h anywhere: the command's usage when there is a command (it needs
+	// no stores for that), else ledgerctl's.
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"stat", "-h"}, {"-h", "dump"}, {"dump", "--from", "3", "--help"}, {"dlq", "-h"}, {"dlq", "list", "-h"}} {
+		out, errOut, code := ctl(t, args...)
+		if code != exitOK || !strings.Contains(out+errOut, "usage: ledgerctl") {
+			t.Fatalf("%v: exit %d:\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, errOut, _ := ctl(t, "dump", "-h"); !strings.Contains(errOut, "-from") {
+		t.Fatalf("dump -h does not show dump's flags:\n%s", errOut)
 	}
 }
 
@@ -169,7 +254,7 @@ func TestDump(t *testing.T) {
 		t.Fatalf("exit %d, table:\n%s", code, out)
 	}
 	// Events, byte for byte.
-	out, _, code = ctl(t, "-journal", s.journal, "dump", "--from", "1", "--count", "2", "--events")
+	out, _, code = ctl(t, "-journal", s.journal, "dump", "--count", "2", "--events")
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if code != exitOK || len(lines) != 4 {
 		t.Fatalf("exit %d, %d lines", code, len(lines))
@@ -188,9 +273,9 @@ func TestDump(t *testing.T) {
 			t.Fatalf("line %d: %s", i, line)
 		}
 	}
-	// Nothing after the end.
+	// Nothing after the end (TestOutOfRange has more).
 	_, errOut, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "dump", "--from", "401")
-	if code != exitOK || !strings.Contains(errOut, "no record at or after LSN 401") {
+	if code != exitFailed || !strings.Contains(errOut, "--from 401 is past the last record, LSN 400") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
@@ -291,5 +376,62 @@ func TestCursors(t *testing.T) {
 	if code != exitFailed || !strings.Contains(txt, "broken") || !strings.Contains(txt, "DAMAGED") ||
 		!strings.Contains(txt, "elasticsearch  100       200") {
 		t.Fatalf("exit %d:\n%s", code, txt)
+	}
+}
+
+// TestOutOfRange asks for records and dead letters the stores do not hold:
+// past the last LSN, before the oldest one retention kept, an id no dead
+// letter has. Each exits 1 with a message saying what the stores hold.
+func TestOutOfRange(t *testing.T) {
+	s := buildStores(t)
+	dlqDir := writeDeadLetters(t, s.ledger, []dlq.Entry{deadLetter(0, `{"a":0}`), deadLetter(1, `{"a":1}`)})
+	var ids []string
+	if err := dlq.Scan(dlqDir, func(p dlq.Pos, _ dlq.Entry) error {
+		ids = append(ids, fmt.Sprintf("%s:%d", p.File, p.Offset))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{"-journal", s.journal, "-ledger", s.ledger}
+	check := func(args []string, code int, want string) {
+		t.Helper()
+		out, errOut, got := ctl(t, append(dirs, args...)...)
+		if got != code || !strings.Contains(out+errOut, want) {
+			t.Fatalf("ledgerctl %v: exit %d, want %d and %q:\n%s%s", args, got, code, want, out, errOut)
+		}
+	}
+	check([]string{"dump", "--from", "999"}, exitFailed, "--from 999 is past the last record, LSN 400")
+	check([]string{"dump", "--from", "401", "--events"}, exitFailed, "past the last record, LSN 400")
+	check([]string{"dump", "--from", "400"}, exitOK, "journal")
+	check([]string{"dump", "--from", "1", "--count", "1"}, exitOK, "ledger")
+	check([]string{"dlq", "show", ids[1]}, exitOK, `"doc-1"`)
+	check([]string{"dlq", "show", "--json", ids[0]}, exitOK, `"a":0`)
+	check([]string{"dlq", "show", "00000000000000000001.dlq:21"}, exitFailed, "no dead letter 00000000000000000001.dlq:21")
+	check([]string{"dlq", "show", "00000000000000000009.dlq:20"}, exitFailed, "no dead letter 00000000000000000009.dlq:20")
+	check([]string{"dlq", "show", "../../etc/passwd:0"}, exitUsage, "is not a dead letter's id")
+	check([]string{"dlq", "show"}, exitUsage, "say which one dead letter")
+
+	// Retention deleted the oldest ledger segment: its LSNs are gone.
+	segs, err := filepath.Glob(filepath.Join(s.ledger, "*.seg"))
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments %v: %v", segs, err)
+	}
+	for _, suffix := range []string{".seg", ".idx"} {
+		if err := os.Remove(strings.TrimSuffix(segs[0], ".seg") + suffix); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	next := strings.TrimLeft(strings.TrimSuffix(filepath.Base(segs[1]), ".seg"), "0")
+	check([]string{"dump", "--from", "1"}, exitFailed, "the oldest record at or after it is LSN "+next+", in the ledger")
+	check([]string{"dump", "--from", next, "--count", "1"}, exitOK, next)
+	check([]string{"dump", "--count", "1"}, exitOK, next)
+
+	// Empty stores: --from names a record they do not hold.
+	empty := t.TempDir()
+	if _, errOut, code := ctl(t, "-ledger", empty, "dump", "--from", "1"); code != exitFailed || !strings.Contains(errOut, "the stores hold no record") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := ctl(t, "-ledger", empty, "dlq", "show", ids[0]); code != exitFailed || !strings.Contains(errOut, "holds no dead letters") {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

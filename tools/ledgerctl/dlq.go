@@ -47,7 +47,7 @@ func newDLQLine(pos dlq.Pos, en dlq.Entry, withEvent bool) dlqLine {
 	return l
 }
 
-const dlqUsage = "dlq list [--json] | dlq dump | dlq redrive [-es URL] [-purge] [--json]"
+const dlqUsage = "dlq list [--json] | dlq dump | dlq show ID | dlq redrive [-es URL] [-purge] [--json] | dlq purge --through ID|TIME"
 
 // cmdDLQ runs the dlq subcommands.
 func cmdDLQ(e *env, args []string) int {
@@ -56,12 +56,19 @@ func cmdDLQ(e *env, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -ledger DIR] %s\n(ledgerctl dlq SUBCOMMAND -h for a subcommand's flags)\n", dlqUsage)
+		return exitOK
 	case "list":
 		return dlqList(e, args[1:], false)
 	case "dump":
 		return dlqList(e, args[1:], true)
+	case "show":
+		return dlqShow(e, args[1:])
 	case "redrive":
 		return dlqRedrive(e, args[1:])
+	case "purge":
+		return dlqPurge(e, args[1:])
 	}
 	e.errorf("dlq: unknown subcommand %q: %s", args[0], dlqUsage)
 	return exitUsage
@@ -144,4 +151,63 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// parseDLQID parses a dead letter's id as dlq list prints it, FILE:OFFSET.
+func parseDLQID(id string) (dlq.Pos, error) {
+	pos, err := dlq.ParsePos(id)
+	if err != nil {
+		return pos, fmt.Errorf("%q is not a dead letter's id: ids are FILE:OFFSET as dlq list prints them, e.g. 00000000000000000001.dlq:20", id)
+	}
+	return pos, nil
+}
+
+// dlqShow prints one dead letter, with its event, as a JSON document.
+func dlqShow(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "dlq show", "dlq show [--json] ID   (ID is FILE:OFFSET, as dlq list prints it)")
+	ids, status, ok := parseFlagsArgs(fs, args)
+	if !ok {
+		return status
+	}
+	if len(ids) != 1 {
+		e.errorf("dlq show: say which one dead letter: ledgerctl dlq show FILE:OFFSET (dlq list prints the ids)")
+		return exitUsage
+	}
+	want, err := parseDLQID(ids[0])
+	if err != nil {
+		e.errorf("dlq show: %v", err)
+		return exitUsage
+	}
+	dir := e.dlqDir()
+	r, err := dlq.NewReader(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		e.errorf("dlq show: no dead letter %s:%d: %s holds no dead letters", want.File, want.Offset, dir)
+		return exitFailed
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	defer r.Close()
+	for r.Next() {
+		pos := r.Pos()
+		if pos.File > want.File || (pos.File == want.File && pos.Offset > want.Offset) {
+			break
+		}
+		if pos == want {
+			line := newDLQLine(pos, r.Entry(), true)
+			if *asJSON {
+				writeJSONLine(e.stdout, line)
+			} else {
+				writeJSON(e.stdout, line)
+			}
+			return exitOK
+		}
+	}
+	if err := r.Err(); err != nil {
+		e.errorf("dlq show: damaged before %s:%d: %s", want.File, want.Offset, locate("dead letters", err))
+		return exitFailed
+	}
+	e.errorf("dlq show: no dead letter %s:%d in %s (purged, or not an id dlq list prints)", want.File, want.Offset, dir)
+	return exitFailed
 }

@@ -52,6 +52,9 @@ func cmdDump(e *env, args []string) int {
 	table := !*events && !*asJSON
 	next, n := max(*from, 1), 0 // the next LSN wanted; records emitted
 	emit := func(store string, lsn uint64, b []byte) error {
+		if n == 0 && *from > 0 && lsn != *from {
+			return &notHeldError{from: *from, first: lsn, store: store}
+		}
 		rec, err := record.Decode(b)
 		if err != nil { // cannot happen: the readers verified it
 			return fmt.Errorf("LSN %d: %w", lsn, err)
@@ -132,8 +135,48 @@ func cmdDump(e *env, args []string) int {
 	if table {
 		tw.Flush()
 	}
-	if n == 0 && *count > 0 {
-		e.errorf("dump: no record at or after LSN %d", max(*from, 1))
+	switch {
+	case n > 0 || *count == 0 || status != exitOK:
+	case *from > 0:
+		e.errorf("dump: %s", pastEnd(e, *from))
+		return exitFailed
+	default:
+		e.errorf("dump: the stores hold no record")
 	}
 	return status
+}
+
+// notHeldError says that the record --from names is no longer (or not)
+// in the stores: the first one at or after it has a later LSN.
+type notHeldError struct {
+	from, first uint64
+	store       string // where first is
+}
+
+func (e *notHeldError) Error() string {
+	return fmt.Sprintf("--from %d: no record with that LSN: the oldest record at or after it is LSN %d, in the %s (older records were released or deleted by retention)", e.from, e.first, e.store)
+}
+
+// pastEnd says why no record was found at or after from: the stores end
+// before it (naming their last LSN), or they hold no record at all.
+func pastEnd(e *env, from uint64) string {
+	var last uint64
+	if e.ledgerDir != "" {
+		if segs, err := ledger.Segments(e.ledgerDir, ledger.InspectOptions{DirectIO: e.directIO}); err == nil && len(segs) > 0 {
+			last = max(last, segs[len(segs)-1].LastLSN)
+		}
+	}
+	if e.journalDir != "" {
+		if gens, err := journal.Segments(e.journalDir); err == nil {
+			for _, g := range gens {
+				if g.Records > 0 {
+					last = max(last, g.LastLSN)
+				}
+			}
+		}
+	}
+	if last == 0 {
+		return fmt.Sprintf("--from %d: the stores hold no record", from)
+	}
+	return fmt.Sprintf("--from %d is past the last record, LSN %d", from, last)
 }

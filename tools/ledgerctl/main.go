@@ -1,12 +1,18 @@
 // Command ledgerctl inspects logpond's stores: the journal, the ledger and
 // the Elasticsearch output's dead letters.
 //
-//	ledgerctl [-config FILE | -journal DIR -ledger DIR] COMMAND [flags]
+//	ledgerctl [-config FILE | -journal DIR -ledger DIR] [--json] COMMAND [flags]
 //
-// Every command but `dlq redrive -purge` is read-only and safe while logpond
-// runs: ledgerctl never takes the directories' locks, never opens tidwall/wal
-// or the stores (their Open repairs tails and renames files), and never
-// writes. A torn or partial write at the end of the newest journal
+// The global flags (-config, -journal, -ledger, --json) go before or after
+// the command; a command's own flags go after it.
+//
+// Every command but `dlq purge` and `dlq redrive -purge` is read-only and
+// safe while logpond runs: ledgerctl never takes the directories' locks,
+// never opens tidwall/wal or the stores (their Open repairs tails and
+// renames files), and never writes. A purge never writes a dead-letter
+// store a running logpond holds: it asks that logpond, on its admin
+// listener, to purge under its own lock, and opens the store itself
+// (taking its lock) only when no process holds it. A torn or partial write at the end of the newest journal
 // generation or of the open ledger segment is the end of the data (a write
 // in progress), as each store's recovery rule says; anything else that does
 // not verify is damage, reported with file, offset and LSN.
@@ -21,6 +27,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,18 +44,20 @@ const (
 	exitUsage  = 2
 )
 
-const usageText = `usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] COMMAND [flags]
+const usageText = `usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] [--json] COMMAND [flags]
 
 Inspects logpond's journal, ledger and dead letters. Read-only and safe while
-logpond runs (only "dlq redrive -purge" writes, and it needs logpond stopped).
+logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
+logpond to purge on its admin listener, or purge themselves when it is stopped.
 
-Stores:
+Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
                    letters are in <ledger.dir>/dlq/elasticsearch)
   -journal DIR     the journal directory (overrides the configuration's)
   -ledger DIR      the ledger directory (overrides the configuration's)
+  --json           machine-readable output (JSON), for any command
 
-Commands (flags go after the command; each takes --json):
+Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   segments         journal generations and ledger segments: file, first and
                    last LSN, records, bytes, sealed or open
   stat             totals per store: records, events, bytes, disk use, oldest
@@ -63,10 +73,17 @@ Commands (flags go after the command; each takes --json):
                    age of the oldest record after it
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
+  dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
+                   dlq list prints it)
+  dlq purge --through ID|TIME [--admin HOST:PORT]
+                   delete the dead letters up to and including ID, or that
+                   failed at or before TIME (RFC 3339), in whole files; a
+                   running logpond does it, asked on its admin listener
+                   ([admin] listen of -config, or --admin)
   dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge]
                    re-send dead letters to Elasticsearch (bulk create with
                    each entry's index and id; 409 means already there);
-                   -purge removes them once all succeeded (stop logpond first).
+                   -purge removes them once all succeeded (as dlq purge).
                    The configured credentials and TLS settings go only to
                    the configured hosts; for another -es give -username
                    (password in $LEDGERCTL_ES_PASSWORD) or
@@ -85,6 +102,8 @@ type env struct {
 	ledgerDir  string // "" when not given
 	directIO   bool   // read ledger segments with O_DIRECT (falls back when refused)
 	es         *conf.Elasticsearch
+	admin      string // logpond's [admin] listen from -config, "" when not known
+	json       bool   // --json given among the global flags
 	stdout     io.Writer
 	stderr     io.Writer
 	progress   bool             // stderr is a terminal: draw progress bars there
@@ -115,28 +134,100 @@ var commands = []command{
 	{"dlq", "ledger", cmdDLQ},
 }
 
+// globalFlags are the flags ledgerctl takes anywhere on the command line,
+// before or after the command.
+type globalFlags struct {
+	config, journal, ledger string
+	json                    bool // --json for the command
+	help                    bool // -h, -help or --help
+}
+
+// globalValueFlags take a value; json and h are booleans.
+var globalValueFlags = []string{"config", "journal", "ledger"}
+
+// splitArgs takes the global flags out of args, wherever they are, and
+// finds the command: the first argument that is not a flag. The rest, in
+// order, are the command's: its flags and their values, its
+// subcommand. A flag before the command that is not global is an error
+// (a command's flags go after it, where ledgerctl knows the command), and
+// so is a global flag without its value. "--" ends the flags: what follows
+// goes to the command untouched.
+func splitArgs(args []string) (g globalFlags, cmd string, rest []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			tail := args[i+1:]
+			if cmd == "" && len(tail) > 0 {
+				cmd, tail = tail[0], tail[1:]
+			}
+			rest = append(rest, tail...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			if cmd == "" {
+				cmd = a
+			} else {
+				rest = append(rest, a)
+			}
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		switch {
+		case slices.Contains(globalValueFlags, name):
+			if !hasValue {
+				if i+1 == len(args) {
+					return g, cmd, rest, fmt.Errorf("flag -%s needs a value", name)
+				}
+				i++
+				value = args[i]
+			}
+			switch name {
+			case "config":
+				g.config = value
+			case "journal":
+				g.journal = value
+			case "ledger":
+				g.ledger = value
+			}
+		case name == "json":
+			g.json = true
+			if hasValue {
+				if g.json, err = strconv.ParseBool(value); err != nil {
+					return g, cmd, rest, fmt.Errorf("flag --json=%s: want true or false", value)
+				}
+			}
+		case name == "h" || name == "help":
+			g.help = true
+			if cmd != "" {
+				rest = append(rest, "-h") // the command prints its own usage
+			}
+		case cmd == "":
+			return g, cmd, rest, fmt.Errorf("unknown flag %s before the command (global flags: -config, -journal, -ledger, --json; a command's flags go after it)", a)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return g, cmd, rest, nil
+}
+
 // run is the whole program: it parses args, finds the stores and runs the
 // command, writing to stdout and stderr, and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ledgerctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	configPath := fs.String("config", "", "logpond's configuration file")
-	journalDir := fs.String("journal", "", "the journal directory")
-	ledgerDir := fs.String("ledger", "", "the ledger directory")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
 	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr)}
-	if fs.NArg() == 0 {
-		fmt.Fprint(stderr, usageText)
+	g, name, rest, err := splitArgs(args)
+	if err != nil {
+		e.errorf("%v; see ledgerctl -h", err)
 		return exitUsage
 	}
-	name, rest := fs.Arg(0), fs.Args()[1:]
-	if name == "help" {
+	e.json = g.json
+	switch {
+	case g.help && name == "":
+		fmt.Fprint(stderr, usageText)
+		return exitOK
+	case name == "":
+		e.errorf("say which command to run (segments, stat, dump, verify, cursors, dlq); see ledgerctl -h")
+		return exitUsage
+	case name == "help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK
 	}
@@ -150,20 +241,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		e.errorf("unknown command %q (commands: segments, stat, dump, verify, cursors, dlq; see ledgerctl -h)", name)
 		return exitUsage
 	}
-	if *configPath != "" {
-		cfg, err := conf.Load(*configPath)
+	if g.help {
+		// The command prints its usage, before it would need the stores.
+		if !slices.Contains(rest, "-h") {
+			rest = append([]string{"-h"}, rest...)
+		}
+		return cmd.run(e, rest)
+	}
+	if g.config != "" {
+		cfg, err := conf.Load(g.config)
 		if err != nil {
 			e.errorf("%v", err)
 			return exitFailed
 		}
 		e.journalDir, e.ledgerDir, e.directIO = cfg.Journal.Dir, cfg.Ledger.Dir, cfg.Ledger.DirectIO
 		e.es = &cfg.Output.Elasticsearch
+		e.admin = cfg.Admin.Listen
 	}
-	if *journalDir != "" {
-		e.journalDir = *journalDir
+	if g.journal != "" {
+		e.journalDir = g.journal
 	}
-	if *ledgerDir != "" {
-		e.ledgerDir = *ledgerDir
+	if g.ledger != "" {
+		e.ledgerDir = g.ledger
 	}
 	switch {
 	case e.journalDir == "" && e.ledgerDir == "":
@@ -189,33 +288,72 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cmd.run(e, rest)
 }
 
-// newFlags returns the flag set of a command, with its --json flag.
+// newFlags returns the flag set of a command, with its --json flag (true
+// when --json came before the command).
 func newFlags(e *env, name, synopsis string) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] %s\n", synopsis)
+		fmt.Fprintf(fs.Output(), "usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] %s\n", synopsis)
 		fs.PrintDefaults()
 	}
-	asJSON := fs.Bool("json", false, "machine-readable output (JSON)")
+	asJSON := fs.Bool("json", e.json, "machine-readable output (JSON)")
 	return fs, asJSON
 }
 
 // parseFlags parses a command's flags; ok is false with the exit status
-// when the command should stop (help, or a usage error).
+// when the command should stop: after printing its usage for -h, or after
+// one line naming a bad flag or argument (the usage is for -h).
 func parseFlags(fs *flag.FlagSet, args []string) (status int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "ledgerctl %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		fs.Usage()
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintf(out, "ledgerctl %s: %v; see ledgerctl %s -h\n", fs.Name(), err, fs.Name())
+		return exitUsage, false
+	case fs.NArg() > 0:
+		fmt.Fprintf(out, "ledgerctl %s: unexpected argument %q; see ledgerctl %s -h\n", fs.Name(), fs.Arg(0), fs.Name())
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// parseFlagsArgs parses a command's flags, which may come before, between
+// or after its arguments, and returns the arguments in order ("--" ends
+// the flags). ok is false with the exit status as in parseFlags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) (positional []string, status int, ok bool) {
+	var flags []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	status, ok = parseFlags(fs, flags)
+	return positional, status, ok
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // isTerminal says whether w is a terminal (for progress bars on stderr).

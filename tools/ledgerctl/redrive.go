@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/tidwall/gjson"
 
-	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/hosturl"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
@@ -67,14 +65,13 @@ type redriver struct {
 // dlqRedrive re-sends every dead letter with a bulk create (its index and
 // document id as stored; the event minus its top-level @metadata), reports
 // each outcome, and with -purge removes them all once every one succeeded.
-// Purging opens the store, which takes its lock: it fails, saying so, while
-// logpond runs.
+// Purging is dlq purge through the last entry re-driven.
 func dlqRedrive(e *env, args []string) int {
 	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge] [--json]")
 	url := fs.String("es", "", "Elasticsearch URL (default: output.elasticsearch.hosts of -config); the configured credentials and TLS settings go only to the configured hosts")
 	username := fs.String("username", "", "HTTP basic user name; the password is read from $"+envPassword+" (default: the configured credentials, for a configured host)")
 	caFile := fs.String("ca", "", "PEM bundle to verify the host's certificate against (default: output.elasticsearch.tls.ca for a configured host, else the system roots)")
-	purge := fs.Bool("purge", false, "after every dead letter was re-driven, remove them (logpond must be stopped)")
+	purge := fs.Bool("purge", false, "after every dead letter was re-driven, remove them (as dlq purge --through the last one: a running logpond is asked on its admin listener)")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
@@ -143,36 +140,15 @@ func dlqRedrive(e *env, args []string) int {
 		e.errorf("dlq redrive: not purging: not every dead letter was re-driven")
 		return status
 	}
-	if err := purgeDLQ(e, dir, last); err != nil {
-		e.errorf("dlq redrive: %v", err)
+	p, err := purgeThrough(e, last.String())
+	if err != nil {
+		e.errorf("dlq redrive: the entries were re-driven and are kept: purge: %v", err)
 		return exitFailed
 	}
 	if !rd.asJSON {
-		fmt.Fprintf(e.stdout, "purged the %d re-driven dead letters (up to %s offset %d)\n", total, last.File, last.Offset)
+		fmt.Fprintf(e.stdout, "purged the %d re-driven dead letters (up to %s): %d entries in %d files deleted, by %s\n", total, last, p.Entries, p.Files, p.By)
 	}
 	return exitOK
-}
-
-// purgeDLQ removes the dead letters up to last. dlq.Open takes the store's
-// lock, which a running logpond holds.
-func purgeDLQ(e *env, dir string, last dlq.Pos) error {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := dlq.Open(dir, dlq.Options{Logger: log})
-	var locked *dirlock.LockedError
-	if errors.As(err, &locked) {
-		return fmt.Errorf("cannot purge: the dead-letter store %s is in use by a running logpond (%v); the entries were re-driven and are kept: stop logpond, then run this command again (entries already in Elasticsearch are answered 409 and count as done)", dir, locked)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot purge: %w", err)
-	}
-	err = store.Purge(last)
-	if cerr := store.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("purge: %w", err)
-	}
-	return nil
 }
 
 // Environment variables with explicit credentials for dlq redrive: secrets
