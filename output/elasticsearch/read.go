@@ -71,7 +71,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			// The Reader verified the record when it read it; the chunk
 			// keeps a copy of its events, which the worker uses as is.
 			rec := r.Decoded()
-			if err := tr.add(lsn, rec.Count()); err != nil {
+			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
 				return err
 			}
 			if rec.Count() == 0 {
@@ -135,6 +135,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				if err := w.tr.finish(cr.lsn, 1); err != nil {
 					return err
 				}
+				o.stats.delivered.Add(1)
 			}
 			pos++
 			if len(b.buf) > o.opts.MaxRequestBytes && len(b.items) > 1 {

@@ -1,0 +1,320 @@
+package elasticsearch
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// The controller's constants. The concurrency rule is adaptive request
+// concurrency as Vector does it (AIMD on requests in flight, one decision
+// per window of about one round trip): +1 while responses are clean and
+// no slower than usual and the limit was used, ×decreaseRatio on back
+// pressure or rising latency.
+const (
+	decreaseRatio    = 0.9 // multiplicative decrease of the concurrency limit
+	rttAlpha         = 0.4 // weight of a window's mean round trip in the moving average
+	rttDeviations    = 2.5 // a window's round trip above mean + this × mean deviation is "rising"
+	minWindow        = 50 * time.Millisecond
+	heavyRejection   = 0.2  // rejected share of a window's items that counts as back pressure
+	pacedRejection   = 0.05 // while pacing: a rejected share above this lowers the rate
+	paceGrowth       = 1.03 // while pacing: rate growth per clean window
+	healthTau        = time.Second
+	minPaceRate      = 10.0 // items/s: pacing never goes below
+	rejectedDelayCap = 0.99 // the health delay's rejected share is capped here (finite delay)
+)
+
+// result is what one bulk request came to, for the controller.
+type result struct {
+	rtt      time.Duration
+	bytes    int  // request body size
+	sent     int  // items in the request
+	accepted int  // items done (stored, already stored, dead-lettered)
+	rejected int  // items to retry (429 and other retryable item failures)
+	failed   bool // the request failed as a whole (no answer, timeout, 429, 5xx, …)
+}
+
+// controller decides when a request may go: it holds the concurrency
+// limit (adaptive between 1 and max, or fixed at max), paces requests
+// when the cluster refuses part of the work, gates every request during
+// an outage, and says how long a retried item waits, from the cluster's
+// recent health. Safe for concurrent use.
+type controller struct {
+	adaptive     bool
+	max          int
+	fullBytes    int // requests at least this big feed the latency signal
+	retryInitial time.Duration
+	retryMax     time.Duration
+	now          func() time.Time // time.Now; tests step it
+
+	mu       sync.Mutex
+	limit    int
+	inflight int
+	wake     chan struct{} // closed when a slot frees, the limit rises or the gate moves
+
+	// The current window.
+	winStart    time.Time
+	winRTT      time.Duration // sum over full-sized requests
+	winRTTn     int
+	winMaxUsed  int // most requests in flight during the window
+	winSent     int
+	winAccepted int
+	winRejected int
+	winPressure bool // a whole request failed (429, 5xx, timeout, no answer)
+
+	// Moving average and mean deviation of full-sized requests' round trip
+	// (seconds); 0 until measured.
+	rttMean, rttDev float64
+
+	// Pacing: items per second, 0 while not pacing; next is when the
+	// next request may start.
+	rate float64
+	next time.Time
+
+	// Health: accepted and rejected items, decayed with time constant
+	// healthTau.
+	acc, rej float64
+	healthAt time.Time
+
+	// Outage: whole requests failed in a row since the last answer.
+	consecutive int
+	gateUntil   time.Time
+}
+
+func newController(adaptive bool, max, flushBytes int, retryInitial, retryMax time.Duration) *controller {
+	c := &controller{adaptive: adaptive, max: max, fullBytes: flushBytes / 2, retryInitial: retryInitial, retryMax: retryMax,
+		now: time.Now, limit: max, wake: make(chan struct{})}
+	c.winStart = c.now()
+	if adaptive {
+		c.limit = 1 // grows within a few round trips while responses are clean
+	}
+	return c
+}
+
+// broadcastLocked wakes every waiter; c.mu must be held.
+func (c *controller) broadcastLocked() {
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// acquire waits for a request slot: fewer requests in flight than the
+// limit (one during an outage), the outage gate passed, and the pacing
+// schedule reached for a request of items items. Every acquire that
+// returns nil must be followed by one release.
+func (c *controller) acquire(ctx context.Context, items int) error {
+	for {
+		c.mu.Lock()
+		now := c.now()
+		limit := c.limit
+		if c.consecutive >= 2 {
+			limit = 1 // an outage: one request probes the cluster
+		}
+		if c.inflight < limit && !now.Before(c.gateUntil) {
+			c.inflight++
+			c.winMaxUsed = max(c.winMaxUsed, c.inflight)
+			var wait time.Duration
+			if c.rate > 0 {
+				at := c.next
+				if at.Before(now) {
+					at = now
+				}
+				c.next = at.Add(time.Duration(float64(items) / c.rate * float64(time.Second)))
+				wait = at.Sub(now)
+			}
+			c.mu.Unlock()
+			if wait > 0 {
+				if err := sleepCtx(ctx, wait); err != nil {
+					c.release(result{})
+					return err
+				}
+			}
+			return nil
+		}
+		wake := c.wake
+		gate := c.gateUntil.Sub(now)
+		c.mu.Unlock()
+		var timer <-chan time.Time
+		var t *time.Timer
+		if gate > 0 {
+			t = time.NewTimer(gate)
+			timer = t.C
+		}
+		select {
+		case <-wake:
+		case <-timer:
+		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// release gives back a slot with what the request came to (the zero
+// result: nothing was sent) and adjusts the limit, the pacing and the
+// health. It returns how long the items to retry wait before they go
+// again.
+func (c *controller) release(r result) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	defer c.broadcastLocked()
+	if r.sent == 0 {
+		return 0
+	}
+	now := c.now()
+	c.decayLocked(now)
+	if r.failed {
+		c.winPressure = true
+		c.consecutive++
+		d := backoff(c.retryInitial, c.retryMax, c.consecutive-1)
+		if c.consecutive >= 2 {
+			c.gateUntil = now.Add(d)
+		}
+		c.windowLocked(now)
+		return d
+	}
+	c.consecutive, c.gateUntil = 0, time.Time{}
+	c.acc += float64(r.accepted)
+	c.rej += float64(r.rejected)
+	c.winSent += r.sent
+	c.winAccepted += r.accepted
+	c.winRejected += r.rejected
+	if r.bytes >= c.fullBytes {
+		c.winRTT += r.rtt
+		c.winRTTn++
+	}
+	c.windowLocked(now)
+	return c.healthDelayLocked()
+}
+
+// decayLocked ages the health counters to now.
+func (c *controller) decayLocked(now time.Time) {
+	if !c.healthAt.IsZero() {
+		f := math.Exp(-float64(now.Sub(c.healthAt)) / float64(healthTau))
+		c.acc *= f
+		c.rej *= f
+	}
+	c.healthAt = now
+}
+
+// healthDelayLocked is how long a rejected item waits: little while the
+// cluster accepts most of the work (retry_initial_interval/16 at least),
+// growing with the share of recent items it rejected
+// (retry_initial_interval at one half, retry_max_interval at most), with
+// jitter so retries do not come back in lockstep. It does not
+// depend on how often the item itself was rejected.
+func (c *controller) healthDelayLocked() time.Duration {
+	share := 0.0
+	if t := c.acc + c.rej; t > 0 {
+		share = min(c.rej/t, rejectedDelayCap)
+	}
+	d := time.Duration(float64(c.retryInitial) * share / (1 - share))
+	d = min(max(d, c.retryInitial/16), c.retryMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// windowLocked ends the window when it has lasted about one round trip,
+// and adjusts the concurrency limit and the pacing rate from it.
+func (c *controller) windowLocked(now time.Time) {
+	span := now.Sub(c.winStart)
+	if span < max(minWindow, time.Duration(c.rttMean*float64(time.Second))) {
+		return
+	}
+	share := 0.0
+	if c.winSent > 0 {
+		share = float64(c.winRejected) / float64(c.winSent)
+	}
+	pressure := c.winPressure || share > heavyRejection
+	rising := false
+	var rtt float64
+	if c.winRTTn > 0 {
+		rtt = (c.winRTT / time.Duration(c.winRTTn)).Seconds()
+		rising = c.rttMean > 0 && rtt > c.rttMean+rttDeviations*c.rttDev
+	}
+	if c.adaptive {
+		switch {
+		case pressure || rising:
+			c.limit = max(1, min(c.limit-1, int(float64(c.limit)*decreaseRatio)))
+		case c.winMaxUsed >= c.limit && c.limit < c.max:
+			c.limit++
+		}
+		c.pace(now, span, share)
+	}
+	if c.winRTTn > 0 && !pressure {
+		if c.rttMean == 0 {
+			c.rttMean, c.rttDev = rtt, rtt/2
+		} else {
+			c.rttDev = (1-rttAlpha)*c.rttDev + rttAlpha*math.Abs(rtt-c.rttMean)
+			c.rttMean = (1-rttAlpha)*c.rttMean + rttAlpha*rtt
+		}
+	}
+	c.winStart, c.winRTT, c.winRTTn, c.winMaxUsed = now, 0, 0, c.inflight
+	c.winSent, c.winAccepted, c.winRejected, c.winPressure = 0, 0, 0, false
+}
+
+// pace adjusts the pacing rate (items/s) at the end of a window. Fewer
+// requests in flight do not slow a cluster that answers fast but refuses
+// what it cannot take; pacing does. It starts when a window's items were
+// refused heavily, at the rate the cluster accepted in it; it drops to
+// that rate whenever more than a few items are refused, grows a little
+// after each clean window, and stops when it no longer holds anything back.
+func (c *controller) pace(now time.Time, span time.Duration, share float64) {
+	if c.winSent == 0 {
+		return
+	}
+	// Items/s the cluster took over the window: responses end windows, so
+	// the span is the time over which those items were answered.
+	accepted := float64(c.winAccepted) / span.Seconds()
+	switch {
+	case c.rate == 0:
+		if share > heavyRejection {
+			c.rate = max(minPaceRate, accepted)
+			c.next = now
+		}
+	case share > pacedRejection:
+		c.rate = max(minPaceRate, min(c.rate, accepted))
+	default:
+		c.rate *= paceGrowth
+		if sent := float64(c.winSent) / span.Seconds(); sent < c.rate/2 {
+			c.rate = 0 // the pace holds nothing back any more
+		}
+	}
+}
+
+// state returns the concurrency limit, the requests in flight and the
+// pacing rate (0: none).
+func (c *controller) state() (limit, inflight int, rate float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limit, c.inflight, c.rate
+}
+
+// backoff is the capped exponential backoff of the given attempt (0
+// first), doubling from initial, with jitter (a value in [d/2, d]) so that
+// workers, and several logpond instances, do not retry in lockstep.
+func backoff(initial, maxD time.Duration, attempt int) time.Duration {
+	d := initial
+	for i := 0; i < attempt && d < maxD; i++ {
+		d *= 2
+	}
+	d = min(d, maxD)
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

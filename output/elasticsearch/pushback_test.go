@@ -1,0 +1,245 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/output/estest"
+)
+
+// TestUnluckyItemHoldsNothingBack: one item rejected (429) at least ten
+// times in a row, and until every other event is stored, neither holds
+// its worker (the only one) nor the events read after it; its retries
+// come at the pace the cluster's health sets — which is good, as it takes
+// everything else — not at one that doubles with its own attempts.
+func TestUnluckyItemHoldsNothingBack(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	const n = 2000
+	const unlucky = `"event 7 `
+	var mu sync.Mutex
+	var attempts []time.Time
+	othersDone := false
+	r.es.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, source []byte) (int, string, string, bool) {
+		if !bytes.Contains(source, []byte(unlucky)) {
+			return 0, "", "", false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, time.Now())
+		if len(attempts) <= 10 || !othersDone {
+			return 429, "es_rejected_execution_exception", "rejected by the test", true
+		}
+		return 0, "", "", false
+	}})
+	for i := range n {
+		r.store(time.Now(), filebeatEvent(i, "")) // event i is in record i+1
+	}
+	const retryInitial = time.Second
+	run := r.start(r.options(func(o *Options) {
+		o.Workers, o.FixedConcurrency = 1, true
+		o.FlushBytes = 4 << 10 // many requests after the unlucky one's
+		o.RetryInitial, o.RetryMax = retryInitial, 10*time.Minute
+	}))
+	waitFor(t, "every other event stored while one is rejected", func() bool { return r.es.Count() == n-1 })
+	mu.Lock()
+	othersDone = true
+	mu.Unlock()
+	waitFor(t, "the unlucky event", func() bool { return r.es.Count() == n })
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == n })
+	run.stop(t)
+	r.checkAllStoredOnce(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) < 11 {
+		t.Fatalf("the unlucky event was sent %d times, want at least 11", len(attempts))
+	}
+	// A backoff doubling with the item's attempts from retry_initial
+	// would wait 2^9 s before the tenth retry; the cluster's health (it
+	// took everything else) sets a short one, at most retry_initial.
+	for i := 1; i < len(attempts); i++ {
+		if gap := attempts[i].Sub(attempts[i-1]); gap > 2*retryInitial {
+			t.Errorf("attempt %d came %s after the one before: the wait grew with the item's own attempts", i+1, gap)
+		}
+	}
+}
+
+// fakeClock steps a controller's time.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) now() time.Time       { return f.t }
+func (f *fakeClock) step(d time.Duration) { f.t = f.t.Add(d) }
+func newTestController(adaptive bool, max int) (*controller, *fakeClock) {
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	c := newController(adaptive, max, 1<<20, time.Second, time.Minute)
+	c.now = clk.now
+	c.winStart = clk.t
+	return c, clk
+}
+
+// round sends as many requests as the limit allows and answers them all
+// with res after d.
+func round(t *testing.T, c *controller, clk *fakeClock, d time.Duration, res result) {
+	t.Helper()
+	limit, _, _ := c.state()
+	for range limit {
+		if err := c.acquire(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.step(d)
+	for range limit {
+		c.release(res)
+	}
+}
+
+// TestConcurrencyAdapts: the limit grows by one per clean window up to
+// the maximum, shrinks multiplicatively to one under rejections, and
+// pacing starts at the rate the cluster accepted while it refuses most of
+// the work; clean windows then raise it until it holds nothing back.
+func TestConcurrencyAdapts(t *testing.T) {
+	c, clk := newTestController(true, 8)
+	clean := result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: 1000, accepted: 1000}
+	if l, _, _ := c.state(); l != 1 {
+		t.Fatalf("adaptive limit starts at %d, want 1", l)
+	}
+	for range 20 {
+		round(t, c, clk, 100*time.Millisecond, clean)
+	}
+	if l, _, rate := c.state(); l != 8 || rate != 0 {
+		t.Fatalf("after clean windows: limit %d, pace %.0f/s; want 8 and no pacing", l, rate)
+	}
+	// The cluster takes 300 of every 1000 items.
+	pushed := result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: 1000, accepted: 300, rejected: 700}
+	prev := 8
+	for range 30 {
+		round(t, c, clk, 100*time.Millisecond, pushed)
+		l, _, _ := c.state()
+		if l > prev {
+			t.Fatalf("the limit grew from %d to %d under rejections", prev, l)
+		}
+		prev = l
+	}
+	l, _, rate := c.state()
+	if l != 1 || rate <= 0 {
+		t.Fatalf("under rejections: limit %d, pace %.0f/s; want 1 and pacing", l, rate)
+	}
+	// One request of 1000 items every 100 ms, 300 accepted: 3000/s.
+	if rate < 1500 || rate > 4500 {
+		t.Errorf("pace %.0f/s, want about the 3000 items/s the cluster accepted", rate)
+	}
+	for range 200 {
+		round(t, c, clk, 100*time.Millisecond, result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: 100, accepted: 100})
+	}
+	if l, _, rate := c.state(); rate != 0 || l != 8 {
+		t.Errorf("after clean windows again: limit %d, pace %.0f/s; want 8 and no pacing", l, rate)
+	}
+}
+
+// TestConcurrencyShrinksOnRisingLatencyAndFailures: clean answers that
+// get much slower, and whole-request failures, lower the limit; a fixed
+// controller never moves.
+func TestConcurrencyShrinksOnRisingLatencyAndFailures(t *testing.T) {
+	c, clk := newTestController(true, 8)
+	clean := result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, accepted: 100}
+	for range 20 {
+		round(t, c, clk, 60*time.Millisecond, clean)
+	}
+	slow := clean
+	slow.rtt = time.Second
+	round(t, c, clk, time.Second, slow)
+	if l, _, _ := c.state(); l >= 8 {
+		t.Errorf("limit %d after a window ten times slower, want below 8", l)
+	}
+	for range 20 {
+		round(t, c, clk, 60*time.Millisecond, clean)
+	}
+	for range 10 {
+		// During an outage one request at a time goes.
+		if err := c.acquire(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		clk.step(60 * time.Millisecond)
+		c.release(result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, failed: true})
+		c.mu.Lock()
+		c.gateUntil = time.Time{} // the test does not wait out the outage's backoff
+		c.mu.Unlock()
+	}
+	if l, _, _ := c.state(); l != 1 {
+		t.Errorf("limit %d after failing requests, want 1", l)
+	}
+
+	f, fclk := newTestController(false, 4)
+	for range 10 {
+		round(t, f, fclk, 60*time.Millisecond, result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, accepted: 10, rejected: 90})
+	}
+	if l, _, rate := f.state(); l != 4 || rate != 0 {
+		t.Errorf("fixed: limit %d, pace %.0f/s; want 4 and no pacing", l, rate)
+	}
+}
+
+// TestRetryDelayFollowsHealth: a rejected item waits little while the
+// cluster takes most of the work, and longer the more it refuses,
+// bounded by retry_max_interval; the wait does not depend on the item.
+func TestRetryDelayFollowsHealth(t *testing.T) {
+	c, clk := newTestController(true, 4)
+	d := func(accepted, rejected int) time.Duration {
+		t.Helper()
+		if err := c.acquire(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		clk.step(10 * time.Millisecond)
+		return c.release(result{rtt: time.Millisecond, sent: accepted + rejected, accepted: accepted, rejected: rejected})
+	}
+	if got := d(990, 10); got > time.Second/16 {
+		t.Errorf("1%% rejected: wait %s, want at most retry_initial/16", got)
+	}
+	clk.step(time.Minute) // forget
+	if got := d(100, 900); got < 4*time.Second {
+		t.Errorf("90%% rejected: wait %s, want several retry_initial intervals", got)
+	}
+	clk.step(time.Minute)
+	if got := d(0, 1000000); got > time.Minute {
+		t.Errorf("all rejected: wait %s, more than retry_max", got)
+	}
+}
+
+// TestRetryQueueTakesReadyItemsWithinItsBound: items come back out only
+// once ready, up to the size asked, and the queue reports full at its
+// bound.
+func TestRetryQueueTakesReadyItemsWithinItsBound(t *testing.T) {
+	pool := newBufPool(4)
+	q := newRetryQueue(100)
+	defer q.close()
+	b := newBatch(pool, 0, 0)
+	for i := range 6 {
+		start := len(b.buf)
+		b.buf = append(b.buf, bytes.Repeat([]byte{'a' + byte(i)}, 29)...)
+		b.buf = append(b.buf, '\n')
+		b.items = append(b.items, item{lsn: uint64(i + 1), start: start, end: len(b.buf)})
+	}
+	q.push(b, b.items[:3], time.Now())
+	if _, _, full := q.wait(); full {
+		t.Fatal("full at 90 of 100 bytes")
+	}
+	q.push(b, b.items[3:], time.Now().Add(time.Hour))
+	if _, ready, full := q.wait(); !ready || !full {
+		t.Fatalf("ready %v, full %v; want both", ready, full)
+	}
+	got := q.take(pool, 60)
+	if got == nil || len(got.items) != 2 || string(got.buf[got.items[1].start:got.items[1].end]) != string(bytes.Repeat([]byte{'b'}, 29))+"\n" {
+		t.Fatalf("took %+v, want the first two items", got)
+	}
+	got = q.take(pool, 60)
+	if got == nil || len(got.items) != 1 || got.items[0].lsn != 3 {
+		t.Fatalf("took %+v, want item 3", got)
+	}
+	if q.take(pool, 60) != nil {
+		t.Fatal("took an item that is not ready")
+	}
+	if items, n := q.size(); items != 3 || n != 90 {
+		t.Fatalf("size %d items, %d bytes; want 3, 90", items, n)
+	}
+}

@@ -1,0 +1,168 @@
+package elasticsearch
+
+import (
+	"sync"
+	"time"
+)
+
+// retryQueue holds items Elasticsearch did not take, each with the time
+// it may go again, for any worker to put into its next request. An item
+// waits there, not in the worker that sent it, so one unlucky item holds
+// neither a worker nor the items sent with it.
+//
+// Memory bound: while the queue holds limit bytes or more, workers take
+// no new records from the ledger (full reports it) and send only retries,
+// which never grow it. Only requests of new records already in flight can
+// add to it then, each at most one request: the queue never holds more
+// than limit + workers × (flush_bytes + one event).
+//
+// Safe for concurrent use.
+type retryQueue struct {
+	limit int
+
+	mu      sync.Mutex
+	groups  []*retryGroup
+	bytes   int
+	items   int
+	changed chan struct{} // closed on push, take and when a group becomes ready
+	timer   *time.Timer   // fires when the earliest waiting group becomes ready
+	timerAt time.Time
+	closed  bool
+}
+
+// retryGroup is the items of one response that go again at the same time;
+// their action and source lines lie back to back in buf.
+type retryGroup struct {
+	ready time.Time
+	buf   []byte
+	items []item // start and end index buf
+}
+
+func newRetryQueue(limit int) *retryQueue {
+	return &retryQueue{limit: limit, changed: make(chan struct{})}
+}
+
+// push queues items of b (copied out of its buffer) to go again at ready.
+func (q *retryQueue) push(b *batch, items []item, ready time.Time) {
+	if len(items) == 0 {
+		return
+	}
+	n := 0
+	for _, it := range items {
+		n += it.end - it.start
+	}
+	g := &retryGroup{ready: ready, buf: make([]byte, 0, n), items: make([]item, len(items))}
+	for i, it := range items {
+		start := len(g.buf)
+		g.buf = append(g.buf, b.buf[it.start:it.end]...)
+		g.items[i] = item{lsn: it.lsn, pos: it.pos, start: start, end: len(g.buf)}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.groups = append(q.groups, g)
+	q.bytes += n
+	q.items += len(items)
+	q.changedLocked(time.Now())
+}
+
+// take moves items that are ready, up to about maxBytes of them (at least
+// one), into a new batch from pool, in LSN order within each group; nil
+// when none is ready.
+func (q *retryQueue) take(pool *bufPool, maxBytes int) *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	var b *batch
+	kept := q.groups[:0]
+	for _, g := range q.groups {
+		if g.ready.After(now) || (b != nil && len(b.buf) >= maxBytes) {
+			kept = append(kept, g)
+			continue
+		}
+		if b == nil {
+			b = newBatch(pool, min(maxBytes, len(g.buf))+maxBytes/8, 0)
+		}
+		i := 0
+		for ; i < len(g.items) && (len(b.buf) == 0 || len(b.buf)+g.items[i].end-g.items[i].start <= maxBytes); i++ {
+			it := g.items[i]
+			start := len(b.buf)
+			b.buf = append(b.buf, g.buf[it.start:it.end]...)
+			b.items = append(b.items, item{lsn: it.lsn, pos: it.pos, start: start, end: len(b.buf)})
+			q.bytes -= it.end - it.start
+			q.items--
+		}
+		if i < len(g.items) {
+			g.items = g.items[i:]
+			kept = append(kept, g)
+		}
+	}
+	clear(q.groups[len(kept):])
+	q.groups = kept
+	if b != nil {
+		q.changedLocked(now)
+	}
+	return b
+}
+
+// changedLocked wakes the waiters and sets the timer for the earliest
+// group still waiting; q.mu must be held.
+func (q *retryQueue) changedLocked(now time.Time) {
+	close(q.changed)
+	q.changed = make(chan struct{})
+	if q.closed {
+		return
+	}
+	var next time.Time
+	for _, g := range q.groups {
+		if g.ready.After(now) && (next.IsZero() || g.ready.Before(next)) {
+			next = g.ready
+		}
+	}
+	if next.IsZero() || (q.timer != nil && q.timerAt.Equal(next)) {
+		return
+	}
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	q.timerAt = next
+	q.timer = time.AfterFunc(next.Sub(now), func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.timer = nil
+		q.changedLocked(time.Now())
+	})
+}
+
+// wait returns a channel closed when the queue next changes (or a group
+// becomes ready), whether an item is ready now, and whether the queue is
+// full (no new records may be taken).
+func (q *retryQueue) wait() (changed <-chan struct{}, ready, full bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	for _, g := range q.groups {
+		if !g.ready.After(now) {
+			ready = true
+			break
+		}
+	}
+	return q.changed, ready, q.bytes >= q.limit
+}
+
+// size returns the items and bytes queued.
+func (q *retryQueue) size() (items, bytes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.items, q.bytes
+}
+
+// close stops the timer; the queue wakes nobody after it.
+func (q *retryQueue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+}
