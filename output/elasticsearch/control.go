@@ -22,8 +22,9 @@ const (
 	pacedRejection   = 0.05 // while pacing: a rejected share above this lowers the rate
 	paceGrowth       = 1.03 // while pacing: rate growth per clean window
 	healthTau        = time.Second
-	minPaceRate      = 10.0 // items/s: pacing never goes below
-	rejectedDelayCap = 0.99 // the health delay's rejected share is capped here (finite delay)
+	minPaceRate      = 100.0 // items/s: pacing never goes below
+	minPaceSample    = 100   // items: fewer say too little about the share the cluster refuses
+	rejectedDelayCap = 0.99  // the health delay's rejected share is capped here (finite delay)
 )
 
 // result is what one bulk request came to, for the controller.
@@ -185,6 +186,12 @@ func (c *controller) release(r result) time.Duration {
 	c.winSent += r.sent
 	c.winAccepted += r.accepted
 	c.winRejected += r.rejected
+	if c.adaptive && c.rate == 0 && r.sent >= minPaceSample && float64(r.rejected) > heavyRejection*float64(r.sent) {
+		// Start pacing at once: every request already on its way would be
+		// refused as heavily.
+		c.rate = max(minPaceRate, c.acc/healthTau.Seconds())
+		c.next = now
+	}
 	if r.bytes >= c.fullBytes {
 		c.winRTT += r.rtt
 		c.winRTTn++
@@ -268,21 +275,24 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	if c.winSent == 0 {
 		return
 	}
-	// Items/s the cluster took over the window: responses end windows, so
-	// the span is the time over which those items were answered.
-	accepted := float64(c.winAccepted) / span.Seconds()
+	// Items/s the cluster took: over the window (responses end windows,
+	// so the span is the time over which those items were answered), and
+	// over about the last healthTau (steadier; it lags).
+	window := float64(c.winAccepted) / span.Seconds()
+	recent := c.acc / healthTau.Seconds()
 	switch {
 	case c.rate == 0:
-		if share > heavyRejection {
-			c.rate = max(minPaceRate, accepted)
+		if c.winSent >= minPaceSample && share > heavyRejection {
+			c.rate = max(minPaceRate, min(window, recent))
 			c.next = now
 		}
 	case share > pacedRejection:
-		c.rate = max(minPaceRate, min(c.rate, accepted))
+		// Down towards what the cluster took recently, by 5 to 30%.
+		c.rate = max(minPaceRate, min(c.rate*0.95, max(recent, c.rate*0.7)))
 	default:
 		c.rate *= paceGrowth
-		if sent := float64(c.winSent) / span.Seconds(); sent < c.rate/2 {
-			c.rate = 0 // the pace holds nothing back any more
+		if c.rate > 4*recent {
+			c.rate = 0 // far above what the cluster takes: the pace holds nothing back
 		}
 	}
 }
