@@ -18,9 +18,10 @@ const (
 	rttAlpha         = 0.4 // weight of a window's mean round trip in the moving average
 	rttDeviations    = 2.5 // a window's round trip above mean + this × mean deviation is "rising"
 	minWindow        = 50 * time.Millisecond
-	heavyRejection   = 0.2  // rejected share of a window's items that counts as back pressure
-	pacedRejection   = 0.05 // while pacing: a rejected share above this lowers the rate
-	paceGrowth       = 1.03 // while pacing: rate growth per clean window
+	heavyRejection   = 0.2         // rejected share of a window's items that counts as back pressure
+	pacedRejection   = 0.05        // while pacing: a rejected share above this lowers the rate
+	paceDoubling     = time.Second // while pacing: the rate doubles per this much time of clean windows
+	paceStop         = time.Second // pacing stops after this much time of windows with nothing refused
 	healthTau        = time.Second
 	minPaceRate      = 100.0 // items/s: pacing never goes below
 	minPaceSample    = 100   // items: fewer say too little about the share the cluster refuses
@@ -71,8 +72,9 @@ type controller struct {
 
 	// Pacing: items per second, 0 while not pacing; next is when the
 	// next request may start.
-	rate float64
-	next time.Time
+	rate       float64
+	next       time.Time
+	cleanSince time.Time // start of the current run of windows with nothing refused while pacing
 
 	// Health: accepted and rejected items, decayed with time constant
 	// healthTau.
@@ -112,30 +114,31 @@ func (c *controller) acquire(ctx context.Context, items int) error {
 		if c.consecutive >= 2 {
 			limit = 1 // an outage: one request probes the cluster
 		}
-		if c.inflight < limit && !now.Before(c.gateUntil) {
+		// Pacing: the next request starts no earlier than c.next. The wait
+		// is taken before the slot, so a waiting request does not count as
+		// in flight, and it is at most about one window: the rate may
+		// change meanwhile, and the wait is checked again on waking.
+		var pace time.Duration
+		if c.rate > 0 && now.Before(c.next) {
+			pace = min(c.next.Sub(now), c.windowLenLocked())
+		}
+		if pace == 0 && c.inflight < limit && !now.Before(c.gateUntil) {
 			c.inflight++
 			c.winMaxUsed = max(c.winMaxUsed, c.inflight)
-			var wait time.Duration
 			if c.rate > 0 {
-				at := c.next
-				if at.Before(now) {
-					at = now
-				}
-				c.next = at.Add(time.Duration(float64(items) / c.rate * float64(time.Second)))
-				wait = at.Sub(now)
+				// The next request waits for this one's items at the rate,
+				// but never more than about one window.
+				c.next = now.Add(min(time.Duration(float64(items)/c.rate*float64(time.Second)), c.windowLenLocked()))
 			}
 			c.mu.Unlock()
-			if wait > 0 {
-				if err := sleepCtx(ctx, wait); err != nil {
-					c.release(result{})
-					return err
-				}
-			}
 			return nil
 		}
 		wake := c.wake
 		gate := c.gateUntil.Sub(now)
 		c.mu.Unlock()
+		if pace > gate {
+			gate = pace
+		}
 		var timer <-chan time.Time
 		var t *time.Timer
 		if gate > 0 {
@@ -226,11 +229,16 @@ func (c *controller) healthDelayLocked() time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// windowLenLocked is how long a window lasts: about one round trip.
+func (c *controller) windowLenLocked() time.Duration {
+	return max(minWindow, time.Duration(c.rttMean*float64(time.Second)))
+}
+
 // windowLocked ends the window when it has lasted about one round trip,
 // and adjusts the concurrency limit and the pacing rate from it.
 func (c *controller) windowLocked(now time.Time) {
 	span := now.Sub(c.winStart)
-	if span < max(minWindow, time.Duration(c.rttMean*float64(time.Second))) {
+	if span < c.windowLenLocked() {
 		return
 	}
 	share := 0.0
@@ -268,9 +276,11 @@ func (c *controller) windowLocked(now time.Time) {
 // pace adjusts the pacing rate (items/s) at the end of a window. Fewer
 // requests in flight do not slow a cluster that answers fast but refuses
 // what it cannot take; pacing does. It starts when a window's items were
-// refused heavily, at the rate the cluster accepted in it; it drops to
-// that rate whenever more than a few items are refused, grows a little
-// after each clean window, and stops when it no longer holds anything back.
+// refused heavily, at the rate the cluster accepted in it; it drops
+// towards that rate whenever more than a few items are refused, doubles
+// per second of windows that refuse few, and stops after paceStop of
+// windows that refuse nothing (or when it is far above what the cluster
+// takes): a backlog drains at full speed as soon as the cluster takes it.
 func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	if c.winSent == 0 {
 		return
@@ -284,15 +294,21 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	case c.rate == 0:
 		if c.winSent >= minPaceSample && share > heavyRejection {
 			c.rate = max(minPaceRate, min(window, recent))
-			c.next = now
+			c.next, c.cleanSince = now, time.Time{}
 		}
-	case share > pacedRejection:
+	case share > pacedRejection || c.winPressure:
 		// Down towards what the cluster took recently, by 5 to 30%.
 		c.rate = max(minPaceRate, min(c.rate*0.95, max(recent, c.rate*0.7)))
+		c.cleanSince = time.Time{}
 	default:
-		c.rate *= paceGrowth
-		if c.rate > 4*recent {
-			c.rate = 0 // far above what the cluster takes: the pace holds nothing back
+		c.rate *= math.Exp2(span.Seconds() / paceDoubling.Seconds())
+		if c.winRejected > 0 {
+			c.cleanSince = time.Time{}
+		} else if c.cleanSince.IsZero() {
+			c.cleanSince = c.winStart
+		}
+		if c.rate > 4*recent || (!c.cleanSince.IsZero() && now.Sub(c.cleanSince) >= paceStop) {
+			c.rate, c.cleanSince = 0, time.Time{} // the pace holds nothing back
 		}
 	}
 }
@@ -315,16 +331,4 @@ func backoff(initial, maxD time.Duration, attempt int) time.Duration {
 	}
 	d = min(d, maxD)
 	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -56,7 +56,10 @@
 // fifth of a window's items refused) or rising latency (Vector's adaptive
 // request concurrency); and when the cluster refuses a large share of the
 // items, requests are paced to the rate it accepts, lowered while it
-// refuses more than a few and raised slowly while it refuses none. Fixed:
+// refuses more than a few, doubled per second while it refuses few, and no
+// longer paced after a second in which it refuses none; a paced request
+// waits at most about one window, and a waiting request does not count as
+// in flight. Fixed:
 // Workers requests in flight, never paced.
 //
 // # Cursor

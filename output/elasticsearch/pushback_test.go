@@ -245,3 +245,56 @@ func TestRetryQueueTakesReadyItemsWithinItsBound(t *testing.T) {
 		t.Fatalf("size %d items, %d bytes; want 3, 90", items, n)
 	}
 }
+
+// TestPacingRecoversAfterStorm: once a 429 storm ends, pacing stops
+// within a few seconds of clean responses, even while a backlog drains
+// (what the cluster accepts is then about what is sent), and no request
+// is held back more than about one window, however large it is.
+func TestPacingRecoversAfterStorm(t *testing.T) {
+	c, clk := newTestController(true, 8)
+	const n = 10000
+	clean := result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: n, accepted: n}
+	for range 20 {
+		round(t, c, clk, 100*time.Millisecond, clean)
+	}
+	storm := result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: n, accepted: n / 20, rejected: n - n/20}
+	for range 100 {
+		round(t, c, clk, 100*time.Millisecond, storm)
+	}
+	if _, _, rate := c.state(); rate == 0 {
+		t.Fatal("no pacing after a 429 storm")
+	}
+	// A request far larger than the pace allows per window books the next
+	// start at most one window ahead.
+	if err := c.acquire(t.Context(), 100*n); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	ahead, win := c.next.Sub(clk.now()), max(minWindow, time.Duration(c.rttMean*float64(time.Second)))
+	c.mu.Unlock()
+	if ahead > win {
+		t.Errorf("the next request may start %s ahead, more than one window (%s)", ahead, win)
+	}
+	clk.step(100 * time.Millisecond)
+	c.release(clean)
+	for i := range 30 { // 3 s of clean responses
+		clk.step(c.nextWait())
+		round(t, c, clk, 100*time.Millisecond, clean)
+		if _, _, rate := c.state(); rate == 0 {
+			t.Logf("pacing stopped after %d clean rounds", i+1)
+			return
+		}
+	}
+	_, _, rate := c.state()
+	t.Errorf("still pacing at %.0f items/s after 3 s of clean responses", rate)
+}
+
+// nextWait is how long the pace holds the next request back now.
+func (c *controller) nextWait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rate == 0 {
+		return 0
+	}
+	return max(0, c.next.Sub(c.now()))
+}
