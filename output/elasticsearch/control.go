@@ -31,11 +31,12 @@ const (
 // result is what one bulk request came to, for the controller.
 type result struct {
 	rtt      time.Duration
-	bytes    int  // request body size
-	sent     int  // items in the request
-	accepted int  // items done (stored, already stored, dead-lettered)
-	rejected int  // items to retry (429 and other retryable item failures)
-	failed   bool // the request failed as a whole (no answer, timeout, 429, 5xx, …)
+	bytes    int    // request body size
+	sent     int    // items in the request
+	accepted int    // items done (stored, already stored, dead-lettered)
+	rejected int    // items to retry (429 and other retryable item failures)
+	failed   bool   // the request failed as a whole (no answer, timeout, 429, 5xx, …)
+	round    uint64 // what acquire returned for the request
 }
 
 // controller decides when a request may go: it holds the concurrency
@@ -81,8 +82,12 @@ type controller struct {
 	acc, rej float64
 	healthAt time.Time
 
-	// Outage: whole requests failed in a row since the last answer.
+	// Outage: rounds of whole requests that failed in a row since the
+	// last answer. A round is the requests started since the last counted
+	// failure: requests in flight together that fail from one blip count
+	// once.
 	consecutive int
+	failRound   uint64
 	gateUntil   time.Time
 }
 
@@ -104,9 +109,10 @@ func (c *controller) broadcastLocked() {
 
 // acquire waits for a request slot: fewer requests in flight than the
 // limit (one during an outage), the outage gate passed, and the pacing
-// schedule reached for a request of items items. Every acquire that
-// returns nil must be followed by one release.
-func (c *controller) acquire(ctx context.Context, items int) error {
+// schedule reached for a request of items items. It returns the round the
+// request belongs to, for its result. Every acquire that returns a nil
+// error must be followed by one release.
+func (c *controller) acquire(ctx context.Context, items int) (uint64, error) {
 	for {
 		c.mu.Lock()
 		now := c.now()
@@ -130,8 +136,9 @@ func (c *controller) acquire(ctx context.Context, items int) error {
 				// but never more than about one window.
 				c.next = now.Add(min(time.Duration(float64(items)/c.rate*float64(time.Second)), c.windowLenLocked()))
 			}
+			round := c.failRound
 			c.mu.Unlock()
-			return nil
+			return round, nil
 		}
 		wake := c.wake
 		gate := c.gateUntil.Sub(now)
@@ -154,7 +161,7 @@ func (c *controller) acquire(ctx context.Context, items int) error {
 			t.Stop()
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 }
@@ -175,8 +182,13 @@ func (c *controller) release(r result) time.Duration {
 	c.decayLocked(now)
 	if r.failed {
 		c.winPressure = true
-		c.consecutive++
-		d := backoff(c.retryInitial, c.retryMax, c.consecutive-1)
+		if r.round == c.failRound {
+			// The first failure of requests started since the last one
+			// counted: a new round failed.
+			c.consecutive++
+			c.failRound++
+		}
+		d := backoff(c.retryInitial, c.retryMax, max(c.consecutive, 1)-1)
 		if c.consecutive >= 2 {
 			c.gateUntil = now.Add(d)
 		}

@@ -84,13 +84,17 @@ func newTestController(adaptive bool, max int) (*controller, *fakeClock) {
 func round(t *testing.T, c *controller, clk *fakeClock, d time.Duration, res result) {
 	t.Helper()
 	limit, _, _ := c.state()
-	for range limit {
-		if err := c.acquire(t.Context(), 0); err != nil {
+	rounds := make([]uint64, limit)
+	for i := range limit {
+		r, err := c.acquire(t.Context(), 0)
+		if err != nil {
 			t.Fatal(err)
 		}
+		rounds[i] = r
 	}
 	clk.step(d)
-	for range limit {
+	for _, r := range rounds {
+		res.round = r
 		c.release(res)
 	}
 }
@@ -160,11 +164,12 @@ func TestConcurrencyShrinksOnRisingLatencyAndFailures(t *testing.T) {
 	}
 	for range 10 {
 		// During an outage one request at a time goes.
-		if err := c.acquire(t.Context(), 0); err != nil {
+		r, err := c.acquire(t.Context(), 0)
+		if err != nil {
 			t.Fatal(err)
 		}
 		clk.step(60 * time.Millisecond)
-		c.release(result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, failed: true})
+		c.release(result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, failed: true, round: r})
 		c.mu.Lock()
 		c.gateUntil = time.Time{} // the test does not wait out the outage's backoff
 		c.mu.Unlock()
@@ -189,7 +194,7 @@ func TestRetryDelayFollowsHealth(t *testing.T) {
 	c, clk := newTestController(true, 4)
 	d := func(accepted, rejected int) time.Duration {
 		t.Helper()
-		if err := c.acquire(t.Context(), 0); err != nil {
+		if _, err := c.acquire(t.Context(), 0); err != nil {
 			t.Fatal(err)
 		}
 		clk.step(10 * time.Millisecond)
@@ -266,7 +271,7 @@ func TestPacingRecoversAfterStorm(t *testing.T) {
 	}
 	// A request far larger than the pace allows per window books the next
 	// start at most one window ahead.
-	if err := c.acquire(t.Context(), 100*n); err != nil {
+	if _, err := c.acquire(t.Context(), 100*n); err != nil {
 		t.Fatal(err)
 	}
 	c.mu.Lock()
@@ -297,4 +302,48 @@ func (c *controller) nextWait() time.Duration {
 		return 0
 	}
 	return max(0, c.next.Sub(c.now()))
+}
+
+// TestConcurrentFailuresCountOnce: requests in flight together that all
+// fail from one blip count as one failed round: the outage backoff is
+// that of the first attempt, and no gate closes; the next round's
+// failure counts again.
+func TestConcurrentFailuresCountOnce(t *testing.T) {
+	c, clk := newTestController(true, 8)
+	clean := result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, accepted: 100}
+	for range 20 {
+		round(t, c, clk, 60*time.Millisecond, clean)
+	}
+	rounds := make([]uint64, 8)
+	for i := range rounds {
+		r, err := c.acquire(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds[i] = r
+	}
+	clk.step(60 * time.Millisecond)
+	for i, r := range rounds {
+		// retry_initial is 1 s: attempt 0 waits 0.5–1 s.
+		if d := c.release(result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, failed: true, round: r}); d > time.Second {
+			t.Errorf("failure %d of one blip waits %s, want the first attempt's backoff (at most 1s)", i+1, d)
+		}
+	}
+	c.mu.Lock()
+	consecutive, gate := c.consecutive, c.gateUntil
+	c.mu.Unlock()
+	if consecutive != 1 || !gate.IsZero() {
+		t.Fatalf("after one blip: %d failed rounds, gate %v; want 1 and none", consecutive, gate)
+	}
+	r, err := c.acquire(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.release(result{rtt: 50 * time.Millisecond, bytes: 1 << 20, sent: 100, failed: true, round: r})
+	c.mu.Lock()
+	consecutive = c.consecutive
+	c.mu.Unlock()
+	if consecutive != 2 {
+		t.Fatalf("after a second failed round: %d, want 2", consecutive)
+	}
 }

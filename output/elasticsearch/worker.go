@@ -96,7 +96,8 @@ func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chu
 // response each item is done, retried, or dead-lettered.
 func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	o := w.o
-	if err := w.ctl.acquire(ctx, len(items)); err != nil {
+	round, err := w.ctl.acquire(ctx, len(items))
+	if err != nil {
 		return err
 	}
 	body := b.body(items)
@@ -116,7 +117,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		w.ctl.release(result{})
 		return ctx.Err()
 	}
-	res := result{rtt: took, bytes: size, sent: len(items)}
+	res := result{rtt: took, bytes: size, sent: len(items), round: round}
 	var reason string
 	switch {
 	case err != nil:
