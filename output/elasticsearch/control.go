@@ -89,6 +89,8 @@ type controller struct {
 	consecutive int
 	failRound   uint64
 	gateUntil   time.Time
+
+	lastAnswer time.Time // when the last request that was sent came back
 }
 
 func newController(adaptive bool, max, flushBytes int, retryInitial, retryMax time.Duration) *controller {
@@ -179,6 +181,7 @@ func (c *controller) release(r result) time.Duration {
 		return 0
 	}
 	now := c.now()
+	c.lastAnswer = now
 	c.decayLocked(now)
 	if r.failed {
 		c.winPressure = true
@@ -232,13 +235,40 @@ func (c *controller) decayLocked(now time.Time) {
 // jitter so retries do not come back in lockstep. It does not
 // depend on how often the item itself was rejected.
 func (c *controller) healthDelayLocked() time.Duration {
+	d := c.healthBaseLocked()
+	return d/2 + rand.N(d/2+1)
+}
+
+// healthBaseLocked is the health delay before jitter.
+func (c *controller) healthBaseLocked() time.Duration {
 	share := 0.0
 	if t := c.acc + c.rej; t > 0 {
 		share = min(c.rej/t, rejectedDelayCap)
 	}
 	d := time.Duration(float64(c.retryInitial) * share / (1 - share))
-	d = min(max(d, c.retryInitial/16), c.retryMax)
-	return d/2 + rand.N(d/2+1)
+	return min(max(d, c.retryInitial/16), c.retryMax)
+}
+
+// healthDelay is the longest wait the cluster's current health sets for
+// an item to retry (before jitter).
+func (c *controller) healthDelay() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.decayLocked(c.now())
+	return c.healthBaseLocked()
+}
+
+// probeAt says when a retry may go early to probe the cluster: when
+// nothing is in flight, retry_initial_interval after the last answer (the
+// outage gate still holds it back during an outage). ok is false while
+// requests are in flight: their answers tell the cluster's health.
+func (c *controller) probeAt() (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight > 0 {
+		return time.Time{}, false
+	}
+	return c.lastAnswer.Add(c.retryInitial), true
 }
 
 // windowLenLocked is how long a window lasts: about one round trip.

@@ -347,3 +347,56 @@ func TestConcurrentFailuresCountOnce(t *testing.T) {
 		t.Fatalf("after a second failed round: %d, want 2", consecutive)
 	}
 }
+
+// TestRetriesFollowRecovery: items refused during a storm, with a storm's
+// long wait, go again soon once the cluster takes work again — even when
+// the retry queue is full and nothing else is in flight to show it.
+func TestRetriesFollowRecovery(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	const n = 400
+	r.es.SetFaults(estest.Faults{ItemReject429: 1})
+	for i := range n {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	run := r.start(r.options(func(o *Options) {
+		o.Workers = 2
+		o.FlushBytes = 4 << 10 // the retry queue (8 KiB) fills with a few requests
+		// Everything refused: the health wait is 99 retry_initial, a few
+		// minutes here.
+		o.RetryInitial, o.RetryMax = 2*time.Second, time.Hour
+	}))
+	waitFor(t, "a full retry queue", func() bool {
+		g := run.out.Gauges()
+		return g.RetryMaxBytes > 0 && g.RetryBytes >= g.RetryMaxBytes && g.InFlight == 0
+	})
+	r.es.SetFaults(estest.Faults{})
+	waitFor(t, "every event stored after the storm", func() bool { return r.es.Count() == n })
+	run.stop(t)
+	r.checkAllStoredOnce(t)
+}
+
+// TestRetryQueueAdvance: groups waiting longer than the current health
+// says come forward within it; shorter waits stay.
+func TestRetryQueueAdvance(t *testing.T) {
+	pool := newBufPool(4)
+	q := newRetryQueue(1 << 20)
+	defer q.close()
+	b := newBatch(pool, 0, 0)
+	for i := range 2 {
+		start := len(b.buf)
+		b.buf = append(b.buf, "x\n"...)
+		b.items = append(b.items, item{lsn: uint64(i + 1), start: start, end: len(b.buf)})
+	}
+	now := time.Now()
+	q.push(b, b.items[:1], now.Add(time.Hour))
+	q.push(b, b.items[1:], now.Add(10*time.Millisecond))
+	q.advance(time.Second)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w := q.groups[0].ready.Sub(now); w > time.Second+time.Millisecond*100 {
+		t.Errorf("a storm's group waits %s after advance(1s)", w)
+	}
+	if !q.groups[1].ready.Equal(now.Add(10 * time.Millisecond)) {
+		t.Errorf("a short wait moved to %s", q.groups[1].ready.Sub(now))
+	}
+}

@@ -1,6 +1,7 @@
 package elasticsearch
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -131,6 +132,45 @@ func (q *retryQueue) changedLocked(now time.Time) {
 		q.timer = nil
 		q.changedLocked(time.Now())
 	})
+}
+
+// advance brings every group that waits longer than the cluster's current
+// health sets (d: its longest wait, from now) forward to a jittered time
+// within it: items refused during a storm do not keep the storm's wait once
+// the cluster takes work again.
+func (q *retryQueue) advance(d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	moved := false
+	for _, g := range q.groups {
+		if g.ready.Sub(now) > d {
+			g.ready = now.Add(d/2 + rand.N(d/2+1))
+			moved = true
+		}
+	}
+	if moved {
+		q.changedLocked(now)
+	}
+}
+
+// probe brings the earliest waiting group forward to at, if it waits
+// longer: with nothing in flight, nothing else would tell that the
+// cluster takes work again.
+func (q *retryQueue) probe(at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var first *retryGroup
+	for _, g := range q.groups {
+		if first == nil || g.ready.Before(first.ready) {
+			first = g
+		}
+	}
+	if first == nil || !first.ready.After(at) {
+		return
+	}
+	first.ready = at
+	q.changedLocked(time.Now())
 }
 
 // wait returns a channel closed when the queue next changes (or a group

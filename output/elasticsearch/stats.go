@@ -36,7 +36,7 @@ type Stats struct {
 // (all zero while Run is not running).
 type Gauges struct {
 	ConcurrencyLimit int     // bulk requests that may be in flight now
-	InFlight         int     // bulk requests in flight now (or waiting for their paced start)
+	InFlight         int     // bulk requests in flight now (a request waiting for its paced start is not)
 	PaceRate         float64 // events/s the requests are paced to; 0 while not pacing
 	RetryEvents      int     // items waiting in the retry queue
 	RetryBytes       int     // their bytes

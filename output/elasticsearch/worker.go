@@ -57,6 +57,9 @@ func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chu
 		if ready {
 			continue
 		}
+		if at, ok := w.ctl.probeAt(); ok {
+			w.rq.probe(at) // wakes changed if it moved a group
+		}
 		in := chunks
 		if full {
 			in = nil // the retry queue's bound: send what it holds first
@@ -182,6 +185,11 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	res.accepted = len(items) - len(retry)
 	wait := w.ctl.release(res)
 	w.rq.push(b, retry, time.Now().Add(wait))
+	if len(retry) == 0 {
+		// The cluster took everything: what waits in the retry queue
+		// waits no longer than its health now says.
+		w.rq.advance(w.ctl.healthDelay())
+	}
 	run := itemRun{w: w}
 	for i, out := range outcomes {
 		if out == outcomeDone {
