@@ -268,8 +268,9 @@ func (o *Output) Run(ctx context.Context) error {
 
 	// Memory bound: one chunk being filled, Workers chunks queued and
 	// Workers being turned into requests, each about FlushBytes of records
-	// (plus one record), per worker the request built from its chunk, and
-	// the retry queue (Workers × FlushBytes, see retryQueue).
+	// (plus one record), per worker the request being built from its chunk
+	// (about FlushBytes), and the retry queue (Workers × FlushBytes, plus
+	// one request per worker: see retryQueue).
 	rq := newRetryQueue(o.opts.Workers * o.opts.FlushBytes)
 	defer rq.close()
 	ctl := newController(!o.opts.FixedConcurrency, o.opts.Workers, o.opts.FlushBytes, o.opts.RetryInitial, o.opts.RetryMax)

@@ -400,3 +400,40 @@ func TestRetryQueueAdvance(t *testing.T) {
 		t.Errorf("a short wait moved to %s", q.groups[1].ready.Sub(now))
 	}
 }
+
+// TestRetryQueueBound: tiny events, whose requests are several times
+// their records' size, all refused: the retry queue never holds more than
+// its bound plus one request (flush_bytes and one event) per worker.
+func TestRetryQueueBound(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	r.es.SetFaults(estest.Faults{ItemReject429: 1})
+	const n = 20000
+	for i := 0; i < n; i += 500 {
+		evs := make([][]byte, 500)
+		for j := range evs {
+			evs[j] = []byte(`{"m":1}`)
+		}
+		r.store(time.Now(), evs...)
+	}
+	const workers, flush = 2, 4 << 10
+	run := r.start(r.options(func(o *Options) {
+		o.Workers, o.FlushBytes = workers, flush
+		o.RetryInitial, o.RetryMax = 10*time.Millisecond, 20*time.Millisecond
+	}))
+	const event = 200 // an action and source line of one event, generously
+	bound := workers*flush + workers*(flush+event)
+	most := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		g := run.out.Gauges()
+		most = max(most, g.RetryBytes)
+		if g.RetryBytes > bound {
+			t.Fatalf("the retry queue holds %d bytes, above its bound %d", g.RetryBytes, bound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	run.stop(t)
+	if most < workers*flush {
+		t.Fatalf("the retry queue held at most %d bytes: never full, the test shows nothing", most)
+	}
+}

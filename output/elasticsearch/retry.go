@@ -11,11 +11,15 @@ import (
 // waits there, not in the worker that sent it, so one unlucky item holds
 // neither a worker nor the items sent with it.
 //
-// Memory bound: while the queue holds limit bytes or more, workers take
-// no new records from the ledger (full reports it) and send only retries,
-// which never grow it. Only requests of new records already in flight can
-// add to it then, each at most one request: the queue never holds more
-// than limit + workers × (flush_bytes + one event).
+// Memory bound (bytes are request bytes: action and source lines): while
+// the queue holds limit bytes or more, workers take no new records from
+// the ledger and send no request of new records (full reports it); they
+// send only retries, which never grow it (a retry takes its items out
+// before they can come back). A worker sends a request of new records
+// only while the queue is below limit, one at a time, and such a request
+// holds about flush_bytes (one event alone may be larger): the queue
+// never holds more than limit + workers × max(flush_bytes + one event,
+// the largest single event).
 //
 // Safe for concurrent use.
 type retryQueue struct {

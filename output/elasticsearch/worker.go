@@ -44,22 +44,18 @@ type worker struct {
 // Chunk buffers go back on free.
 func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chunk) error {
 	for {
-		if b := w.rq.take(w.o.pool, w.o.opts.FlushBytes); b != nil {
-			w.o.stats.resent.Add(int64(len(b.items)))
-			err := w.deliver(ctx, b, b.items)
-			b.release()
-			if err != nil {
-				return err
-			}
+		sent, err := w.sendRetry(ctx)
+		if err != nil {
+			return err
+		}
+		if sent {
 			continue
 		}
 		changed, ready, full := w.rq.wait()
 		if ready {
 			continue
 		}
-		if at, ok := w.ctl.probeAt(); ok {
-			w.rq.probe(at) // wakes changed if it moved a group
-		}
+		w.probe()
 		in := chunks
 		if full {
 			in = nil // the retry queue's bound: send what it holds first
@@ -80,6 +76,51 @@ func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chu
 			if err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// sendRetry sends the items of the retry queue that are ready, if any,
+// and says whether it sent.
+func (w *worker) sendRetry(ctx context.Context) (bool, error) {
+	b := w.rq.take(w.o.pool, w.o.opts.FlushBytes)
+	if b == nil {
+		return false, nil
+	}
+	w.o.stats.resent.Add(int64(len(b.items)))
+	err := w.deliver(ctx, b, b.items)
+	b.release()
+	return true, err
+}
+
+// probe lets the earliest waiting retry go early when nothing is in
+// flight (see controller.probeAt).
+func (w *worker) probe() {
+	if at, ok := w.ctl.probeAt(); ok {
+		w.rq.probe(at) // wakes the queue's waiters if it moved a group
+	}
+}
+
+// room waits until the retry queue is below its bound, sending its ready
+// items meanwhile: a request of new records goes only then, so that the
+// queue never holds more than its bound plus one such request per worker.
+func (w *worker) room(ctx context.Context) error {
+	for {
+		changed, ready, full := w.rq.wait()
+		if !full {
+			return nil
+		}
+		if ready {
+			if _, err := w.sendRetry(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		w.probe()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
 		}
 	}
 }
