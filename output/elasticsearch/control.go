@@ -34,7 +34,8 @@ type result struct {
 	bytes    int    // request body size
 	sent     int    // items in the request
 	accepted int    // items done (stored, already stored, dead-lettered)
-	rejected int    // items to retry (429 and other retryable item failures)
+	rejected int    // items refused for the cluster's load (429, es_rejected_execution_exception)
+	other    int    // items to retry for other errors (401, 403, 5xx, …): their own backoff, no load signal
 	failed   bool   // the request failed as a whole (no answer, timeout, 429, 5xx, …)
 	round    uint64 // what acquire returned for the request
 }
@@ -201,10 +202,11 @@ func (c *controller) release(r result) time.Duration {
 	c.consecutive, c.gateUntil = 0, time.Time{}
 	c.acc += float64(r.accepted)
 	c.rej += float64(r.rejected)
-	c.winSent += r.sent
+	sent := r.sent - r.other
+	c.winSent += sent
 	c.winAccepted += r.accepted
 	c.winRejected += r.rejected
-	if c.adaptive && c.rate == 0 && r.sent >= minPaceSample && float64(r.rejected) > heavyRejection*float64(r.sent) {
+	if c.adaptive && c.rate == 0 && sent >= minPaceSample && float64(r.rejected) > heavyRejection*float64(sent) {
 		// Start pacing at once: every request already on its way would be
 		// refused as heavily.
 		c.rate = max(minPaceRate, c.acc/healthTau.Seconds())

@@ -35,9 +35,12 @@
 // dead-letter store with their status and reason; every other item
 // failure (429, 5xx, 401 and 403 such as a read-only cluster block) is
 // retried alone (only the failed items): the items are copied into a retry
-// queue any worker sends from, ready items before new records, after a
-// wait set by the cluster's health (the share of recent items it refused),
-// never by the item's own attempts. A request refused as a whole for its
+// queue any worker sends from, ready items before new records. An item
+// refused for load (429, es_rejected_execution_exception) waits as long as
+// the cluster's health says (the share of recent items it refused), never
+// by its own attempts; an item refused with another error (401, 403, 5xx)
+// waits its own backoff, retry_initial doubling with its attempts up to
+// retry_max, and tells the controller nothing. A request refused as a whole for its
 // content (400, 413) is split in halves until the event that causes it is
 // isolated and dead-lettered; one that fails for any other reason (refused
 // connection, timeout, 5xx, 429, auth) puts its items back with capped,

@@ -227,11 +227,11 @@ func TestRetryQueueTakesReadyItemsWithinItsBound(t *testing.T) {
 		b.buf = append(b.buf, '\n')
 		b.items = append(b.items, item{lsn: uint64(i + 1), start: start, end: len(b.buf)})
 	}
-	q.push(b, b.items[:3], time.Now())
+	q.push(b, b.items[:3], time.Now(), false)
 	if _, _, full := q.wait(); full {
 		t.Fatal("full at 90 of 100 bytes")
 	}
-	q.push(b, b.items[3:], time.Now().Add(time.Hour))
+	q.push(b, b.items[3:], time.Now().Add(time.Hour), false)
 	if _, ready, full := q.wait(); !ready || !full {
 		t.Fatalf("ready %v, full %v; want both", ready, full)
 	}
@@ -388,8 +388,8 @@ func TestRetryQueueAdvance(t *testing.T) {
 		b.items = append(b.items, item{lsn: uint64(i + 1), start: start, end: len(b.buf)})
 	}
 	now := time.Now()
-	q.push(b, b.items[:1], now.Add(time.Hour))
-	q.push(b, b.items[1:], now.Add(10*time.Millisecond))
+	q.push(b, b.items[:1], now.Add(time.Hour), false)
+	q.push(b, b.items[1:], now.Add(10*time.Millisecond), false)
 	q.advance(time.Second)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -435,5 +435,56 @@ func TestRetryQueueBound(t *testing.T) {
 	run.stop(t)
 	if most < workers*flush {
 		t.Fatalf("the retry queue held at most %d bytes: never full, the test shows nothing", most)
+	}
+}
+
+// TestOtherItemErrorsBackOffPerItem: an item refused with an error that is
+// not a rejection for load (403 cluster_block_exception) waits its own
+// backoff, doubling from retry_initial, while the rest of the traffic is
+// healthy; and such items neither pace requests nor lower the limit.
+func TestOtherItemErrorsBackOffPerItem(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	const n = 200
+	const blocked = `"event 7 `
+	var mu sync.Mutex
+	var attempts []time.Time
+	r.es.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, source []byte) (int, string, string, bool) {
+		if !bytes.Contains(source, []byte(blocked)) {
+			return 0, "", "", false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, time.Now())
+		if len(attempts) <= 6 {
+			return 403, "cluster_block_exception", "index blocked by the test", true
+		}
+		return 0, "", "", false
+	}})
+	for i := range n {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	const retryInitial = 50 * time.Millisecond
+	run := r.start(r.options(func(o *Options) {
+		o.Workers = 2
+		o.RetryInitial, o.RetryMax = retryInitial, time.Minute
+	}))
+	waitFor(t, "every event stored", func() bool { return r.es.Count() == n })
+	run.stop(t)
+	r.checkAllStoredOnce(t)
+	mu.Lock()
+	defer mu.Unlock()
+	// The k-th retry waits at least half of retry_initial × 2^(k-1).
+	for k := 1; k < len(attempts); k++ {
+		if gap, least := attempts[k].Sub(attempts[k-1]), retryInitial<<(k-1)/2; gap < least {
+			t.Errorf("retry %d came %s after the attempt before, want at least %s", k, gap, least)
+		}
+	}
+
+	c, clk := newTestController(true, 8)
+	for range 20 {
+		round(t, c, clk, 100*time.Millisecond, result{rtt: 100 * time.Millisecond, bytes: 1 << 20, sent: 1000, accepted: 100, other: 900})
+	}
+	if l, _, rate := c.state(); l != 8 || rate != 0 {
+		t.Errorf("items refused with 403: limit %d, pace %.0f/s; want 8 and no pacing", l, rate)
 	}
 }

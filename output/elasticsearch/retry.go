@@ -39,6 +39,7 @@ type retryQueue struct {
 // their action and source lines lie back to back in buf.
 type retryGroup struct {
 	ready time.Time
+	own   bool // the wait is the items' own backoff, not the cluster's
 	buf   []byte
 	items []item // start and end index buf
 }
@@ -48,7 +49,9 @@ func newRetryQueue(limit int) *retryQueue {
 }
 
 // push queues items of b (copied out of its buffer) to go again at ready.
-func (q *retryQueue) push(b *batch, items []item, ready time.Time) {
+// own says the wait is the items' own backoff, which advance and probe
+// leave alone, not one the cluster's health or an outage set.
+func (q *retryQueue) push(b *batch, items []item, ready time.Time, own bool) {
 	if len(items) == 0 {
 		return
 	}
@@ -56,11 +59,11 @@ func (q *retryQueue) push(b *batch, items []item, ready time.Time) {
 	for _, it := range items {
 		n += it.end - it.start
 	}
-	g := &retryGroup{ready: ready, buf: make([]byte, 0, n), items: make([]item, len(items))}
+	g := &retryGroup{ready: ready, own: own, buf: make([]byte, 0, n), items: make([]item, len(items))}
 	for i, it := range items {
 		start := len(g.buf)
 		g.buf = append(g.buf, b.buf[it.start:it.end]...)
-		g.items[i] = item{lsn: it.lsn, pos: it.pos, start: start, end: len(g.buf)}
+		g.items[i] = item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(g.buf)}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -92,7 +95,7 @@ func (q *retryQueue) take(pool *bufPool, maxBytes int) *batch {
 			it := g.items[i]
 			start := len(b.buf)
 			b.buf = append(b.buf, g.buf[it.start:it.end]...)
-			b.items = append(b.items, item{lsn: it.lsn, pos: it.pos, start: start, end: len(b.buf)})
+			b.items = append(b.items, item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(b.buf)})
 			q.bytes -= it.end - it.start
 			q.items--
 		}
@@ -148,7 +151,7 @@ func (q *retryQueue) advance(d time.Duration) {
 	now := time.Now()
 	moved := false
 	for _, g := range q.groups {
-		if g.ready.Sub(now) > d {
+		if !g.own && g.ready.Sub(now) > d {
 			g.ready = now.Add(d/2 + rand.N(d/2+1))
 			moved = true
 		}
@@ -166,7 +169,7 @@ func (q *retryQueue) probe(at time.Time) {
 	defer q.mu.Unlock()
 	var first *retryGroup
 	for _, g := range q.groups {
-		if first == nil || g.ready.Before(first.ready) {
+		if !g.own && (first == nil || g.ready.Before(first.ready)) {
 			first = g
 		}
 	}

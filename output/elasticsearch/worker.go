@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -201,12 +202,12 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		o.outage(reason)
 		res.failed = true
 		wait := w.ctl.release(res)
-		w.rq.push(b, items, time.Now().Add(wait))
+		w.rq.push(b, items, time.Now().Add(wait), false)
 		return nil
 	}
 	o.reachable()
 
-	var retry, dead []item
+	var retry, other, dead []item
 	var deadResults []itemResult
 	outcomes := make([]outcome, len(results))
 	tally := map[tallyKey]int{} // outcomes, counted once per response
@@ -216,16 +217,25 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		tally[tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}]++
 		switch out {
 		case outcomeRetry:
-			retry = append(retry, items[i])
+			if rejection(r) {
+				retry = append(retry, items[i])
+				break
+			}
+			it := items[i]
+			if it.tries < math.MaxUint16 {
+				it.tries++
+			}
+			other = append(other, it)
 		case outcomeDead:
 			dead = append(dead, items[i])
 			deadResults = append(deadResults, r)
 		}
 	}
-	res.rejected = len(retry)
-	res.accepted = len(items) - len(retry)
+	res.rejected, res.other = len(retry), len(other)
+	res.accepted = len(items) - len(retry) - len(other)
 	wait := w.ctl.release(res)
-	w.rq.push(b, retry, time.Now().Add(wait))
+	w.rq.push(b, retry, time.Now().Add(wait), false)
+	w.pushOwn(b, other)
 	if len(retry) == 0 {
 		// The cluster took everything: what waits in the retry queue
 		// waits no longer than its health now says.
@@ -247,6 +257,35 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		return w.buryResults(ctx, b, dead, deadResults)
 	}
 	return nil
+}
+
+// rejection says an item was refused for the cluster's load (429,
+// es_rejected_execution_exception): such items wait as the cluster's health
+// says and feed the controller. Other retryable failures (401, 403 such as
+// a cluster_block_exception, 5xx) may last; each such item waits its own
+// capped exponential backoff instead, as Logstash does.
+func rejection(r itemResult) bool {
+	return r.status == 429 || r.errType == "es_rejected_execution_exception"
+}
+
+// pushOwn queues items refused for other reasons than the cluster's load,
+// each to go again after its own backoff: retry_initial_interval doubling
+// with its tries up to retry_max_interval, jittered.
+func (w *worker) pushOwn(b *batch, items []item) {
+	for len(items) > 0 {
+		tries := items[0].tries
+		var group, rest []item
+		for _, it := range items {
+			if it.tries == tries {
+				group = append(group, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		d := backoff(w.o.opts.RetryInitial, w.o.opts.RetryMax, int(tries)-1)
+		w.rq.push(b, group, time.Now().Add(d), true)
+		items = rest
+	}
 }
 
 // tallyKey groups a response's item outcomes for the counters.
