@@ -488,3 +488,31 @@ func TestOtherItemErrorsBackOffPerItem(t *testing.T) {
 		t.Errorf("items refused with 403: limit %d, pace %.0f/s; want 8 and no pacing", l, rate)
 	}
 }
+
+// TestRetryQueueStaleTimer: a timer that fires after it was replaced
+// leaves the queue's current timer in place (close can still stop it).
+func TestRetryQueueStaleTimer(t *testing.T) {
+	pool := newBufPool(4)
+	q := newRetryQueue(1 << 20)
+	defer q.close()
+	b := newBatch(pool, 0, 0)
+	b.buf = append(b.buf, "x\ny\n"...)
+	b.items = append(b.items, item{lsn: 1, start: 0, end: 2}, item{lsn: 2, start: 2, end: 4})
+	q.push(b, b.items[:1], time.Now().Add(time.Hour), false)
+	q.mu.Lock()
+	stale := q.timer
+	q.mu.Unlock()
+	q.push(b, b.items[1:], time.Now().Add(time.Minute), false) // an earlier group: a new timer
+	q.mu.Lock()
+	current := q.timer
+	q.mu.Unlock()
+	if current == stale || current == nil {
+		t.Fatal("the earlier group did not get a timer of its own")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.fireLocked(stale) // the replaced timer's callback, late
+	if q.timer != current {
+		t.Fatalf("a stale timer's callback replaced the current timer with %v", q.timer)
+	}
+}

@@ -133,12 +133,23 @@ func (q *retryQueue) changedLocked(now time.Time) {
 		q.timer.Stop()
 	}
 	q.timerAt = next
-	q.timer = time.AfterFunc(next.Sub(now), func() {
-		q.mu.Lock()
+	var t *time.Timer
+	t = time.AfterFunc(next.Sub(now), func() {
+		q.mu.Lock() // t is set under q.mu: read it only after
 		defer q.mu.Unlock()
-		q.timer = nil
-		q.changedLocked(time.Now())
+		q.fireLocked(t)
 	})
+	q.timer = t
+}
+
+// fireLocked is timer t's callback: a group became ready. A timer
+// replaced while it fired (Stop came too late) leaves its successor in
+// place. q.mu must be held.
+func (q *retryQueue) fireLocked(t *time.Timer) {
+	if q.timer == t {
+		q.timer = nil
+	}
+	q.changedLocked(time.Now())
 }
 
 // advance brings every group that waits longer than the cluster's current
