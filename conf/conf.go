@@ -144,8 +144,12 @@ type Elasticsearch struct {
 	// event's place in the ledger) or "none" (Elasticsearch assigns ids;
 	// replays after a crash then write duplicates).
 	DocumentID string `toml:"document_id"`
-	// Workers is the number of bulk requests in flight.
+	// Workers is the most bulk requests in flight.
 	Workers int `toml:"workers"`
+	// Concurrency is "adaptive" (between 1 and workers requests in
+	// flight, fewer while Elasticsearch pushes back) or "fixed" (always
+	// workers).
+	Concurrency string `toml:"concurrency"`
 	// FlushBytes is the bulk request size to aim for.
 	FlushBytes Size `toml:"flush_bytes"`
 	// FlushInterval sends a smaller request when no more events arrived
@@ -234,6 +238,7 @@ func Default() Config {
 			FallbackIndex:        "logpond-fallback",
 			DocumentID:           "auto",
 			Workers:              4,
+			Concurrency:          "adaptive",
 			FlushBytes:           5 << 20,
 			FlushInterval:        Duration(time.Second),
 			MaxRequestBytes:      100 << 20,

@@ -233,6 +233,11 @@ func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)
 	if es.Workers < 1 || es.Workers > 64 {
 		bad(k+"workers", "%d is outside 1…64", es.Workers)
 	}
+	switch es.Concurrency {
+	case "adaptive", "fixed":
+	default:
+		bad(k+"concurrency", "%q: use adaptive (between 1 and workers requests in flight, fewer while Elasticsearch pushes back) or fixed (always workers)", es.Concurrency)
+	}
 	if es.MaxRequestBytes < 1<<20 {
 		bad(k+"max_request_bytes", "%s is below 1MiB; Elasticsearch accepts 100MiB by default (http.max_content_length)", es.MaxRequestBytes)
 	}

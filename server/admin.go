@@ -40,6 +40,7 @@ type state struct {
 	ledgerLast      uint64
 	cursors         map[string]uint64
 	output          *elasticsearch.Stats
+	outputGauges    elasticsearch.Gauges
 	deadLetterBytes int64
 	waiting         map[string]string // backpressure reason → what the component says
 }
@@ -74,6 +75,7 @@ func (s *Server) snapshot() state {
 	if s.out != nil {
 		o := s.out.Stats()
 		st.output = &o
+		st.outputGauges = s.out.Gauges()
 		st.waiting["elasticsearch"] = s.out.Waiting()
 	}
 	if s.dlq != nil {

@@ -94,6 +94,15 @@ var (
 	descLag              = prometheus.NewDesc("logpond_ledger_lag_records", "Records in the ledger after a cursor (the output's backlog).", []string{"cursor"}, nil)
 	descOutputRequests   = prometheus.NewDesc("logpond_output_requests_total", "Elasticsearch bulk requests sent.", nil, nil)
 	descOutputBytes      = prometheus.NewDesc("logpond_output_bytes_total", "Bulk request bytes sent (before compression).", nil, nil)
+	descOutputDelivered  = prometheus.NewDesc("logpond_output_events_delivered_total", "Events the output is done with: stored, already stored (409), or dead-lettered. rate() is the drain's speed.", nil, nil)
+	descOutputResent     = prometheus.NewDesc("logpond_output_events_resent_total", "Events sent again from the retry queue (their items were rejected, or their request failed as a whole).", nil, nil)
+	descOutputLimit      = prometheus.NewDesc("logpond_output_concurrency_limit", "Bulk requests the output may have in flight now (adapts between 1 and workers unless concurrency = \"fixed\").", nil, nil)
+	descOutputInflight   = prometheus.NewDesc("logpond_output_requests_in_flight", "Bulk requests in flight now.", nil, nil)
+	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work; 0 while not pacing.", nil, nil)
+	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", nil, nil)
+	descOutputRetryBytes = prometheus.NewDesc("logpond_output_retry_queue_bytes", "Bytes of the events waiting in the retry queue.", nil, nil)
+	descOutputRetryMax   = prometheus.NewDesc("logpond_output_retry_queue_max_bytes", "The retry queue's bound: above it the output reads no new records from the ledger.", nil, nil)
+	descOutputOldest     = prometheus.NewDesc("logpond_output_oldest_pending_seconds", "Age (since logpond received it) of the oldest event the output has read and not yet done: its lag in time; 0 when none.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
 	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_full, ledger_failed (the ledger failed and is being reopened), journal_full, input_budget.", []string{"reason"}, nil)
 )
@@ -101,7 +110,8 @@ var (
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations,
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
-		descOutputRequests, descOutputBytes, descDeadLetterBytes, descBackpressure} {
+		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace,
+		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descDeadLetterBytes, descBackpressure} {
 		ch <- d
 	}
 }
@@ -137,6 +147,20 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	if st.output != nil {
 		counter(descOutputRequests, float64(st.output.Requests))
 		counter(descOutputBytes, float64(st.output.BytesSent))
+		counter(descOutputDelivered, float64(st.output.Delivered))
+		counter(descOutputResent, float64(st.output.Resent))
+		g := st.outputGauges
+		gauge(descOutputLimit, float64(g.ConcurrencyLimit))
+		gauge(descOutputInflight, float64(g.InFlight))
+		gauge(descOutputPace, g.PaceRate)
+		gauge(descOutputRetryQueue, float64(g.RetryEvents))
+		gauge(descOutputRetryBytes, float64(g.RetryBytes))
+		gauge(descOutputRetryMax, float64(g.RetryMaxBytes))
+		oldest := 0.0
+		if !g.OldestPending.IsZero() {
+			oldest = max(0, time.Since(g.OldestPending).Seconds())
+		}
+		gauge(descOutputOldest, oldest)
 		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
 	}
 	for _, reason := range backpressureReasons {

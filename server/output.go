@@ -131,6 +131,16 @@ func (d *drain) Stats() elasticsearch.Stats {
 	return addStats(d.before, d.cur.o.Stats())
 }
 
+// Gauges is the running Output's Gauges (zero while stopped).
+func (d *drain) Gauges() elasticsearch.Gauges {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return elasticsearch.Gauges{}
+	}
+	return d.cur.o.Gauges()
+}
+
 // Waiting is the running Output's Waiting ("" while stopped).
 func (d *drain) Waiting() string {
 	d.mu.Lock()
@@ -153,6 +163,8 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Retried += b.Retried
 	a.DeadLettered += b.DeadLettered
 	a.Outages += b.Outages
+	a.Resent += b.Resent
+	a.Delivered += b.Delivered
 	if b.CursorLSN > a.CursorLSN {
 		a.CursorLSN = b.CursorLSN
 	}

@@ -361,7 +361,7 @@ func (s *Server) openOutput() error {
 		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
 		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
 		DerivedIDs: c.DocumentID == "auto",
-		Workers:    c.Workers, FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
+		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
 		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,

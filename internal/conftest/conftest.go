@@ -39,6 +39,7 @@ var Mistakes = []Mistake{
 	{"fallback index uppercase", "[output.elasticsearch]\nfallback_index = \"Lost\"\n", "output.elasticsearch.fallback_index", 2, "index names are lowercase"},
 	{"document id mode", "[output.elasticsearch]\ndocument_id = \"random\"\n", "output.elasticsearch.document_id", 2, "use auto"},
 	{"flush above request limit", "[output.elasticsearch]\nflush_bytes = \"200MiB\"\n", "output.elasticsearch.flush_bytes", 2, "outside 4KiB…max_request_bytes"},
+	{"concurrency mode", "[output.elasticsearch]\nconcurrency = \"auto\"\n", "output.elasticsearch.concurrency", 2, "use adaptive"},
 	{"compression", "[output.elasticsearch]\ncompression = \"zstd\"\n", "output.elasticsearch.compression", 2, "use none or gzip"},
 	{"retry bounds", "[output.elasticsearch]\nretry_max_interval = \"1s\"\n", "output.elasticsearch.retry_max_interval", 2, "less than retry_initial_interval"},
 	{"dead letters smaller than events", "[output.elasticsearch]\ndead_letter_max_bytes = \"16MiB\"\n", "output.elasticsearch.dead_letter_max_bytes", 2, "raise it to at least 68MiB"},

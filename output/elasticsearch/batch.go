@@ -12,6 +12,7 @@ import (
 type item struct {
 	lsn   uint64
 	pos   uint32
+	tries uint16 // times the item was refused with an error other than a rejection (429)
 	start int
 	end   int
 }

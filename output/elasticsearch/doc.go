@@ -14,7 +14,7 @@
 // one line only when it holds raw newlines. Events are not decoded and
 // re-encoded. Batches of about flush_bytes go to Options.Workers workers
 // over a channel of the same capacity: read-ahead, and memory, is bounded
-// by about 2 × workers × flush_bytes.
+// by about 2 × workers × flush_bytes, plus the retry queue.
 //
 // # Document ids
 //
@@ -34,13 +34,36 @@
 // (the event's fault, as Logstash's DLQ codes) are written to the
 // dead-letter store with their status and reason; every other item
 // failure (429, 5xx, 401 and 403 such as a read-only cluster block) is
-// retried alone (only the failed items) with capped exponential backoff
-// and jitter until it passes. A request refused as a whole for its content
-// (400, 413) is split in halves until the event that causes it is isolated
-// and dead-lettered; one that fails for any other reason (refused
-// connection, timeout, 5xx, 429, auth) is retried for ever while the
-// events wait in the ledger. An event bigger than max_request_bytes is
-// dead-lettered without being sent.
+// retried alone (only the failed items): the items are copied into a retry
+// queue any worker sends from, ready items before new records. An item
+// refused for load (429, es_rejected_execution_exception) waits as long as
+// the cluster's health says (the share of recent items it refused), never
+// by its own attempts; an item refused with another error (401, 403, 5xx)
+// waits its own backoff, retry_initial doubling with its attempts up to
+// retry_max, and tells the controller nothing. A request refused as a whole for its
+// content (400, 413) is split in halves until the event that causes it is
+// isolated and dead-lettered; one that fails for any other reason (refused
+// connection, timeout, 5xx, 429, auth) puts its items back with capped,
+// jittered exponential backoff over the failures in a row, for ever, while
+// the events wait in the ledger; during such an outage one request at a
+// time probes the cluster. An event bigger than max_request_bytes is
+// dead-lettered without being sent. The retry queue is bounded by
+// Workers × FlushBytes: above it no new records are taken.
+//
+// # Concurrency
+//
+// A controller (control.go) decides when a request may go. Adaptive (the
+// default): between 1 and Workers requests in flight, one more per window
+// of about one round trip while responses are clean and no slower than
+// usual, ×0.9 on back pressure (a whole request failing, or more than a
+// fifth of a window's items refused) or rising latency (Vector's adaptive
+// request concurrency); and when the cluster refuses a large share of the
+// items, requests are paced to the rate it accepts, lowered while it
+// refuses more than a few, doubled per second while it refuses few, and no
+// longer paced after a second in which it refuses none; a paced request
+// waits at most about one window, and a waiting request does not count as
+// in flight. Fixed:
+// Workers requests in flight, never paced.
 //
 // # Cursor
 //

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	es "github.com/elastic/go-elasticsearch/v8"
@@ -41,15 +42,20 @@ type Options struct {
 	Pipeline           *sprintf.Format // nil for none
 	// DerivedIDs is document_id = "auto": every create carries an id
 	// (@metadata._id or one derived from the event's place in the ledger).
-	DerivedIDs      bool
-	Workers         int
-	FlushBytes      int
-	FlushInterval   time.Duration
-	MaxRequestBytes int
-	Gzip            bool
-	Timeout         time.Duration
-	RetryInitial    time.Duration
-	RetryMax        time.Duration
+	DerivedIDs bool
+	// Workers is the most bulk requests in flight. The output adapts how
+	// many it sends at once between 1 and Workers (and paces them when the
+	// cluster refuses part of the work), unless FixedConcurrency is set:
+	// then Workers requests are in flight whenever there is work.
+	Workers          int
+	FixedConcurrency bool
+	FlushBytes       int
+	FlushInterval    time.Duration
+	MaxRequestBytes  int
+	Gzip             bool
+	Timeout          time.Duration
+	RetryInitial     time.Duration
+	RetryMax         time.Duration
 	// Cursor names the output's ledger cursor.
 	Cursor string
 	// DeadLetters keeps events Elasticsearch rejects for good. The Output
@@ -140,6 +146,8 @@ type Output struct {
 	// metaOnlyIndex: the index template reads only @metadata fields (no
 	// date), so events with equal @metadata bytes share an index name.
 	metaOnlyIndex bool
+
+	live atomic.Pointer[live] // the running drain's state, for Stats
 
 	mu         sync.Mutex // guards the outage state below
 	down       bool       // the last request failed as a whole
@@ -248,32 +256,36 @@ func (o *Output) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("elasticsearch: %w", err)
 	}
-	o.log.Info("draining the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts, "workers", o.opts.Workers)
+	concurrency := "adaptive"
+	if o.opts.FixedConcurrency {
+		concurrency = "fixed"
+	}
+	o.log.Info("draining the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
+		"workers", o.opts.Workers, "concurrency", concurrency)
 	tr := newTracker(cursor)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	// Memory bound: one chunk being filled, Workers chunks queued and
 	// Workers being turned into requests, each about FlushBytes of records
-	// (plus one record), and per worker the request built from its chunk.
+	// (plus one record), per worker the request being built from its chunk
+	// (about FlushBytes), and the retry queue (Workers × FlushBytes, plus
+	// one request per worker: see retryQueue).
+	rq := newRetryQueue(o.opts.Workers * o.opts.FlushBytes)
+	defer rq.close()
+	ctl := newController(!o.opts.FixedConcurrency, o.opts.Workers, o.opts.FlushBytes, o.opts.RetryInitial, o.opts.RetryMax)
+	o.live.Store(&live{tr: tr, rq: rq, ctl: ctl})
+	defer o.live.Store(nil)
 	chunks := make(chan *chunk, o.opts.Workers)
 	free := make(chan *chunk, 2*o.opts.Workers+1) // chunk buffers for reuse
 	errs := make(chan error, o.opts.Workers+2)
 	var wg sync.WaitGroup
 	for range o.opts.Workers {
 		wg.Go(func() {
-			w := &worker{o: o, tr: tr}
-			for c := range chunks {
-				if err := w.process(ctx, c); err != nil && ctx.Err() == nil {
-					errs <- err
-					cancel()
-				}
-				// Keep draining the channel (after an error too) so the
-				// reader can finish.
-				select {
-				case free <- c:
-				default:
-				}
+			w := &worker{o: o, tr: tr, rq: rq, ctl: ctl}
+			if err := w.run(ctx, chunks, free); err != nil && ctx.Err() == nil {
+				errs <- err
+				cancel()
 			}
 		})
 	}

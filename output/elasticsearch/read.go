@@ -71,7 +71,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			// The Reader verified the record when it read it; the chunk
 			// keeps a copy of its events, which the worker uses as is.
 			rec := r.Decoded()
-			if err := tr.add(lsn, rec.Count()); err != nil {
+			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
 				return err
 			}
 			if rec.Count() == 0 {
@@ -110,9 +110,9 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 }
 
-// process turns the records of c into bulk requests of at most
-// MaxRequestBytes (normally one: a chunk holds about FlushBytes) and
-// delivers them.
+// process turns the records of c into bulk requests of about FlushBytes
+// (action and source lines; one event alone may be larger, up to
+// MaxRequestBytes) and delivers each once the retry queue has room.
 func (w *worker) process(ctx context.Context, c *chunk) error {
 	o := w.o
 	events := 0
@@ -135,16 +135,20 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				if err := w.tr.finish(cr.lsn, 1); err != nil {
 					return err
 				}
+				o.stats.delivered.Add(1)
 			}
 			pos++
-			if len(b.buf) > o.opts.MaxRequestBytes && len(b.items) > 1 {
-				// The last event would take the request past the limit:
+			if len(b.buf) > o.opts.FlushBytes && len(b.items) > 1 {
+				// The last event would take the request past its size:
 				// it starts the next one.
 				last := b.items[len(b.items)-1]
 				next := newBatch(o.pool, len(b.buf), 0)
 				next.buf = append(next.buf, b.buf[last.start:last.end]...)
 				b.buf, b.items = b.buf[:last.start], b.items[:len(b.items)-1]
-				err := w.deliver(ctx, b, b.items)
+				err := w.room(ctx)
+				if err == nil {
+					err = w.deliver(ctx, b, b.items)
+				}
 				b.release()
 				b = next
 				if err != nil {
@@ -157,6 +161,9 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	}
 	if len(b.items) == 0 {
 		return nil
+	}
+	if err := w.room(ctx); err != nil {
+		return err
 	}
 	return w.deliver(ctx, b, b.items)
 }

@@ -12,6 +12,7 @@ type counters struct {
 	bytesSent                         atomic.Int64
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
+	resent, delivered                 atomic.Int64
 	cursor                            atomic.Uint64
 }
 
@@ -26,7 +27,24 @@ type Stats struct {
 	Retried        int64  // item retries (429, 5xx, 401, 403: any failure but 400, 404, 409)
 	DeadLettered   int64  // events written to the dead-letter store
 	Outages        int64  // series of failed requests
+	Resent         int64  // items sent again from the retry queue (after an item or a whole request failed)
+	Delivered      int64  // events done: stored, already stored (409), or dead-lettered
 	CursorLSN      uint64 // last persisted cursor
+}
+
+// Gauges is the state of a running drain, for an operator watching it
+// (all zero while Run is not running).
+type Gauges struct {
+	ConcurrencyLimit int     // bulk requests that may be in flight now
+	InFlight         int     // bulk requests in flight now (a request waiting for its paced start is not)
+	PaceRate         float64 // events/s the requests are paced to; 0 while not pacing
+	RetryEvents      int     // items waiting in the retry queue
+	RetryBytes       int     // their bytes
+	RetryMaxBytes    int     // the retry queue's bound (no new records are taken above it)
+	// OldestPending is the receive time of the oldest event read from
+	// the ledger and not yet done (zero when none): the output's lag in
+	// time is its age.
+	OldestPending time.Time
 }
 
 // Stats returns the current totals. Safe for concurrent use.
@@ -36,8 +54,30 @@ func (o *Output) Stats() Stats {
 		Requests: c.requests.Load(), FailedRequests: c.failedRequests.Load(), Refused: c.refused.Load(),
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
-		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), CursorLSN: c.cursor.Load(),
+		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
+		CursorLSN: c.cursor.Load(),
 	}
+}
+
+// Gauges returns the running drain's state. Safe for concurrent use.
+func (o *Output) Gauges() Gauges {
+	var st Gauges
+	if l := o.live.Load(); l != nil {
+		st.ConcurrencyLimit, st.InFlight, st.PaceRate = l.ctl.state()
+		st.RetryEvents, st.RetryBytes = l.rq.size()
+		st.RetryMaxBytes = l.rq.limit
+		if t, ok := l.tr.oldest(); ok {
+			st.OldestPending = t
+		}
+	}
+	return st
+}
+
+// live is what a running drain shares with Stats.
+type live struct {
+	tr  *tracker
+	rq  *retryQueue
+	ctl *controller
 }
 
 // Waiting says why the output is not making progress because of

@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // tracker knows, for every record read but not yet done, how many of its
@@ -15,9 +16,11 @@ type tracker struct {
 	// pending[i] counts the unfinished events of record base+i; a record
 	// leaves the front when its count is 0, and never from the middle.
 	pending []int
-	base    uint64 // LSN of pending[0] (the next record when empty)
-	done    uint64 // every record ≤ done is done
-	changed chan struct{}
+	// received[i] is the receive time of record base+i (Unix ns).
+	received []int64
+	base     uint64 // LSN of pending[0] (the next record when empty)
+	done     uint64 // every record ≤ done is done
+	changed  chan struct{}
 }
 
 func newTracker(cursor uint64) *tracker {
@@ -26,13 +29,14 @@ func newTracker(cursor uint64) *tracker {
 
 // add registers record lsn with n events. Records must come in LSN order
 // without gaps: the ledger's LSNs are consecutive.
-func (t *tracker) add(lsn uint64, n int) error {
+func (t *tracker) add(lsn uint64, n int, received time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if want := t.base + uint64(len(t.pending)); lsn != want {
 		return fmt.Errorf("elasticsearch: read record %d, expected %d", lsn, want)
 	}
 	t.pending = append(t.pending, n)
+	t.received = append(t.received, received.UnixNano())
 	t.advanceLocked()
 	return nil
 }
@@ -67,6 +71,8 @@ func (t *tracker) advanceLocked() {
 	// forward and reallocate for ever.
 	n := copy(t.pending, t.pending[k:])
 	t.pending = t.pending[:n]
+	copy(t.received, t.received[k:])
+	t.received = t.received[:n]
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
@@ -84,4 +90,15 @@ func (t *tracker) inflight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.pending)
+}
+
+// oldest returns the receive time of the oldest record read and not yet
+// done, and false when every record read is done.
+func (t *tracker) oldest() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.received) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, t.received[0]), true
 }

@@ -1,6 +1,9 @@
 package elasticsearch
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestTrackerAdvancesOverContiguousDoneRecords(t *testing.T) {
 	tr := newTracker(10)
@@ -23,7 +26,7 @@ func TestTrackerAdvancesOverContiguousDoneRecords(t *testing.T) {
 	for i, s := range steps {
 		var err error
 		if s.add {
-			err = tr.add(s.lsn, s.n)
+			err = tr.add(s.lsn, s.n, time.Time{})
 		} else {
 			err = tr.finish(s.lsn, s.n)
 		}
@@ -41,10 +44,10 @@ func TestTrackerAdvancesOverContiguousDoneRecords(t *testing.T) {
 
 func TestTrackerRefusesWhatWasNeverAdded(t *testing.T) {
 	tr := newTracker(0)
-	if err := tr.add(2, 1); err == nil {
+	if err := tr.add(2, 1, time.Time{}); err == nil {
 		t.Error("gap accepted")
 	}
-	if err := tr.add(1, 1); err != nil {
+	if err := tr.add(1, 1, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.finish(1, 2); err == nil {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"math"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -24,128 +24,268 @@ const maxResponseBytes = 256 << 20
 // error reasons can be far larger, and is left to the GC.
 const maxKeptResponse = 4 << 20
 
-// worker sends batches; each of Options.Workers runs one, so that many
-// requests are in flight.
+// worker turns chunks of records into bulk requests and sends them, and
+// sends the items of the retry queue when they are ready; Options.Workers
+// run one each, and the controller decides how many of their requests are
+// in flight.
 type worker struct {
 	o       *Output
 	tr      *tracker
+	rq      *retryQueue
+	ctl     *controller
 	scratch []byte // index and pipeline names
 	names   nameCache
 	results []itemResult // reused per response
 	resp    []byte       // the last response's body; its buffer is reused for the next
 }
 
-// deliver sends items (of b) until each is done or dead-lettered. It
-// returns only then, or when ctx ends (items stay pending: the cursor
-// does not pass them), or on a failure retrying cannot fix.
-//
-// Outcomes (docs/design.md, §7): a request that fails as a whole for
-// reasons that are not the events' (refused, timeouts, 429, 5xx, auth) is
-// retried for ever with capped backoff while the data waits in the ledger;
-// a request refused as a whole because of its content (400, 413) is split
-// in halves until the event that causes it is alone, and that one is
-// dead-lettered; in a 2xx response each item is done, retried, or
-// dead-lettered.
-func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
-	o := w.o
-	attempt := 0
-	for len(items) > 0 {
-		body := b.body(items)
-		start := time.Now()
-		status, resp, err := o.bulk(ctx, body, w.resp)
-		w.resp = nil
-		if cap(resp) <= maxKeptResponse {
-			w.resp = resp // not a rare huge one: kept for the next response
-		}
-		took := time.Since(start)
-		o.stats.requests.Add(1)
-		if o.opts.Observer != nil && ctx.Err() == nil {
-			o.opts.Observer.Request(took, status)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var reason string
-		switch {
-		case err != nil:
-			reason = err.Error()
-		case status == 400 || status == 413:
-			errType, why := errorBody(resp)
-			if why == "" {
-				why = fmt.Sprintf("the request was refused as a whole with HTTP %d", status)
-			}
-			o.stats.refused.Add(1)
-			if len(items) == 1 {
-				return w.bury(ctx, b, items, status, errType, why)
-			}
-			o.log.Warn("elasticsearch refused a whole bulk request: splitting it to isolate the events that cause it",
-				"status", status, "type", errType, "reason", why, "events", len(items))
-			half := len(items) / 2
-			left, right := append([]item(nil), items[:half]...), append([]item(nil), items[half:]...)
-			if err := w.deliver(ctx, b, left); err != nil {
-				return err
-			}
-			return w.deliver(ctx, b, right)
-		case status < 200 || status > 299:
-			errType, why := errorBody(resp)
-			reason = fmt.Sprintf("bulk request answered %d %s %s", status, errType, why)
-		}
-		var results []itemResult
-		if reason == "" {
-			results, err = parseBulkResponse(resp, len(items), w.results)
-			if err != nil {
-				reason = err.Error()
-			}
-			w.results = results
-		}
-		if reason != "" {
-			o.stats.failedRequests.Add(1)
-			o.outage(reason)
-			if err := o.sleep(ctx, attempt); err != nil {
-				return err
-			}
-			attempt++
-			continue
-		}
-		o.reachable()
-
-		var retry, dead []item
-		var deadResults []itemResult
-		run := itemRun{w: w}
-		tally := map[tallyKey]int{} // outcomes, counted once per response
-		for i, r := range results {
-			out := classify(r, o.opts.DerivedIDs)
-			tally[tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}]++
-			switch out {
-			case outcomeDone:
-				if err := run.add(items[i].lsn); err != nil {
-					return err
-				}
-			case outcomeRetry:
-				retry = append(retry, items[i])
-			case outcomeDead:
-				dead = append(dead, items[i])
-				deadResults = append(deadResults, r)
-			}
-		}
-		if err := run.flush(); err != nil {
+// run works until ctx ends or chunks closes, or a failure retrying cannot
+// fix, which it returns. Ready retries go first (the cursor waits for
+// them); new chunks are taken only while the retry queue has room.
+// Chunk buffers go back on free.
+func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chunk) error {
+	for {
+		sent, err := w.sendRetry(ctx)
+		if err != nil {
 			return err
 		}
-		o.count(tally)
-		if len(dead) > 0 {
-			if err := w.buryResults(ctx, b, dead, deadResults); err != nil {
-				return err
-			}
+		if sent {
+			continue
 		}
-		items = retry
-		if len(items) > 0 {
-			if err := o.sleep(ctx, attempt); err != nil {
+		changed, ready, full := w.rq.wait()
+		if ready {
+			continue
+		}
+		w.probe()
+		in := chunks
+		if full {
+			in = nil // the retry queue's bound: send what it holds first
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case c, ok := <-in:
+			if !ok {
+				return nil
+			}
+			err := w.process(ctx, c)
+			select {
+			case free <- c:
+			default:
+			}
+			if err != nil {
 				return err
 			}
-			attempt++
 		}
 	}
+}
+
+// sendRetry sends the items of the retry queue that are ready, if any,
+// and says whether it sent.
+func (w *worker) sendRetry(ctx context.Context) (bool, error) {
+	b := w.rq.take(w.o.pool, w.o.opts.FlushBytes)
+	if b == nil {
+		return false, nil
+	}
+	w.o.stats.resent.Add(int64(len(b.items)))
+	err := w.deliver(ctx, b, b.items)
+	b.release()
+	return true, err
+}
+
+// probe lets the earliest waiting retry go early when nothing is in
+// flight (see controller.probeAt).
+func (w *worker) probe() {
+	if at, ok := w.ctl.probeAt(); ok {
+		w.rq.probe(at) // wakes the queue's waiters if it moved a group
+	}
+}
+
+// room waits until the retry queue is below its bound, sending its ready
+// items meanwhile: a request of new records goes only then, so that the
+// queue never holds more than its bound plus one such request per worker.
+func (w *worker) room(ctx context.Context) error {
+	for {
+		changed, ready, full := w.rq.wait()
+		if !full {
+			return nil
+		}
+		if ready {
+			if _, err := w.sendRetry(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		w.probe()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// deliver sends items (of b) once. Each item ends done, dead-lettered, or
+// in the retry queue, from which any worker sends it again when the
+// controller says (it never waits here). deliver returns an error only
+// when ctx ended (items stay pending: the cursor does not pass them) or
+// on a failure retrying cannot fix.
+//
+// Outcomes (docs/design.md, §7): a request that fails as a whole for
+// reasons that are not the events' (refused, timeouts, 429, 5xx, auth)
+// puts its items back with the capped, jittered backoff of the outage,
+// for ever, while the data waits in the ledger; a request refused as a
+// whole because of its content (400, 413) is split in halves until the
+// event that causes it is alone, and that one is dead-lettered; in a 2xx
+// response each item is done, retried, or dead-lettered.
+func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
+	o := w.o
+	round, err := w.ctl.acquire(ctx, len(items))
+	if err != nil {
+		return err
+	}
+	body := b.body(items)
+	size := body.Len()
+	start := time.Now()
+	status, resp, err := o.bulk(ctx, body, w.resp)
+	w.resp = nil
+	if cap(resp) <= maxKeptResponse {
+		w.resp = resp // not a rare huge one: kept for the next response
+	}
+	took := time.Since(start)
+	o.stats.requests.Add(1)
+	if o.opts.Observer != nil && ctx.Err() == nil {
+		o.opts.Observer.Request(took, status)
+	}
+	if ctx.Err() != nil {
+		w.ctl.release(result{})
+		return ctx.Err()
+	}
+	res := result{rtt: took, bytes: size, sent: len(items), round: round}
+	var reason string
+	switch {
+	case err != nil:
+		reason = err.Error()
+	case status == 400 || status == 413:
+		w.ctl.release(res)
+		errType, why := errorBody(resp)
+		if why == "" {
+			why = fmt.Sprintf("the request was refused as a whole with HTTP %d", status)
+		}
+		o.stats.refused.Add(1)
+		if len(items) == 1 {
+			return w.bury(ctx, b, items, status, errType, why)
+		}
+		o.log.Warn("elasticsearch refused a whole bulk request: splitting it to isolate the events that cause it",
+			"status", status, "type", errType, "reason", why, "events", len(items))
+		half := len(items) / 2
+		left, right := append([]item(nil), items[:half]...), append([]item(nil), items[half:]...)
+		if err := w.deliver(ctx, b, left); err != nil {
+			return err
+		}
+		return w.deliver(ctx, b, right)
+	case status < 200 || status > 299:
+		errType, why := errorBody(resp)
+		reason = fmt.Sprintf("bulk request answered %d %s %s", status, errType, why)
+	}
+	var results []itemResult
+	if reason == "" {
+		results, err = parseBulkResponse(resp, len(items), w.results)
+		if err != nil {
+			reason = err.Error()
+		}
+		w.results = results
+	}
+	if reason != "" {
+		o.stats.failedRequests.Add(1)
+		o.outage(reason)
+		res.failed = true
+		wait := w.ctl.release(res)
+		w.rq.push(b, items, time.Now().Add(wait), false)
+		return nil
+	}
+	o.reachable()
+
+	var retry, other, dead []item
+	var deadResults []itemResult
+	outcomes := make([]outcome, len(results))
+	tally := map[tallyKey]int{} // outcomes, counted once per response
+	for i, r := range results {
+		out := classify(r, o.opts.DerivedIDs)
+		outcomes[i] = out
+		tally[tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}]++
+		switch out {
+		case outcomeRetry:
+			if rejection(r) {
+				retry = append(retry, items[i])
+				break
+			}
+			it := items[i]
+			if it.tries < math.MaxUint16 {
+				it.tries++
+			}
+			other = append(other, it)
+		case outcomeDead:
+			dead = append(dead, items[i])
+			deadResults = append(deadResults, r)
+		}
+	}
+	res.rejected, res.other = len(retry), len(other)
+	res.accepted = len(items) - len(retry) - len(other)
+	wait := w.ctl.release(res)
+	w.rq.push(b, retry, time.Now().Add(wait), false)
+	w.pushOwn(b, other)
+	if len(retry) == 0 {
+		// The cluster took everything: what waits in the retry queue
+		// waits no longer than its health now says.
+		w.rq.advance(w.ctl.healthDelay())
+	}
+	run := itemRun{w: w}
+	for i, out := range outcomes {
+		if out == outcomeDone {
+			if err := run.add(items[i].lsn); err != nil {
+				return err
+			}
+		}
+	}
+	if err := run.flush(); err != nil {
+		return err
+	}
+	o.count(tally)
+	if len(dead) > 0 {
+		return w.buryResults(ctx, b, dead, deadResults)
+	}
 	return nil
+}
+
+// rejection says an item was refused for the cluster's load (429,
+// es_rejected_execution_exception): such items wait as the cluster's health
+// says and feed the controller. Other retryable failures (401, 403 such as
+// a cluster_block_exception, 5xx) may last; each such item waits its own
+// capped exponential backoff instead, as Logstash does.
+func rejection(r itemResult) bool {
+	return r.status == 429 || r.errType == "es_rejected_execution_exception"
+}
+
+// pushOwn queues items refused for other reasons than the cluster's load,
+// each to go again after its own backoff: retry_initial_interval doubling
+// with its tries up to retry_max_interval, jittered.
+func (w *worker) pushOwn(b *batch, items []item) {
+	for len(items) > 0 {
+		tries := items[0].tries
+		var group, rest []item
+		for _, it := range items {
+			if it.tries == tries {
+				group = append(group, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		d := backoff(w.o.opts.RetryInitial, w.o.opts.RetryMax, int(tries)-1)
+		w.rq.push(b, group, time.Now().Add(d), true)
+		items = rest
+	}
 }
 
 // tallyKey groups a response's item outcomes for the counters.
@@ -210,6 +350,9 @@ func (r *itemRun) flush() error {
 		return nil
 	}
 	err := r.w.tr.finish(r.lsn, r.n)
+	if err == nil {
+		r.w.o.stats.delivered.Add(int64(r.n))
+	}
 	r.n = 0
 	return err
 }
@@ -338,26 +481,6 @@ func (o *Output) bulk(ctx context.Context, body *requestBody, dst []byte) (int, 
 	}
 	o.stats.bytesSent.Add(int64(size))
 	return res.StatusCode, buf.Bytes(), nil
-}
-
-// sleep waits the backoff of the given attempt (0 first): doubling from
-// RetryInitial, capped at RetryMax, with jitter so that workers (and
-// several logpond instances) do not retry in lockstep.
-func (o *Output) sleep(ctx context.Context, attempt int) error {
-	d := o.opts.RetryInitial
-	for i := 0; i < attempt && d < o.opts.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, o.opts.RetryMax)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // outage records a request that failed as a whole; the first of a series

@@ -438,7 +438,7 @@ func (s *Server) execute(it *bulkItem, f Faults) itemResult {
 		it.id = s.newID()
 		res.id = it.id
 	}
-	if s.chance(f.ItemReject429) {
+	if s.chance(f.ItemReject429) || !s.take(f.AcceptRate) {
 		res.status = http.StatusTooManyRequests
 		res.errType = "es_rejected_execution_exception"
 		res.reason = "rejected execution of primary operation [shard_detail=[" + truncate(it.index, 512) +

@@ -62,8 +62,8 @@ type Options struct {
 // A bulk request is served in this order: body read (413 if too large),
 // RequestHook, Latency, parsing (a malformed request is answered 400 as a
 // whole whatever the faults), Drop, Request503, then each item in request
-// order: index name check, ItemReject429, source JSON check, ItemHook,
-// store. Fault decisions come from the seeded RNG in that order (a
+// order: index name check, ItemReject429, AcceptRate, source JSON check,
+// ItemHook, store. Fault decisions come from the seeded RNG in that order (a
 // probability of 0 draws nothing), so they are reproducible for a given
 // seed and sequence of requests.
 type Faults struct {
@@ -71,6 +71,13 @@ type Faults struct {
 	// delete item is answered 429 es_rejected_execution_exception and not
 	// stored.
 	ItemReject429 float64
+	// AcceptRate, when above 0, is how many create, index and delete
+	// items per second the server accepts: an overloaded cluster. Items
+	// draw from a token bucket that refills at AcceptRate and holds at
+	// most one second's worth (it starts full); an item that finds it
+	// empty is answered 429 es_rejected_execution_exception and not
+	// stored. It is checked after ItemReject429.
+	AcceptRate float64
 	// Request503 is the probability that a whole bulk request is answered
 	// 503 (nothing stored).
 	Request503 float64
@@ -151,9 +158,11 @@ type Server struct {
 	idPrefix   [7]byte
 	idCounter  atomic.Uint64
 
-	faultMu sync.Mutex // guards faults and rng
+	faultMu sync.Mutex // guards faults, rng and the token bucket
 	faults  Faults
 	rng     *mrand.Rand
+	tokens  float64   // AcceptRate's bucket
+	filled  time.Time // when tokens was last refilled; zero: full
 
 	mu      sync.Mutex // guards indices, docCount and stats
 	indices map[string]*index
@@ -248,6 +257,7 @@ func (s *Server) Addr() string { return s.addr }
 func (s *Server) SetFaults(f Faults) {
 	s.faultMu.Lock()
 	s.faults = f
+	s.filled = time.Time{} // the bucket starts full
 	s.faultMu.Unlock()
 }
 
@@ -485,6 +495,27 @@ func (s *Server) chance(p float64) bool {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	return s.rng.Float64() < p
+}
+
+// take draws one item from AcceptRate's bucket: false when it is empty.
+func (s *Server) take(rate float64) bool {
+	if rate <= 0 {
+		return true
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	now := time.Now()
+	if s.filled.IsZero() {
+		s.tokens = rate
+	} else {
+		s.tokens = min(rate, s.tokens+now.Sub(s.filled).Seconds()*rate)
+	}
+	s.filled = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
 }
 
 // newID returns a unique 20-character URL-safe id, like Elasticsearch's

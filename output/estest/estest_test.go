@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -871,5 +872,49 @@ func TestResponseEscaping(t *testing.T) {
 	}
 	if _, v := item(r, 2); v.Get("error.type").String() != "t\"y\npe" {
 		t.Errorf("hook type: %s", v.Raw)
+	}
+}
+
+// TestAcceptRateIsATokenBucket: with AcceptRate, a burst of up to one
+// second's worth of items is stored, the rest answered 429
+// es_rejected_execution_exception; the bucket refills at the rate.
+func TestAcceptRateIsATokenBucket(t *testing.T) {
+	h := start(t, Options{})
+	h.srv.SetFaults(Faults{AcceptRate: 100})
+	var lines []string
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf(`{"create":{"_index":"logs","_id":"a%d"}}`, i), `{"m":1}`)
+	}
+	r := h.bulkOK("/_bulk", nd(lines...), 150)
+	stored, rejected := 0, 0
+	for i := range 150 {
+		_, v := item(r, i)
+		switch v.Get("status").Int() {
+		case 201:
+			stored++
+		case 429:
+			if v.Get("error.type").String() != "es_rejected_execution_exception" {
+				t.Errorf("item %d: %s", i, v.Raw)
+			}
+			rejected++
+		}
+	}
+	// Refill during the request itself may add a token or two.
+	if stored < 100 || stored > 105 || stored+rejected != 150 {
+		t.Fatalf("stored %d, rejected %d of 150 against a bucket of 100", stored, rejected)
+	}
+	if st := h.srv.Stats(); st.Rejected429 != int64(rejected) {
+		t.Errorf("Rejected429 = %d, want %d", st.Rejected429, rejected)
+	}
+	time.Sleep(200 * time.Millisecond) // about 20 tokens
+	r = h.bulkOK("/_bulk", nd(lines[:2*50]...), 50)
+	stored = 0
+	for i := range 50 {
+		if _, v := item(r, i); v.Get("status").Int() != 429 {
+			stored++
+		}
+	}
+	if stored == 0 || stored == 50 {
+		t.Errorf("after 200ms: %d of 50 accepted, want some (the refill) but not all", stored)
 	}
 }

@@ -10,6 +10,10 @@
 //     idle, draining a catch-up backlog of -backlog bytes, and with the
 //     ledger's loop device throttled by a blkio cgroup, plotted over time
 //     (a PNG beside the report);
+//   - drain: a backlog of -drain-events events drained into an estest
+//     server that accepts everything, rejects at random (10% of items
+//     429, 2% of requests 503), or accepts only a third of the clean
+//     rate (a token bucket, 429 beyond);
 //   - many small clients: -small-conns connections each sending windows of
 //     50 events, records per journal fsync counted from /metrics and, under
 //     strace, at the syscall.
@@ -50,7 +54,10 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small
+	parts         string        // comma-separated: ingest, isolation, small, drain
+	drainEvents   int64
+	drainSize     int
+	drainLimit    time.Duration // a drain profile that takes longer fails the run
 }
 
 func defaultOptions() options {
@@ -59,7 +66,8 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain",
+		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute,
 	}
 }
 
@@ -77,10 +85,12 @@ func main() {
 	flag.Int64Var(&o.throttleBPS, "throttle", o.throttleBPS, "bytes/s each way the ledger's device is throttled to in the isolation run")
 	flag.IntVar(&o.smallConns, "small-conns", o.smallConns, "connections of the many-small-clients run")
 	flag.DurationVar(&o.smallDuration, "small-duration", o.smallDuration, "length of the many-small-clients runs")
+	flag.Int64Var(&o.drainEvents, "drain-events", o.drainEvents, "events in the drain run's backlog")
+	flag.IntVar(&o.drainSize, "drain-size", o.drainSize, "bytes per event of the drain run's backlog")
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog and -throttle must be positive")
 		os.Exit(2)
 	}
@@ -145,6 +155,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["small"] {
 		if rep.Small, rep.StraceNote, err = b.smallClients(ctx); err != nil {
 			return fmt.Errorf("many small clients: %w", err)
+		}
+	}
+	if parts["drain"] {
+		if rep.Drain, err = b.drain(ctx); err != nil {
+			return fmt.Errorf("drain: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {

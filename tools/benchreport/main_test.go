@@ -152,6 +152,7 @@ func TestQuickReport(t *testing.T) {
 	o.backlog, o.isoDuration, o.throttleBPS = 64<<20, time.Second, 1<<20
 	o.smallConns, o.smallDuration, o.settle = 20, 500*time.Millisecond, 0
 	o.ledgerImage = 2 << 30
+	o.drainEvents = 20000
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestQuickReport(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |"} {
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/tools/internal/lumberload"
+)
+
+// drainRun is one profile of the drain benchmark: the same backlog
+// drained into an estest server with some faults.
+type drainRun struct {
+	Profile, What string
+	Events        int64         // the backlog
+	Elapsed       time.Duration // from logpond's start until the server held every event
+	Stored        int           // documents in the server at the end
+	Created       int64         // items the server answered 201
+	Conflicts     int64         // items answered 409 (sent again after being stored)
+	Rejected      int64         // items answered 429
+	Failed503     int64         // requests answered 503
+	Requests      int64         // bulk requests the server saw
+	AcceptRate    float64       // overload: the server's items/s; 0 otherwise
+	PeakRSS       int64
+}
+
+// drainProfiles are the fault sets, in the order they run; the overload
+// rate is set from the clean run.
+var drainProfiles = []struct{ name, what string }{
+	{"clean", "every item accepted"},
+	{"random", "10% of items 429, 2% of requests 503, at random"},
+	{"overload", "the server accepts C items/s (a token bucket holding one second's worth) and answers 429 beyond"},
+}
+
+// drain builds a backlog of o.drainEvents events of o.drainSize bytes with
+// the output off, keeps a copy of both stores, and drains that same
+// backlog into an estest server once per profile.
+func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
+	if err := b.fresh(true); err != nil {
+		return nil, err
+	}
+	events, err := b.fillEvents(ctx, b.o.drainEvents, b.o.drainSize)
+	if err != nil {
+		return nil, err
+	}
+	saved := filepath.Join(b.lfs.dir, "drain-saved")
+	if err := copyStores(b.journalDir(), b.ledgerDir(), saved); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(saved)
+	var runs []drainRun
+	var clean time.Duration
+	for _, pr := range drainProfiles {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := b.fresh(false); err != nil {
+			return nil, err
+		}
+		if err := restoreStores(saved, b.journalDir(), b.ledgerDir()); err != nil {
+			return nil, err
+		}
+		var f estest.Faults
+		rate := 0.0
+		switch pr.name {
+		case "random":
+			f = estest.Faults{ItemReject429: 0.10, Request503: 0.02}
+		case "overload":
+			rate = float64(events) / clean.Seconds() / 3
+			f = estest.Faults{AcceptRate: rate}
+		}
+		r, err := b.drainOnce(ctx, pr.name, pr.what, events, f)
+		if err != nil {
+			return nil, err
+		}
+		r.AcceptRate = rate
+		if pr.name == "clean" {
+			clean = r.Elapsed
+		}
+		runs = append(runs, r)
+		fmt.Fprintf(b.log, "drain %-8s %d events in %.1f s; stored %d, 201 %d, 409 %d, 429 %d, 503 %d, peak RSS %d MiB\n", pr.name, events,
+			r.Elapsed.Seconds(), r.Stored, r.Created, r.Conflicts, r.Rejected, r.Failed503, r.PeakRSS>>20)
+	}
+	return runs, nil
+}
+
+// drainOnce starts logpond over the restored stores with its output
+// pointed at a fresh estest server with faults f, and waits until the
+// server holds every event of the backlog.
+func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, f estest.Faults) (drainRun, error) {
+	r := drainRun{Profile: name, What: what, Events: events}
+	srv, err := estest.Start(estest.Options{Seed: 1})
+	if err != nil {
+		return r, err
+	}
+	defer srv.Close()
+	srv.SetFaults(f)
+	cfg, err := b.config("drain-"+name, srv.URL())
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	p, _, err := b.logpond(cfg)
+	if err != nil {
+		return r, err
+	}
+	limit := time.Now().Add(b.o.drainLimit)
+	for srv.Count() < int(events) {
+		if ctx.Err() != nil || time.Now().After(limit) {
+			p.Stop()
+			return r, fmt.Errorf("%s: %d of %d events delivered after %s", name, srv.Count(), events, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.Elapsed = time.Since(start)
+	r.PeakRSS = p.PeakRSS()
+	if err := p.Stop(); err != nil {
+		return r, fmt.Errorf("%s: stop: %w\n%s", name, err, p.Output())
+	}
+	st := srv.Stats()
+	r.Stored, r.Created, r.Conflicts = srv.Count(), st.Created, st.Conflicts409
+	r.Rejected, r.Failed503, r.Requests = st.Rejected429, st.Failed503Requests, st.BulkRequests
+	if r.Stored != int(events) || r.Created != events {
+		return r, fmt.Errorf("%s: %d documents stored, %d created, for %d events: not exactly once", name, r.Stored, r.Created, events)
+	}
+	return r, nil
+}
+
+// fillEvents runs logpond without output and loads it with events of
+// size bytes until it has acknowledged n; it stops logpond (whose final
+// flush moves the journal into the ledger) and returns the events
+// acknowledged.
+func (b *bench) fillEvents(ctx context.Context, n int64, size int) (int64, error) {
+	cfgPath, err := b.config("drain-fill", "")
+	if err != nil {
+		return 0, err
+	}
+	p, admin, err := b.logpond(cfgPath)
+	if err != nil {
+		return 0, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for lctx.Err() == nil {
+			if m, err := scrape(admin); err == nil && m["logpond_input_events_total"] >= float64(n) {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	res, err := lumberload.Run(lctx, p.Addr(), lumberload.Config{Connections: 4, Batch: 2048, EventSize: size, Duration: 10 * time.Minute})
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	last, serr := scrape(admin)
+	if stopErr := p.Stop(); stopErr != nil {
+		return 0, fmt.Errorf("stop after filling: %w\n%s", stopErr, p.Output())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fill the backlog: %w", err)
+	}
+	if serr != nil {
+		return 0, serr
+	}
+	got := int64(last["logpond_input_events_total"])
+	if got < n {
+		return 0, fmt.Errorf("only %d of %d events acknowledged", got, n)
+	}
+	fmt.Fprintf(b.log, "drain: backlog of %d events of %d B (%d acknowledged by the load generator)\n", got, size, res.Events)
+	return got, nil
+}
+
+// copyStores copies the journal and ledger directories under dst.
+func copyStores(journal, ledger, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{journal, ledger} {
+		if out, err := exec.Command("cp", "-a", d, filepath.Join(dst, filepath.Base(d))).CombinedOutput(); err != nil {
+			return fmt.Errorf("copy %s: %v: %s", d, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// restoreStores copies the saved stores back into place (both must be
+// absent).
+func restoreStores(saved, journal, ledger string) error {
+	for _, d := range []string{journal, ledger} {
+		if out, err := exec.Command("cp", "-a", filepath.Join(saved, filepath.Base(d)), d).CombinedOutput(); err != nil {
+			return fmt.Errorf("restore %s: %v: %s", d, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// drainMarkdown renders the drain section.
+func drainMarkdown(runs []drainRun, o options) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("## Drain: a backlog into a cluster that pushes back\n\n")
+	if len(runs) == 0 {
+		return b.String()
+	}
+	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"5MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
+	p("| profile | what | drain s | × clean | ideal n/C s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	clean := runs[0].Elapsed
+	for _, r := range runs {
+		ideal, vsIdeal := "–", "–"
+		what := r.What
+		if r.AcceptRate > 0 {
+			id := float64(r.Events) / r.AcceptRate
+			ideal, vsIdeal = fmt.Sprintf("%.1f", id), fmt.Sprintf("%.2f×", r.Elapsed.Seconds()/id)
+			what = strings.Replace(what, "C items/s", fmt.Sprintf("C = %.0f items/s", r.AcceptRate), 1)
+		}
+		p("| %s | %s | %.1f | %.2f× | %s | %s | %d | %.3f | %d | %d | %d | %s |\n", r.Profile, what, r.Elapsed.Seconds(),
+			r.Elapsed.Seconds()/clean.Seconds(), ideal, vsIdeal, r.Rejected, float64(r.Rejected)/float64(r.Events), r.Failed503, r.Requests, r.Conflicts, mib(r.PeakRSS))
+	}
+	p("\nGoals: random ≤ 1.5× clean; overload ≤ 1.1× n/C with ≤ 0.1 rejected items per delivered event. C is a third of the clean run's rate.\n\n")
+	return b.String()
+}
