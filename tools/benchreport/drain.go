@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/record"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -170,12 +172,39 @@ func (b *bench) fillEvents(ctx context.Context, n int64, size int) (int64, error
 	if serr != nil {
 		return 0, serr
 	}
-	got := int64(last["logpond_input_events_total"])
-	if got < n {
-		return 0, fmt.Errorf("only %d of %d events acknowledged", got, n)
+	if acked := int64(last["logpond_input_events_total"]); acked < n {
+		return 0, fmt.Errorf("only %d of %d events acknowledged", acked, n)
+	}
+	// The backlog is what the stopped logpond stored, counted in its
+	// ledger: batches acknowledged after the last scrape, or stored but
+	// not acknowledged when the load stopped, are in it too.
+	got, err := ledgerEvents(b.ledgerDir())
+	if err != nil {
+		return 0, err
 	}
 	fmt.Fprintf(b.log, "drain: backlog of %d events of %d B (%d acknowledged by the load generator)\n", got, size, res.Events)
 	return got, nil
+}
+
+// ledgerEvents counts the events of every record in the ledger in dir.
+func ledgerEvents(dir string) (int64, error) {
+	r, err := ledger.NewDirReader(dir, 1, ledger.InspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("count the backlog: %w", err)
+	}
+	defer r.Close()
+	var n int64
+	for r.Next() {
+		rec, err := record.Decode(r.Record())
+		if err != nil {
+			return 0, fmt.Errorf("count the backlog: LSN %d: %w", r.LSN(), err)
+		}
+		n += int64(rec.Count())
+	}
+	if err := r.Err(); err != nil {
+		return 0, fmt.Errorf("count the backlog: %w", err)
+	}
+	return n, nil
 }
 
 // copyStores copies the journal and ledger directories under dst.

@@ -140,7 +140,7 @@ func (r *report) markdown() string {
 	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
-	p("make bench-beats                 # the issue-6 shapes alone (tools/beatsbench/bench.sh)\n")
+	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
 	p("go test -run '^$' -bench Drain -benchtime 1x -count 3 ./output/elasticsearch   # the output alone\n```\n")
 	return b.String()
 }
