@@ -381,39 +381,53 @@ func appendWaitingForSpace(t *testing.T, j *Journal, want uint64) <-chan error {
 }
 
 // TestFailedReleaseIsRetried: a release whose rename fails keeps the
-// generations (still readable, still counted); a later release that
-// succeeds frees their space and lets a waiting append in, without a
-// restart.
+// generations (still readable, still counted); once renames work again
+// their space is freed and a waiting append gets in, without a restart —
+// through a later Release, and also with none: a full journal makes
+// nothing new durable, so the flusher moves nothing and never calls
+// Release again, and the releaser must retry by itself.
 func TestFailedReleaseIsRetried(t *testing.T) {
-	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
-	var fr failingRename
-	fr.install(&opts)
-	j := mustOpen(t, dir, opts)
-	defer j.Close()
-	last := fillJournal(t, j)
-	done := appendWaitingForSpace(t, j, last+1)
-	fr.set(true)
-	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("release with a failing rename: %v, want EIO", err)
-	}
-	// Nothing was lost from the journal's view: every record still reads.
-	if first := j.FirstLSN(); first != 1 {
-		t.Fatalf("after a failed release the first LSN is %d, want 1", first)
-	}
-	if got := readAll(t, j); uint64(len(got)) != last {
-		t.Fatalf("after a failed release %d records read, want %d", len(got), last)
-	}
-	fr.set(false)
-	if err := j.Release(last); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("the waiting append: %v", err)
-	}
-	waitReleased(t, j)
-	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	for _, tc := range []struct {
+		name         string
+		releaseAgain bool
+	}{
+		{"by a later Release", true},
+		{"by the releaser alone", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
+			var fr failingRename
+			fr.install(&opts)
+			j := mustOpen(t, dir, opts)
+			defer j.Close()
+			last := fillJournal(t, j)
+			done := appendWaitingForSpace(t, j, last+1)
+			fr.set(true)
+			if err := j.Release(last); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("release with a failing rename: %v, want EIO", err)
+			}
+			// Nothing was lost from the journal's view: every record still reads.
+			if first := j.FirstLSN(); first != 1 {
+				t.Fatalf("after a failed release the first LSN is %d, want 1", first)
+			}
+			if got := readAll(t, j); uint64(len(got)) != last {
+				t.Fatalf("after a failed release %d records read, want %d", len(got), last)
+			}
+			fr.set(false)
+			if tc.releaseAgain {
+				if err := j.Release(last); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("the waiting append: %v", err)
+			}
+			waitReleased(t, j)
+			if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+				t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+			}
+		})
 	}
 }
 
@@ -448,33 +462,6 @@ func TestFailedSpareRenameIsRetried(t *testing.T) {
 	if _, err := os.Stat(released.dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("released generation %s still on disk (%v)", released.dir, err)
 	}
-	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
-	}
-}
-
-// TestFailedReleaseRetriedWithoutAnotherRelease: a full journal whose
-// one Release failed gets its space back by itself. Nothing new becomes
-// durable while it is full, so the flusher moves nothing and never calls
-// Release again: the releaser must retry.
-func TestFailedReleaseRetriedWithoutAnotherRelease(t *testing.T) {
-	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, MaxBytes: 128 << 10, MaxGroupBytes: 1 << 20}
-	var fr failingRename
-	fr.install(&opts)
-	j := mustOpen(t, dir, opts)
-	defer j.Close()
-	last := fillJournal(t, j)
-	done := appendWaitingForSpace(t, j, last+1)
-	fr.set(true)
-	if err := j.Release(last); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("release with a failing rename: %v, want EIO", err)
-	}
-	fr.set(false) // one failure only; no Release follows
-	if err := <-done; err != nil {
-		t.Fatalf("the waiting append: %v", err)
-	}
-	waitReleased(t, j)
 	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
 		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
 	}
