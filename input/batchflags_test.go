@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/lumbertest"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/record"
 )
@@ -105,12 +106,12 @@ func TestFailedBatchIsAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.Write(rawBatch(events(20, -1)...))
+	conn.Write(lumbertest.Window(events(20, -1)...))
 	if seq := readACK(t, conn); seq != 20 {
 		t.Fatalf("ACK %d, want 20", seq)
 	}
 	good := len(journalRecords(t, j))
-	conn.Write(rawBatch(events(20, 15)...))
+	conn.Write(lumbertest.Window(events(20, 15)...))
 	// The input closes the connection and writes the abort record.
 	var recs []recordMeta
 	deadline := time.Now().Add(10 * time.Second)
@@ -169,7 +170,7 @@ func TestAbortIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.Write(rawBatch(events(20, 15)...))
+	conn.Write(lumbertest.Window(events(20, 15)...))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		recs := journalRecords(t, j)
@@ -289,7 +290,7 @@ func TestOneRecordBatchNeedsNoAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.Write(rawBatch(events(3, -1)...))
+	conn.Write(lumbertest.Window(events(3, -1)...))
 	// The input closes the connection when the record fails.
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.Copy(io.Discard, conn); err != nil {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/internal/lumbertest"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/record"
 )
@@ -138,19 +139,6 @@ func (s *slowAppender) Wait() (uint64, error) {
 	return uint64(s.n), nil
 }
 
-func rawBatch(events ...string) []byte {
-	var b bytes.Buffer
-	b.WriteString("2W")
-	binary.Write(&b, binary.BigEndian, uint32(len(events)))
-	for i, ev := range events {
-		b.WriteString("2J")
-		binary.Write(&b, binary.BigEndian, uint32(i+1))
-		binary.Write(&b, binary.BigEndian, uint32(len(ev)))
-		b.WriteString(ev)
-	}
-	return b.Bytes()
-}
-
 func TestKeepaliveWhileWaitingForTheJournal(t *testing.T) {
 	opts := testOptions()
 	opts.Keepalive = 50 * time.Millisecond
@@ -160,7 +148,7 @@ func TestKeepaliveWhileWaitingForTheJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.Write(rawBatch(`{"a":1}`, `{"b":2}`))
+	conn.Write(lumbertest.Window(`{"a":1}`, `{"b":2}`))
 	keepalives := 0
 	for {
 		var ack [6]byte
@@ -199,7 +187,7 @@ func TestViolationsCloseOnlyThatConnection(t *testing.T) {
 	}{
 		{lumberjack.ReasonWindowTooLarge, []byte("2W\xff\xff\xff\xff")},
 		{lumberjack.ReasonBadVersion, []byte("1W\x00\x00\x00\x01")},
-		{lumberjack.ReasonInvalidJSON, rawBatch(`{"a":`)},
+		{lumberjack.ReasonInvalidJSON, lumbertest.Window(`{"a":`)},
 		{"timeout", nil}, // idle: sends nothing
 	}
 	for _, h := range hostile {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lj "github.com/elastic/go-lumber/client/v2"
+	"github.com/logpond/logpond/internal/lumbertest"
 )
 
 func heapInUse() uint64 {
@@ -43,7 +44,7 @@ func TestThousandIdleConnections(t *testing.T) {
 	}
 	// Half of them start a batch and stall inside it.
 	for _, c := range conns[:500] {
-		c.Write(rawBatch(`{"a":1}`)[:12])
+		c.Write(lumbertest.Window(`{"a":1}`)[:12])
 	}
 	time.Sleep(200 * time.Millisecond)
 	grew := int64(heapInUse()) - int64(before)
@@ -67,7 +68,7 @@ func TestSlowloris(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	batch := rawBatch(`{"message":"` + strings.Repeat("s", 100) + `"}`)
+	batch := lumbertest.Window(`{"message":"` + strings.Repeat("s", 100) + `"}`)
 	closed := false
 	for i := range batch {
 		if _, err := conn.Write(batch[i : i+1]); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/lumbertest"
 	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/record"
 )
@@ -32,20 +33,6 @@ func part(t testing.TB, event string, flags record.Flags, slot uint16) []byte {
 		t.Fatal(err)
 	}
 	return bytes.Clone(rec)
-}
-
-// lumberjackBatch is a Lumberjack v2 window of JSON events.
-func lumberjackBatch(events []string) []byte {
-	var b bytes.Buffer
-	b.WriteString("2W")
-	binary.Write(&b, binary.BigEndian, uint32(len(events)))
-	for i, ev := range events {
-		b.WriteString("2J")
-		binary.Write(&b, binary.BigEndian, uint32(i+1))
-		binary.Write(&b, binary.BigEndian, uint32(len(ev)))
-		b.WriteString(ev)
-	}
-	return b.Bytes()
 }
 
 // TestFailedBatchReachesNoOutput: a batch spanning several records fails
@@ -85,7 +72,7 @@ func TestFailedBatchReachesNoOutput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		conn.Write(lumberjackBatch(evs))
+		conn.Write(lumbertest.Window(evs...))
 		for {
 			var ack [6]byte
 			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
