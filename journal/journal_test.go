@@ -424,9 +424,7 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 				t.Fatalf("the waiting append: %v", err)
 			}
 			waitReleased(t, j)
-			if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-				t.Fatalf("UsedBytes %d, files hold %d", used, disk)
-			}
+			usedMatchesDisk(t, j, dir)
 		})
 	}
 }
@@ -462,9 +460,7 @@ func TestFailedSpareRenameIsRetried(t *testing.T) {
 	if _, err := os.Stat(released.dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("released generation %s still on disk (%v)", released.dir, err)
 	}
-	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
-	}
+	usedMatchesDisk(t, j, dir)
 }
 
 // TestFailingReleaseHoldsUpNoOther: a released generation that cannot be
@@ -563,9 +559,7 @@ func TestFailingReleaseHoldsUpNoOther(t *testing.T) {
 			}
 			// Only the stuck generation's retries run now, which change
 			// nothing on disk.
-			if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-				t.Fatalf("UsedBytes %d, files hold %d", used, disk)
-			}
+			usedMatchesDisk(t, j, dir)
 		})
 	}
 }
@@ -599,9 +593,7 @@ func TestReleaseOfAMissingSegmentFinishes(t *testing.T) {
 	if spares, _ := listSpares(dir); len(spares) != 0 {
 		t.Fatalf("spares %+v of a segment that was gone", spares)
 	}
-	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
-		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
-	}
+	usedMatchesDisk(t, j, dir)
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Fatalf("warned:\n%s", logs)
 	}
@@ -1285,6 +1277,15 @@ func (j *Journal) releasesPending() int {
 }
 
 // waitReleased waits until the releaser has deleted everything released.
+// usedMatchesDisk fails the test unless the journal's space accounting
+// equals the bytes its files hold.
+func usedMatchesDisk(t *testing.T, j *Journal, dir string) {
+	t.Helper()
+	if used, disk := j.UsedBytes(), journalBytesOnDisk(t, dir); used != disk {
+		t.Fatalf("UsedBytes %d, files hold %d", used, disk)
+	}
+}
+
 func waitReleased(t *testing.T, j *Journal) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
