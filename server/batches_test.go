@@ -167,7 +167,7 @@ func TestBatchResolution(t *testing.T) {
 	}
 	flush := func() {
 		t.Helper()
-		if err := f.flush(ctx); err != nil {
+		if err := f.flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestOpenBatchIsVoidAfterRestart(t *testing.T) {
 	defer s.Close()
 	now := time.Unix(1_800_000_000, 0)
 	f := flushTo(s, time.Minute, &now)
-	if err := f.flush(context.Background()); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	wantLedger(t, s, map[uint64]string{1: "void/0", 2: "-/1", 3: "void/0"})
@@ -258,7 +258,7 @@ func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 	}()
 	// Fill the journal until an append waits for space.
 	waitUntil(t, "the journal to be full", func() bool { return s.jrnl().Waiting() != "" })
-	if err := f.flush(ctx); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	got := ledgerFlags(t, s)
@@ -266,7 +266,7 @@ func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 		t.Fatalf("the held part is %q in the ledger, want it moved as it is (more/1)", got[1])
 	}
 	waitUntil(t, "the waiting append", func() bool {
-		if err := f.flush(ctx); err != nil {
+		if err := f.flush(); err != nil {
 			t.Fatal(err)
 		}
 		return len(appended) > 0
@@ -297,7 +297,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.flush(ctx); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	wantLedger(t, s, map[uint64]string{})
@@ -305,7 +305,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 	if _, err := s.jrnl().Append(ctx, part(t, `{"a":2}`, record.More|record.Cont, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.flush(ctx); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	wantLedger(t, s, map[uint64]string{1: "more/1", 2: "-/1", 3: "more|cont/1"})
@@ -313,7 +313,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 	if _, err := s.jrnl().Append(ctx, record.AppendAbort(nil, 1, now)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.flush(ctx); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	wantLedger(t, s, map[uint64]string{1: "more/1", 2: "-/1", 3: "more|cont/1", 4: "abort/0"})

@@ -90,11 +90,11 @@ func (f *flusher) run(ctx context.Context) error {
 		}
 		// The ledger first: moving a failed journal's records needs it.
 		f.recoverLedger()
-		f.recoverJournal(ctx)
+		f.recoverJournal()
 		if f.jr.down || f.lr.down {
 			continue // nothing moves until both are open again
 		}
-		if err := f.flush(ctx); err != nil {
+		if err := f.flush(); err != nil {
 			switch {
 			case ctx.Err() != nil:
 				return nil // stopping: the final flush takes over
@@ -136,7 +136,7 @@ func (f *flusher) recoverLedger() {
 // recoverJournal handles a failed journal: the first time, it moves what
 // the journal made durable into the ledger and closes it; then it tries a
 // fresh open when the backoff allows.
-func (f *flusher) recoverJournal(ctx context.Context) {
+func (f *flusher) recoverJournal() {
 	j := f.journal()
 	f.jr.check(j.Err() == nil, j.LastLSN())
 	if !f.jr.down {
@@ -151,8 +151,8 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 		// Everything acknowledged is durable in it and still readable:
 		// move it to the ledger before closing, holding nothing.
 		f.bat.emptyFailed(j.LastLSN())
-		if err := f.flush(ctx); err != nil {
-			if f.ledger().Err() == nil && ctx.Err() == nil && !errors.Is(err, ledger.ErrFull) {
+		if err := f.flush(); err != nil {
+			if f.ledger().Err() == nil && !errors.Is(err, ledger.ErrFull) {
 				f.log.Error("flusher: moving a failed journal's records to the ledger", "err", err)
 			}
 			return // try again next time; the journal stays open for reading
@@ -174,10 +174,10 @@ func (f *flusher) recoverJournal(ctx context.Context) {
 // failed ledger does not fail the stop: the journal keeps every record
 // the ledger lacks, and the next start replays it. A full ledger does not
 // fail it either: what the ledger could not take stays in the journal too.
-func (f *flusher) finish(ctx context.Context) error {
+func (f *flusher) finish() error {
 	// The input has stopped: a batch still open will never be completed.
 	f.bat.endRun(f.journal().LastLSN())
-	err := f.flush(ctx)
+	err := f.flush()
 	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
@@ -196,7 +196,7 @@ func (f *flusher) finish(ctx context.Context) error {
 // it never waits for space while holding unsynced records, which outputs
 // cannot read and so could never pass to free that space; and the wait
 // itself belongs to run, whose every tick also handles store failures.
-func (f *flusher) flush(ctx context.Context) error {
+func (f *flusher) flush() error {
 	if f.jr.down || f.lr.down {
 		return nil // a closed journal was flushed before; a closed ledger takes nothing
 	}
@@ -225,7 +225,7 @@ func (f *flusher) flush(ctx context.Context) error {
 		if !ok {
 			// Behind the in-memory tail: read the journal's files.
 			var err error
-			if next, err = f.fromFiles(ctx, j, l, next, last, &pending, sync); err != nil {
+			if next, err = f.fromFiles(j, l, next, last, &pending, sync); err != nil {
 				return err
 			}
 			continue
@@ -274,7 +274,7 @@ func (f *flusher) appendFailed(lsn uint64, err error, pending int64, sync func()
 
 // fromFiles moves records next..last from the journal's files, syncing the
 // ledger every flushSyncBytes, and returns the next LSN to move.
-func (f *flusher) fromFiles(ctx context.Context, j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
+func (f *flusher) fromFiles(j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
 	r := j.Reader(next)
 	from := next
 	defer func() {

@@ -247,7 +247,7 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	}
 	f := newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
 	// No deadline: a flush that waited for space would hang here.
-	if err := f.flush(context.Background()); !errors.Is(err, ledger.ErrFull) {
+	if err := f.flush(); !errors.Is(err, ledger.ErrFull) {
 		t.Fatalf("first flush into a full ledger: %v, want ledger.ErrFull", err)
 	}
 	l := s.ledg()
@@ -257,15 +257,10 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	if first := s.jrnl().FirstLSN(); first > l.LastLSN()+1 {
 		t.Fatalf("journal starts at %d, ledger synced %d: released records the ledger lacks", first, l.LastLSN())
 	}
-	if err := f.flush(context.Background()); !errors.Is(err, ledger.ErrFull) {
+	if err := f.flush(); !errors.Is(err, ledger.ErrFull) {
 		t.Fatalf("second flush: %v, want ledger.ErrFull again", err)
 	}
-	bounded := func(fn func(context.Context) error) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		return fn(ctx)
-	}
-	if err := bounded(f.finish); err != nil {
+	if err := f.finish(); err != nil {
 		t.Fatalf("final flush into a full ledger: %v, want nil (the journal keeps the rest)", err)
 	}
 	if err := s.Close(); err != nil {
@@ -278,7 +273,7 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	f = newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
-	if err := f.flush(context.Background()); err != nil {
+	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -476,14 +476,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if runErr == nil {
 		runErr = <-done
 	}
-	// The final flush is bounded: a full ledger must not hold shutdown
-	// past the service manager's timeout; what is left stays in the
-	// journal and is replayed at the next start.
-	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	// The final flush never waits for space: a full ledger leaves the
+	// rest in the journal, replayed at the next start.
 	var ferr error
 	if runErr == nil {
-		ferr = f.finish(fctx)
+		ferr = f.finish()
 	}
 	var derr error
 	if s.dlq != nil {
