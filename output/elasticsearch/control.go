@@ -14,19 +14,34 @@ import (
 // no slower than usual and the limit was used, ×decreaseRatio on back
 // pressure or rising latency.
 const (
-	decreaseRatio    = 0.9 // multiplicative decrease of the concurrency limit
-	rttAlpha         = 0.4 // weight of a window's mean round trip in the moving average
-	rttDeviations    = 2.5 // a window's round trip above mean + this × mean deviation is "rising"
-	minWindow        = 50 * time.Millisecond
-	heavyRejection   = 0.2         // rejected share of a window's items that counts as back pressure
-	pacedRejection   = 0.05        // while pacing: a rejected share above this lowers the rate
-	paceDoubling     = time.Second // while pacing: the rate doubles per this much time of clean windows
-	paceStop         = time.Second // pacing stops after this much time of windows with nothing refused
-	healthTau        = time.Second
-	minPaceRate      = 100.0 // items/s: pacing never goes below
-	minPaceSample    = 100   // items: fewer say too little about the share the cluster refuses
-	rejectedDelayCap = 0.99  // the health delay's rejected share is capped here (finite delay)
+	decreaseRatio      = 0.9 // multiplicative decrease of the concurrency limit
+	rttAlpha           = 0.4 // weight of a window's mean round trip in the moving average
+	rttDeviations      = 2.5 // a window's round trip above mean + this × mean deviation is "rising"
+	minWindow          = 50 * time.Millisecond
+	heavyRejection     = 0.2             // rejected share of a window's items that counts as back pressure
+	pacedRejection     = 0.05            // while pacing: a rejected share above this lowers the rate
+	paceGrowth         = 0.1             // while pacing: the rate rises by this share per second of windows refusing few
+	paceGrowthDoubling = time.Second     // while pacing: above the rate of the last refusals, the rise doubles its speed per this much time
+	paceFar            = 0.5             // while pacing: below this share of the rate of the last refusals the rate rises fast
+	paceFarGrowth      = 1.0             // while pacing: the fast rise, as a share per second
+	paceBelow          = 0.9             // while pacing: after refusals the rate drops to this share of what the cluster took, so its queue drains
+	paceStop           = 2 * time.Second // pacing stops after this long with nothing refused and nothing held back
+	healthTau          = time.Second
+	rateSpan           = 2 * time.Second // the rate the cluster accepts is measured over about this long
+	minPaceRate        = 100.0           // items/s: pacing never goes below
+	minPaceSample      = 100             // items: fewer say too little about the share the cluster refuses
+	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
 )
+
+// answer is when a request was answered and how many of its items the
+// cluster accepted.
+type answer struct {
+	at       time.Time
+	accepted int
+}
+
+// rateAnswers is how many answers acceptedRateLocked remembers.
+const rateAnswers = 32
 
 // result is what one bulk request came to, for the controller.
 type result struct {
@@ -77,11 +92,20 @@ type controller struct {
 	rate       float64
 	next       time.Time
 	cleanSince time.Time // start of the current run of windows with nothing refused while pacing
+	pacedAt    time.Time // when the pace last held a request back
+	ceiling    float64   // the rate when items were last refused heavily enough to lower it
+	aboveSince time.Time // when the rate rose above ceiling again (zero: below it)
+	cutting    bool      // the last window lowered the rate
 
 	// Health: accepted and rejected items, decayed with time constant
 	// healthTau.
 	acc, rej float64
 	healthAt time.Time
+
+	// The last answers' accepted items, oldest first, for the rate the
+	// cluster takes (acceptedRateLocked).
+	answers  [rateAnswers]answer
+	nAnswers int
 
 	// Outage: rounds of whole requests that failed in a row since the
 	// last answer. A round is the requests started since the last counted
@@ -118,41 +142,16 @@ func (c *controller) broadcastLocked() {
 func (c *controller) acquire(ctx context.Context, items int) (uint64, error) {
 	for {
 		c.mu.Lock()
-		now := c.now()
-		limit := c.limit
-		if c.consecutive >= 2 {
-			limit = 1 // an outage: one request probes the cluster
-		}
-		// Pacing: the next request starts no earlier than c.next. The wait
-		// is taken before the slot, so a waiting request does not count as
-		// in flight, and it is at most about one window: the rate may
-		// change meanwhile, and the wait is checked again on waking.
-		var pace time.Duration
-		if c.rate > 0 && now.Before(c.next) {
-			pace = min(c.next.Sub(now), c.windowLenLocked())
-		}
-		if pace == 0 && c.inflight < limit && !now.Before(c.gateUntil) {
-			c.inflight++
-			c.winMaxUsed = max(c.winMaxUsed, c.inflight)
-			if c.rate > 0 {
-				// The next request waits for this one's items at the rate,
-				// but never more than about one window.
-				c.next = now.Add(min(time.Duration(float64(items)/c.rate*float64(time.Second)), c.windowLenLocked()))
-			}
-			round := c.failRound
-			c.mu.Unlock()
-			return round, nil
-		}
+		round, wait, ok := c.tryAcquireLocked(items)
 		wake := c.wake
-		gate := c.gateUntil.Sub(now)
 		c.mu.Unlock()
-		if pace > gate {
-			gate = pace
+		if ok {
+			return round, nil
 		}
 		var timer <-chan time.Time
 		var t *time.Timer
-		if gate > 0 {
-			t = time.NewTimer(gate)
+		if wait > 0 {
+			t = time.NewTimer(wait)
 			timer = t.C
 		}
 		select {
@@ -167,6 +166,38 @@ func (c *controller) acquire(ctx context.Context, items int) (uint64, error) {
 			return 0, err
 		}
 	}
+}
+
+// tryAcquireLocked takes a request slot for items items if one is free
+// now (ok), or says how long to wait before asking again (0: until a slot
+// frees, c.wake). c.mu must be held.
+func (c *controller) tryAcquireLocked(items int) (round uint64, wait time.Duration, ok bool) {
+	now := c.now()
+	limit := c.limit
+	if c.consecutive >= 2 {
+		limit = 1 // an outage: one request probes the cluster
+	}
+	// Pacing: the next request starts no earlier than c.next. The wait is
+	// taken before the slot, so a waiting request does not count as in
+	// flight, and it is at most about one window: the rate may change
+	// meanwhile, and the wait is checked again on waking.
+	var pace time.Duration
+	if c.rate > 0 && now.Before(c.next) {
+		pace = min(c.next.Sub(now), c.windowLenLocked())
+		c.pacedAt = now // the pace holds a request back: it binds
+	}
+	if pace == 0 && c.inflight < limit && !now.Before(c.gateUntil) {
+		c.inflight++
+		c.winMaxUsed = max(c.winMaxUsed, c.inflight)
+		if c.rate > 0 {
+			// The next request waits until this one's items are paid for
+			// at the rate. Time spent idle earns no credit, so a burst
+			// after a pause is one request, not a second's worth.
+			c.next = later(c.next, now).Add(time.Duration(float64(items) / c.rate * float64(time.Second)))
+		}
+		return c.failRound, 0, true
+	}
+	return 0, max(pace, c.gateUntil.Sub(now)), false
 }
 
 // release gives back a slot with what the request came to (the zero
@@ -202,6 +233,7 @@ func (c *controller) release(r result) time.Duration {
 	c.consecutive, c.gateUntil = 0, time.Time{}
 	c.acc += float64(r.accepted)
 	c.rej += float64(r.rejected)
+	c.noteAnswerLocked(now, r.accepted)
 	sent := r.sent - r.other
 	c.winSent += sent
 	c.winAccepted += r.accepted
@@ -209,8 +241,8 @@ func (c *controller) release(r result) time.Duration {
 	if c.adaptive && c.rate == 0 && sent >= minPaceSample && float64(r.rejected) > heavyRejection*float64(sent) {
 		// Start pacing at once: every request already on its way would be
 		// refused as heavily.
-		c.rate = max(minPaceRate, c.acc/healthTau.Seconds())
-		c.next = now
+		c.startPaceLocked(now, float64(r.rejected)/float64(sent))
+		c.pacedAt = now
 	}
 	if r.bytes >= c.fullBytes {
 		c.winRTT += r.rtt
@@ -218,6 +250,46 @@ func (c *controller) release(r result) time.Duration {
 	}
 	c.windowLocked(now)
 	return c.healthDelayLocked()
+}
+
+// noteAnswerLocked remembers an answer for acceptedRateLocked.
+func (c *controller) noteAnswerLocked(now time.Time, accepted int) {
+	if c.nAnswers == rateAnswers {
+		copy(c.answers[:], c.answers[1:])
+		c.nAnswers--
+	}
+	c.answers[c.nAnswers] = answer{at: now, accepted: accepted}
+	c.nAnswers++
+}
+
+// acceptedRateLocked is the items/s the cluster accepted over about the
+// last rateSpan: the items of the answers after the oldest answer in
+// that span, over the time since it. Counting from an answer to an
+// answer matters: the controller decides when an answer arrives, and
+// answers come in lumps of a whole request's items (thousands), so a
+// count that included the lump just arrived over a fixed span would
+// overstate the rate by about one request per span.
+func (c *controller) acceptedRateLocked(now time.Time) float64 {
+	first := -1
+	for i := 0; i < c.nAnswers; i++ {
+		if now.Sub(c.answers[i].at) <= rateSpan {
+			first = i
+			break
+		}
+	}
+	if first < 0 || first == c.nAnswers-1 || !now.After(c.answers[first].at) {
+		// One answer in the span says nothing about a rate: the decayed
+		// count does, roughly.
+		return c.acc / healthTau.Seconds()
+	}
+	if first > 0 {
+		first-- // the span starts at the last answer before it
+	}
+	n := 0
+	for _, a := range c.answers[first+1 : c.nAnswers] {
+		n += a.accepted
+	}
+	return float64(n) / now.Sub(c.answers[first].at).Seconds()
 }
 
 // decayLocked ages the health counters to now.
@@ -320,11 +392,17 @@ func (c *controller) windowLocked(now time.Time) {
 // pace adjusts the pacing rate (items/s) at the end of a window. Fewer
 // requests in flight do not slow a cluster that answers fast but refuses
 // what it cannot take; pacing does. It starts when a window's items were
-// refused heavily, at the rate the cluster accepted in it; it drops
-// towards that rate whenever more than a few items are refused, doubles
-// per second of windows that refuse few, and stops after paceStop of
-// windows that refuse nothing (or when it is far above what the cluster
-// takes): a backlog drains at full speed as soon as the cluster takes it.
+// refused heavily (startPaceLocked). While pacing, a window with more
+// than a few items refused lowers the rate by 5% at least, towards a bit
+// below what the cluster accepted over the last seconds (or, refused
+// heavily, what it accepted in the window); a window with few refused
+// raises it: by paceGrowth per second near the rate the last refusals
+// began at, fast far below it, and ever faster above it. Near that rate
+// the rise is slow on purpose: a cluster's write queue absorbs a rate
+// above its capacity for a while before it refuses, so a fast rise
+// overshoots far before the first refusal says so. Pacing stops when it
+// no longer holds anything back: paceStop with nothing refused and no
+// request waiting for the pace.
 func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	if c.winSent == 0 {
 		return
@@ -333,28 +411,87 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	// so the span is the time over which those items were answered), and
 	// over about the last healthTau (steadier; it lags).
 	window := float64(c.winAccepted) / span.Seconds()
-	recent := c.acc / healthTau.Seconds()
+	recent := c.acceptedRateLocked(now)
 	switch {
 	case c.rate == 0:
 		if c.winSent >= minPaceSample && share > heavyRejection {
-			c.rate = max(minPaceRate, min(window, recent))
-			c.next, c.cleanSince = now, time.Time{}
+			c.startPaceLocked(now, share)
 		}
 	case share > pacedRejection || c.winPressure:
-		// Down towards what the cluster took recently, by 5 to 30%.
-		c.rate = max(minPaceRate, min(c.rate*0.95, max(recent, c.rate*0.7)))
+		target := max(recent*paceBelow, c.rate*0.5)
+		if share > heavyRejection {
+			// Far above what the cluster takes: straight down below what
+			// it took in this window, by half the share it refused (what
+			// it took includes what its queue held before it filled, so
+			// the window overstates what it takes for good), but not
+			// below half of what it took over the last seconds: a window
+			// can hold just one request that found the queue full.
+			target = max(window*(1-share/2), recent*0.5)
+		}
+		if !c.cutting {
+			// The first cut of a series: the rate the refusals began at.
+			c.ceiling = c.rate
+		}
+		c.aboveSince, c.cutting = time.Time{}, true
+		c.setRateLocked(now, max(minPaceRate, min(c.rate*0.95, target)))
 		c.cleanSince = time.Time{}
 	default:
-		c.rate *= math.Exp2(span.Seconds() / paceDoubling.Seconds())
+		c.cutting = false
 		if c.winRejected > 0 {
 			c.cleanSince = time.Time{}
 		} else if c.cleanSince.IsZero() {
 			c.cleanSince = c.winStart
 		}
-		if c.rate > 4*recent || (!c.cleanSince.IsZero() && now.Sub(c.cleanSince) >= paceStop) {
+		// Far below the rate of the last refusals the rise is fast (a
+		// storm has ended, or a cut went deep); nearer, it stays slow: the
+		// cluster's limit is near. Above it, the cluster takes more than
+		// it did, and the rise speeds up, doubling every
+		// paceGrowthDoubling, so that after a storm the pace is back at
+		// full speed within seconds.
+		growth := paceGrowth
+		if c.rate < c.ceiling*paceFar {
+			growth = paceFarGrowth
+		} else if c.rate >= c.ceiling {
+			if c.aboveSince.IsZero() {
+				c.aboveSince = now
+			}
+			growth *= math.Exp2(now.Sub(c.aboveSince).Seconds() / paceGrowthDoubling.Seconds())
+		}
+		c.setRateLocked(now, c.rate*(1+growth*span.Seconds()))
+		if !c.cleanSince.IsZero() && now.Sub(c.cleanSince) >= paceStop && now.Sub(c.pacedAt) >= paceStop {
 			c.rate, c.cleanSince = 0, time.Time{} // the pace holds nothing back
 		}
 	}
+}
+
+// startPaceLocked starts pacing after a share of the items sent was
+// refused: at what the cluster accepted over the last seconds, less half
+// the share it now refuses (it took about what was sent until now, and
+// takes less now).
+func (c *controller) startPaceLocked(now time.Time, share float64) {
+	recent := c.acceptedRateLocked(now)
+	c.ceiling, c.aboveSince, c.cutting = recent, time.Time{}, true
+	c.setRateLocked(now, max(minPaceRate, recent*(1-share/2)))
+	c.cleanSince, c.pacedAt = time.Time{}, now
+}
+
+// setRateLocked changes the pacing rate, keeping what the requests
+// already sent owe: their remaining wait is rescaled to the new rate.
+func (c *controller) setRateLocked(now time.Time, rate float64) {
+	if c.rate > 0 && c.next.After(now) {
+		c.next = now.Add(time.Duration(float64(c.next.Sub(now)) * c.rate / rate))
+	} else {
+		c.next = now
+	}
+	c.rate = rate
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // state returns the concurrency limit, the requests in flight and the

@@ -58,11 +58,14 @@
 // usual, ×0.9 on back pressure (a whole request failing, or more than a
 // fifth of a window's items refused) or rising latency (Vector's adaptive
 // request concurrency); and when the cluster refuses a large share of the
-// items, requests are paced to the rate it accepts, lowered while it
-// refuses more than a few, doubled per second while it refuses few, and no
-// longer paced after a second in which it refuses none; a paced request
-// waits at most about one window, and a waiting request does not count as
-// in flight. Fixed:
+// items, requests are paced to the rate it accepts: each request waits
+// until the items before it are paid for at the pace (a waiting request
+// does not count as in flight); the pace is lowered towards a bit below
+// what the cluster accepted while it refuses more than a few, raised
+// slowly near the rate its refusals began at and faster away from it while
+// it refuses few, and dropped once it holds nothing back. When the
+// cluster answers, the retry queue's items wait no longer than its health
+// says, also those of a request that failed as a whole. Fixed:
 // Workers requests in flight, never paced.
 //
 // # Cursor

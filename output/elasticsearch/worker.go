@@ -236,11 +236,11 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	wait := w.ctl.release(res)
 	w.rq.push(b, retry, time.Now().Add(wait), false)
 	w.pushOwn(b, other)
-	if len(retry) == 0 {
-		// The cluster took everything: what waits in the retry queue
-		// waits no longer than its health now says.
-		w.rq.advance(w.ctl.healthDelay())
-	}
+	// The cluster answered: what waits in the retry queue (rejected items,
+	// and the items of a request that failed as a whole while others
+	// succeed) waits no longer than its health now says. During an outage
+	// no request is answered, and the outage's backoff holds.
+	w.rq.advance(w.ctl.healthDelay())
 	run := itemRun{w: w}
 	for i, out := range outcomes {
 		if out == outcomeDone {

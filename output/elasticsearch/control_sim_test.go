@@ -1,0 +1,238 @@
+package elasticsearch
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// simAnswer is how a simulated cluster answers a request of n items at
+// now: how many it accepts (the rest are refused with 429), or that the
+// request failed as a whole (503).
+type simAnswer func(now time.Time, n int) (accepted int, failed bool)
+
+// simCluster is a cluster that takes at most rate items/s: a token bucket
+// refilled at rate and holding one second's worth (its write queue),
+// starting full; an item that finds it empty is refused (429).
+type simCluster struct {
+	rate   float64
+	tokens float64
+	at     time.Time
+	until  time.Time // when set: from then on it accepts everything
+}
+
+func (s *simCluster) answer(now time.Time, n int) (int, bool) {
+	if !s.until.IsZero() && !now.Before(s.until) {
+		return n, false
+	}
+	return s.take(now, n), false
+}
+
+func (s *simCluster) take(now time.Time, n int) (accepted int) {
+	if s.at.IsZero() {
+		s.tokens = s.rate
+	} else {
+		s.tokens = min(s.rate, s.tokens+now.Sub(s.at).Seconds()*s.rate)
+	}
+	s.at = now
+	accepted = min(n, int(s.tokens))
+	s.tokens -= float64(accepted)
+	return accepted
+}
+
+// simRun is what a simulated drain came to.
+type simRun struct {
+	elapsed  time.Duration
+	rejected int // items refused
+	failed   int // requests failed as a whole
+	requests int
+}
+
+// simulateDrain drains backlog items through the controller with workers
+// senders, on a simulated clock in 1 ms steps: each request carries up to
+// perRequest items (items ready to retry first), takes rtt plus its items
+// at the cluster's processing speed, and is answered by cluster (nil:
+// accepts everything). Rejected items wait as long as release says,
+// and no longer than the health delay once another request is answered,
+// as the retry queue has them.
+func simulateDrain(t *testing.T, backlog, workers, perRequest int, cluster simAnswer) simRun {
+	t.Helper()
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	c := newController(true, workers, 5<<20, 2*time.Second, 64*time.Second)
+	c.now = clk.now
+	c.winStart = clk.t
+	start := clk.t
+	type retryGroup struct {
+		ready time.Time
+		n     int
+	}
+	type flight struct {
+		done  time.Time
+		n     int
+		round uint64
+		busy  bool
+	}
+	var (
+		fresh     = backlog
+		delivered int
+		retries   []retryGroup
+		inflight  = make([]flight, workers)
+		run       simRun
+	)
+	rtt := func(n int) time.Duration { return 60*time.Millisecond + time.Duration(n)*20*time.Microsecond }
+	for delivered < backlog {
+		now := clk.now()
+		if now.Sub(start) > time.Hour {
+			t.Fatalf("not drained after an hour (simulated): %d of %d delivered", delivered, backlog)
+		}
+		for i := range inflight {
+			f := &inflight[i]
+			if !f.busy || f.done.After(now) {
+				continue
+			}
+			f.busy = false
+			acc, failed := f.n, false
+			if cluster != nil {
+				acc, failed = cluster(now, f.n)
+			}
+			if failed {
+				run.failed++
+				wait := c.release(result{rtt: rtt(f.n), bytes: 5 << 20, sent: f.n, failed: true, round: f.round})
+				retries = append(retries, retryGroup{now.Add(wait), f.n})
+				continue
+			}
+			delivered += acc
+			run.rejected += f.n - acc
+			wait := c.release(result{rtt: rtt(f.n), bytes: 5 << 20, sent: f.n, accepted: acc, rejected: f.n - acc, round: f.round})
+			if f.n > acc {
+				retries = append(retries, retryGroup{now.Add(wait), f.n - acc})
+			}
+			d := c.healthDelay()
+			for j := range retries {
+				if retries[j].ready.Sub(now) > d {
+					retries[j].ready = now.Add(d)
+				}
+			}
+		}
+		for i := range inflight {
+			f := &inflight[i]
+			if f.busy {
+				continue
+			}
+			// The request: ready retries first, then fresh items.
+			n := 0
+			for _, g := range retries {
+				if !g.ready.After(now) {
+					n += g.n
+				}
+			}
+			n = min(n, perRequest)
+			fromFresh := min(perRequest-n, fresh)
+			if n+fromFresh == 0 {
+				continue
+			}
+			c.mu.Lock()
+			round, _, ok := c.tryAcquireLocked(n + fromFresh)
+			c.mu.Unlock()
+			if !ok {
+				continue
+			}
+			for j, left := 0, n; left > 0 && j < len(retries); j++ {
+				if retries[j].ready.After(now) {
+					continue
+				}
+				k := min(left, retries[j].n)
+				retries[j].n -= k
+				left -= k
+			}
+			kept := retries[:0]
+			for _, g := range retries {
+				if g.n > 0 {
+					kept = append(kept, g)
+				}
+			}
+			retries = kept
+			fresh -= fromFresh
+			*f = flight{done: now.Add(rtt(n + fromFresh)), n: n + fromFresh, round: round, busy: true}
+			run.requests++
+		}
+		clk.step(time.Millisecond)
+	}
+	run.elapsed = clk.now().Sub(start)
+	return run
+}
+
+// TestPacingTakesWhatTheClusterTakes: against a cluster that takes a third
+// of what the output could send, the drain takes about the ideal time
+// (backlog / the cluster's rate) and sends few items the cluster refuses:
+// the pace settles near the cluster's rate instead of hammering it.
+func TestPacingTakesWhatTheClusterTakes(t *testing.T) {
+	const backlog, workers = 600_000, 4
+	for _, perRequest := range []int{9000, 2000} {
+		clean := simulateDrain(t, backlog, workers, perRequest, nil)
+		cleanRate := float64(backlog) / clean.elapsed.Seconds()
+		for _, share := range []float64{1.0 / 3, 1.0 / 10} {
+			c := &simCluster{rate: math.Round(cleanRate * share)}
+			r := simulateDrain(t, backlog, workers, perRequest, c.answer)
+			ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
+			perDelivered := float64(r.rejected) / backlog
+			t.Logf("%d items a request, cluster takes %.0f items/s (%.2f of clean %.0f/s): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
+				perRequest, c.rate, share, cleanRate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, r.requests)
+			if r.elapsed > ideal*11/10 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: drained in %s, more than 1.1 × the ideal %s", perRequest, share, r.elapsed, ideal)
+			}
+			if perDelivered > 0.1 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: %.3f rejected items sent per delivered event, more than 0.1", perRequest, share, perDelivered)
+			}
+		}
+	}
+}
+
+// TestRandomRejectionsCostLittle: a cluster that refuses 10% of items and
+// 2% of requests at random, whatever the load, slows a drain by far less
+// than half: rejected items go again within a fraction of
+// retry_initial_interval, not after a backoff of their own.
+func TestRandomRejectionsCostLittle(t *testing.T) {
+	const backlog, workers, perRequest = 600_000, 4, 9000
+	clean := simulateDrain(t, backlog, workers, perRequest, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := simulateDrain(t, backlog, workers, perRequest, func(now time.Time, n int) (int, bool) {
+		if rng.Float64() < 0.02 {
+			return 0, true
+		}
+		acc := 0
+		for range n {
+			if rng.Float64() >= 0.10 {
+				acc++
+			}
+		}
+		return acc, false
+	})
+	ratio := random.elapsed.Seconds() / clean.elapsed.Seconds()
+	t.Logf("clean %s, random %s (×%.2f; %d items rejected, %d requests failed, %d requests)", clean.elapsed, random.elapsed, ratio, random.rejected, random.failed, random.requests)
+	if ratio > 1.5 {
+		t.Errorf("random rejections: drained in %s, ×%.2f the clean %s (more than 1.5)", random.elapsed, ratio, clean.elapsed)
+	}
+}
+
+// TestPacingRecoversAfterStorm: when a cluster that took a tenth of the
+// work takes everything again, the pace rises back to full speed within
+// seconds while the backlog drains (it never waits for a pause in the
+// work to stop pacing).
+func TestPacingRecoversAfterStorm(t *testing.T) {
+	const backlog, workers, perRequest = 600_000, 4, 9000
+	clean := simulateDrain(t, backlog, workers, perRequest, nil)
+	cleanRate := float64(backlog) / clean.elapsed.Seconds()
+	const storm = 10 * time.Second
+	c := &simCluster{rate: math.Round(cleanRate / 10), until: time.Unix(1e9, 0).Add(storm)}
+	r := simulateDrain(t, backlog, workers, perRequest, c.answer)
+	// At most what the storm let through, then the rest at full speed,
+	// with some seconds to find it.
+	rest := float64(backlog) - c.rate*storm.Seconds()
+	limit := storm + time.Duration(rest/cleanRate*float64(time.Second)) + 8*time.Second
+	t.Logf("clean %s; a %s storm at %.0f items/s: drained in %s (limit %s), %d rejected", clean.elapsed, storm, c.rate, r.elapsed, limit, r.rejected)
+	if r.elapsed > limit {
+		t.Errorf("drained in %s after a %s storm, more than %s: the pace did not recover", r.elapsed, storm, limit)
+	}
+}
