@@ -56,6 +56,11 @@ type BeatsOptions struct {
 	// TLS, when set, wraps the listener.
 	TLS    *tls.Config
 	Logger *slog.Logger
+	// Acked, when set, is called after each batch is acknowledged with
+	// how long it took from its window's first frame to the ACK, and its
+	// events. It is called from connection handlers, concurrently, and
+	// must not block.
+	Acked func(latency time.Duration, events int)
 }
 
 // Beats is a running Beats input.
@@ -400,7 +405,9 @@ func (b *Beats) handle(conn net.Conn) {
 		pendingHeld = 0
 		return first
 	}
+	var windowAt time.Time // when the current batch's window began
 	r.OnWindow = func(int) error {
+		windowAt = time.Now()
 		// The window started: from now on the whole batch must arrive
 		// within BatchTimeout.
 		return b.readDeadline(conn, b.opts.BatchTimeout)
@@ -501,6 +508,9 @@ func (b *Beats) handle(conn net.Conn) {
 		if err != nil {
 			b.log.Debug("beats: write ACK", "remote", conn.RemoteAddr().String(), "err", err)
 			return
+		}
+		if b.opts.Acked != nil {
+			b.opts.Acked(time.Since(windowAt), n)
 		}
 		b.mu.Lock()
 		b.events += int64(n)

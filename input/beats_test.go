@@ -120,6 +120,39 @@ func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
 	}
 }
 
+// TestAckedReportsLatencyAndEvents: every acknowledged batch is reported
+// with its events and how long it took from its window to the ACK, which
+// includes the wait for the journal.
+func TestAckedReportsLatencyAndEvents(t *testing.T) {
+	type acked struct {
+		latency time.Duration
+		events  int
+	}
+	got := make(chan acked, 8)
+	opts := testOptions()
+	opts.Acked = func(latency time.Duration, events int) { got <- acked{latency, events} }
+	const delay = 30 * time.Millisecond
+	b := startBeats(t, opts, &slowAppender{delay: delay})
+	c, err := lj.SyncDial(b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{1, 7} {
+		data := make([]interface{}, n)
+		for i := range data {
+			data[i] = map[string]interface{}{"i": i}
+		}
+		if _, err := c.Send(data); err != nil {
+			t.Fatal(err)
+		}
+		a := <-got
+		if a.events != n || a.latency < delay {
+			t.Errorf("batch of %d events reported as %d events acknowledged after %s; want %d, at least the journal's %s", n, a.events, a.latency, n, delay)
+		}
+	}
+}
+
 // slowAppender delays every append, to make batches wait for "the journal".
 type slowAppender struct {
 	delay time.Duration

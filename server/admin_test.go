@@ -115,6 +115,12 @@ func TestMetricsAndHealth(t *testing.T) {
 	if histCount(fams, "logpond_journal_fsync_seconds") == 0 || histCount(fams, "logpond_output_request_seconds") == 0 {
 		t.Error("fsync or request latency histogram is empty")
 	}
+	if n := histCount(fams, "logpond_input_ack_seconds"); n != batches {
+		t.Errorf("ack latency histogram counts %v batches, want %v", n, batches)
+	}
+	if _, ok := fams["logpond_output_yielding"]; !ok {
+		t.Error("logpond_output_yielding is missing")
+	}
 	if got := value(fams, "logpond_output_items_total", "outcome", "done") + value(fams, "logpond_output_items_total", "outcome", "conflict"); got != float64(sent) {
 		t.Errorf("items done %v, want %d", got, sent)
 	}

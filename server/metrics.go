@@ -17,6 +17,7 @@ type metrics struct {
 	groupBytes  prometheus.Histogram
 	fsync       prometheus.Histogram
 	fsyncs      prometheus.Counter
+	ack         prometheus.Histogram
 	fileRecords prometheus.Counter // records the flusher read from the journal's files
 	esRequest   *prometheus.HistogramVec
 	esItems     *prometheus.CounterVec
@@ -40,6 +41,10 @@ func newMetrics(s *Server) *metrics {
 	m.fsyncs = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_journal_fsyncs_total", Help: "Journal group fsyncs.",
 	})
+	m.ack = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "logpond_input_ack_seconds", Help: "Time from a batch's window to its ACK, the wait Beats clients see: reading and decoding the batch, and the journal's group fsync.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
 	m.fileRecords = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_flusher_journal_file_records_total",
 		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell more than journal.segment_bytes behind.",
@@ -51,7 +56,7 @@ func newMetrics(s *Server) *metrics {
 	m.esItems = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "logpond_output_items_total", Help: "Bulk items by HTTP status, outcome (done, conflict, retry, dead) and Elasticsearch error type.",
 	}, []string{"status", "outcome", "reason"})
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.fileRecords, m.esRequest, m.esItems,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.esRequest, m.esItems,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -98,7 +103,8 @@ var (
 	descOutputResent     = prometheus.NewDesc("logpond_output_events_resent_total", "Events sent again from the retry queue (their items were rejected, or their request failed as a whole).", nil, nil)
 	descOutputLimit      = prometheus.NewDesc("logpond_output_concurrency_limit", "Bulk requests the output may have in flight now (adapts between 1 and workers unless concurrency = \"fixed\").", nil, nil)
 	descOutputInflight   = prometheus.NewDesc("logpond_output_requests_in_flight", "Bulk requests in flight now.", nil, nil)
-	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work; 0 while not pacing.", nil, nil)
+	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work or acknowledgements are slowed; 0 while not pacing.", nil, nil)
+	descOutputYielding   = prometheus.NewDesc("logpond_output_yielding", "1 while the output paces its drain down because logpond's acknowledgements to Beats clients are slower than the journal's fsyncs explain (a catch-up taking their CPU).", nil, nil)
 	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", nil, nil)
 	descOutputRetryBytes = prometheus.NewDesc("logpond_output_retry_queue_bytes", "Bytes of the events waiting in the retry queue.", nil, nil)
 	descOutputRetryMax   = prometheus.NewDesc("logpond_output_retry_queue_max_bytes", "The retry queue's bound: above it the output reads no new records from the ledger.", nil, nil)
@@ -110,7 +116,7 @@ var (
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations,
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
-		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace,
+		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descDeadLetterBytes, descBackpressure} {
 		ch <- d
 	}
@@ -153,6 +159,11 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		gauge(descOutputLimit, float64(g.ConcurrencyLimit))
 		gauge(descOutputInflight, float64(g.InFlight))
 		gauge(descOutputPace, g.PaceRate)
+		yielding := 0.0
+		if g.Yielding {
+			yielding = 1
+		}
+		gauge(descOutputYielding, yielding)
 		gauge(descOutputRetryQueue, float64(g.RetryEvents))
 		gauge(descOutputRetryBytes, float64(g.RetryBytes))
 		gauge(descOutputRetryMax, float64(g.RetryMaxBytes))

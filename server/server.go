@@ -31,6 +31,7 @@ import (
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/input"
 	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/internal/ackwatch"
 	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/journal"
@@ -58,6 +59,9 @@ type Server struct {
 	out     *drain     // the Elasticsearch output; nil when output.elasticsearch.enabled = false
 	dlq     *dlq.Store // the Elasticsearch output's dead letters
 	metrics *metrics
+	// acks watches acknowledgement and journal fsync latency; the output
+	// gives way to acknowledgements while they are slowed.
+	acks *ackwatch.Watch
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -72,7 +76,7 @@ type Server struct {
 // parent exists), locks both, and warns when they share a device. On error
 // nothing stays locked.
 func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
-	s := &Server{cfg: cfg, log: log}
+	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
 	s.metrics = newMetrics(s)
 	dirs := []struct{ key, dir string }{
 		{"journal.dir", cfg.Journal.Dir},
@@ -137,6 +141,10 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		MaxRecordBytes:   cfg.MaxRecordBytes(),
 		Limits:           limits,
 		Logger:           log,
+		Acked: func(latency time.Duration, events int) {
+			s.metrics.ack.Observe(latency.Seconds())
+			s.acks.Acked(latency, events)
+		},
 	}, journalAppender{s})
 	if err != nil {
 		s.Close()
@@ -214,9 +222,12 @@ func (s *Server) journalOptions(startAfter uint64) journal.Options {
 		Settled: startAfter,
 		// The flusher's normal path: one segment of recent records in
 		// memory, so it rarely reads the journal's files.
-		TailBytes:    int64(c.SegmentBytes),
-		Logger:       s.log,
-		ObserveGroup: s.metrics.observeGroup,
+		TailBytes: int64(c.SegmentBytes),
+		Logger:    s.log,
+		ObserveGroup: func(records int, bytes int64, fsync time.Duration) {
+			s.metrics.observeGroup(records, bytes, fsync)
+			s.acks.Fsynced(fsync)
+		},
 	}
 }
 
@@ -361,7 +372,7 @@ func (s *Server) openOutput() error {
 		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
 		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
 		DerivedIDs: c.DocumentID == "auto",
-		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
+		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", Local: s.acks, FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
 		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,

@@ -31,7 +31,21 @@ const (
 	minPaceRate        = 100.0           // items/s: pacing never goes below
 	minPaceSample      = 100             // items: fewer say too little about the share the cluster refuses
 	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
+	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
+	yieldFloor         = 1.5             // while acknowledgements are slowed: the pace stays above this × the events arriving
 )
+
+// LocalLoad tells the output how logpond itself is doing: whether its
+// acknowledgements to Beats clients are slowed (busy) and how many events
+// per second arrive. While busy, the adaptive controller paces the drain
+// down, never below 1.5 × the events arriving: a catch-up after an outage
+// must not take the CPU the acknowledgements need, and the backlog must
+// still shrink. Pressure is called once per window of about one round
+// trip, with the controller's lock held: it must be quick and must not
+// call back into the output.
+type LocalLoad interface {
+	Pressure() (busy bool, incoming float64)
+}
 
 // answer is when a request was answered and how many of its items the
 // cluster accepted.
@@ -67,6 +81,8 @@ type controller struct {
 	retryInitial time.Duration
 	retryMax     time.Duration
 	now          func() time.Time // time.Now; tests step it
+	local        LocalLoad        // nil: the drain never yields to acknowledgements
+	busy         bool             // the last window found acknowledgements slowed
 
 	mu       sync.Mutex
 	limit    int
@@ -375,7 +391,16 @@ func (c *controller) windowLocked(now time.Time) {
 		case c.winMaxUsed >= c.limit && c.limit < c.max:
 			c.limit++
 		}
-		c.pace(now, span, share)
+		busy, incoming := false, 0.0
+		if c.local != nil {
+			busy, incoming = c.local.Pressure()
+		}
+		c.busy = busy
+		if busy {
+			c.yieldLocked(now, incoming)
+		} else {
+			c.pace(now, span, share)
+		}
 	}
 	if c.winRTTn > 0 && !pressure {
 		if c.rttMean == 0 {
@@ -464,6 +489,28 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	}
 }
 
+// yieldLocked paces the drain down while logpond's own acknowledgements
+// are slowed (LocalLoad): by yieldCut a window, but never below
+// yieldFloor × the events arriving, so that a backlog still shrinks.
+// Once acknowledgements are quick again, the pace rises as after
+// refusals: fast far below the rate the yielding began at, slowly near
+// it.
+func (c *controller) yieldLocked(now time.Time, incoming float64) {
+	floor := max(minPaceRate, yieldFloor*incoming)
+	if c.rate == 0 {
+		recent := c.acceptedRateLocked(now)
+		c.ceiling, c.aboveSince, c.cutting = recent, time.Time{}, true
+		c.setRateLocked(now, max(floor, recent*yieldCut))
+		c.cleanSince, c.pacedAt = time.Time{}, now
+		return
+	}
+	if !c.cutting {
+		c.ceiling = c.rate
+	}
+	c.aboveSince, c.cutting, c.cleanSince = time.Time{}, true, time.Time{}
+	c.setRateLocked(now, max(floor, c.rate*yieldCut))
+}
+
 // startPaceLocked starts pacing after a share of the items sent was
 // refused: at what the cluster accepted over the last seconds, less half
 // the share it now refuses (it took about what was sent until now, and
@@ -500,6 +547,14 @@ func (c *controller) state() (limit, inflight int, rate float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.limit, c.inflight, c.rate
+}
+
+// yielding says whether the last window found logpond's own
+// acknowledgements slowed, so that the pace gives way to them.
+func (c *controller) yielding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busy
 }
 
 // backoff is the capped exponential backoff of the given attempt (0

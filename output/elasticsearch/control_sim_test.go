@@ -57,11 +57,48 @@ type simRun struct {
 // and no longer than the health delay once another request is answered,
 // as the retry queue has them.
 func simulateDrain(t *testing.T, backlog, workers, perRequest int, cluster simAnswer) simRun {
+	return simulateDrainLocal(t, backlog, workers, perRequest, cluster, nil)
+}
+
+// simLocal stands for logpond's own load in a simulated drain: given the
+// events/s delivered over the last half second, whether acknowledgements
+// are slowed and how many events/s arrive.
+type simLocal func(delivered float64) (busy bool, incoming float64)
+
+// simLocalLoad is a LocalLoad over a simLocal and the simulation's
+// deliveries.
+type simLocalLoad struct {
+	f    simLocal
+	now  func() time.Time
+	done []answer // deliveries of the last half second
+}
+
+func (l *simLocalLoad) Pressure() (bool, float64) {
+	now := l.now()
+	n := 0
+	kept := l.done[:0]
+	for _, d := range l.done {
+		if now.Sub(d.at) <= 500*time.Millisecond {
+			kept = append(kept, d)
+			n += d.accepted
+		}
+	}
+	l.done = kept
+	return l.f(float64(n) / 0.5)
+}
+
+// simulateDrainLocal is simulateDrain with logpond's own load (nil: none).
+func simulateDrainLocal(t *testing.T, backlog, workers, perRequest int, cluster simAnswer, local simLocal) simRun {
 	t.Helper()
 	clk := &fakeClock{t: time.Unix(1e9, 0)}
 	c := newController(true, workers, 5<<20, 2*time.Second, 64*time.Second)
 	c.now = clk.now
 	c.winStart = clk.t
+	var load *simLocalLoad
+	if local != nil {
+		load = &simLocalLoad{f: local, now: clk.now}
+		c.local = load
+	}
 	start := clk.t
 	type retryGroup struct {
 		ready time.Time
@@ -103,6 +140,9 @@ func simulateDrain(t *testing.T, backlog, workers, perRequest int, cluster simAn
 				continue
 			}
 			delivered += acc
+			if load != nil {
+				load.done = append(load.done, answer{at: now, accepted: acc})
+			}
 			run.rejected += f.n - acc
 			wait := c.release(result{rtt: rtt(f.n), bytes: 5 << 20, sent: f.n, accepted: acc, rejected: f.n - acc, round: f.round})
 			if f.n > acc {
@@ -234,5 +274,30 @@ func TestPacingRecoversAfterStorm(t *testing.T) {
 	t.Logf("clean %s; a %s storm at %.0f items/s: drained in %s (limit %s), %d rejected", clean.elapsed, storm, c.rate, r.elapsed, limit, r.rejected)
 	if r.elapsed > limit {
 		t.Errorf("drained in %s after a %s storm, more than %s: the pace did not recover", r.elapsed, storm, limit)
+	}
+}
+
+// TestDrainYieldsToAcknowledgements: while logpond's acknowledgements are
+// slowed the drain paces itself down, but never below 1.5 × the events
+// arriving, so the backlog still shrinks; when they are slowed only above
+// some drain rate, the drain settles near that rate.
+func TestDrainYieldsToAcknowledgements(t *testing.T) {
+	const backlog, workers, perRequest, incoming = 600_000, 4, 9000, 10000.0
+	clean := simulateDrain(t, backlog, workers, perRequest, nil)
+	cleanRate := float64(backlog) / clean.elapsed.Seconds()
+
+	always := simulateDrainLocal(t, backlog, workers, perRequest, nil, func(float64) (bool, float64) { return true, incoming })
+	floor := time.Duration(backlog / (yieldFloor * incoming) * float64(time.Second))
+	t.Logf("clean %s (%.0f events/s); acknowledgements always slowed: %s (at the floor: %s)", clean.elapsed, cleanRate, always.elapsed, floor)
+	if always.elapsed < floor*8/10 || always.elapsed > floor*12/10 {
+		t.Errorf("acknowledgements always slowed: drained in %s, want about %s (%.1f × the %.0f events/s arriving)", always.elapsed, floor, yieldFloor, incoming)
+	}
+
+	limit := cleanRate / 3 // acknowledgements slow down above this drain rate
+	above := simulateDrainLocal(t, backlog, workers, perRequest, nil, func(d float64) (bool, float64) { return d > limit, incoming })
+	ideal := time.Duration(backlog / limit * float64(time.Second))
+	t.Logf("acknowledgements slowed above %.0f events/s: %s (%s at that rate)", limit, above.elapsed, ideal)
+	if above.elapsed < ideal*9/10 || above.elapsed > ideal*14/10 {
+		t.Errorf("acknowledgements slowed above %.0f events/s: drained in %s, want about %s", limit, above.elapsed, ideal)
 	}
 }

@@ -49,13 +49,16 @@ type Options struct {
 	// then Workers requests are in flight whenever there is work.
 	Workers          int
 	FixedConcurrency bool
-	FlushBytes       int
-	FlushInterval    time.Duration
-	MaxRequestBytes  int
-	Gzip             bool
-	Timeout          time.Duration
-	RetryInitial     time.Duration
-	RetryMax         time.Duration
+	// Local, when set, lets the adaptive controller give way to
+	// logpond's own acknowledgements (see LocalLoad).
+	Local           LocalLoad
+	FlushBytes      int
+	FlushInterval   time.Duration
+	MaxRequestBytes int
+	Gzip            bool
+	Timeout         time.Duration
+	RetryInitial    time.Duration
+	RetryMax        time.Duration
 	// Cursor names the output's ledger cursor.
 	Cursor string
 	// DeadLetters keeps events Elasticsearch rejects for good. The Output
@@ -274,6 +277,7 @@ func (o *Output) Run(ctx context.Context) error {
 	rq := newRetryQueue(o.opts.Workers * o.opts.FlushBytes)
 	defer rq.close()
 	ctl := newController(!o.opts.FixedConcurrency, o.opts.Workers, o.opts.FlushBytes, o.opts.RetryInitial, o.opts.RetryMax)
+	ctl.local = o.opts.Local
 	o.live.Store(&live{tr: tr, rq: rq, ctl: ctl})
 	defer o.live.Store(nil)
 	chunks := make(chan *chunk, o.opts.Workers)

@@ -38,6 +38,9 @@ type Gauges struct {
 	ConcurrencyLimit int     // bulk requests that may be in flight now
 	InFlight         int     // bulk requests in flight now (a request waiting for its paced start is not)
 	PaceRate         float64 // events/s the requests are paced to; 0 while not pacing
+	// Yielding is true while the drain paces itself down because
+	// logpond's own acknowledgements are slowed (Options.Local).
+	Yielding bool
 	RetryEvents      int     // items waiting in the retry queue
 	RetryBytes       int     // their bytes
 	RetryMaxBytes    int     // the retry queue's bound (no new records are taken above it)
@@ -64,6 +67,7 @@ func (o *Output) Gauges() Gauges {
 	var st Gauges
 	if l := o.live.Load(); l != nil {
 		st.ConcurrencyLimit, st.InFlight, st.PaceRate = l.ctl.state()
+		st.Yielding = l.ctl.yielding()
 		st.RetryEvents, st.RetryBytes = l.rq.size()
 		st.RetryMaxBytes = l.rq.limit
 		if t, ok := l.tr.oldest(); ok {
