@@ -259,6 +259,48 @@ func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
 	}
 }
 
+// TestIdempotentUnderOverload: a cluster that takes only 2000 items/s and
+// refuses the rest (429), so the output paces itself, with a restart in
+// the middle: exactly one document per id, every event present.
+func TestIdempotentUnderOverload(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	r.es.SetFaults(estest.Faults{AcceptRate: 2000})
+	const records, perRecord = 100, 100
+	n := 0
+	for range records {
+		evs := make([][]byte, perRecord)
+		for i := range evs {
+			evs[i] = filebeatEvent(n, "")
+			n++
+		}
+		r.store(time.Now(), evs...)
+	}
+	opts := r.options(func(o *Options) {
+		o.FlushInterval = 5 * time.Millisecond
+		o.RetryInitial, o.RetryMax = 100*time.Millisecond, time.Second
+	})
+	first := r.start(opts)
+	paced := false
+	waitFor(t, "half the events", func() bool {
+		paced = paced || first.out.Gauges().PaceRate > 0
+		return r.es.Count() >= n/2
+	})
+	first.stop(t)
+	second := r.start(opts)
+	waitFor(t, "every event", func() bool {
+		paced = paced || second.out.Gauges().PaceRate > 0
+		return r.es.Count() >= n
+	})
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	second.stop(t)
+	r.checkAllStoredOnce(t)
+	st := r.es.Stats()
+	t.Logf("estest: %d created, %d rejected, %d requests", st.Created, st.Rejected429, st.BulkRequests)
+	if st.Rejected429 == 0 || !paced {
+		t.Errorf("the overload did not show: %d items rejected, paced %v", st.Rejected429, paced)
+	}
+}
+
 // TestDocumentIDNoneDuplicatesOnReplay is the control for the test above:
 // without derived ids, the replay after a restart writes copies. It shows
 // the idempotence test can fail.

@@ -211,6 +211,18 @@ type isoPhase struct {
 	BacklogEvents int64
 	MaxUnflushed  float64 // most records seen in the journal but not yet in the ledger: how far the flusher fell behind
 	MaxLag        float64 // largest ledger lag seen (records the output had still to send)
+	Delivered     int64   // events the sink received during the phase
+	Elapsed       time.Duration
+}
+
+// DeliveredPerIncoming is the output's events/s over the phase as a
+// multiple of the events/s acknowledged: about 1 with nothing to drain;
+// during a catch-up, above 1 means the backlog shrinks.
+func (ph isoPhase) DeliveredPerIncoming() float64 {
+	if ph.Result.Events == 0 {
+		return 0
+	}
+	return float64(ph.Delivered) / float64(ph.Result.Events)
 }
 
 // isolation measures ack latency at a fixed rate in three phases: output
@@ -358,6 +370,7 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 		}
 	})
 	ph.Result, err = lumberload.Run(ctx, p.Addr(), load)
+	ph.Delivered, ph.Elapsed = sink.Items(), time.Since(start)
 	stopSampling()
 	wg.Wait()
 	if throttle != nil {

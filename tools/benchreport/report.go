@@ -83,8 +83,8 @@ func (r *report) markdown() string {
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
 	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores:\n\n", o.isoRate, o.isoDuration)
-	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | most records not yet in the ledger | largest output lag (records) |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | delivered / incoming | most records not yet in the ledger | largest output lag (records) |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var quietP99 time.Duration
 	for _, ph := range r.Isolation {
 		if ph.Name == "quiet" {
@@ -102,11 +102,11 @@ func (r *report) markdown() string {
 		if quietP99 > 0 {
 			vsQuiet = fmt.Sprintf("%.2f×", float64(ph.Result.Percentile(0.99))/float64(quietP99))
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
-			ms(ph.Result.Percentile(0.999)), vsQuiet, during, ph.MaxUnflushed, ph.MaxLag)
+		p("| %s | %s | %s | %s | %s | %s | %s | %.2f× | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
+			ms(ph.Result.Percentile(0.999)), vsQuiet, during, ph.DeliveredPerIncoming(), ph.MaxUnflushed, ph.MaxLag)
 	}
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
-	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held.\n")
+	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain, never below 1.5 × the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, above 1 while the backlog shrinks.\n")
 	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (records wait in the journal, see \"not yet in the ledger\"; a record is one 250-event window) while acknowledgements depend only on the journal's device. The flusher catches up after the phase, when logpond, out of the cgroup again, stops.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
 	if r.PNG != "" {
 		p("![ack latency over time in the three isolation phases](%s)\n\n", r.PNG)
