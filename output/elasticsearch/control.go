@@ -32,13 +32,13 @@ const (
 	minPaceSample      = 100             // items: fewer say too little about the share the cluster refuses
 	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
 	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
-	yieldFloor         = 1.5             // while acknowledgements are slowed: the pace stays above this × the events arriving
+	yieldFloor         = 2.0             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive)
 )
 
 // LocalLoad tells the output how logpond itself is doing: whether its
 // acknowledgements to Beats clients are slowed (busy) and how many events
 // per second arrive. While busy, the adaptive controller paces the drain
-// down, never below 1.5 × the events arriving: a catch-up after an outage
+// down, never below twice the events arriving: a catch-up after an outage
 // must not take the CPU the acknowledgements need, and the backlog must
 // still shrink. Pressure is called once per window of about one round
 // trip, with the controller's lock held: it must be quick and must not
@@ -491,7 +491,8 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 
 // yieldLocked paces the drain down while logpond's own acknowledgements
 // are slowed (LocalLoad): by yieldCut a window, but never below
-// yieldFloor × the events arriving, so that a backlog still shrinks.
+// yieldFloor × the events arriving, so that a backlog shrinks at least as
+// fast as new events arrive.
 // Once acknowledgements are quick again, the pace rises as after
 // refusals: fast far below the rate the yielding began at, slowly near
 // it.

@@ -213,6 +213,9 @@ type isoPhase struct {
 	MaxLag        float64 // largest ledger lag seen (records the output had still to send)
 	Delivered     int64   // events the sink received during the phase
 	Elapsed       time.Duration
+	Samples       int     // metric samples taken during the phase
+	Yielding      int     // of them, with the output giving way to acknowledgements
+	FsyncMean     time.Duration
 }
 
 // DeliveredPerIncoming is the output's events/s over the phase as a
@@ -359,6 +362,13 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 			if m, err := scrape(admin); err == nil {
 				ph.MaxUnflushed = max(ph.MaxUnflushed, m["logpond_journal_last_lsn"]-m["logpond_ledger_last_lsn"])
 				ph.MaxLag = max(ph.MaxLag, m["logpond_ledger_lag_records"])
+				ph.Samples++
+				if m["logpond_output_yielding"] == 1 {
+					ph.Yielding++
+				}
+				if n := m["logpond_journal_fsync_seconds_count"]; n > 0 {
+					ph.FsyncMean = time.Duration(m["logpond_journal_fsync_seconds_sum"] / n * float64(time.Second))
+				}
 			}
 			if backlog > 0 && ph.DrainWindow == 0 && sink.Items() >= backlog {
 				ph.DrainWindow = time.Since(start)
@@ -396,9 +406,10 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 		slices.Sort(during)
 		ph.DrainP = [3]time.Duration{lumberload.Percentile(during, 0.5), lumberload.Percentile(during, 0.99), lumberload.Percentile(during, 0.999)}
 	}
-	fmt.Fprintf(b.log, "isolation %-9s p50 %s p99 %s p999 %s, max unflushed %.0f records, max lag %.0f records, drained in %s\n", name,
+	fmt.Fprintf(b.log, "isolation %-9s p50 %s p99 %s p999 %s, max unflushed %.0f records, max lag %.0f records, drained in %s, delivered/incoming %.2f, yielding in %d of %d samples, mean fsync %s\n", name,
 		ph.Result.Percentile(0.5).Round(time.Microsecond), ph.Result.Percentile(0.99).Round(time.Microsecond),
-		ph.Result.Percentile(0.999).Round(time.Microsecond), ph.MaxUnflushed, ph.MaxLag, ph.DrainWindow.Round(time.Millisecond))
+		ph.Result.Percentile(0.999).Round(time.Microsecond), ph.MaxUnflushed, ph.MaxLag, ph.DrainWindow.Round(time.Millisecond),
+		ph.DeliveredPerIncoming(), ph.Yielding, ph.Samples, ph.FsyncMean.Round(time.Microsecond))
 	return ph, nil
 }
 
