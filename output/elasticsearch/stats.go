@@ -40,10 +40,10 @@ type Gauges struct {
 	PaceRate         float64 // events/s the requests are paced to; 0 while not pacing
 	// Yielding is true while the drain paces itself down because
 	// logpond's own acknowledgements are slowed (Options.Local).
-	Yielding bool
-	RetryEvents      int     // items waiting in the retry queue
-	RetryBytes       int     // their bytes
-	RetryMaxBytes    int     // the retry queue's bound (no new records are taken above it)
+	Yielding      bool
+	RetryEvents   int // items waiting in the retry queue
+	RetryBytes    int // their bytes
+	RetryMaxBytes int // the retry queue's bound (no new records are taken above it)
 	// OldestPending is the receive time of the oldest event read from
 	// the ledger and not yet done (zero when none): the output's lag in
 	// time is its age.

@@ -213,8 +213,8 @@ type isoPhase struct {
 	MaxLag        float64 // largest ledger lag seen (records the output had still to send)
 	Delivered     int64   // events the sink received during the phase
 	Elapsed       time.Duration
-	Samples       int     // metric samples taken during the phase
-	Yielding      int     // of them, with the output giving way to acknowledgements
+	Samples       int // metric samples taken during the phase
+	Yielding      int // of them, with the output giving way to acknowledgements
 	FsyncMean     time.Duration
 }
 
