@@ -317,6 +317,9 @@ func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable,
 // lock (docs/design.md, §7).
 func deadLetterDir(ledgerDir string) string { return filepath.Join(ledgerDir, "dlq", "elasticsearch") }
 
+// elasticsearchCursor names the Elasticsearch output's ledger cursor.
+const elasticsearchCursor = "elasticsearch"
+
 // openOutput prepares the Elasticsearch output (it contacts nobody before
 // Run).
 func (s *Server) openOutput() error {
@@ -364,7 +367,7 @@ func (s *Server) openOutput() error {
 		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
-		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,
+		Cursor: elasticsearchCursor, DeadLetters: s.dlq, Logger: s.log,
 		Observer: esObserver{s.metrics},
 	})
 	if err != nil {
