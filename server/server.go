@@ -432,6 +432,16 @@ func (s *Server) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
 
+	// The summary reads the components: it stops before they do.
+	sctx, stopSummary := context.WithCancel(context.Background())
+	summaryDone := make(chan struct{})
+	go func() {
+		defer close(summaryDone)
+		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
+			s.summarize(sctx, every)
+		}
+	}()
+
 	var runErr, oerr error
 	select {
 	case <-ctx.Done():
@@ -441,6 +451,8 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
 	}
 	start := time.Now()
+	stopSummary()
+	<-summaryDone
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
 	// The output stops first, so that its cursor is persisted while the
