@@ -66,6 +66,7 @@ type Server struct {
 	adminLn   net.Listener
 	admin     *http.Server
 	adminDone chan struct{}
+	started   time.Time // when Run started
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -414,6 +415,7 @@ func prepareDir(key, dir string) (string, error) {
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
+	s.started = time.Now()
 	s.startAdmin()
 	// outputFailed stays nil (never ready) when the output is disabled.
 	var outputFailed <-chan error
