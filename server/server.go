@@ -434,13 +434,24 @@ func (s *Server) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
 
-	// The summary reads the components: it stops before they do.
+	// The summary reads the components, and the start-up check of
+	// Elasticsearch uses the output's client: both stop before those do.
 	sctx, stopSummary := context.WithCancel(context.Background())
 	summaryDone := make(chan struct{})
 	go func() {
 		defer close(summaryDone)
 		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
 			s.summarize(sctx, every)
+		}
+	}()
+	pingDone := make(chan struct{})
+	go func() {
+		defer close(pingDone)
+		if s.out == nil {
+			return
+		}
+		if o := s.out.current(); o != nil {
+			s.pingElasticsearch(sctx, o)
 		}
 	}()
 
@@ -455,6 +466,7 @@ func (s *Server) Run(ctx context.Context) error {
 	start := time.Now()
 	stopSummary()
 	<-summaryDone
+	<-pingDone
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
 	// The output stops first, so that its cursor is persisted while the
