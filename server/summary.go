@@ -35,7 +35,7 @@ func (st state) totals() totals {
 func (s *Server) summarize(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := s.snapshot().totals()
+	var last totals // the counters start at 0 with the process: the first line covers the start too
 	for {
 		select {
 		case <-ctx.Done():
