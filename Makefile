@@ -3,7 +3,7 @@
 
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X github.com/logpond/logpond/internal/buildinfo.Version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 

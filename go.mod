@@ -15,6 +15,7 @@ require (
 	github.com/tidwall/gjson v1.20.2
 	github.com/tidwall/wal v1.2.1
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 )

@@ -198,6 +198,9 @@ type Log struct {
 	Level string `toml:"level"`
 	// Format is text (logfmt-like) or json.
 	Format string `toml:"format"`
+	// SummaryInterval is how often one INFO line sums up the pipeline
+	// (events in and out, lag, store fill, rejections); 0 disables it.
+	SummaryInterval Duration `toml:"summary_interval"`
 }
 
 // Default returns the configuration used for every key a file leaves out.
@@ -250,7 +253,7 @@ func Default() Config {
 			TLS:                  ElasticsearchTLS{VerificationMode: "full"},
 		}},
 		Admin: Admin{Listen: "127.0.0.1:9600"},
-		Log:   Log{Level: "info", Format: "text"},
+		Log:   Log{Level: "info", Format: "text", SummaryInterval: Duration(30e9)},
 	}
 }
 

@@ -203,6 +203,9 @@ func (c *Config) validate() []*KeyError {
 	default:
 		bad("log.format", "%q is not a format: use text or json", c.Log.Format)
 	}
+	if d := c.Log.SummaryInterval; d != 0 && d < Duration(time.Second) {
+		bad("log.summary_interval", "%s is too short: use at least 1s, or 0 to disable the summary line", d)
+	}
 	return ps
 }
 

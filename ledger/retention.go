@@ -167,3 +167,33 @@ func (l *Ledger) now() time.Time {
 	}
 	return time.Now()
 }
+
+// BytesAfter estimates the bytes the ledger holds for the records after
+// lsn, the backlog of a reader whose cursor is lsn: whole segments
+// exactly, the segment that holds lsn+1 in proportion to its records
+// after lsn. 0 when no record after lsn is durable.
+func (l *Ledger) BytesAfter(lsn uint64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.durable
+	if lsn >= last {
+		return 0
+	}
+	var n int64
+	for i, s := range l.segs {
+		size, end := s.size, last // end: the segment's last durable LSN
+		if i < len(l.segs)-1 {
+			end = l.segs[i+1].first - 1
+		} else {
+			size = l.openBytes.Load()
+		}
+		switch {
+		case end <= lsn || end < s.first:
+		case s.first > lsn:
+			n += size
+		default:
+			n += int64(float64(size) * float64(end-lsn) / float64(end-s.first+1))
+		}
+	}
+	return n
+}

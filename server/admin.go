@@ -127,8 +127,8 @@ var adminLimits = struct {
 	maxHeaderBytes: 16 << 10,
 }
 
-// startAdmin serves /metrics, /livez (and its alias /healthz), /readyz
-// and POST /api/dlq/purge on the admin listener.
+// startAdmin serves / (NodeInfo), /metrics, /livez (and its alias
+// /healthz), /readyz and POST /api/dlq/purge on the admin listener.
 func (s *Server) startAdmin() {
 	if s.adminLn == nil {
 		return
@@ -138,6 +138,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /livez", s.livez)
 	mux.HandleFunc("GET /healthz", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /{$}", s.serveNodeInfo)
 	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.dlq, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
 	l := adminLimits
 	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
@@ -150,7 +151,7 @@ func (s *Server) startAdmin() {
 			s.log.Error("admin endpoint stopped", "err", err)
 		}
 	}()
-	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /livez /healthz /readyz /api/dlq/purge")
+	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /metrics /livez /healthz /readyz /api/dlq/purge")
 }
 
 // stopAdmin stops the admin endpoint and waits for its goroutine.

@@ -1,10 +1,19 @@
 package server
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logpond/logpond/internal/buildinfo"
 )
 
 // metrics are logpond's Prometheus metrics. Histograms are fed by hooks on
@@ -50,15 +59,69 @@ func newMetrics(s *Server) *metrics {
 		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell more than journal.segment_bytes behind.",
 	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by HTTP status (0: no answer).",
+		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	}, []string{"status"})
+	}, []string{"status", "reason"})
 	m.esItems = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "logpond_output_items_total", Help: "Bulk items by HTTP status, outcome (done, conflict, retry, dead) and Elasticsearch error type.",
+		Name: "logpond_output_items_total", Help: "Events by the status Elasticsearch answered for their bulk item (\"none\": logpond dead-lettered the event without sending it, e.g. event_too_large), outcome (done, conflict, retry, dead) and Elasticsearch error type (reason). Dead letters count once written.",
 	}, []string{"status", "outcome", "reason"})
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.esRequest, m.esItems,
+	// The usual series exist from the start, at zero, so that rate() and
+	// increase() see their first events and alerts on them never find
+	// them absent.
+	m.esRequest.WithLabelValues("200", "")
+	for _, l := range [][3]string{{"201", "done", ""}, {"409", "conflict", "version_conflict_engine_exception"}, {"429", "retry", "es_rejected_execution_exception"}} {
+		m.esItems.WithLabelValues(l[0], l[1], l[2])
+	}
+	bi := buildinfo.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "logpond_build_info", Help: "1, labelled with the running build: version, Go version, VCS revision.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
+	})
+	buildInfo.Set(1)
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// statusLabel is the status label of an answer: the HTTP status, or
+// "none" when Elasticsearch answered nothing.
+func statusLabel(status int) string {
+	if status == 0 {
+		return "none"
+	}
+	return strconv.Itoa(status)
+}
+
+// requestFailure names why a request got no answer, for the reason label.
+func requestFailure(err error) string {
+	var (
+		dnsErr  *net.DNSError
+		netErr  net.Error
+		tlsRec  tls.RecordHeaderError
+		tlsAl   tls.AlertError
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	switch {
+	case err == nil:
+		return "other"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection_refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection_reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection_closed"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.As(err, &tlsRec), errors.As(err, &tlsAl), errors.As(err, &certErr),
+		errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
+		return "tls"
+	}
+	return "other"
 }
 
 // observeGroup is the journal's ObserveGroup hook.
@@ -72,12 +135,16 @@ func (m *metrics) observeGroup(records int, bytes int64, fsync time.Duration) {
 // esObserver feeds the output's measurements into the metrics.
 type esObserver struct{ m *metrics }
 
-func (o esObserver) Request(d time.Duration, status int) {
-	o.m.esRequest.WithLabelValues(strconv.Itoa(status)).Observe(d.Seconds())
+func (o esObserver) Request(d time.Duration, status int, err error) {
+	reason := ""
+	if status == 0 {
+		reason = requestFailure(err)
+	}
+	o.m.esRequest.WithLabelValues(statusLabel(status), reason).Observe(d.Seconds())
 }
 
 func (o esObserver) Items(status int, outcome, errType string, n int) {
-	o.m.esItems.WithLabelValues(strconv.Itoa(status), outcome, errType).Add(float64(n))
+	o.m.esItems.WithLabelValues(statusLabel(status), outcome, errType).Add(float64(n))
 }
 
 // scraped collects, at scrape time, what the components count anyway.
@@ -108,8 +175,19 @@ var (
 	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", nil, nil)
 	descOutputRetryBytes = prometheus.NewDesc("logpond_output_retry_queue_bytes", "Bytes of the events waiting in the retry queue.", nil, nil)
 	descOutputRetryMax   = prometheus.NewDesc("logpond_output_retry_queue_max_bytes", "The retry queue's bound: above it the output reads no new records from the ledger.", nil, nil)
-	descOutputOldest     = prometheus.NewDesc("logpond_output_oldest_pending_seconds", "Age (since logpond received it) of the oldest event the output has read and not yet done: its lag in time; 0 when none.", nil, nil)
+	descOutputOldest     = prometheus.NewDesc("logpond_output_oldest_pending_seconds", "Age (since logpond received it) of the oldest event in the ledger the output has not done yet, read or not: its lag in time; 0 when none.", nil, nil)
+	descOutputPendEvents = prometheus.NewDesc("logpond_output_pending_events", "Events in the ledger the output has not done yet: exact for those it read, estimated (its mean events per record) for the records it has not read.", nil, nil)
+	descOutputPendBytes  = prometheus.NewDesc("logpond_output_pending_bytes", "Ledger bytes of the records the output has not done yet (estimated within the segment its cursor is in).", nil, nil)
+	descOutputPendRecs   = prometheus.NewDesc("logpond_output_pending_records", "Ledger records (client batches, or parts of them) the output has not done yet.", nil, nil)
+	descOutputFailed     = prometheus.NewDesc("logpond_output_requests_failed_total", "Bulk requests that failed as a whole (no answer, 5xx, 429, auth, unusable answer) and were retried.", nil, nil)
+	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
+	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", nil, nil)
+	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", nil, nil)
+	descJournalMax       = prometheus.NewDesc("logpond_journal_max_bytes", "The journal's bound (journal.max_bytes).", nil, nil)
+	descJournalRatio     = prometheus.NewDesc("logpond_journal_fill_ratio", "logpond_journal_bytes / logpond_journal_max_bytes: near 1, acknowledgements wait for the flusher.", nil, nil)
+	descLedgerMax        = prometheus.NewDesc("logpond_ledger_max_bytes", "The ledger's bound (ledger.max_bytes).", nil, nil)
+	descLedgerRatio      = prometheus.NewDesc("logpond_ledger_fill_ratio", "logpond_ledger_bytes / logpond_ledger_max_bytes: at 1 the flusher waits and the journal fills.", nil, nil)
 	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_full, ledger_failed (the ledger failed and is being reopened), journal_full, input_budget.", []string{"reason"}, nil)
 )
 
@@ -117,7 +195,9 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations,
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
-		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descDeadLetterBytes, descBackpressure} {
+		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
+		descOutputPendRecs, descOutputFailed, descOutputDead, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
+		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure} {
 		ch <- d
 	}
 }
@@ -142,9 +222,14 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 			counter(descInputViolations, float64(n), reason)
 		}
 	}
+	cfg := c.s.cfg
 	gauge(descJournalBytes, float64(st.journalBytes))
+	gauge(descJournalMax, float64(cfg.Journal.MaxBytes))
+	gauge(descJournalRatio, ratio(st.journalBytes, int64(cfg.Journal.MaxBytes)))
 	gauge(descJournalLast, float64(st.journalLast))
 	gauge(descLedgerBytes, float64(st.ledgerBytes))
+	gauge(descLedgerMax, float64(cfg.Ledger.MaxBytes))
+	gauge(descLedgerRatio, ratio(st.ledgerBytes, int64(cfg.Ledger.MaxBytes)))
 	gauge(descLedgerLast, float64(st.ledgerLast))
 	for name, lsn := range st.cursors {
 		gauge(descCursor, float64(lsn), name)
@@ -167,12 +252,16 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		gauge(descOutputRetryQueue, float64(g.RetryEvents))
 		gauge(descOutputRetryBytes, float64(g.RetryBytes))
 		gauge(descOutputRetryMax, float64(g.RetryMaxBytes))
-		oldest := 0.0
-		if !g.OldestPending.IsZero() {
-			oldest = max(0, time.Since(g.OldestPending).Seconds())
-		}
-		gauge(descOutputOldest, oldest)
+		lag := c.s.outputLag(st)
+		gauge(descOutputOldest, lag.oldestSeconds())
+		gauge(descOutputPendEvents, float64(lag.events))
+		gauge(descOutputPendBytes, float64(lag.bytes))
+		gauge(descOutputPendRecs, float64(lag.records))
+		counter(descOutputFailed, float64(st.output.FailedRequests))
+		counter(descOutputDead, float64(st.output.DeadLettered))
 		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
+		gauge(descDeadLetterMax, float64(cfg.Output.Elasticsearch.DeadLetterMaxBytes))
+		gauge(descDeadLetterRatio, ratio(st.deadLetterBytes, int64(cfg.Output.Elasticsearch.DeadLetterMaxBytes)))
 	}
 	for _, reason := range backpressureReasons {
 		v := 0.0
@@ -181,4 +270,12 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descBackpressure, v, reason)
 	}
+}
+
+// ratio is used/limit, 0 without a limit.
+func ratio(used, limit int64) float64 {
+	if limit <= 0 {
+		return 0
+	}
+	return float64(used) / float64(limit)
 }

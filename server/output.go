@@ -141,6 +141,16 @@ func (d *drain) Gauges() elasticsearch.Gauges {
 	return d.cur.o.Gauges()
 }
 
+// current is the running Output, nil while stopped.
+func (d *drain) current() *elasticsearch.Output {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return nil
+	}
+	return d.cur.o
+}
+
 // Waiting is the running Output's Waiting ("" while stopped).
 func (d *drain) Waiting() string {
 	d.mu.Lock()

@@ -70,13 +70,24 @@ type Server struct {
 	adminLn   net.Listener
 	admin     *http.Server
 	adminDone chan struct{}
+	started   time.Time // when Run started
+	// created are the directories Open created, removed again when it
+	// fails.
+	created []string
 }
 
 // Open prepares the journal and ledger directories (creating each if its
-// parent exists), locks both, and warns when they share a device. On error
-// nothing stays locked.
-func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
+// parent exists), locks both, and warns when they share a device; it
+// opens the stores, then binds the admin and Beats listeners. On error
+// nothing stays locked or bound, and the directories this Open created
+// are removed again.
+func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
+	defer func() {
+		if err != nil {
+			s.removeCreated()
+		}
+	}()
 	s.metrics = newMetrics(s)
 	dirs := []struct{ key, dir string }{
 		{"journal.dir", cfg.Journal.Dir},
@@ -84,7 +95,7 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 	}
 	var devs []uint64
 	for _, d := range dirs {
-		abs, err := prepareDir(d.key, d.dir)
+		abs, err := s.prepareDir(d.key, d.dir)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -132,7 +143,6 @@ func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	var err error
 	s.beats, err = input.ListenBeats(input.BeatsOptions{
 		TLS:    tlsCfg,
 		Listen: b.Listen, MaxConnections: b.MaxConnections,
@@ -328,6 +338,9 @@ func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable,
 // lock (docs/design.md, §7).
 func deadLetterDir(ledgerDir string) string { return filepath.Join(ledgerDir, "dlq", "elasticsearch") }
 
+// elasticsearchCursor names the Elasticsearch output's ledger cursor.
+const elasticsearchCursor = "elasticsearch"
+
 // openOutput prepares the Elasticsearch output (it contacts nobody before
 // Run).
 func (s *Server) openOutput() error {
@@ -355,7 +368,7 @@ func (s *Server) openOutput() error {
 	dir := deadLetterDir(s.cfg.Ledger.Dir)
 	// dlq.Open creates its own directory (and fsyncs its parent) when the
 	// parent exists: prepare only <ledger.dir>/dlq.
-	if _, err := prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
+	if _, err := s.prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
 		return err
 	}
 	// A dead-letter file must hold the largest event the input accepts
@@ -375,7 +388,7 @@ func (s *Server) openOutput() error {
 		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", Local: s.acks, FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
-		Cursor: "elasticsearch", DeadLetters: s.dlq, Logger: s.log,
+		Cursor: elasticsearchCursor, DeadLetters: s.dlq, Logger: s.log,
 		Observer: esObserver{s.metrics},
 	})
 	if err != nil {
@@ -384,36 +397,61 @@ func (s *Server) openOutput() error {
 	return nil
 }
 
+// prepareDir is the package's prepareDir, remembering the directories it
+// creates for removeCreated.
+func (s *Server) prepareDir(key, dir string) (string, error) {
+	abs, created, err := prepareDir(key, dir)
+	if created {
+		s.created = append(s.created, abs)
+	}
+	return abs, err
+}
+
+// removeCreated closes what a failed Open opened and removes the
+// directories it created, newest first, so that a failed start leaves
+// nothing behind (they hold only what this Open wrote: nothing was
+// acknowledged into them).
+func (s *Server) removeCreated() {
+	s.Close()
+	for i := len(s.created) - 1; i >= 0; i-- {
+		if err := os.RemoveAll(s.created[i]); err != nil {
+			s.log.Warn("removing a directory the failed start created", "dir", s.created[i], "err", err)
+		}
+	}
+	s.created = nil
+}
+
 // prepareDir returns the absolute form of dir, creating dir when its parent
-// exists. A missing parent is an error rather than a MkdirAll, so a typo in
-// the configuration does not silently create a tree somewhere else.
-func prepareDir(key, dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
+// exists (created says so). A missing parent is an error rather than a
+// MkdirAll, so a typo in the configuration does not silently create a tree
+// somewhere else.
+func prepareDir(key, dir string) (abs string, created bool, err error) {
+	abs, err = filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("server: %s %q: %w", key, dir, err)
+		return "", false, fmt.Errorf("server: %s %q: %w", key, dir, err)
 	}
 	st, err := os.Stat(abs)
 	switch {
 	case err == nil && !st.IsDir():
-		return "", fmt.Errorf("server: %s %s is not a directory: point %s at a directory", key, abs, key)
+		return "", false, fmt.Errorf("server: %s %s is not a directory: point %s at a directory", key, abs, key)
 	case err == nil:
-		return abs, nil
+		return abs, false, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("server: %s %s: %w", key, abs, err)
+		return "", false, fmt.Errorf("server: %s %s: %w", key, abs, err)
 	}
 	parent := filepath.Dir(abs)
 	if _, err := os.Stat(parent); err != nil {
-		return "", fmt.Errorf("server: %s %s: parent directory %s does not exist: create it, or fix %s", key, abs, parent, key)
+		return "", false, fmt.Errorf("server: %s %s: parent directory %s does not exist: create it, or fix %s", key, abs, parent, key)
 	}
 	if err := os.Mkdir(abs, 0o750); err != nil {
-		return "", fmt.Errorf("server: create %s %s: %w", key, abs, err)
+		return "", false, fmt.Errorf("server: create %s %s: %w", key, abs, err)
 	}
 	// fsync the parent so the new directory's entry survives a power cut
 	// before anything inside it is relied on.
 	if err := fsutil.SyncDir(parent); err != nil {
-		return "", fmt.Errorf("server: create %s %s: %w", key, abs, err)
+		return abs, true, fmt.Errorf("server: create %s %s: %w", key, abs, err)
 	}
-	return abs, nil
+	return abs, true, nil
 }
 
 // Run runs the pipeline until ctx is done, then stops it in order: the
@@ -422,6 +460,7 @@ func prepareDir(key, dir string) (string, error) {
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
 	c := s.cfg
+	s.started = time.Now()
 	s.startAdmin()
 	// outputFailed stays nil (never ready) when the output is disabled.
 	var outputFailed <-chan error
@@ -440,6 +479,27 @@ func (s *Server) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
 
+	// The summary reads the components, and the start-up check of
+	// Elasticsearch uses the output's client: both stop before those do.
+	sctx, stopSummary := context.WithCancel(context.Background())
+	summaryDone := make(chan struct{})
+	go func() {
+		defer close(summaryDone)
+		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
+			s.summarize(sctx, every)
+		}
+	}()
+	pingDone := make(chan struct{})
+	go func() {
+		defer close(pingDone)
+		if s.out == nil {
+			return
+		}
+		if o := s.out.current(); o != nil {
+			s.pingElasticsearch(sctx, o)
+		}
+	}()
+
 	var runErr, oerr error
 	select {
 	case <-ctx.Done():
@@ -449,6 +509,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
 	}
 	start := time.Now()
+	stopSummary()
+	<-summaryDone
+	<-pingDone
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
 	// The output stops first, so that its cursor is persisted while the

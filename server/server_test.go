@@ -50,7 +50,18 @@ func TestOpenLocksBothDirs(t *testing.T) {
 	if _, err := Open(cfg2, slog.New(slog.DiscardHandler)); !errors.As(err, &le) || !strings.Contains(err.Error(), "ledger.dir") {
 		t.Fatalf("Open sharing the ledger: got %v, want a lock error naming ledger.dir", err)
 	}
-	// The refused Open must not have kept journal2 locked.
+	// The refused Open created journal2: it removed it again, so nothing
+	// stays locked or behind.
+	if _, err := os.Stat(cfg2.Journal.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("failed Open left journal2 behind: %v", err)
+	}
+	// An existing journal2 is not removed, and not left locked.
+	if err := os.Mkdir(cfg2.Journal.Dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cfg2, slog.New(slog.DiscardHandler)); !errors.As(err, &le) {
+		t.Fatalf("Open sharing the ledger: got %v, want a lock error", err)
+	}
 	if l, err := dirlock.Acquire(cfg2.Journal.Dir); err != nil {
 		t.Fatalf("failed Open left journal2 locked: %v", err)
 	} else {

@@ -31,11 +31,9 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/buildinfo"
 	"github.com/logpond/logpond/server"
 )
-
-// version is set at build time by the Makefile.
-var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -108,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	log.Info("logpond started", "version", version, "config", *configPath, "pid", os.Getpid())
+	log.Info("logpond started", "version", buildinfo.Get().Version, "config", *configPath, "pid", os.Getpid())
 	runErr := s.Run(ctx)
 	closeErr := s.Close()
 	if runErr != nil || closeErr != nil {
@@ -133,12 +131,8 @@ func newLogger(w io.Writer, c conf.Log) *slog.Logger {
 // the build: the main module's version and, when built from a checkout,
 // the VCS revision, commit time and whether the tree had local changes.
 func printVersion(w io.Writer) {
-	v := version
+	fmt.Fprintln(w, "logpond", buildinfo.Get().Version)
 	info, ok := debug.ReadBuildInfo()
-	if v == "dev" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
-	}
-	fmt.Fprintln(w, "logpond", v)
 	if !ok {
 		fmt.Fprintln(w, "build information: not available (binary built without module support)")
 		return

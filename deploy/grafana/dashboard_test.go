@@ -1,29 +1,16 @@
 package grafana
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	lj "github.com/elastic/go-lumber/client/v2"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
-	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/output/estest"
-	"github.com/logpond/logpond/server"
+	"github.com/logpond/logpond/internal/promcheck"
 )
 
 // dashboard is the part of Grafana's dashboard model the tests look at.
@@ -109,54 +96,8 @@ func expressions(t *testing.T, d *dashboard) map[string]string {
 	return exprs
 }
 
-// promqlFuncs are the PromQL functions and aggregations the dashboard may
-// call; anything else followed by "(" is reported as a typo.
-var promqlFuncs = []string{
-	"abs", "absent", "avg", "avg_over_time", "ceil", "changes", "clamp_max", "clamp_min", "count",
-	"count_over_time", "delta", "deriv", "floor", "histogram_quantile", "idelta", "increase", "irate",
-	"label_replace", "max", "max_over_time", "min", "min_over_time", "quantile", "quantile_over_time",
-	"rate", "resets", "round", "scalar", "sort", "sort_desc", "stddev", "sum", "sum_over_time", "time",
-	"topk", "bottomk", "vector",
-}
-
-var promqlKeywords = []string{"and", "or", "unless", "bool", "offset", "inf", "nan"}
-
-var (
-	reString   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	reMatchers = regexp.MustCompile(`\{[^{}]*\}`)
-	reRange    = regexp.MustCompile(`\[[^\[\]]*\]`)
-	reGrouping = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)`)
-	reToken    = regexp.MustCompile(`[A-Za-z0-9_:.]+`)
-)
-
-// metricNames returns the metric names an expression selects: what is
-// left once strings, label matchers, ranges, grouping clauses, function
-// names, keywords and numbers are taken out. A name the dashboard calls
-// like a function but PromQL does not have is an error.
-func metricNames(expr string) ([]string, error) {
-	s := reString.ReplaceAllString(expr, `""`)
-	s = reMatchers.ReplaceAllString(s, " ")
-	s = reRange.ReplaceAllString(s, " ")
-	s = reGrouping.ReplaceAllString(s, " ")
-	var names []string
-	for _, loc := range reToken.FindAllStringIndex(s, -1) {
-		tok := s[loc[0]:loc[1]]
-		if tok[0] >= '0' && tok[0] <= '9' || tok[0] == '.' {
-			continue // a number
-		}
-		if strings.HasPrefix(strings.TrimLeft(s[loc[1]:], " "), "(") {
-			if !slices.Contains(promqlFuncs, tok) {
-				return nil, fmt.Errorf("%q is not a PromQL function this test knows", tok)
-			}
-			continue
-		}
-		if slices.Contains(promqlKeywords, strings.ToLower(tok)) {
-			continue
-		}
-		names = append(names, tok)
-	}
-	return names, nil
-}
+// metricNames is promcheck.MetricNames.
+var metricNames = promcheck.MetricNames
 
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
@@ -239,13 +180,16 @@ var required = []string{
 	"logpond_input_events_total", "logpond_output_items_total", "logpond_journal_fsync_seconds",
 	"logpond_journal_group_records", "logpond_ledger_lag_records", "logpond_ledger_bytes",
 	"logpond_journal_bytes", "logpond_backpressure", "logpond_output_request_seconds",
+	"logpond_output_pending_events", "logpond_output_pending_bytes", "logpond_output_oldest_pending_seconds",
+	"logpond_journal_fill_ratio", "logpond_ledger_fill_ratio", "logpond_dead_letter_fill_ratio",
+	"logpond_output_events_delivered_total", "logpond_output_events_dead_lettered_total",
+	"logpond_output_concurrency_limit", "logpond_output_requests_in_flight", "logpond_output_pace_events_per_second",
+	"logpond_output_retry_queue_events", "logpond_output_retry_queue_bytes", "logpond_output_retry_queue_max_bytes",
 }
 
-// TestDashboardMetricsAreExported runs a real server (Beats input, journal,
-// ledger, Elasticsearch output into the in-repo test server, admin
-// endpoint), sends events and a malformed connection so that every
-// labelled and histogram metric has samples, scrapes /metrics, and checks
-// that every metric the dashboard queries is there.
+// TestDashboardMetricsAreExported runs a real server
+// (promcheck.Exported), scrapes /metrics, and checks that every metric the
+// dashboard queries is there.
 func TestDashboardMetricsAreExported(t *testing.T) {
 	d := loadDashboard(t)
 	used := map[string][]string{} // metric → where
@@ -267,77 +211,7 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 
-	es, err := estest.Start(estest.Options{Seed: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
-	// Some 429s so that retries show up as an outcome too.
-	es.SetFaults(estest.Faults{ItemReject429: 0.1})
-	root := t.TempDir()
-	cfg := conf.Default()
-	cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
-	cfg.Input.Beats.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Ledger.FlushInterval = conf.Duration(5 * time.Millisecond)
-	o := &cfg.Output.Elasticsearch
-	o.Enabled, o.Hosts = true, []string{es.URL()}
-	o.FlushInterval = conf.Duration(10 * time.Millisecond)
-	o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(time.Millisecond), conf.Duration(10*time.Millisecond)
-	s, err := server.Open(&cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
-	}()
-
-	c, err := lj.SyncDial(s.BeatsAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const per = 200
-	for b := range 3 {
-		var data []interface{}
-		for i := range per {
-			data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"message":"%d-%d"}`, b, i)))
-		}
-		if n, err := c.Send(data); err != nil || n != per {
-			t.Fatalf("batch %d: acked %d: %v", b, n, err)
-		}
-	}
-	c.Close()
-	// A client speaking Lumberjack v1: closed, counted as a violation.
-	raw, err := net.Dial("tcp", s.BeatsAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.Write([]byte("1W\x00\x00\x00\x01"))
-	raw.Close()
-
-	// Wait until what this test caused has been counted: every event
-	// stored (so item outcomes and request latencies were observed), the
-	// output's cursor exists, the bad connection was closed. Then compare.
-	url := "http://" + s.AdminAddr().String() + "/metrics"
-	deadline := time.Now().Add(60 * time.Second)
-	var exported map[string]bool
-	for {
-		exported = scrape(t, url)
-		settled := es.Count() == 3*per
-		for _, n := range []string{"logpond_output_items_total", "logpond_output_request_seconds_bucket", "logpond_ledger_lag_records", "logpond_input_violations_total"} {
-			settled = settled && exported[n]
-		}
-		if settled || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	exported := promcheck.Exported(t)
 	var missing []string
 	for n := range used {
 		if !exported[n] {
@@ -348,34 +222,4 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	for _, n := range missing {
 		t.Errorf("the dashboard queries %s, which logpond does not export (used in %s)", n, strings.Join(used[n], "; "))
 	}
-}
-
-// scrape returns the sample names /metrics exports: every family, and for
-// histograms and summaries their _bucket, _sum and _count series.
-func scrape(t *testing.T, url string) map[string]bool {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(res.Body)
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	names := map[string]bool{}
-	for name, f := range fams {
-		if len(f.GetMetric()) == 0 {
-			continue
-		}
-		names[name] = true
-		switch f.GetType() {
-		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-			names[name+"_bucket"], names[name+"_sum"], names[name+"_count"] = true, true, true
-		case dto.MetricType_SUMMARY:
-			names[name+"_sum"], names[name+"_count"] = true, true
-		}
-	}
-	return names
 }

@@ -119,12 +119,17 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // Observer receives the output's measurements. Its methods are called
 // from the workers and must be quick.
 type Observer interface {
-	// Request: one bulk request took d; status is 0 when nothing was
-	// answered (refused connection, timeout).
-	Request(d time.Duration, status int)
-	// Items: n items of one response ended with status and outcome
-	// ("done", "conflict", "retry", "dead"); errType is Elasticsearch's
-	// error type ("" for successes).
+	// Request: one bulk request took d; status is 0 and err says why
+	// when nothing was answered (refused connection, timeout, …).
+	Request(d time.Duration, status int, err error)
+	// Items: n items ended with status and outcome ("done", "conflict",
+	// "retry", "dead"); errType is Elasticsearch's error type ("" for
+	// successes). Done, conflict and retry are reported per response;
+	// dead once the dead letters are written (synced), whatever made them
+	// dead: an item refused for good, a request refused as a whole (400,
+	// 413) down to its one offending event, or an event no request can
+	// carry (too large, or not JSON: status 0, Elasticsearch was not
+	// asked).
 	Items(status int, outcome, errType string, n int)
 }
 

@@ -394,10 +394,24 @@ func TestPoisonPills(t *testing.T) {
 	invalidMultiLine := []byte("{\"message\":\n")
 	poison := []byte(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"message":"POISON-REQUEST"}`)
 	r.store(time.Now(), good(0), pretty, good(1), huge, good(2), tooBigForServer, good(3), invalid, good(4), invalidMultiLine, good(5), poison, good(6))
-	opts := r.options(func(o *Options) { o.MaxRequestBytes = 1 << 20; o.FlushBytes = 512 << 10 })
+	obs := newRecorder()
+	opts := r.options(func(o *Options) { o.MaxRequestBytes = 1 << 20; o.FlushBytes = 512 << 10; o.Observer = obs })
 	run := r.start(opts)
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 1 })
 	run.stop(t)
+	// Every dead letter is observed once, with the status it got (0:
+	// never sent), whatever made it dead; the good events as created.
+	for status, n := range map[int]int{0: 2, 413: 1, 400: 2} {
+		if got := obs.count("dead", status); got != n {
+			t.Errorf("observed %d dead events with status %d, want %d (all: %v)", got, status, n, obs.items)
+		}
+	}
+	if got := obs.count("dead", -1); got != 5 || run.out.Stats().DeadLettered != 5 {
+		t.Errorf("observed %d dead events, counted %d; want 5", got, run.out.Stats().DeadLettered)
+	}
+	if got := obs.count("done", 201); got != 8 {
+		t.Errorf("observed %d events done with status 201, want 8 (all: %v)", got, obs.items)
+	}
 
 	prefix, _ := idPrefix(r.ledger.StreamID())
 	id := func(pos int) string { return string(appendDocID(nil, prefix, 1, pos)) }

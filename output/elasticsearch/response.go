@@ -39,12 +39,13 @@ func parseBulkResponse(body []byte, n int, results []itemResult) ([]itemResult, 
 	results = results[:0]
 	if e := gjson.GetBytes(body, "errors"); e.Type == gjson.False {
 		// The usual answer: every item succeeded. Count them, and trust
-		// the flag for their status.
+		// the flag for their status: 201 Created, the answer to a create
+		// (the only action the output sends).
 		if c := items.Get("#").Int(); c != int64(n) {
 			return nil, fmt.Errorf("%w: %d items for %d actions", errBadResponse, c, n)
 		}
 		for range n {
-			results = append(results, itemResult{status: 200})
+			results = append(results, itemResult{status: 201})
 		}
 		return results, nil
 	}

@@ -13,9 +13,9 @@ func TestParseBulkResponse(t *testing.T) {
 		want []itemResult
 		bad  bool
 	}{
-		// errors:false is trusted: every item counts as a 2xx.
+		// errors:false is trusted: every item counts as created (201).
 		{"all created", `{"errors":false,"items":[{"create":{"status":201}},{"create":{"status":201}}]}`, 2,
-			[]itemResult{{status: 200}, {status: 200}}, false},
+			[]itemResult{{status: 201}, {status: 201}}, false},
 		{"all created, fewer items", `{"errors":false,"items":[{"create":{"status":201}}]}`, 2, nil, true},
 		{"create answered as index", `{"errors":true,"items":[{"index":{"status":201}}]}`, 1, []itemResult{{status: 201}}, false},
 		{"mixed", `{"errors":true,"items":[{"create":{"status":409,"error":{"type":"version_conflict_engine_exception","reason":"exists"}}},{"create":{"status":429,"error":{"type":"es_rejected_execution_exception","reason":"queue full"}}},{"create":{"status":400,"error":{"type":"document_parsing_exception","reason":"bad"}}}]}`, 3,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/logpond/logpond/output/dlq"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
@@ -35,6 +37,7 @@ type Stats struct {
 // Gauges is the state of a running drain, for an operator watching it
 // (all zero while Run is not running).
 type Gauges struct {
+	Running          bool    // Run is draining
 	ConcurrencyLimit int     // bulk requests that may be in flight now
 	InFlight         int     // bulk requests in flight now (a request waiting for its paced start is not)
 	PaceRate         float64 // events/s the requests are paced to; 0 while not pacing
@@ -46,8 +49,20 @@ type Gauges struct {
 	RetryMaxBytes int // the retry queue's bound (no new records are taken above it)
 	// OldestPending is the receive time of the oldest event read from
 	// the ledger and not yet done (zero when none): the output's lag in
-	// time is its age.
+	// time is its age. Records not yet read from the ledger are younger
+	// unless none is read: see DoneLSN.
 	OldestPending time.Time
+	// DoneLSN is the LSN up to which every record is done (the cursor
+	// the output persists next); ReadLSN the last record it read from the
+	// ledger. The records after ReadLSN wait in the ledger, unread.
+	DoneLSN, ReadLSN uint64
+	// PendingEvents counts the events of the records read and not yet
+	// done.
+	PendingEvents int64
+	// EventsPerRecord is the mean number of events per record read since
+	// the drain started (0 before the first): an estimate for the records
+	// not read yet.
+	EventsPerRecord float64
 }
 
 // Stats returns the current totals. Safe for concurrent use.
@@ -66,15 +81,39 @@ func (o *Output) Stats() Stats {
 func (o *Output) Gauges() Gauges {
 	var st Gauges
 	if l := o.live.Load(); l != nil {
+		st.Running = true
 		st.ConcurrencyLimit, st.InFlight, st.PaceRate = l.ctl.state()
 		st.Yielding = l.ctl.yielding()
 		st.RetryEvents, st.RetryBytes = l.rq.size()
 		st.RetryMaxBytes = l.rq.limit
-		if t, ok := l.tr.oldest(); ok {
-			st.OldestPending = t
+		ts := l.tr.state()
+		st.OldestPending = ts.oldest
+		st.DoneLSN, st.ReadLSN, st.PendingEvents = ts.done, ts.read, ts.events
+		if ts.records > 0 {
+			st.EventsPerRecord = float64(ts.added) / float64(ts.records)
 		}
 	}
 	return st
+}
+
+// observeDead counts dead letters once they are written (synced): in the
+// counters and, by their status and error type, in the Observer.
+func (o *Output) observeDead(entries []dlq.Entry) {
+	o.stats.dead.Add(int64(len(entries)))
+	if o.opts.Observer == nil {
+		return
+	}
+	type key struct {
+		status  int
+		errType string
+	}
+	tally := map[key]int{}
+	for _, e := range entries {
+		tally[key{e.Status, e.ErrType}]++
+	}
+	for k, n := range tally {
+		o.opts.Observer.Items(k.status, "dead", k.errType, n)
+	}
 }
 
 // live is what a running drain shares with Stats.

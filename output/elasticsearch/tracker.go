@@ -21,6 +21,10 @@ type tracker struct {
 	base     uint64 // LSN of pending[0] (the next record when empty)
 	done     uint64 // every record ≤ done is done
 	changed  chan struct{}
+	// events is the sum of pending; added counts the records and events
+	// added since the tracker was made.
+	events                    int64
+	addedRecords, addedEvents int64
 }
 
 func newTracker(cursor uint64) *tracker {
@@ -37,6 +41,9 @@ func (t *tracker) add(lsn uint64, n int, received time.Time) error {
 	}
 	t.pending = append(t.pending, n)
 	t.received = append(t.received, received.UnixNano())
+	t.events += int64(n)
+	t.addedRecords++
+	t.addedEvents += int64(n)
 	t.advanceLocked()
 	return nil
 }
@@ -52,6 +59,7 @@ func (t *tracker) finish(lsn uint64, n int) error {
 		return fmt.Errorf("elasticsearch: tracker: finish %d events of record %d (base %d, %d records)", n, lsn, t.base, len(t.pending))
 	}
 	t.pending[i] -= n
+	t.events -= int64(n)
 	t.advanceLocked()
 	return nil
 }
@@ -101,4 +109,26 @@ func (t *tracker) oldest() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(0, t.received[0]), true
+}
+
+// trackerState is what the tracker knows of the output's lag.
+type trackerState struct {
+	done    uint64 // every record ≤ done is done
+	read    uint64 // the last record added (done when none is pending)
+	events  int64  // events of the records added and not yet done
+	oldest  time.Time
+	records int64 // records added since the tracker was made
+	added   int64 // their events
+}
+
+// state returns the tracker's lag state.
+func (t *tracker) state() trackerState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := trackerState{done: t.done, read: t.base + uint64(len(t.pending)) - 1, events: t.events,
+		records: t.addedRecords, added: t.addedEvents}
+	if len(t.received) > 0 {
+		st.oldest = time.Unix(0, t.received[0])
+	}
+	return st
 }

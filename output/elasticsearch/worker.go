@@ -156,7 +156,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	took := time.Since(start)
 	o.stats.requests.Add(1)
 	if o.opts.Observer != nil && ctx.Err() == nil {
-		o.opts.Observer.Request(took, status)
+		o.opts.Observer.Request(took, status, err)
 	}
 	if ctx.Err() != nil {
 		w.ctl.release(result{})
@@ -320,7 +320,7 @@ func (o *Output) count(tally map[tallyKey]int) {
 		case "retry":
 			o.stats.retried.Add(int64(n))
 		}
-		if o.opts.Observer != nil {
+		if o.opts.Observer != nil && k.outcome != "dead" { // counted when written
 			o.opts.Observer.Items(k.status, k.outcome, k.errType, n)
 		}
 	}
@@ -407,7 +407,7 @@ func (o *Output) bury(ctx context.Context, entries []dlq.Entry) error {
 		}
 		return fmt.Errorf("elasticsearch: dead-letter store: %w", err)
 	}
-	o.stats.dead.Add(int64(len(entries)))
+	o.observeDead(entries)
 	return nil
 }
 

@@ -88,6 +88,12 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    the configured hosts; for another -es give -username
                    (password in $LEDGERCTL_ES_PASSWORD) or
                    $LEDGERCTL_ES_API_KEY
+  top [--admin HOST:PORT] [--interval D] [--once]
+                   a live view of a running logpond, from GET / on its admin
+                   listener ([admin] listen of -config, or --admin): per
+                   stage its state, events, bytes and records per second and
+                   fill, the output's lag; refreshed every --interval (2s)
+                   until Ctrl-C, or once with --once
 
 Exit status: 0 ok, 1 damage or failure found, 2 usage error.
 `
@@ -121,7 +127,7 @@ func (e *env) errorf(format string, args ...any) {
 // command is one subcommand; it returns the exit status.
 type command struct {
 	name  string
-	needs string // "ledger" when it needs the ledger
+	needs string // "ledger" when it needs the ledger; "admin" when it reads a running logpond instead of the stores
 	run   func(e *env, args []string) int
 }
 
@@ -132,6 +138,7 @@ var commands = []command{
 	{"verify", "", cmdVerify},
 	{"cursors", "ledger", cmdCursors},
 	{"dlq", "ledger", cmdDLQ},
+	{"top", "admin", cmdTop},
 }
 
 // globalFlags are the flags ledgerctl takes anywhere on the command line,
@@ -225,7 +232,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usageText)
 		return exitOK
 	case name == "":
-		e.errorf("say which command to run (segments, stat, dump, verify, cursors, dlq); see ledgerctl -h")
+		e.errorf("say which command to run (segments, stat, dump, verify, cursors, dlq, top); see ledgerctl -h")
 		return exitUsage
 	case name == "help":
 		fmt.Fprint(stdout, usageText)
@@ -238,7 +245,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cmd == nil {
-		e.errorf("unknown command %q (commands: segments, stat, dump, verify, cursors, dlq; see ledgerctl -h)", name)
+		e.errorf("unknown command %q (commands: segments, stat, dump, verify, cursors, dlq, top; see ledgerctl -h)", name)
 		return exitUsage
 	}
 	if g.help {
@@ -263,6 +270,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if g.ledger != "" {
 		e.ledgerDir = g.ledger
+	}
+	if cmd.needs == "admin" {
+		return cmd.run(e, rest) // it reads the running logpond, not the stores
 	}
 	switch {
 	case e.journalDir == "" && e.ledgerDir == "":

@@ -1,0 +1,122 @@
+package prometheus
+
+import (
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/logpond/logpond/internal/promcheck"
+)
+
+// rules is the part of Prometheus' rule file format the test looks at.
+type rules struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Record      string            `yaml:"record"`
+			Expr        string            `yaml:"expr"`
+			For         string            `yaml:"for"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+func loadRules(t *testing.T) *rules {
+	t.Helper()
+	data, err := os.ReadFile("alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rules
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true) // a misspelt key is an error, as in Prometheus
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	return &r
+}
+
+// watched are the conditions the rules exist to catch, by the metric
+// each must read: removing one fails the test.
+var watched = map[string]string{
+	"output lag age":         "logpond_output_oldest_pending_seconds",
+	"journal nearly full":    "logpond_journal_fill_ratio",
+	"ledger nearly full":     "logpond_ledger_fill_ratio",
+	"dead letters growing":   "logpond_output_events_dead_lettered_total",
+	"elasticsearch failing":  "logpond_backpressure",
+	"requests failing whole": "logpond_output_requests_failed_total",
+}
+
+// TestAlertRules: every rule is a complete alert (name, expression, a
+// severity, a summary, a valid for), names are unique, and every metric an
+// expression selects is exported by a running logpond.
+func TestAlertRules(t *testing.T) {
+	r := loadRules(t)
+	used := map[string][]string{} // metric → alerts
+	names := map[string]bool{}
+	n := 0
+	for _, g := range r.Groups {
+		if g.Name == "" {
+			t.Error("a group without a name")
+		}
+		for _, rule := range g.Rules {
+			n++
+			if rule.Alert == "" || rule.Record != "" {
+				t.Errorf("group %s: rule %q is not an alert", g.Name, rule.Expr)
+				continue
+			}
+			if names[rule.Alert] {
+				t.Errorf("alert %s is defined twice", rule.Alert)
+			}
+			names[rule.Alert] = true
+			if s := rule.Labels["severity"]; s != "warning" && s != "critical" {
+				t.Errorf("alert %s: severity %q, want warning or critical", rule.Alert, s)
+			}
+			if rule.Annotations["summary"] == "" || rule.Annotations["description"] == "" {
+				t.Errorf("alert %s needs a summary and a description", rule.Alert)
+			}
+			if rule.For != "" {
+				if d, err := model.ParseDuration(rule.For); err != nil || time.Duration(d) <= 0 {
+					t.Errorf("alert %s: for %q: %v", rule.Alert, rule.For, err)
+				}
+			}
+			ms, err := promcheck.MetricNames(rule.Expr)
+			if err != nil {
+				t.Errorf("alert %s: %v: %s", rule.Alert, err, rule.Expr)
+			}
+			if len(ms) == 0 {
+				t.Errorf("alert %s selects no metric: %s", rule.Alert, rule.Expr)
+			}
+			for _, m := range ms {
+				used[m] = append(used[m], rule.Alert)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("alerts.yml has no rules")
+	}
+	for what, m := range watched {
+		if len(used[m]) == 0 {
+			t.Errorf("no alert for %s (on %s)", what, m)
+		}
+	}
+	exported := promcheck.Exported(t)
+	var missing []string
+	for m := range used {
+		if !exported[m] {
+			missing = append(missing, m)
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("alerts %s read %s, which logpond does not export", strings.Join(slices.Compact(used[m]), ", "), m)
+	}
+}

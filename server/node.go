@@ -1,0 +1,171 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/logpond/logpond/internal/buildinfo"
+)
+
+// NodeInfo is the answer of GET / on the admin listener: which logpond
+// this is and the state of each stage, in the units an operator reads
+// (the same numbers as /metrics). Counters ending in _total count since
+// the start; a client gets rates from two answers.
+type NodeInfo struct {
+	Name          string      `json:"name"` // "logpond"
+	Version       string      `json:"version"`
+	GoVersion     string      `json:"go_version"`
+	Revision      string      `json:"revision,omitempty"`
+	StreamID      string      `json:"stream_id"` // the ledger's stream id, part of every document id
+	Started       time.Time   `json:"started"`
+	UptimeSeconds float64     `json:"uptime_seconds"`
+	Now           time.Time   `json:"now"`
+	Ready         bool        `json:"ready"`               // what /readyz answers
+	NotReady      []string    `json:"not_ready,omitempty"` // why not, as /readyz says it
+	Input         InputInfo   `json:"input"`
+	Journal       StoreInfo   `json:"journal"`
+	Ledger        StoreInfo   `json:"ledger"`
+	Output        *OutputInfo `json:"output"` // null when output.elasticsearch.enabled = false
+}
+
+// Stage states in NodeInfo: "ok" (working, or idle), "waiting" (held
+// back: see Waiting), "failed" (see Error), "stopped".
+const (
+	StateOK      = "ok"
+	StateWaiting = "waiting"
+	StateFailed  = "failed"
+	StateStopped = "stopped"
+)
+
+// InputInfo is the Beats input's state.
+type InputInfo struct {
+	State            string `json:"state"`
+	Waiting          string `json:"waiting,omitempty"`
+	Error            string `json:"error,omitempty"`
+	Listen           string `json:"listen,omitempty"`
+	Connections      int64  `json:"connections"`
+	EventsTotal      int64  `json:"events_total"` // acknowledged to Beats clients
+	BytesTotal       int64  `json:"bytes_total"`
+	BatchesTotal     int64  `json:"batches_total"`
+	ViolationsTotal  int64  `json:"violations_total"` // connections closed for breaking the protocol or a limit
+	InflightBytes    int64  `json:"inflight_bytes"`
+	MaxInflightBytes int64  `json:"max_inflight_bytes"`
+}
+
+// StoreInfo is the journal's or the ledger's state.
+type StoreInfo struct {
+	State     string  `json:"state"`
+	Waiting   string  `json:"waiting,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	Bytes     int64   `json:"bytes"`
+	MaxBytes  int64   `json:"max_bytes"`
+	FillRatio float64 `json:"fill_ratio"`
+	LastLSN   uint64  `json:"last_lsn"`
+}
+
+// OutputInfo is the Elasticsearch output's state.
+type OutputInfo struct {
+	State                string  `json:"state"`
+	Waiting              string  `json:"waiting,omitempty"`
+	EventsDeliveredTotal int64   `json:"events_delivered_total"` // stored, already stored, or dead-lettered
+	DeadLetteredTotal    int64   `json:"dead_lettered_total"`
+	RetriedTotal         int64   `json:"items_retried_total"`
+	RequestsTotal        int64   `json:"requests_total"`
+	RequestsFailedTotal  int64   `json:"requests_failed_total"`
+	BytesSentTotal       int64   `json:"bytes_sent_total"`
+	PendingEvents        int64   `json:"pending_events"`
+	PendingRecords       int64   `json:"pending_records"`
+	PendingBytes         int64   `json:"pending_bytes"`
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	CursorLSN            uint64  `json:"cursor_lsn"`
+	ConcurrencyLimit     int     `json:"concurrency_limit"`
+	InFlight             int     `json:"requests_in_flight"`
+	PaceEventsPerSecond  float64 `json:"pace_events_per_second"`
+	RetryQueueEvents     int     `json:"retry_queue_events"`
+	DeadLetterBytes      int64   `json:"dead_letter_bytes"`
+	DeadLetterMaxBytes   int64   `json:"dead_letter_max_bytes"`
+	DeadLetterFillRatio  float64 `json:"dead_letter_fill_ratio"`
+}
+
+// nodeInfo gathers NodeInfo from the components.
+func (s *Server) nodeInfo() NodeInfo {
+	st := s.snapshot()
+	bi := buildinfo.Get()
+	now := time.Now()
+	n := NodeInfo{Name: "logpond", Version: bi.Version, GoVersion: bi.GoVersion, Revision: bi.Revision,
+		Started: s.started, UptimeSeconds: now.Sub(s.started).Seconds(), Now: now}
+	if l := s.ledg(); l != nil {
+		n.StreamID = l.StreamID()
+	}
+	n.NotReady = st.notReady()
+	n.Ready = len(n.NotReady) == 0
+	in := &n.Input
+	switch {
+	case st.input == nil:
+		in.State = StateStopped
+	case st.inputFailed != nil:
+		in.State, in.Error = StateFailed, st.inputFailed.Error()
+	case st.inputWaiting != "" || st.waiting["input_budget"] != "":
+		in.State, in.Waiting = StateWaiting, firstOf(st.inputWaiting, st.waiting["input_budget"])
+	default:
+		in.State = StateOK
+	}
+	if st.input != nil {
+		in.Listen = s.beats.Addr().String()
+		in.Connections, in.EventsTotal, in.BytesTotal, in.BatchesTotal = int64(st.input.Connections), st.input.Events, st.input.Bytes, st.input.Batches
+		in.InflightBytes, in.MaxInflightBytes = st.input.InflightBytes, st.input.MaxInflightBytes
+		for _, v := range st.violations {
+			in.ViolationsTotal += v
+		}
+	}
+	n.Journal = storeInfo(st.journalErr, st.waiting["journal_full"], st.journalBytes, int64(s.cfg.Journal.MaxBytes), st.journalLast)
+	n.Ledger = storeInfo(st.ledgerErr, firstOf(st.waiting["ledger_failed"], st.waiting["ledger_full"]), st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes), st.ledgerLast)
+	if st.output != nil {
+		o, g, lg := st.output, st.outputGauges, s.outputLag(st)
+		maxDLQ := int64(s.cfg.Output.Elasticsearch.DeadLetterMaxBytes)
+		out := &OutputInfo{State: StateOK, EventsDeliveredTotal: o.Delivered, DeadLetteredTotal: o.DeadLettered, RetriedTotal: o.Retried,
+			RequestsTotal: o.Requests, RequestsFailedTotal: o.FailedRequests, BytesSentTotal: o.BytesSent,
+			PendingEvents: lg.events, PendingRecords: lg.records, PendingBytes: lg.bytes, OldestPendingSeconds: lg.oldestSeconds(),
+			CursorLSN: o.CursorLSN, ConcurrencyLimit: g.ConcurrencyLimit, InFlight: g.InFlight, PaceEventsPerSecond: g.PaceRate,
+			RetryQueueEvents: g.RetryEvents, DeadLetterBytes: st.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
+			DeadLetterFillRatio: ratio(st.deadLetterBytes, maxDLQ)}
+		switch {
+		case !g.Running:
+			out.State = StateStopped
+		case st.waiting["elasticsearch"] != "" || st.waiting["dead_letters_full"] != "":
+			out.State, out.Waiting = StateWaiting, firstOf(st.waiting["elasticsearch"], st.waiting["dead_letters_full"])
+		}
+		n.Output = out
+	}
+	return n
+}
+
+func storeInfo(failed error, waiting string, bytes, limit int64, last uint64) StoreInfo {
+	si := StoreInfo{State: StateOK, Bytes: bytes, MaxBytes: limit, FillRatio: ratio(bytes, limit), LastLSN: last}
+	switch {
+	case failed != nil:
+		si.State, si.Error = StateFailed, failed.Error()
+	case waiting != "":
+		si.State, si.Waiting = StateWaiting, waiting
+	}
+	return si
+}
+
+// firstOf returns the first non-empty string.
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// serveNodeInfo answers GET / with NodeInfo as JSON.
+func (s *Server) serveNodeInfo(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(s.nodeInfo())
+}

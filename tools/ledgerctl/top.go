@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/logpond/logpond/server"
+)
+
+// topTimeout bounds one request to the admin listener.
+const topTimeout = 10 * time.Second
+
+// topRates are the per-second rates between two NodeInfo answers.
+type topRates struct {
+	Seconds            float64 `json:"seconds"` // between the two answers
+	InputEvents        float64 `json:"input_events_per_second"`
+	InputBytes         float64 `json:"input_bytes_per_second"`
+	OutputEvents       float64 `json:"output_events_per_second"`
+	OutputBytes        float64 `json:"output_bytes_per_second"`
+	OutputDeadLettered float64 `json:"output_dead_lettered_per_second"`
+	OutputRetried      float64 `json:"output_items_retried_per_second"`
+	OutputFailed       float64 `json:"output_requests_failed_per_second"`
+	JournalRecords     float64 `json:"journal_records_per_second"`
+	LedgerRecords      float64 `json:"ledger_records_per_second"`
+}
+
+// cmdTop is ledgerctl top: a live view of a running logpond, read from
+// GET / on its admin listener, refreshed every interval: per stage its
+// state, its rates and how full it is.
+func cmdTop(e *env, args []string) int {
+	fs, asJSON := newFlags(e, "top", "top [--admin HOST:PORT] [--interval D] [--once] [--json]")
+	admin := fs.String("admin", "", "logpond's admin listener (default: [admin] listen of -config)")
+	interval := fs.Duration("interval", 2*time.Second, "time between refreshes (and between the two answers rates come from)")
+	once := fs.Bool("once", false, "print one view (after one interval, for the rates) and exit")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if *admin != "" {
+		e.admin = *admin
+	}
+	if e.admin == "" {
+		e.errorf("top: say where logpond's admin listener is: --admin HOST:PORT, or -config FILE with [admin] listen set")
+		return exitUsage
+	}
+	if *interval <= 0 {
+		e.errorf("top: --interval %s: want a positive duration", *interval)
+		return exitUsage
+	}
+	addr, err := dialAddr(e.admin)
+	if err != nil {
+		e.errorf("top: admin listener %q: %v", e.admin, err)
+		return exitUsage
+	}
+	url := "http://" + addr + "/"
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	client := &http.Client{Timeout: topTimeout}
+	prev, err := fetchNode(ctx, client, url)
+	if err != nil {
+		e.errorf("top: %v", err)
+		return exitFailed
+	}
+	clear := !*once && !*asJSON && isTerminal(e.stdout)
+	t := time.NewTicker(*interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-t.C:
+		}
+		cur, err := fetchNode(ctx, client, url)
+		if errors.Is(err, context.Canceled) {
+			return exitOK
+		}
+		if err != nil {
+			e.errorf("top: %v", err)
+			return exitFailed
+		}
+		r := rates(prev, cur)
+		switch {
+		case *asJSON:
+			json.NewEncoder(e.stdout).Encode(struct {
+				Node  server.NodeInfo `json:"node"`
+				Rates topRates        `json:"rates"`
+			}{cur, r})
+		default:
+			if clear {
+				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear screen
+			}
+			printTop(e.stdout, cur, r)
+		}
+		if *once {
+			return exitOK
+		}
+		prev = cur
+	}
+}
+
+// fetchNode reads GET / of the admin listener.
+func fetchNode(ctx context.Context, c *http.Client, url string) (server.NodeInfo, error) {
+	var n server.NodeInfo
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return n, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		return n, fmt.Errorf("asking logpond at %s: %w", url, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return n, fmt.Errorf("reading %s: %w", url, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return n, fmt.Errorf("%s answered %s: %s", url, res.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, &n); err != nil || n.Name != "logpond" {
+		return n, fmt.Errorf("%s is not a logpond admin listener (its answer is not logpond's node info)", url)
+	}
+	return n, nil
+}
+
+// rates computes per-second rates from two answers of the same process (a
+// restarted logpond's counters start again: its rates count from 0).
+func rates(a, b server.NodeInfo) topRates {
+	r := topRates{Seconds: b.Now.Sub(a.Now).Seconds()}
+	if r.Seconds <= 0 {
+		return r
+	}
+	per := func(x, y int64) float64 {
+		if y < x { // restarted
+			x = 0
+		}
+		return float64(y-x) / r.Seconds
+	}
+	r.InputEvents, r.InputBytes = per(a.Input.EventsTotal, b.Input.EventsTotal), per(a.Input.BytesTotal, b.Input.BytesTotal)
+	r.JournalRecords = per(int64(a.Journal.LastLSN), int64(b.Journal.LastLSN))
+	r.LedgerRecords = per(int64(a.Ledger.LastLSN), int64(b.Ledger.LastLSN))
+	if a.Output != nil && b.Output != nil {
+		ao, bo := a.Output, b.Output
+		r.OutputEvents, r.OutputBytes = per(ao.EventsDeliveredTotal, bo.EventsDeliveredTotal), per(ao.BytesSentTotal, bo.BytesSentTotal)
+		r.OutputDeadLettered, r.OutputRetried = per(ao.DeadLetteredTotal, bo.DeadLetteredTotal), per(ao.RetriedTotal, bo.RetriedTotal)
+		r.OutputFailed = per(ao.RequestsFailedTotal, bo.RequestsFailedTotal)
+	}
+	return r
+}
+
+// printTop writes one view: a header line, then one row per stage.
+func printTop(w io.Writer, n server.NodeInfo, r topRates) {
+	ready := "ready"
+	if !n.Ready {
+		ready = "NOT READY: " + strings.Join(n.NotReady, "; ")
+	}
+	fmt.Fprintf(w, "logpond %s  stream %s  up %s  %s  (rates over %.1fs)\n\n", n.Version, n.StreamID,
+		time.Duration(n.UptimeSeconds*float64(time.Second)).Round(time.Second), ready, r.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tSTATE\tEVENTS/S\tBYTES/S\tRECORDS/S\tFILL\t")
+	fmt.Fprintf(tw, "input\t%s\t%.0f\t%s\t-\t%s\t\n", n.Input.State, r.InputEvents, humanBytes(int64(r.InputBytes)),
+		fillOf(n.Input.InflightBytes, n.Input.MaxInflightBytes))
+	fmt.Fprintf(tw, "journal\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Journal.State, r.JournalRecords, 100*n.Journal.FillRatio)
+	fmt.Fprintf(tw, "ledger\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Ledger.State, r.LedgerRecords, 100*n.Ledger.FillRatio)
+	if o := n.Output; o != nil {
+		fmt.Fprintf(tw, "output\t%s\t%.0f\t%s\t-\t%.1f%%\t\n", o.State, r.OutputEvents, humanBytes(int64(r.OutputBytes)), 100*o.DeadLetterFillRatio)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ninput: %d connections, %d violations\n", n.Input.Connections, n.Input.ViolationsTotal)
+	if o := n.Output; o != nil {
+		fmt.Fprintf(w, "output: lag %d events (%d records, %s), oldest %s; %d of %d requests in flight",
+			o.PendingEvents, o.PendingRecords, humanBytes(o.PendingBytes),
+			time.Duration(o.OldestPendingSeconds*float64(time.Second)).Round(time.Second), o.InFlight, o.ConcurrencyLimit)
+		if o.PaceEventsPerSecond > 0 {
+			fmt.Fprintf(w, ", paced to %.0f events/s", o.PaceEventsPerSecond)
+		}
+		fmt.Fprintf(w, "; %d waiting to retry; per second %.1f retried, %.1f dead-lettered, %.1f requests failed\n",
+			o.RetryQueueEvents, r.OutputRetried, r.OutputDeadLettered, r.OutputFailed)
+		fmt.Fprintf(w, "fill: input of max_inflight_bytes, journal and ledger of max_bytes, output of its dead-letter store (%s of %s)\n",
+			humanBytes(o.DeadLetterBytes), humanBytes(o.DeadLetterMaxBytes))
+	}
+	for _, s := range []struct{ name, why string }{
+		{"input", firstNonEmpty(n.Input.Error, n.Input.Waiting)},
+		{"journal", firstNonEmpty(n.Journal.Error, n.Journal.Waiting)},
+		{"ledger", firstNonEmpty(n.Ledger.Error, n.Ledger.Waiting)},
+		{"output", outputWhy(n.Output)},
+	} {
+		if s.why != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.name, s.why)
+		}
+	}
+}
+
+func outputWhy(o *server.OutputInfo) string {
+	if o == nil {
+		return "disabled (output.elasticsearch.enabled = false)"
+	}
+	return o.Waiting
+}
+
+func fillOf(used, limit int64) string {
+	if limit <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(used)/float64(limit))
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
