@@ -184,6 +184,7 @@ var required = []string{
 	"logpond_journal_fill_ratio", "logpond_ledger_fill_ratio", "logpond_dead_letter_fill_ratio",
 	"logpond_output_events_delivered_total", "logpond_output_events_dead_lettered_total",
 	"logpond_output_concurrency_limit", "logpond_output_requests_in_flight", "logpond_output_pace_events_per_second",
+	"logpond_input_ack_seconds", "logpond_output_yielding",
 	"logpond_output_retry_queue_events", "logpond_output_retry_queue_bytes", "logpond_output_retry_queue_max_bytes",
 }
 
