@@ -260,8 +260,8 @@ func Default() Config {
 // Load reads the TOML file at path over the defaults and validates it. The
 // error, if any, lists every problem found, each naming the file, the line
 // where known, the key, and what to change, ordered by line and key.
-func Load(path string) (*Config, error) {
-	l, err := LoadFile(path)
+func Load(path string, checks ...Check) (*Config, error) {
+	l, err := LoadFile(path, checks...)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +269,8 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse is Load for bytes already read; name is used in messages.
-func Parse(name string, data []byte) (*Config, error) {
-	l, err := ParseFile(name, data)
+func Parse(name string, data []byte, checks ...Check) (*Config, error) {
+	l, err := ParseFile(name, data, checks...)
 	if err != nil {
 		return nil, err
 	}
@@ -289,13 +289,22 @@ type Loaded struct {
 }
 
 // LoadFile is Load, keeping what Loaded's methods need.
-func LoadFile(path string) (*Loaded, error) {
+func LoadFile(path string, checks ...Check) (*Loaded, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("conf: %w", err)
 	}
-	return ParseFile(path, data)
+	return ParseFile(path, data, checks...)
 }
+
+// Check is a check of a whole configuration that needs more than conf
+// knows: how the stores lay out records, how index names are templated.
+// Its problems are reported with conf's own, by file and line, in the same
+// order; a problem about a key that did not decode is left out, as it
+// would be about the key's default. A check runs also when conf found
+// problems (every problem is reported at once), so it must cope with any
+// value: a negative size, a segment larger than the store.
+type Check func(*Config) []*KeyError
 
 // ParseFile is LoadFile for bytes already read; name is used in messages.
 //
@@ -304,7 +313,7 @@ func LoadFile(path string) (*Loaded, error) {
 // keys follow the file's values of those keys when the file leaves them
 // out: journal.max_group_bytes defaults to the smaller of 2MiB and
 // journal.segment_bytes.
-func ParseFile(name string, data []byte) (*Loaded, error) {
+func ParseFile(name string, data []byte, checks ...Check) (*Loaded, error) {
 	// A syntax error leaves no document to check further: it is the one
 	// problem reported alone.
 	var raw map[string]any
@@ -323,7 +332,11 @@ func ParseFile(name string, data []byte) (*Loaded, error) {
 	user, pass := es.Username, es.Password
 	lifted := cfg.liftHostCredentials()
 	liftedCreds := es.Username != user || es.Password != pass
-	for _, p := range append(lifted, cfg.validate()...) {
+	found := append(lifted, cfg.validate()...)
+	for _, check := range checks {
+		found = append(found, check(&cfg)...)
+	}
+	for _, p := range found {
 		// A key that did not decode kept its default: a check about it, or
 		// one that compares another key with it, would report a problem
 		// of the default, not of the file. Those checks wait until it is

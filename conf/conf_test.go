@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +16,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/logpond/logpond/internal/conftest"
-	"github.com/logpond/logpond/journal"
 )
 
 // leafKeys lists the dotted path of every non-table key of Config.
@@ -112,21 +114,37 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	}
 }
 
-// TestMaxRecordBytes: twice a journal group, but never more than the
-// journal can ever admit.
-func TestMaxRecordBytes(t *testing.T) {
-	c := Default()
-	if got, want := c.MaxRecordBytes(), int(2*c.Journal.MaxGroupBytes); got != want {
-		t.Errorf("defaults: %d, want 2 × max_group_bytes = %d", got, want)
+// TestConfIsALeaf: conf holds the schema, defaults and per-key checks and
+// imports none of logpond's components (checks that need them are
+// server.ConfigChecks), so every component can depend on it.
+func TestConfIsALeaf(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.Journal.SegmentBytes, c.Journal.MaxBytes, c.Journal.MaxGroupBytes = 8<<20, 16<<20, 8<<20
-	if got, want := c.MaxRecordBytes(), int(journal.Options{MaxBytes: 16 << 20, SegmentBytes: 8 << 20}.MaxRecordBytes()); got != want || got >= 8<<20 {
-		t.Errorf("max_bytes = 2 × segment_bytes = 2 × max_group_bytes: %d, want %d", got, want)
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if strings.HasPrefix(path, "github.com/logpond/logpond/") && path != "github.com/logpond/logpond/internal/hosturl" {
+				t.Errorf("%s imports %s: conf must not depend on logpond's components", name, path)
+			}
+		}
 	}
 }
 
 func TestMistakes(t *testing.T) {
 	for _, tc := range conftest.Mistakes {
+		if tc.Whole() {
+			continue // server.ConfigChecks finds it (server's TestConfigChecks)
+		}
 		t.Run(tc.Name, func(t *testing.T) {
 			_, err := Parse("x.toml", []byte(tc.TOML))
 			if err == nil {

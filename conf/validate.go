@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/hosturl"
-	"github.com/logpond/logpond/journal"
-	"github.com/logpond/logpond/output/sprintf"
-	"github.com/logpond/logpond/record"
 )
 
 // Limits that make a configuration safe to run. Each is explained where it
@@ -24,33 +21,7 @@ const (
 	maxFlushInterval         = Duration(time.Minute)
 	minDeadLetterMaxAge      = Duration(time.Minute)
 	maxSpareSegments         = 16
-	// ledgerBlock is the O_DIRECT alignment the ledger writes in.
-	ledgerBlock Size = 4096
 )
-
-// MaxRecordBytes is the largest journal record the Beats input builds from
-// a batch's events (a bigger batch spans consecutive records; a record
-// always takes one event, however big). It is twice journal.max_group_bytes,
-// as a journal round takes at least two records (so a default Filebeat
-// batch, 2048 1 KiB events, stays one record and big batches still share
-// fsyncs), but never more than the journal can ever admit
-// (journal.Options.MaxRecordBytes: about max_bytes − segment_bytes).
-func (c *Config) MaxRecordBytes() int {
-	return int(min(2*int64(c.Journal.MaxGroupBytes), c.journalMaxRecord()))
-}
-
-// ledgerMaxFrame is the most disk the largest record takes in the ledger:
-// the record, its 16-byte frame header, rounded up to whole direct-IO
-// blocks (each write starts on a block boundary).
-func (c *Config) ledgerMaxFrame() Size {
-	n := Size(c.MaxRecordBytes()) + 16
-	return (n + ledgerBlock - 1) / ledgerBlock * ledgerBlock
-}
-
-// journalMaxRecord is the largest record the configured journal admits.
-func (c *Config) journalMaxRecord() int64 {
-	return journal.Options{MaxBytes: int64(c.Journal.MaxBytes), SegmentBytes: int64(c.Journal.SegmentBytes)}.MaxRecordBytes()
-}
 
 // validate returns one KeyError per problem, without file or line.
 func (c *Config) validate() []*KeyError {
@@ -105,20 +76,10 @@ func (c *Config) validate() []*KeyError {
 		bad("journal.max_group_wait", "%s is more than %s: every acknowledgement can wait this long; use a few milliseconds, or 0 to write as soon as the queue is empty", j.MaxGroupWait, maxGroupWait)
 	}
 
-	// O_DIRECT writes whole blocks: segments must end on a block boundary.
-	if l.SegmentBytes%ledgerBlock != 0 {
-		bad("ledger.segment_bytes", "%s is not a multiple of %s (the direct-IO block size): use e.g. %s", l.SegmentBytes, ledgerBlock, (l.SegmentBytes/ledgerBlock+1)*ledgerBlock)
-	}
 	// The open segment plus one sealed segment is the least the ledger
 	// needs to keep writing while outputs drain.
 	if l.MaxBytes < 2*l.SegmentBytes {
 		bad("ledger.max_bytes", "%s is less than 2 × ledger.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", l.MaxBytes, l.SegmentBytes, 2*l.SegmentBytes)
-	} else if frame := c.ledgerMaxFrame(); l.MaxBytes < 2*frame {
-		// A record bigger than a segment has a segment of its own, and
-		// the open segment is never deleted: with less room than two of
-		// them, the ledger could refuse the next record for ever, even
-		// with every output caught up.
-		bad("ledger.max_bytes", "%s leaves no room for two of the largest records (%s each on disk, from journal.max_group_bytes %s): raise max_bytes to at least %s or lower journal.max_group_bytes", l.MaxBytes, frame, j.MaxGroupBytes, (2*frame+1<<20-1)/(1<<20)*(1<<20))
 	}
 	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
 		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)
@@ -150,12 +111,6 @@ func (c *Config) validate() []*KeyError {
 	// largest event, or such an event could never be accepted.
 	if ib.MaxBatchBytes < ib.MaxEventBytes {
 		bad("input.beats.max_batch_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxBatchBytes, ib.MaxEventBytes)
-	}
-	// An event bigger than a record is a record of its own; one the
-	// journal can never admit would be refused at every retry, and the
-	// client would resend it forever.
-	if room := Size(max(c.journalMaxRecord()-record.MinSize-record.EventOverhead, 0)); ib.MaxEventBytes > room {
-		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most %s (about journal.max_bytes − journal.segment_bytes); raise journal.max_bytes or lower max_event_bytes", ib.MaxEventBytes, room)
 	}
 	if ib.MaxInflightBytes < ib.MaxEventBytes {
 		bad("input.beats.max_inflight_bytes", "%s is less than input.beats.max_event_bytes (%s): raise it", ib.MaxInflightBytes, ib.MaxEventBytes)
@@ -215,13 +170,6 @@ func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)
 	const k = "output.elasticsearch."
 	if strings.TrimSpace(es.Index) == "" {
 		bad(k+"index", "is empty: name the target index, e.g. %q", Default().Output.Elasticsearch.Index)
-	} else if _, err := sprintf.Compile(es.Index); err != nil {
-		bad(k+"index", "%v", err)
-	}
-	if es.Pipeline != "" {
-		if _, err := sprintf.Compile(es.Pipeline); err != nil {
-			bad(k+"pipeline", "%v", err)
-		}
 	}
 	if err := validIndexName(es.FallbackIndex); err != nil {
 		bad(k+"fallback_index", "%v", err)

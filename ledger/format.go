@@ -84,3 +84,9 @@ func peekHeader(b []byte) (uint64, bool) {
 	}
 	return le.Uint64(b[offFrameLSN:]), true
 }
+
+// DiskBytes is the most a record of n bytes can take in a segment: its
+// frame, rounded up to whole blocks, as a write starts on a block boundary.
+func DiskBytes(n int) int64 {
+	return (frameSize(n) + BlockSize - 1) / BlockSize * BlockSize
+}

@@ -82,6 +82,15 @@ type Server struct {
 // nothing stays locked or bound, and the directories this Open created
 // are removed again.
 func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
+	// A configuration built in code rather than loaded gets the same
+	// checks as a file.
+	if ps := ConfigChecks(cfg); len(ps) > 0 {
+		errs := make([]error, len(ps))
+		for i, p := range ps {
+			errs[i] = p
+		}
+		return nil, fmt.Errorf("server: %w", errors.Join(errs...))
+	}
 	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
 	defer func() {
 		if err != nil {
@@ -148,7 +157,7 @@ func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 		Listen: b.Listen, MaxConnections: b.MaxConnections,
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
-		MaxRecordBytes:   cfg.MaxRecordBytes(),
+		MaxRecordBytes:   MaxRecordBytes(cfg),
 		Limits:           limits,
 		Logger:           log,
 		Acked: func(latency time.Duration, events int) {

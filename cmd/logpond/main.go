@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
-	cfg, err := conf.Load(*configPath)
+	cfg, err := conf.Load(*configPath, server.ConfigChecks)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -161,7 +161,7 @@ func printVersion(w io.Writer) {
 // from the environment redacted), or every problem found. It returns the
 // exit code: 0 valid, 1 not.
 func checkConfig(path string, host bool, stdout, stderr io.Writer) int {
-	l, err := conf.LoadFile(path)
+	l, err := conf.LoadFile(path, server.ConfigChecks)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -13,6 +13,17 @@ type Mistake struct {
 	Want string // a phrase the message must contain
 }
 
+// Whole says whether the problem is found by the checks of how components
+// work together (server.ConfigChecks), not by conf alone.
+func (m Mistake) Whole() bool { return whole[m.Name] }
+
+var whole = map[string]bool{
+	"ledger max below two records":         true,
+	"index template unclosed":              true,
+	"unaligned ledger segment":             true,
+	"event larger than the journal admits": true,
+}
+
 // Mistakes are broken configuration files, one problem each. The error
 // for each must start with "conf: <file name>", name Key and contain Want.
 var Mistakes = []Mistake{
