@@ -44,20 +44,9 @@ func TestMetricsAndHealth(t *testing.T) {
 	es.Enabled, es.Hosts = true, []string{srv.URL()}
 	es.FlushInterval, es.RetryInitialInterval, es.RetryMaxInterval = 10e6, 1e6, 10e6
 	cfg.Ledger.FlushInterval = 5e6
-	s, err := Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
-	}()
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	s := r.s
 	base := "http://" + s.AdminAddr().String()
 
 	c, err := lj.SyncDial(s.BeatsAddr().String())

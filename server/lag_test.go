@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -47,20 +46,9 @@ func lagConfig(t *testing.T, host string) *conf.Config {
 // alerts rely on exist at zero from the start.
 func TestLagMetricsWhileElasticsearchIsDown(t *testing.T) {
 	cfg := lagConfig(t, "http://"+closedAddr(t))
-	s, err := Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
-	}()
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	s := r.s
 	base := "http://" + s.AdminAddr().String()
 
 	fams := scrape(t, base+"/metrics")

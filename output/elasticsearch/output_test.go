@@ -223,13 +223,9 @@ func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 	}
 }
 
-// TestIdempotentUnderFaultsAndRestart is the idempotence test:
-// 100k events, 10% of items answered 429, 5% of requests 503, a restart in
-// the middle: exactly one document per id, every event present.
-func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
-	r := newRig(t, estest.Options{})
-	r.es.SetFaults(estest.Faults{ItemReject429: 0.10, Request503: 0.05, Drop: 0.01, Latency: time.Millisecond})
-	const records, perRecord = 1000, 100
+// storeEvents stores records records of perRecord Filebeat events each,
+// numbered from 0, and returns how many events that is.
+func (r *rig) storeEvents(records, perRecord int) int {
 	n := 0
 	for range records {
 		evs := make([][]byte, perRecord)
@@ -239,6 +235,16 @@ func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
 		}
 		r.store(time.Now(), evs...)
 	}
+	return n
+}
+
+// TestIdempotentUnderFaultsAndRestart: exactly once under faults:
+// 100k events, 10% of items answered 429, 5% of requests 503, a restart in
+// the middle: exactly one document per id, every event present.
+func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	r.es.SetFaults(estest.Faults{ItemReject429: 0.10, Request503: 0.05, Drop: 0.01, Latency: time.Millisecond})
+	n := r.storeEvents(1000, 100)
 	opts := r.options(func(o *Options) { o.FlushInterval = 5 * time.Millisecond })
 	first := r.start(opts)
 	waitFor(t, "half the events", func() bool { return r.es.Count() >= n/2 })
@@ -265,16 +271,7 @@ func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
 func TestIdempotentUnderOverload(t *testing.T) {
 	r := newRig(t, estest.Options{})
 	r.es.SetFaults(estest.Faults{AcceptRate: 2000})
-	const records, perRecord = 100, 100
-	n := 0
-	for range records {
-		evs := make([][]byte, perRecord)
-		for i := range evs {
-			evs[i] = filebeatEvent(n, "")
-			n++
-		}
-		r.store(time.Now(), evs...)
-	}
+	n := r.storeEvents(100, 100)
 	opts := r.options(func(o *Options) {
 		o.FlushInterval = 5 * time.Millisecond
 		o.RetryInitial, o.RetryMax = 100*time.Millisecond, time.Second
