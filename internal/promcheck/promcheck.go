@@ -4,10 +4,8 @@
 package promcheck
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -23,8 +21,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/output/estest"
-	"github.com/logpond/logpond/server"
 )
 
 // Funcs are the PromQL functions and aggregations the shipped
@@ -101,20 +99,7 @@ func Exported(t *testing.T) map[string]bool {
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval = conf.Duration(10 * time.Millisecond)
 	o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(time.Millisecond), conf.Duration(10*time.Millisecond)
-	s, err := server.Open(&cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
-	}()
+	s := servertest.Run(t, &cfg, nil)
 
 	c, err := lj.SyncDial(s.BeatsAddr().String())
 	if err != nil {

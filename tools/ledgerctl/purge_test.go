@@ -14,10 +14,10 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/estest"
-	"github.com/logpond/logpond/server"
 )
 
 // agedLetters stores n dead letters in small files under <ledger>/dlq/elasticsearch,
@@ -162,19 +162,8 @@ func TestDLQPurgeThroughRunningServer(t *testing.T) {
 	cfg.Output.Elasticsearch.Hosts = []string{es.URL()}
 	cfg.Output.Elasticsearch.FlushInterval = conf.Duration(10 * time.Millisecond)
 	logs := &syncbuf.Buffer{}
-	srv, err := server.Open(&cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	srv := servertest.Run(t, &cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		srv.Close()
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/server"
 )
@@ -32,20 +31,7 @@ func TestTop(t *testing.T) {
 	cfg.Input.Beats.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Output.Elasticsearch.Hosts = []string{es.URL()}
 	cfg.Output.Elasticsearch.FlushInterval = conf.Duration(10 * time.Millisecond)
-	srv, err := server.Open(&cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		srv.Close()
-	}()
+	srv := servertest.Run(t, &cfg, nil)
 	sendEvents(t, srv.BeatsAddr().String(), 40)
 	admin := srv.AdminAddr().String()
 
