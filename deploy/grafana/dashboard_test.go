@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -212,15 +211,7 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 
-	exported := promcheck.Exported(t)
-	var missing []string
-	for n := range used {
-		if !exported[n] {
-			missing = append(missing, n)
-		}
-	}
-	sort.Strings(missing)
-	for _, n := range missing {
+	for _, n := range promcheck.Unexported(t, used) {
 		t.Errorf("the dashboard queries %s, which logpond does not export (used in %s)", n, strings.Join(used[n], "; "))
 	}
 }

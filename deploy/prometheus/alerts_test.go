@@ -3,7 +3,6 @@ package prometheus
 import (
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -108,15 +107,7 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("no alert for %s (on %s)", what, m)
 		}
 	}
-	exported := promcheck.Exported(t)
-	var missing []string
-	for m := range used {
-		if !exported[m] {
-			missing = append(missing, m)
-		}
-	}
-	sort.Strings(missing)
-	for _, m := range missing {
+	for _, m := range promcheck.Unexported(t, used) {
 		t.Errorf("alerts %s read %s, which logpond does not export", strings.Join(slices.Compact(used[m]), ", "), m)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,19 @@ func scrape(t *testing.T, url string) map[string]bool {
 		}
 	}
 	return names
+}
+
+// Unexported returns, sorted, the metric names among used's keys that a
+// running logpond does not export (see Exported).
+func Unexported(t *testing.T, used map[string][]string) []string {
+	t.Helper()
+	exported := Exported(t)
+	var missing []string
+	for n := range used {
+		if !exported[n] {
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	return missing
 }
