@@ -23,13 +23,37 @@ const (
 	maxSpareSegments         = 16
 )
 
-// validate returns one KeyError per problem, without file or line.
+// validate returns one KeyError per problem, without file or line, section
+// by section.
 func (c *Config) validate() []*KeyError {
 	var ps []*KeyError
 	bad := func(key, format string, args ...any) {
 		ps = append(ps, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
+	c.validateStores(bad)
+	c.validateInput(bad)
+	validateListen(bad, "admin.listen", c.Admin.Listen, true)
+	c.validateElasticsearch(bad)
+	c.validateLog(bad)
+	return ps
+}
 
+// badFunc reports a problem with a key.
+type badFunc func(key, format string, args ...any)
+
+// validateListen checks the form of a listen address; optional allows ""
+// (disabled).
+func validateListen(bad badFunc, key, addr string, optional bool) {
+	if addr == "" && optional {
+		return
+	}
+	if err := validListen(addr); err != nil {
+		bad(key, "%v", err)
+	}
+}
+
+// validateStores checks [journal] and [ledger].
+func (c *Config) validateStores(bad badFunc) {
 	j, l := c.Journal, c.Ledger
 	checkDir := func(key, dir string) {
 		if strings.TrimSpace(dir) == "" {
@@ -84,16 +108,11 @@ func (c *Config) validate() []*KeyError {
 	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
 		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)
 	}
+}
 
-	checkListen := func(key, addr string, optional bool) {
-		if addr == "" && optional {
-			return
-		}
-		if err := validListen(addr); err != nil {
-			bad(key, "%v", err)
-		}
-	}
-	checkListen("input.beats.listen", c.Input.Beats.Listen, false)
+// validateInput checks [input.beats].
+func (c *Config) validateInput(bad badFunc) {
+	validateListen(bad, "input.beats.listen", c.Input.Beats.Listen, false)
 	ib := c.Input.Beats
 	if ib.MaxConnections < 1 {
 		bad("input.beats.max_connections", "%d: allow at least 1 connection", ib.MaxConnections)
@@ -134,20 +153,10 @@ func (c *Config) validate() []*KeyError {
 			bad(key, "must be more than 0s, e.g. %s", map[string]string{"input.beats.idle_timeout": "60s", "input.beats.batch_timeout": "60s", "input.beats.keepalive": "5s"}[key])
 		}
 	}
-	checkListen("admin.listen", c.Admin.Listen, true)
+}
 
-	hosts := c.Output.Elasticsearch.Hosts
-	if len(hosts) == 0 {
-		bad("output.elasticsearch.hosts", "is empty: list at least one Elasticsearch URL, e.g. [\"http://127.0.0.1:9200\"]")
-	}
-	for i, h := range hosts {
-		if err := validHost(h); err != nil {
-			bad("output.elasticsearch.hosts", "entry %d: %v", i+1, err)
-		}
-	}
-
-	c.validateElasticsearch(bad)
-
+// validateLog checks [log].
+func (c *Config) validateLog(bad badFunc) {
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -161,12 +170,21 @@ func (c *Config) validate() []*KeyError {
 	if d := c.Log.SummaryInterval; d != 0 && d < Duration(time.Second) {
 		bad("log.summary_interval", "%s is too short: use at least 1s, or 0 to disable the summary line", d)
 	}
-	return ps
 }
 
-// validateElasticsearch checks [output.elasticsearch] beyond its hosts.
-func (c *Config) validateElasticsearch(bad func(key, format string, args ...any)) {
+// validateElasticsearch checks [output.elasticsearch].
+func (c *Config) validateElasticsearch(bad badFunc) {
 	es := c.Output.Elasticsearch
+	hosts := c.Output.Elasticsearch.Hosts
+	if len(hosts) == 0 {
+		bad("output.elasticsearch.hosts", "is empty: list at least one Elasticsearch URL, e.g. [\"http://127.0.0.1:9200\"]")
+	}
+	for i, h := range hosts {
+		if err := validHost(h); err != nil {
+			bad("output.elasticsearch.hosts", "entry %d: %v", i+1, err)
+		}
+	}
+
 	const k = "output.elasticsearch."
 	if strings.TrimSpace(es.Index) == "" {
 		bad(k+"index", "is empty: name the target index, e.g. %q", Default().Output.Elasticsearch.Index)
