@@ -71,7 +71,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./output/sprintf
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./output/sprintf
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./output/sprintf
-	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./output/estest
+	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./internal/estest
 
 clean:
 	rm -rf bin

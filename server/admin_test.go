@@ -24,7 +24,7 @@ import (
 	"github.com/logpond/logpond/input"
 	"github.com/logpond/logpond/internal/powerloss"
 	"github.com/logpond/logpond/journal"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestMetricsAndHealth runs the whole pipeline into the test Elasticsearch

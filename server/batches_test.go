@@ -16,7 +16,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/lumbertest"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/record"
 )
 

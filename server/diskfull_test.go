@@ -19,7 +19,7 @@ import (
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/powerloss"
 	"github.com/logpond/logpond/journal"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestJournalDiskFull fills the journal's file system under load: appends

@@ -14,7 +14,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/powerloss"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestPowerLossBothDevices puts the journal and the ledger on two

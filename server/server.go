@@ -345,7 +345,7 @@ func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable,
 // deadLetterDir is where the Elasticsearch output keeps dead letters:
 // inside the ledger directory, so on the ledger's device and under its
 // lock (docs/design.md, §7).
-func deadLetterDir(ledgerDir string) string { return filepath.Join(ledgerDir, "dlq", "elasticsearch") }
+func deadLetterDir(ledgerDir string) string { return dlq.Dir(ledgerDir, "elasticsearch") }
 
 // elasticsearchCursor names the Elasticsearch output's ledger cursor.
 const elasticsearchCursor = "elasticsearch"

@@ -21,7 +21,7 @@ import (
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/conftest"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/record"
 )
 

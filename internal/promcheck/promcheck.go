@@ -23,7 +23,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/servertest"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // Funcs are the PromQL functions and aggregations the shipped

@@ -188,6 +188,10 @@ type Repair struct {
 	Reason string // what was found at Offset
 }
 
+// Dir is where an output's dead letters live: <ledger.dir>/dlq/<output>,
+// on the ledger's device. logpond and ledgerctl both find them there.
+func Dir(ledgerDir, output string) string { return filepath.Join(ledgerDir, "dlq", output) }
+
 // Open opens the dead-letter store in dir, creating dir if it does not
 // exist (its parent must: a mistyped path should fail, not grow a tree).
 // It takes dir's lock, so a second Store on dir (in this process or

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestBatchBufferReturnsAfterTheLastHold: a batch buffer goes back to the

@@ -11,7 +11,7 @@ import (
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/record"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/output/sprintf"
 	"github.com/logpond/logpond/record"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestUnluckyItemHoldsNothingBack: one item rejected (429) at least ten

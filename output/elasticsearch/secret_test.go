@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/syncbuf"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestOptionsNeverPrintSecrets: however Options is printed or logged, and

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 

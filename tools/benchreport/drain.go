@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/record"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/logpond/logpond/internal/syncbuf"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // binDir holds the binaries the demo tests build once; TestMain removes it.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // oddLetters are dead letters whose events need care: @metadata first,

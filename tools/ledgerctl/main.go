@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/output/dlq"
 )
 
 // Exit statuses.
@@ -117,7 +118,7 @@ type env struct {
 }
 
 // dlqDir is where the Elasticsearch output keeps its dead letters.
-func (e *env) dlqDir() string { return filepath.Join(e.ledgerDir, "dlq", "elasticsearch") }
+func (e *env) dlqDir() string { return dlq.Dir(e.ledgerDir, "elasticsearch") }
 
 // errorf prints a message naming ledgerctl on stderr.
 func (e *env) errorf(format string, args ...any) {

@@ -17,7 +17,7 @@ import (
 	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 )
 
 // agedLetters stores n dead letters in small files under <ledger>/dlq/elasticsearch,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/servertest"
-	"github.com/logpond/logpond/output/estest"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/server"
 )
 
