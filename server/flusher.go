@@ -94,6 +94,7 @@ func (f *flusher) run(ctx context.Context) error {
 		if f.jr.down || f.lr.down {
 			continue // nothing moves until both are open again
 		}
+		f.retain()
 		if err := f.flush(); err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -105,6 +106,19 @@ func (f *flusher) run(ctx context.Context) error {
 			}
 			return err
 		}
+	}
+}
+
+// retain lets the ledger delete the segments every persisted cursor has
+// passed, whatever output moved them: retention belongs to the ledger's
+// owner, not to an output. It runs before the flush, as the room it makes
+// is what a full ledger waits for (and what lets a cursor be written when
+// the ledger filled its own device).
+func (f *flusher) retain() {
+	if n, err := f.ledger().Retain(); err != nil {
+		f.log.Error("ledger retention failed", "err", err)
+	} else if n > 0 {
+		f.log.Debug("ledger retention deleted drained segments", "segments", n)
 	}
 }
 

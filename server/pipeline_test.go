@@ -289,3 +289,47 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionWithoutOutputs: the flusher applies the ledger's retention
+// whatever moved the cursors, here a cursor set directly with no output
+// running: segments every cursor has passed are deleted.
+func TestRetentionWithoutOutputs(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
+	cfg.Ledger.SegmentBytes, cfg.Ledger.FlushInterval, cfg.Ledger.Retention = 1<<20, conf.Duration(5*time.Millisecond), 0
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	var last uint64
+	for n := range uint64(12) {
+		rec := testRecordText(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", 300_000)))
+		lsn, err := r.s.jrnl().Append(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = lsn
+	}
+	segments := func() int {
+		m, _ := filepath.Glob(filepath.Join(cfg.Ledger.Dir, "*.seg"))
+		return len(m)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for r.s.ledg().LastLSN() < last {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ledger never reached LSN %d", last)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := segments()
+	if before < 3 {
+		t.Fatalf("%d segments: the test needs several", before)
+	}
+	if err := r.s.ledg().SetCursor("replay", last); err != nil {
+		t.Fatal(err)
+	}
+	for segments() >= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d segments after the only cursor passed them all", segments())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -72,6 +72,7 @@
 //
 // The cursor moves only over a contiguous run of records whose every event
 // is done (stored, or synced in the dead-letter store), and is persisted
-// every flush_interval and when the output stops; after each move the
-// ledger's retention may delete what every cursor passed.
+// every flush_interval and when the output stops; the server's flusher
+// lets the ledger delete what every cursor passed (retention is not an
+// output's job).
 package elasticsearch

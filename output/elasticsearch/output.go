@@ -340,10 +340,10 @@ func (o *Output) Run(ctx context.Context) error {
 	return runErr
 }
 
-// commitLoop persists the cursor every FlushInterval while it moved, and
-// lets the ledger's retention delete what every cursor has passed. The
-// cursor lags what is done by up to one interval: a crash then resends
-// those records, which the ids make harmless.
+// commitLoop persists the cursor every FlushInterval while it moved (the
+// ledger's owner deletes what every cursor has passed). The cursor lags
+// what is done by up to one interval: a crash then resends those records,
+// which the ids make harmless.
 func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 	t := time.NewTicker(o.opts.FlushInterval)
 	defer t.Stop()
@@ -371,10 +371,6 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 			} else {
 				o.log.Debug("persisting the cursor failed again", "lsn", done, "err", err)
 			}
-			// Retention still runs on the cursors already persisted: when
-			// the ledger itself filled its device, deleting what they have
-			// passed is what makes room for the cursor.
-			o.retain()
 			continue
 		}
 		if failing {
@@ -383,16 +379,5 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 		}
 		last = done
 		o.stats.cursor.Store(done)
-		o.retain()
-	}
-}
-
-// retain lets the ledger delete the segments every persisted cursor has
-// passed.
-func (o *Output) retain() {
-	if n, err := o.ledger.Retain(); err != nil {
-		o.log.Error("ledger retention failed", "err", err)
-	} else if n > 0 {
-		o.log.Debug("ledger retention deleted drained segments", "segments", n)
 	}
 }

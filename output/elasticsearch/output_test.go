@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/output/sprintf"
 	"github.com/logpond/logpond/record"
 )
@@ -676,52 +676,4 @@ func TestCursorFailureLoggedOnce(t *testing.T) {
 	if n := strings.Count(out, "the cursor is persisted again"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, out)
 	}
-}
-
-// TestRetentionRunsWhileTheCursorCannotBeWritten: when the cursor write
-// fails (the ledger filled its own device), retention still deletes what
-// the persisted cursor has passed: that is what makes room again.
-func TestRetentionRunsWhileTheCursorCannotBeWritten(t *testing.T) {
-	r := newRig(t, estest.Options{})
-	// The rig's ledger, reopened with a retention period: segments are
-	// deleted only a while after the cursor passed them.
-	if err := r.ledger.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(r.dir+"/ledger", ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true, Retention: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	r.ledger = l
-	segments := func() int {
-		m, _ := filepath.Glob(filepath.Join(r.dir, "ledger", "*.seg"))
-		return len(m)
-	}
-	big := func(i int) []byte { return filebeatEvent(i, strings.Repeat("y", 300_000)) }
-	for i := range 8 { // about 2.4 MB: three segments
-		r.store(time.Now(), big(i))
-	}
-	run := r.start(r.options(nil))
-	cursor := func() uint64 { c, _ := r.ledger.Cursor("elasticsearch"); return c }
-	waitFor(t, "the cursor", func() bool { return cursor() == 8 })
-	before := segments()
-	if before < 3 {
-		t.Fatalf("%d segments: the test needs several", before)
-	}
-	block := filepath.Join(r.dir, "ledger", "cursors", "elasticsearch.cursor.tmp")
-	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // past the retention period
-	r.store(time.Now(), big(8))        // a new event: the output tries to persist again
-	waitFor(t, "drained segments deleted", func() bool { return segments() < before })
-	if c := cursor(); c != 8 {
-		t.Fatalf("cursor at %d while its file cannot be written", c)
-	}
-	if err := os.RemoveAll(block); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the cursor", func() bool { return cursor() == 9 })
-	run.stop(t)
 }
