@@ -202,6 +202,7 @@ func TestReadyzReportsBackpressure(t *testing.T) {
 	cfg.Admin.Listen = "127.0.0.1:0"
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes = 1<<20, 2<<20, 256<<10
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes, cfg.Ledger.FlushInterval = 1<<20, 2<<20, 5e6
+	cfg.Input.Beats.MaxEventBytes = 512 << 10 // what the small journal admits
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

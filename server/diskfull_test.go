@@ -119,6 +119,7 @@ func ledgerDiskFullConfig(t *testing.T, es *estest.Server, ldisk *powerloss.Disk
 	cfg.Ledger.Dir = filepath.Join(ldisk.Dir, "ledger")
 	cfg.Ledger.MaxBytes = 1 << 30 // larger than the device: the device fills first
 	cfg.Journal.MaxBytes = 8 << 20
+	cfg.Input.Beats.MaxEventBytes = 1 << 20 // what the small journal admits
 	o := &cfg.Output.Elasticsearch
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
@@ -398,6 +399,7 @@ func TestFullLedgerResumes(t *testing.T) {
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 4<<20
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 8<<20
 	cfg.Journal.MaxGroupBytes = 256 << 10 // records of at most 512 KiB: two fit a ledger segment
+	cfg.Input.Beats.MaxEventBytes = 1 << 20 // what the small journal admits
 	o := &cfg.Output.Elasticsearch
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)

@@ -231,6 +231,7 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	root := t.TempDir()
 	cfg := pipelineConfig(t, root)
 	cfg.Ledger.MaxBytes = 2 << 20
+	cfg.Journal.MaxGroupBytes = 256 << 10 // records of at most 512 KiB: the ledger holds two
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

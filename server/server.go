@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -85,11 +86,11 @@ func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 	// A configuration built in code rather than loaded gets the same
 	// checks as a file.
 	if ps := ConfigChecks(cfg); len(ps) > 0 {
-		errs := make([]error, len(ps))
+		msgs := make([]string, len(ps))
 		for i, p := range ps {
-			errs[i] = p
+			msgs[i] = p.Key + ": " + p.Msg
 		}
-		return nil, fmt.Errorf("server: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("server: configuration: %s", strings.Join(msgs, "; "))
 	}
 	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
 	defer func() {
