@@ -190,6 +190,9 @@ type ElasticsearchTLS struct {
 type Admin struct {
 	// Listen is the host:port of the admin endpoint; "" disables it.
 	Listen string `toml:"listen"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the admin endpoint.
+	Pprof bool `toml:"pprof"`
 }
 
 // Log configures logpond's own log.
