@@ -1,0 +1,29 @@
+package main
+
+import (
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/logpond/logpond/conf"
+)
+
+// applyMemoryLimit gives the Go collector a soft memory limit
+// (runtime/debug.SetMemoryLimit) of the configuration's memory formula
+// (conf.Memory, docs/operations.md), so that garbage is collected before
+// the process grows past what its bounded buffers need, rather than when
+// the heap has doubled. GOMEMLIMIT in the environment (gomemlimit, its
+// value or "") wins: the runtime has applied it already. It logs which
+// limit applies and returns a function that restores the previous limit.
+func applyMemoryLimit(cfg *conf.Config, gomemlimit string, log *slog.Logger) (restore func()) {
+	m := cfg.Memory()
+	if gomemlimit != "" {
+		log.Info("memory limit from GOMEMLIMIT", "gomemlimit", gomemlimit,
+			"limit_bytes", debug.SetMemoryLimit(-1), "formula_bytes", m.Total())
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(m.Total())
+	log.Info("memory limit from the configuration (docs/operations.md, Memory; GOMEMLIMIT overrides it)",
+		"limit_bytes", m.Total(), "input", m.Input, "connections", m.Connections, "journal_tail", m.JournalTail,
+		"journal_write", m.JournalWrite, "ledger", m.Ledger, "output", m.Output, "overhead", m.Overhead)
+	return func() { debug.SetMemoryLimit(prev) }
+}
