@@ -281,6 +281,7 @@ func (f *flusher) appendFailed(lsn uint64, err error, pending int64, sync func()
 // ledger every flushSyncBytes, and returns the next LSN to move.
 func (f *flusher) fromFiles(j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
 	r := j.Reader(next)
+	defer r.Close()
 	from := next
 	defer func() {
 		if f.fileRecords != nil {
