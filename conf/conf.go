@@ -228,7 +228,7 @@ func Default() Config {
 			MaxWindow:        16384,
 			MaxEventBytes:    16 << 20,
 			MaxBatchBytes:    256 << 20,
-			MaxInflightBytes: 64 << 20,
+			MaxInflightBytes: 48 << 20,
 			IdleTimeout:      Duration(60e9),
 			BatchTimeout:     Duration(60e9),
 			Keepalive:        Duration(5e9),

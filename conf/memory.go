@@ -20,7 +20,7 @@ type Memory struct {
 	// Ledger is LedgerBuffersBytes: the ledger's write buffer and the
 	// flusher's batch held for it.
 	Ledger int64
-	// Output is 3 × output.elasticsearch.workers × flush_bytes when the
+	// Output is 4 × output.elasticsearch.workers × flush_bytes when the
 	// output is enabled (read-ahead, requests being built or sent, the
 	// retry queue), else 0.
 	Output int64
@@ -39,7 +39,7 @@ const ConnectionBytes = 80 << 10
 const LedgerBuffersBytes = 4 << 20
 
 // RuntimeOverheadBytes is the fixed part of the formula.
-const RuntimeOverheadBytes = 24 << 20
+const RuntimeOverheadBytes = 20 << 20
 
 // JournalTailBytes is how much of its recent records the journal keeps in
 // memory for the flusher: 8 × journal.max_group_bytes, at most
@@ -61,7 +61,7 @@ func (c *Config) Memory() Memory {
 		Overhead:     RuntimeOverheadBytes,
 	}
 	if es := c.Output.Elasticsearch; es.Enabled {
-		m.Output = 3 * int64(es.Workers) * int64(es.FlushBytes)
+		m.Output = 4 * int64(es.Workers) * int64(es.FlushBytes)
 	}
 	return m
 }

@@ -217,7 +217,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	}
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(2 * opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
 }
 
 // incomplete names the options that are unset or out of range, by name

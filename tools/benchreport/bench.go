@@ -464,6 +464,12 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		r, err := lumberload.Run(ctx, p.Addr(), load)
 		after, serr := scrape(admin)
 		peak := p.PeakRSS()
+		if straceLog != "" {
+			peak = 0 // p is strace; logpond is its child
+			if child := childOf(p.Pid()); child > 0 {
+				peak = peakRSS(child)
+			}
+		}
 		if err == nil {
 			err = serr
 		}
@@ -517,6 +523,22 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		return nil, "", err
 	}
 	return runs, "", nil
+}
+
+// peakRSS is the peak resident set (VmHWM) of process pid, 0 when unknown.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // childOf returns a process's first child, 0 when it has none.
