@@ -1,9 +1,8 @@
 package conf
 
 // Memory is the formula of docs/operations.md ("Memory"): what logpond's
-// bounded buffers may hold with a configuration, part by part. Its Total
-// is what logpond derives its soft memory limit from, unless GOMEMLIMIT
-// is set.
+// bounded buffers may hold with a configuration, part by part. logpond's
+// soft memory limit is 90% of its Total, unless GOMEMLIMIT is set.
 type Memory struct {
 	// Input is input.beats.max_inflight_bytes: events read from clients
 	// and not yet durable.

@@ -10,8 +10,8 @@ import (
 	"github.com/logpond/logpond/conf"
 )
 
-// TestMemoryLimit checks that the soft memory limit is the configuration's
-// memory formula unless GOMEMLIMIT is set, that the log says which one
+// TestMemoryLimit checks that the soft memory limit is 90% of the
+// configuration's memory formula unless GOMEMLIMIT is set, that the log says which one
 // applies, and that restore puts the previous limit back.
 func TestMemoryLimit(t *testing.T) {
 	cfg := conf.Default()
@@ -20,7 +20,7 @@ func TestMemoryLimit(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&out, nil))
 
 	restore := applyMemoryLimit(&cfg, "", log)
-	if got, want := debug.SetMemoryLimit(-1), cfg.Memory().Total(); got != want {
+	if got, want := debug.SetMemoryLimit(-1), cfg.Memory().Total()/10*9; got != want {
 		t.Errorf("limit %d, want the formula's %d", got, want)
 	}
 	if !strings.Contains(out.String(), "memory limit from the configuration") {
