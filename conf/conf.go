@@ -190,6 +190,9 @@ type ElasticsearchTLS struct {
 type Admin struct {
 	// Listen is the host:port of the admin endpoint; "" disables it.
 	Listen string `toml:"listen"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the admin endpoint.
+	Pprof bool `toml:"pprof"`
 }
 
 // Log configures logpond's own log.
@@ -228,7 +231,7 @@ func Default() Config {
 			MaxWindow:        16384,
 			MaxEventBytes:    16 << 20,
 			MaxBatchBytes:    256 << 20,
-			MaxInflightBytes: 512 << 20,
+			MaxInflightBytes: 48 << 20,
 			IdleTimeout:      Duration(60e9),
 			BatchTimeout:     Duration(60e9),
 			Keepalive:        Duration(5e9),

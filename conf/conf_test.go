@@ -69,7 +69,7 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
 			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20, DeadLetterMaxAge: Duration(72 * time.Hour),
 			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},
-		Admin: Admin{Listen: ""},
+		Admin: Admin{Listen: "", Pprof: true},
 		Log:   Log{Level: "debug", Format: "json"},
 	}
 	def := reflect.ValueOf(Default())

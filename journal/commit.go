@@ -215,6 +215,12 @@ func (j *Journal) write(group []*request) {
 		return
 	}
 	j.last += uint64(len(group))
+	// tidwall keeps what it wrote in memory, for reads the journal never
+	// makes through it: keep one group's buffer, not the segment.
+	forgetWritten(j.raw, j.writeBufferCap())
+	if bytes > int64(j.writeBufferCap()) {
+		j.batch = wal.Batch{} // an outsized group's buffer goes with it
+	}
 	if j.activeBytes < j.capacity {
 		// Overwritten stale bytes of a recycled file: counted twice
 		// until now, as the file's and as the entries' reservation.

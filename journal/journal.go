@@ -48,7 +48,9 @@ type Options struct {
 	// Settled is refused as without it.
 	Settled uint64
 	// TailBytes bounds the copies of recent records kept in memory for
-	// the flusher (Recent); 0 keeps none.
+	// the flusher (Recent); 0 keeps none. They are the journal's only
+	// in-memory copy of what it wrote: tidwall's copy of the active
+	// segment is dropped after every write (tidwall_traps.go).
 	TailBytes int64
 	// SpareSegments is how many released segment files the journal keeps
 	// for new generations to overwrite instead of deleting them
@@ -217,7 +219,7 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 		reaped:     make(chan struct{}),
 		doomed:     make(chan struct{}, 1),
 		spaceFreed: make(chan struct{}),
-		tail:       tailCache{limit: opts.TailBytes},
+		tail:       tailCache{limit: opts.TailBytes, filling: make(chan struct{}, 1)},
 	}
 	j.pipe.cond = sync.NewCond(&j.pipe.mu)
 	if j.syncDir == nil {
@@ -368,8 +370,12 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 		closeLog(w, w, j.log)
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	if li, _ := w.LastIndex(); li == 0 && !presize(w, int(j.opts.SegmentBytes+j.opts.MaxGroupBytes), j.tailBuf) {
-		j.log.Warn("journal: cannot presize tidwall's segment buffer (its layout changed): appends copy more")
+	// tidwall loads a reopened segment whole into memory; the journal
+	// never reads through tidwall, so that copy goes at once.
+	if !forgetWritten(w, j.writeBufferCap()) {
+		j.log.Warn("journal: cannot drop tidwall's in-memory copy of the segment (its layout changed): it holds up to segment_bytes")
+	} else if li, _ := w.LastIndex(); li == 0 {
+		presize(w, j.writeBufferCap(), j.tailBuf)
 	}
 	// The syncer's own descriptor (segmentLog), opened before anything is
 	// written through tidwall's, so writeback errors reach it.
@@ -386,6 +392,13 @@ func (j *Journal) openActive(g generation, sp *spare) error {
 	}
 	j.base = g.base
 	return nil
+}
+
+// writeBufferCap is the capacity of tidwall's in-memory copy kept between
+// writes (forgetWritten): a group of records up to MaxGroupBytes each
+// (the input's records are at most twice that), with their frames.
+func (j *Journal) writeBufferCap() int {
+	return int(2*j.opts.MaxGroupBytes) + 64<<10
 }
 
 // rotate closes the active generation and starts a new one after base.

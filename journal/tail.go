@@ -14,6 +14,11 @@ type tailCache struct {
 	first   uint64   // LSN of recs[0]
 	recs    [][]byte // consecutive LSNs from first
 	dropped bool     // something was evicted (first may be past a reader)
+	// filling is signalled (without blocking) each time the cache has
+	// taken a quarter of its limit since the last signal, so a reader can
+	// come for the records before they are evicted.
+	filling chan struct{}
+	since   int64 // bytes added since the last signal
 }
 
 // add appends records first, first+1, …, evicting old ones to stay within
@@ -34,6 +39,14 @@ func (c *tailCache) add(first uint64, recs [][]byte) {
 	for _, r := range recs {
 		c.recs = append(c.recs, r)
 		c.bytes += int64(len(r))
+		c.since += int64(len(r))
+	}
+	if c.since >= c.limit/4 {
+		c.since = 0
+		select {
+		case c.filling <- struct{}{}:
+		default:
+		}
 	}
 	drop := 0
 	for c.bytes > c.limit && drop < len(c.recs)-1 {
@@ -65,6 +78,12 @@ func (c *tailCache) from(lsn uint64, max int) (recs [][]byte, ok bool) {
 	}
 	return append([][]byte(nil), out...), true
 }
+
+// TailFilling is signalled each time the in-memory tail has taken a
+// quarter of TailBytes since the last signal: a reader that comes for
+// Recent records then finds them before they are evicted, however fast
+// records arrive. The channel holds one signal; it is never closed.
+func (j *Journal) TailFilling() <-chan struct{} { return j.tail.filling }
 
 // Recent returns up to max durable records starting at LSN from, straight
 // from memory. ok is false when from is older than the cached tail: read

@@ -86,22 +86,46 @@ func tidwallFile(l *wal.Log) (*os.File, bool) {
 	return (*os.File)(v.UnsafePointer()), true
 }
 
-// presize gives the in-memory copy of an empty log's tail segment a capacity
-// of n bytes, and reports whether it could.
+// forgetWritten empties tidwall's in-memory copy of the log's segment,
+// keeping its buffer for the next write when its capacity is at most keep,
+// and reports whether it could.
 //
-// tidwall keeps the whole tail segment in memory and grows that buffer with
-// append. For large slices Go grows by about 1.25×, so every byte was copied
-// about four more times, into freshly faulted pages: measured here, that
-// made a 64 KiB append cost 3× a plain write+fsync. A generation is at most
-// about segment_bytes + max_group_bytes, so one allocation of that size
-// removes the copies; its pages are touched only as records are written.
+// tidwall keeps every entry of its tail segment in memory (for its Read,
+// which the journal never calls: the flusher reads the journal's own tail
+// cache, or the files) and appends each batch to that copy before writing
+// the batch's bytes to the file. Emptied after every write, the copy holds
+// one group at a time instead of up to segment_bytes. tidwall uses the
+// copy's length for nothing else: the journal opens it with a segment size
+// it never reaches (it rotates generations itself), and writes go through
+// the file's own offset. The entry positions (epos) go with it.
+func forgetWritten(l *wal.Log, keep int) bool {
+	ebuf, ok := tailBuffer(l)
+	if !ok {
+		return false
+	}
+	// tailBuffer checked that there is exactly one segment.
+	epos := reflect.ValueOf(l).Elem().FieldByName("segments").Index(0).Elem().FieldByName("epos")
+	if epos.Kind() != reflect.Slice {
+		return false
+	}
+	buf := reflect.NewAt(ebuf.Type(), unsafe.Pointer(ebuf.UnsafeAddr())).Elem()
+	if ebuf.Cap() <= keep {
+		buf.SetLen(0)
+	} else {
+		buf.Set(reflect.Zero(ebuf.Type()))
+	}
+	reflect.NewAt(epos.Type(), unsafe.Pointer(epos.UnsafeAddr())).Elem().SetLen(0)
+	return true
+}
+
+// presize gives the in-memory copy of an empty log's tail segment a capacity
+// of n bytes, and reports whether it could. forgetWritten empties that copy
+// after every write, so it needs to hold one group; n of them at once
+// spares the appends of a group the copies of a buffer grown by append.
 //
 // reuse, when its capacity is at least n, is used instead of a new
-// allocation: the buffer of the generation rotation just closed. Its pages
-// are already faulted in, so the new generation's appends do not pay a
-// page fault every 4 KiB (profiles under beatsbench counted those in the
-// copies), and a rotation does not allocate (and the GC later clear) tens
-// of MiB on the ack path.
+// allocation: the buffer of the generation rotation just closed, so that
+// a rotation does not allocate on the ack path.
 func presize(l *wal.Log, n int, reuse []byte) bool {
 	ebuf, ok := tailBuffer(l)
 	if !ok || ebuf.Len() != 0 {

@@ -109,6 +109,11 @@ func (l *Ledger) writeBuffered() error {
 	l.writeOff += int64(n)
 	l.bufLen = 0
 	l.openBytes.Store(l.writeOff)
+	if len(l.buf) > writeBuffer {
+		// Grown for a record larger than the buffer: that much memory
+		// stays only while such records come.
+		l.buf = alignedBuffer(writeBuffer)
+	}
 	return nil
 }
 

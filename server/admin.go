@@ -122,7 +122,7 @@ var adminLimits = struct {
 }{
 	readHeader:     5 * time.Second,
 	read:           10 * time.Second,
-	write:          30 * time.Second, // no handler streams or runs long (no pprof)
+	write:          30 * time.Second, // no handler streams or runs long (pprof, when on, has its own)
 	idle:           60 * time.Second, // longer than usual scrape and probe intervals: their connections are reused
 	maxHeaderBytes: 16 << 10,
 }
@@ -141,6 +141,12 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /{$}", s.serveNodeInfo)
 	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.dlq, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
 	l := adminLimits
+	paths := "/metrics /livez /healthz /readyz /api/dlq/purge"
+	if s.cfg.Admin.Pprof {
+		mountPprof(mux)
+		l.write = pprofWriteTimeout
+		paths += " /debug/pprof/"
+	}
 	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
 		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
 	s.adminDone = make(chan struct{})
@@ -151,7 +157,7 @@ func (s *Server) startAdmin() {
 			s.log.Error("admin endpoint stopped", "err", err)
 		}
 	}()
-	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /metrics /livez /healthz /readyz /api/dlq/purge")
+	s.log.Info("admin listening", "addr", ln.Addr().String(), "paths", paths)
 }
 
 // stopAdmin stops the admin endpoint and waits for its goroutine.

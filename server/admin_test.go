@@ -22,9 +22,9 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/input"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/powerloss"
 	"github.com/logpond/logpond/journal"
-	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestMetricsAndHealth runs the whole pipeline into the test Elasticsearch

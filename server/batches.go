@@ -288,6 +288,7 @@ func (b *batches) scanAhead(j *journal.Journal, lsn uint64) error {
 // scanFiles is scanAhead from the journal's files.
 func (b *batches) scanFiles(j *journal.Journal, lsn, last uint64) error {
 	r := j.Reader(b.scanned + 1)
+	defer r.Close()
 	for b.scanned < last && b.verdict(lsn) == hold && r.Next() {
 		if r.LSN() != b.scanned+1 {
 			return fmt.Errorf("flusher: the journal skips from LSN %d to %d", b.scanned+1, r.LSN())

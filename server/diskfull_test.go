@@ -17,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/powerloss"
 	"github.com/logpond/logpond/journal"
-	"github.com/logpond/logpond/internal/estest"
 )
 
 // TestJournalDiskFull fills the journal's file system under load: appends
@@ -398,7 +398,7 @@ func TestFullLedgerResumes(t *testing.T) {
 	cfg := crashConfig(t.TempDir())
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 4<<20
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 8<<20
-	cfg.Journal.MaxGroupBytes = 256 << 10 // records of at most 512 KiB: two fit a ledger segment
+	cfg.Journal.MaxGroupBytes = 256 << 10   // records of at most 512 KiB: two fit a ledger segment
 	cfg.Input.Beats.MaxEventBytes = 1 << 20 // what the small journal admits
 	o := &cfg.Output.Elasticsearch
 	o.Enabled, o.Hosts = true, []string{es.URL()}

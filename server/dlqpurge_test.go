@@ -14,8 +14,8 @@ import (
 
 	lj "github.com/elastic/go-lumber/client/v2"
 
-	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/output/dlq"
 )
 
 // postPurge sends POST /api/dlq/purge with the query q (and the request

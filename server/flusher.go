@@ -75,7 +75,8 @@ func newFlusher(f flusher) *flusher {
 	return &f
 }
 
-// run flushes every interval until ctx ends, then returns; the caller does
+// run flushes every interval, and whenever the journal's in-memory tail
+// fills (journal.TailFilling), until ctx ends, then returns; the caller does
 // the final flush once the journal has stopped taking appends. It returns
 // an error only for what no reopen can fix (the journal skipping LSNs, a
 // bug); store failures are handled by recoverLedger and recoverJournal.
@@ -87,6 +88,10 @@ func (f *flusher) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-f.journal().TailFilling():
+			// Records arrive faster than one interval's worth fits in
+			// the journal's in-memory tail: move them before they leave
+			// it, rather than read them back from its files.
 		}
 		// The ledger first: moving a failed journal's records needs it.
 		f.recoverLedger()
@@ -290,6 +295,7 @@ func (f *flusher) appendFailed(lsn uint64, err error, pending int64, sync func()
 // ledger every flushSyncBytes, and returns the next LSN to move.
 func (f *flusher) fromFiles(j *journal.Journal, l *ledger.Ledger, next, last uint64, pending *int64, sync func() error) (uint64, error) {
 	r := j.Reader(next)
+	defer r.Close()
 	from := next
 	defer func() {
 		if f.fileRecords != nil {

@@ -56,7 +56,7 @@ func newMetrics(s *Server) *metrics {
 	})
 	m.fileRecords = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_flusher_journal_file_records_total",
-		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell more than journal.segment_bytes behind.",
+		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell further behind than the tail holds.",
 	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",

@@ -240,9 +240,9 @@ func (s *Server) journalOptions(startAfter uint64) journal.Options {
 		// The ledger holds every record up to its last LSN: damage to
 		// their journal copies loses nothing, and must not stop logpond.
 		Settled: startAfter,
-		// The flusher's normal path: one segment of recent records in
-		// memory, so it rarely reads the journal's files.
-		TailBytes: int64(c.SegmentBytes),
+		// The flusher's normal path: recent records in memory, so it
+		// rarely reads the journal's files (it is woken as they fill).
+		TailBytes: s.cfg.JournalTailBytes(),
 		Logger:    s.log,
 		ObserveGroup: func(records int, bytes int64, fsync time.Duration) {
 			s.metrics.observeGroup(records, bytes, fsync)

@@ -13,8 +13,9 @@
 // source: the raw event bytes without the @metadata member, compacted onto
 // one line only when it holds raw newlines. Events are not decoded and
 // re-encoded. Batches of about flush_bytes go to Options.Workers workers
-// over a channel of the same capacity: read-ahead, and memory, is bounded
-// by about 2 × workers × flush_bytes, plus the retry queue.
+// over a channel that holds one more: read-ahead, and memory, is bounded
+// by about workers + 2 chunks and one request per worker, each about
+// flush_bytes, plus the retry queue.
 //
 // # Document ids
 //

@@ -225,7 +225,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	}
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(2 * opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
 }
 
 // incomplete names the options that are unset or out of range, by name
@@ -274,8 +274,10 @@ func (o *Output) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Memory bound: one chunk being filled, Workers chunks queued and
-	// Workers being turned into requests, each about FlushBytes of records
+	// Memory bound: one chunk being filled, one queued (a worker that
+	// finishes one finds the next ready; more read-ahead only holds
+	// memory) and Workers being turned into requests, each about
+	// FlushBytes of records
 	// (plus one record), per worker the request being built from its chunk
 	// (about FlushBytes), and the retry queue (Workers × FlushBytes, plus
 	// one request per worker: see retryQueue).
@@ -285,8 +287,8 @@ func (o *Output) Run(ctx context.Context) error {
 	ctl.local = o.opts.Local
 	o.live.Store(&live{tr: tr, rq: rq, ctl: ctl})
 	defer o.live.Store(nil)
-	chunks := make(chan *chunk, o.opts.Workers)
-	free := make(chan *chunk, 2*o.opts.Workers+1) // chunk buffers for reuse
+	chunks := make(chan *chunk, 1)
+	free := make(chan *chunk, o.opts.Workers+2) // chunk buffers for reuse
 	errs := make(chan error, o.opts.Workers+2)
 	var wg sync.WaitGroup
 	for range o.opts.Workers {

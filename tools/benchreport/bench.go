@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
@@ -80,6 +81,17 @@ level = "info"
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
+// formula is the memory formula's value (conf.Memory, docs/operations.md)
+// for the configuration at path: what the report shows beside each run's
+// measured peak RSS.
+func formula(path string) (int64, error) {
+	c, err := conf.Load(path)
+	if err != nil {
+		return 0, fmt.Errorf("the memory formula of %s: %w", path, err)
+	}
+	return c.Memory().Total(), nil
+}
+
 // logpond starts bin/logpond with a configuration (optionally under a
 // wrapper command such as strace) and returns it with its admin address.
 func (b *bench) logpond(cfg string, wrapper ...string) (*lumberload.Process, string, error) {
@@ -134,6 +146,7 @@ type ingestRow struct {
 	EventSize, Compression, Connections, Batch int
 	Noop, Naive, Logpond                       summary
 	VsNaive, VsNoop                            float64 // medians of the per-round events/s ratios
+	Formula                                    int64   // logpond's memory formula
 }
 
 // servers are the three compared, in the order they run in each round.
@@ -143,6 +156,10 @@ var servers = []string{"noop", "naive", "logpond"}
 // baselines, the servers interleaved round by round.
 func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 	cfgPath, err := b.config("ingest", "")
+	if err != nil {
+		return nil, err
+	}
+	mem, err := formula(cfgPath)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +202,7 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 				}
 			}
 			row := ingestRow{EventSize: size, Compression: comp, Connections: cfg.Connections, Batch: batch,
-				Noop: summarize(res["noop"]), Naive: summarize(res["naive"]), Logpond: summarize(res["logpond"])}
+				Noop: summarize(res["noop"]), Naive: summarize(res["naive"]), Logpond: summarize(res["logpond"]), Formula: mem}
 			var vsNaive, vsNoop []float64
 			for i := range b.o.rounds {
 				lp := res["logpond"][i].EventsPerSec()
@@ -216,6 +233,10 @@ type isoPhase struct {
 	Samples       int // metric samples taken during the phase
 	Yielding      int // of them, with the output giving way to acknowledgements
 	FsyncMean     time.Duration
+	PeakRSS       int64 // logpond's, over the phase
+	Formula       int64 // logpond's memory formula
+	FillPeakRSS   int64 // catch-up: logpond's while it built the backlog (output off)
+	FillFormula   int64
 }
 
 // DeliveredPerIncoming is the output's events/s over the phase as a
@@ -255,7 +276,8 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 	if err := b.fresh(true); err != nil {
 		return nil, err
 	}
-	backlogBytes, backlogEvents, err := b.fillBacklog(ctx)
+	var fill isoPhase
+	backlogBytes, backlogEvents, err := b.fillBacklog(ctx, &fill)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +286,7 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 		return nil, err
 	}
 	ph.BacklogBytes, ph.BacklogEvents = backlogBytes, backlogEvents
+	ph.FillPeakRSS, ph.FillFormula = fill.FillPeakRSS, fill.FillFormula
 	phases = append(phases, ph)
 
 	// Throttled: the ledger's device capped well below the incoming rate.
@@ -287,9 +310,12 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 // acknowledges until its ledger holds o.backlog bytes; it stops logpond
 // (whose final flush moves the journal into the ledger) and returns the
 // ledger's bytes and the events acknowledged into it.
-func (b *bench) fillBacklog(ctx context.Context) (int64, int64, error) {
+func (b *bench) fillBacklog(ctx context.Context, ph *isoPhase) (int64, int64, error) {
 	cfgPath, err := b.config("fill", "")
 	if err != nil {
+		return 0, 0, err
+	}
+	if ph.FillFormula, err = formula(cfgPath); err != nil {
 		return 0, 0, err
 	}
 	p, admin, err := b.logpond(cfgPath)
@@ -317,6 +343,7 @@ func (b *bench) fillBacklog(ctx context.Context) (int64, int64, error) {
 		err = nil // stopped because the backlog was there
 	}
 	last, serr := scrape(admin)
+	ph.FillPeakRSS = p.PeakRSS()
 	if stopErr := p.Stop(); stopErr != nil {
 		return 0, 0, fmt.Errorf("stop after filling: %w\n%s", stopErr, p.Output())
 	}
@@ -341,6 +368,9 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 	ph := isoPhase{Name: name, What: what}
 	cfgPath, err := b.config("iso-"+name, sink.URL())
 	if err != nil {
+		return ph, err
+	}
+	if ph.Formula, err = formula(cfgPath); err != nil {
 		return ph, err
 	}
 	p, admin, err := b.logpond(cfgPath)
@@ -383,6 +413,7 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 	ph.Delivered, ph.Elapsed = sink.Items(), time.Since(start)
 	stopSampling()
 	wg.Wait()
+	ph.PeakRSS = p.PeakRSS()
 	if throttle != nil {
 		// Out of the cgroup before stopping: the final flush would
 		// otherwise write the whole unflushed journal at the throttled rate.
@@ -423,6 +454,7 @@ type smallRun struct {
 	FsyncSyscallsLedger       int // the same on the ledger
 	RecordsPerFsyncSyscall    float64
 	Connections, Window, Size int
+	PeakRSS, Formula          int64 // logpond's peak RSS and memory formula
 }
 
 // smallClients runs o.smallConns connections × 50-event windows twice:
@@ -432,6 +464,10 @@ type smallRun struct {
 func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 	load := lumberload.Config{Connections: b.o.smallConns, Batch: 50, EventSize: 1024, Duration: b.o.smallDuration}
 	cfgPath, err := b.config("small", "")
+	if err != nil {
+		return nil, "", err
+	}
+	mem, err := formula(cfgPath)
 	if err != nil {
 		return nil, "", err
 	}
@@ -451,6 +487,13 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		}
 		r, err := lumberload.Run(ctx, p.Addr(), load)
 		after, serr := scrape(admin)
+		peak := p.PeakRSS()
+		if straceLog != "" {
+			peak = 0 // p is strace; logpond is its child
+			if child := childOf(p.Pid()); child > 0 {
+				peak = peakRSS(child)
+			}
+		}
 		if err == nil {
 			err = serr
 		}
@@ -471,7 +514,7 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", how, err)
 		}
-		s := smallRun{How: how, Result: r, Connections: load.Connections, Window: load.Batch, Size: load.EventSize}
+		s := smallRun{How: how, Result: r, Connections: load.Connections, Window: load.Batch, Size: load.EventSize, PeakRSS: peak, Formula: mem}
 		s.Records = after["logpond_journal_group_records_sum"] - before["logpond_journal_group_records_sum"]
 		s.Fsyncs = after["logpond_journal_fsyncs_total"] - before["logpond_journal_fsyncs_total"]
 		if s.Fsyncs > 0 {
@@ -504,6 +547,22 @@ func (b *bench) smallClients(ctx context.Context) ([]smallRun, string, error) {
 		return nil, "", err
 	}
 	return runs, "", nil
+}
+
+// peakRSS is the peak resident set (VmHWM) of process pid, 0 when unknown.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // childOf returns a process's first child, 0 when it has none.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
@@ -30,6 +30,7 @@ type drainRun struct {
 	Requests      int64         // bulk requests the server saw
 	AcceptRate    float64       // overload: the server's items/s; 0 otherwise
 	PeakRSS       int64
+	Formula       int64 // logpond's memory formula
 }
 
 // drainProfiles are the fault sets, in the order they run; the overload
@@ -105,6 +106,9 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 	srv.SetFaults(f)
 	cfg, err := b.config("drain-"+name, srv.URL())
 	if err != nil {
+		return r, err
+	}
+	if r.Formula, err = formula(cfg); err != nil {
 		return r, err
 	}
 	start := time.Now()
@@ -240,8 +244,8 @@ func drainMarkdown(runs []drainRun, o options) string {
 		return b.String()
 	}
 	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"5MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
-	p("| profile | what | drain s | × clean | ideal n/C s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| profile | what | drain s | × clean | ideal n/C s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB | formula MiB |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	clean := runs[0].Elapsed
 	for _, r := range runs {
 		ideal, vsIdeal := "–", "–"
@@ -251,8 +255,8 @@ func drainMarkdown(runs []drainRun, o options) string {
 			ideal, vsIdeal = fmt.Sprintf("%.1f", id), fmt.Sprintf("%.2f×", r.Elapsed.Seconds()/id)
 			what = strings.Replace(what, "C items/s", fmt.Sprintf("C = %.0f items/s", r.AcceptRate), 1)
 		}
-		p("| %s | %s | %.1f | %.2f× | %s | %s | %d | %.3f | %d | %d | %d | %s |\n", r.Profile, what, r.Elapsed.Seconds(),
-			r.Elapsed.Seconds()/clean.Seconds(), ideal, vsIdeal, r.Rejected, float64(r.Rejected)/float64(r.Events), r.Failed503, r.Requests, r.Conflicts, mib(r.PeakRSS))
+		p("| %s | %s | %.1f | %.2f× | %s | %s | %d | %.3f | %d | %d | %d | %s | %s |\n", r.Profile, what, r.Elapsed.Seconds(),
+			r.Elapsed.Seconds()/clean.Seconds(), ideal, vsIdeal, r.Rejected, float64(r.Rejected)/float64(r.Events), r.Failed503, r.Requests, r.Conflicts, mib(r.PeakRSS), mib(r.Formula))
 	}
 	p("\nGoals: random ≤ 1.5× clean; overload ≤ 1.1× n/C with ≤ 0.1 rejected items per delivered event. C is a third of the clean run's rate.\n\n")
 	return b.String()

@@ -38,18 +38,19 @@ func TestMarkdown(t *testing.T) {
 		return out
 	}
 	row := ingestRow{EventSize: 1024, Compression: 3, Connections: 4, Batch: 2048,
-		Noop: summarize(rs(900, 1000, 1100)), Naive: summarize(rs(100, 300, 200)), Logpond: summarize(rs(500, 400, 600)), VsNaive: 2.5, VsNoop: 0.5}
+		Noop: summarize(rs(900, 1000, 1100)), Naive: summarize(rs(100, 300, 200)), Logpond: summarize(rs(500, 400, 600)), VsNaive: 2.5, VsNoop: 0.5, Formula: 200 << 20}
 	if row.Naive.EventsPerSec != 200 || row.Logpond.EventsPerSec != 500 || row.Logpond.PeakRSS != 64<<20 {
 		t.Fatalf("summaries are not medians: %+v %+v", row.Naive, row.Logpond)
 	}
 	r := &report{Date: "2026-12-02", Machine: "test machine", Revision: "abc", Opts: o, Ingest: []ingestRow{row},
 		Isolation: []isoPhase{
 			{Name: "quiet", What: "idle", Result: fakeResult(20000, 2*time.Millisecond)},
-			{Name: "catch-up", What: "draining", Result: fakeResult(20000, 3*time.Millisecond), DrainWindow: 2 * time.Second, DrainP: [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 9 * time.Millisecond}},
+			{Name: "catch-up", What: "draining", Result: fakeResult(20000, 3*time.Millisecond), DrainWindow: 2 * time.Second, DrainP: [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 9 * time.Millisecond},
+				PeakRSS: 150 << 20, Formula: 250 << 20, FillPeakRSS: 120 << 20, FillFormula: 190 << 20},
 			{Name: "throttled", What: "slow ledger", Result: fakeResult(20000, 2*time.Millisecond), MaxUnflushed: 580},
 		},
 		Small: []smallRun{
-			{How: "plain", Result: fakeResult(300000, 10*time.Millisecond), Records: 7000, Fsyncs: 100, RecordsPerFsync: 70, Connections: 500, Window: 50, Size: 1024},
+			{How: "plain", Result: fakeResult(300000, 10*time.Millisecond), Records: 7000, Fsyncs: 100, RecordsPerFsync: 70, Connections: 500, Window: 50, Size: 1024, PeakRSS: 100 << 20, Formula: 190 << 20},
 			{How: "under strace", Result: fakeResult(100000, 30*time.Millisecond), Records: 2000, Fsyncs: 60, RecordsPerFsync: 33.3, FsyncSyscalls: 62, FsyncSyscallsLedger: 9, RecordsPerFsyncSyscall: 32.3, Connections: 500, Window: 50, Size: 1024},
 		},
 		PNG: "plot.png"}
@@ -57,7 +58,9 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| 1 KiB | 3 | 4×2048 | noop | 1000 |",
 		"| 1 KiB | 3 | 4×2048 | naive | 200 |",
-		"| 1 KiB | 3 | 4×2048 | **logpond** | 500 | 0.5 | 1.05 | 1.10 | 1.10 | 2000.00 | 64 | **2.50×** | 0.50× |",
+		"| 1 KiB | 3 | 4×2048 | **logpond** | 500 | 0.5 | 1.05 | 1.10 | 1.10 | 2000.00 | 64 | 200 | **2.50×** | 0.50× |",
+		"| 1 KiB | 3 | 4×2048 | naive | 200 | 0.2 | 1.05 | 1.10 | 1.10 | 5000.00 | 64 | | |",
+		"| 0 | 150 | 250 |", "peak RSS 120 MiB, formula 190 MiB", "| – | 100 | 190 |",
 		"| catch-up | draining |", "| 1.48× | 1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
 		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",
 		"![ack latency over time", "(plot.png)", "make bench-report", "test machine", "2026-12-02",

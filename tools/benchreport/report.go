@@ -63,17 +63,17 @@ func (r *report) markdown() string {
 	p("- **noop**: acknowledges every window at once; no durability (an upper bound for the protocol and the client).\n")
 	p("- **naive**: appends each window to one file on the journal's disk and fdatasyncs it before the ACK, one window at a time.\n")
 	p("- **logpond**: `bin/logpond`, output disabled (ingest only): journal group commit on the machine's disk, flusher to the ledger on its own device.\n\n")
-	p("MB/s counts event bytes before compression. CPU is the server process's user+system time per million acknowledged events; peak RSS is the server's VmHWM (logpond's is mostly its bounded buffers: the input's in-flight budget, the journal's in-memory tail for the flusher, the ledger's write buffer); ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
-	p("| event | zlib | window | server | events/s | MB/s | ack p50 ms | ack p99 ms | ack p999 ms | CPU s/Mev | peak RSS MiB | ×naive | ×noop |\n")
-	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("MB/s counts event bytes before compression. CPU is the server process's user+system time per million acknowledged events; peak RSS is the server's VmHWM (logpond's is mostly its bounded buffers: the input's in-flight budget, the journal's in-memory tail for the flusher, the ledger's write buffer); formula is what the memory formula of docs/operations.md gives for logpond's configuration, its soft memory limit; ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
+	p("| event | zlib | window | server | events/s | MB/s | ack p50 ms | ack p99 ms | ack p999 ms | CPU s/Mev | peak RSS MiB | formula MiB | ×naive | ×noop |\n")
+	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.Ingest {
 		for _, s := range []struct {
 			name string
 			v    summary
 		}{{"noop", row.Noop}, {"naive", row.Naive}, {"**logpond**", row.Logpond}} {
-			ratios := "| |"
+			ratios := "| | |"
 			if s.name == "**logpond**" {
-				ratios = fmt.Sprintf("| **%.2f×** | %.2f× |", row.VsNaive, row.VsNoop)
+				ratios = fmt.Sprintf("| %s | **%.2f×** | %.2f× |", mib(row.Formula), row.VsNaive, row.VsNoop)
 			}
 			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", size(row.EventSize), row.Compression, row.Connections, row.Batch, s.name,
 				s.v.EventsPerSec, s.v.MBPerSec, ms(s.v.P50), ms(s.v.P99), ms(s.v.P999), cpu(s.v.CPUPerMillion), mib(s.v.PeakRSS), ratios)
@@ -83,8 +83,8 @@ func (r *report) markdown() string {
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
 	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores:\n\n", o.isoRate, o.isoDuration)
-	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | delivered / incoming | most records not yet in the ledger | largest output lag (records) |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | delivered / incoming | most records not yet in the ledger | largest output lag (records) | peak RSS MiB | formula MiB |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var quietP99 time.Duration
 	for _, ph := range r.Isolation {
 		if ph.Name == "quiet" {
@@ -102,8 +102,13 @@ func (r *report) markdown() string {
 		if quietP99 > 0 {
 			vsQuiet = fmt.Sprintf("%.2f×", float64(ph.Result.Percentile(0.99))/float64(quietP99))
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %.2f× | %.0f | %.0f |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
-			ms(ph.Result.Percentile(0.999)), vsQuiet, during, ph.DeliveredPerIncoming(), ph.MaxUnflushed, ph.MaxLag)
+		p("| %s | %s | %s | %s | %s | %s | %s | %.2f× | %.0f | %.0f | %s | %s |\n", ph.Name, ph.What, ms(ph.Result.Percentile(0.5)), ms(ph.Result.Percentile(0.99)),
+			ms(ph.Result.Percentile(0.999)), vsQuiet, during, ph.DeliveredPerIncoming(), ph.MaxUnflushed, ph.MaxLag, mib(ph.PeakRSS), mib(ph.Formula))
+	}
+	for _, ph := range r.Isolation {
+		if ph.FillPeakRSS > 0 {
+			p("\nBuilding the %s phase's backlog (output off, 4 × 2048-event windows of 1 KiB as fast as acknowledged): peak RSS %s MiB, formula %s MiB.\n", ph.Name, mib(ph.FillPeakRSS), mib(ph.FillFormula))
+		}
 	}
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
 	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain, never below twice the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, at least 2 while a backlog drains, so it shrinks at least as fast as events arrive.\n")
@@ -119,8 +124,8 @@ func (r *report) markdown() string {
 		p("%d connections, each sending %d-event windows of %d B as fast as they are acknowledged, %s per run, output disabled. ", s0.Connections, s0.Window, s0.Size, o.smallDuration)
 		p("A record is what one window becomes in the journal; records per fsync is how many windows one group commit made durable together. ")
 		p("\"From metrics\" divides logpond's `logpond_journal_group_records` sum by `logpond_journal_fsyncs_total`; \"at the syscall\" divides the same records by the fsync and fdatasync calls on the journal's files and directory that `strace -f -y -e trace=fsync,fdatasync` saw over the process's life (a handful of them at start and at the final flush; strace slows every traced thread, so that run is slower and its groups differ).\n\n")
-		p("| run | events/s | ack p50 ms | ack p99 ms | records | journal fsyncs | records per fsync | ledger fsync calls |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| run | events/s | ack p50 ms | ack p99 ms | records | journal fsyncs | records per fsync | ledger fsync calls | peak RSS MiB | formula MiB |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.Small {
 			fsyncs, per, ledger := fmt.Sprintf("%.0f (metrics)", s.Fsyncs), fmt.Sprintf("%.1f (metrics)", s.RecordsPerFsync), "–"
 			if s.FsyncSyscalls > 0 {
@@ -128,7 +133,7 @@ func (r *report) markdown() string {
 				per = fmt.Sprintf("%.1f (at the syscall); %.1f (metrics)", s.RecordsPerFsyncSyscall, s.RecordsPerFsync)
 				ledger = fmt.Sprint(s.FsyncSyscallsLedger)
 			}
-			p("| %s | %.0f | %s | %s | %.0f | %s | %s | %s |\n", s.How, s.Result.EventsPerSec(), ms(s.Result.Percentile(0.5)), ms(s.Result.Percentile(0.99)), s.Records, fsyncs, per, ledger)
+			p("| %s | %.0f | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", s.How, s.Result.EventsPerSec(), ms(s.Result.Percentile(0.5)), ms(s.Result.Percentile(0.99)), s.Records, fsyncs, per, ledger, mib(s.PeakRSS), mib(s.Formula))
 		}
 		p("\n")
 	}

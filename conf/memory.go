@@ -1,0 +1,72 @@
+package conf
+
+// Memory is the formula of docs/operations.md ("Memory"): what logpond's
+// bounded buffers may hold with a configuration, part by part. logpond's
+// soft memory limit is 90% of its Total, unless GOMEMLIMIT is set.
+type Memory struct {
+	// Input is input.beats.max_inflight_bytes: events read from clients
+	// and not yet durable.
+	Input int64
+	// Connections is input.beats.max_connections × ConnectionBytes: each
+	// connection's read buffers while it sends a batch.
+	Connections int64
+	// JournalTail is JournalTailBytes: the journal's in-memory copy of
+	// its recent records, which the flusher moves to the ledger.
+	JournalTail int64
+	// JournalWrite is 4 × journal.max_group_bytes: the group being
+	// written and the one being fsynced, each with its write buffer.
+	JournalWrite int64
+	// Ledger is LedgerBuffersBytes: the ledger's write buffer and the
+	// flusher's batch held for it.
+	Ledger int64
+	// Output is 4 × output.elasticsearch.workers × flush_bytes when the
+	// output is enabled (read-ahead, requests being built or sent, the
+	// retry queue), else 0.
+	Output int64
+	// Overhead is RuntimeOverheadBytes: the Go runtime, code, goroutine
+	// stacks, TLS and metrics.
+	Overhead int64
+}
+
+// ConnectionBytes is what one connection may hold in read buffers while
+// it sends a batch: a 16 KiB socket buffer and a 64 KiB decompression
+// window.
+const ConnectionBytes = 80 << 10
+
+// LedgerBuffersBytes is the ledger writer's buffer plus the output's and
+// tools' ledger readers' read chunks, in the formula.
+const LedgerBuffersBytes = 4 << 20
+
+// RuntimeOverheadBytes is the fixed part of the formula.
+const RuntimeOverheadBytes = 20 << 20
+
+// JournalTailBytes is how much of its recent records the journal keeps in
+// memory for the flusher: 8 × journal.max_group_bytes, at most
+// journal.segment_bytes. The flusher is woken each time a quarter of it
+// has filled, so it need not hold a whole flush_interval of records.
+func (c *Config) JournalTailBytes() int64 {
+	return min(8*int64(c.Journal.MaxGroupBytes), int64(c.Journal.SegmentBytes))
+}
+
+// Memory returns the memory formula's parts for c.
+func (c *Config) Memory() Memory {
+	b := c.Input.Beats
+	m := Memory{
+		Input:        int64(b.MaxInflightBytes),
+		Connections:  int64(b.MaxConnections) * ConnectionBytes,
+		JournalTail:  c.JournalTailBytes(),
+		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
+		Ledger:       LedgerBuffersBytes,
+		Overhead:     RuntimeOverheadBytes,
+	}
+	if es := c.Output.Elasticsearch; es.Enabled {
+		m.Output = 4 * int64(es.Workers) * int64(es.FlushBytes)
+	}
+	return m
+}
+
+// Total is the sum of the parts: about the most memory logpond uses with
+// this configuration, whatever its backlog.
+func (m Memory) Total() int64 {
+	return m.Input + m.Connections + m.JournalTail + m.JournalWrite + m.Ledger + m.Output + m.Overhead
+}
