@@ -20,8 +20,8 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/conftest"
-	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
 )
 

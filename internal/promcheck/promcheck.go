@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/servertest"
 )
 
 // Funcs are the PromQL functions and aggregations the shipped

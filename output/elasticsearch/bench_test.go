@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/record"
 )
 

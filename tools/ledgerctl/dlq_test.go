@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/output/dlq"
 )
 
 // oddLetters are dead letters whose events need care: @metadata first,

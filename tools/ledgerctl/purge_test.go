@@ -14,10 +14,10 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/internal/estest"
 )
 
 // agedLetters stores n dead letters in small files under <ledger>/dlq/elasticsearch,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/server"
 )
 
