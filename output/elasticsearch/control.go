@@ -490,7 +490,8 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 }
 
 // yieldLocked paces the drain down while logpond's own acknowledgements
-// are slowed (LocalLoad): by yieldCut a window, but never below
+// are slowed (LocalLoad): to the floor when it was not paced, then by
+// yieldCut a window, but never below
 // yieldFloor × the events arriving, so that a backlog shrinks at least as
 // fast as new events arrive.
 // Once acknowledgements are quick again, the pace rises as after
@@ -499,9 +500,11 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 func (c *controller) yieldLocked(now time.Time, incoming float64) {
 	floor := max(minPaceRate, yieldFloor*incoming)
 	if c.rate == 0 {
-		recent := c.acceptedRateLocked(now)
-		c.ceiling, c.aboveSince, c.cutting = recent, time.Time{}, true
-		c.setRateLocked(now, max(floor, recent*yieldCut))
+		// Straight down to the floor: the drain was going flat out, and
+		// acknowledgements are already slowed. It rises again fast (far
+		// below the ceiling) as soon as they are quick.
+		c.ceiling, c.aboveSince, c.cutting = c.acceptedRateLocked(now), time.Time{}, true
+		c.setRateLocked(now, floor)
 		c.cleanSince, c.pacedAt = time.Time{}, now
 		return
 	}
