@@ -281,7 +281,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = errors.New("not a directory")
 		}
 		if err != nil {
-			e.errorf("%s directory %s: %v", d.what, d.dir, err)
+			e.errorf("%s directory %s: %v", d.what, d.dir, permissionOr(d.dir, err))
+			return exitFailed
+		}
+		if err := checkStoreDir(d.what, d.dir); err != nil {
+			e.errorf("%v", err)
 			return exitFailed
 		}
 	}
