@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // Cursor files: DIR/cursors/<name>.cursor, 12 bytes: the last LSN fully
@@ -142,4 +144,24 @@ func (l *Ledger) DeleteCursor(name string) error {
 	delete(l.cursors, name)
 	l.mu.Unlock()
 	return nil
+}
+
+// WriteCursorFile sets the named cursor of the ledger in dir to lsn,
+// forward or back, without opening the ledger: for operators re-driving a
+// range with logpond stopped. The cursor file is replaced atomically and
+// durably. The caller must hold the directory's lock (internal/dirlock)
+// so that no running logpond holds the cursor in memory, and must check
+// that lsn is within the ledger.
+func WriteCursorFile(dir, name string, lsn uint64) error {
+	if !cursorName.MatchString(name) {
+		return fmt.Errorf("ledger: cursor name %q: use 1–100 letters, digits, '_', '.' or '-'", name)
+	}
+	cdir := filepath.Join(dir, cursorDir)
+	if err := os.MkdirAll(cdir, 0o750); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	var b [cursorSize]byte
+	binary.LittleEndian.PutUint64(b[:], lsn)
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
+	return writeFileAtomic(filepath.Join(cdir, name+cursorSuffix), b[:], fsutil.SyncDir)
 }

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/ledger"
 )
 
 // TestVerifyListsEveryDamagedRange: two damaged records in a sealed
@@ -115,5 +118,52 @@ func TestPermissionDeniedIsNotDamage(t *testing.T) {
 	out, errOut, code := ctl(t, "-ledger", s.ledger, "verify")
 	if code != exitFailed || strings.Contains(out, "DAMAGE") || !strings.Contains(errOut, "permission denied — run as the user that owns the store") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCursorSetAndRewind: with logpond stopped an operator moves a cursor
+// back to an LSN or a time (a replay) or forward; while the ledger is
+// locked, or outside the ledger, it is refused and the cursor stays.
+func TestCursorSetAndRewind(t *testing.T) {
+	s := buildStores(t)
+	cursorAt := func() uint64 {
+		t.Helper()
+		cs, err := ledger.ReadCursors(s.ledger)
+		if err != nil || len(cs) != 1 || cs[0].Err != nil {
+			t.Fatalf("cursors %+v, %v", cs, err)
+		}
+		return cs[0].LSN
+	}
+	out, _, code := ctl(t, "-ledger", s.ledger, "cursors", "rewind", "elasticsearch", "--from-lsn", "40")
+	if code != exitOK || cursorAt() != 39 || !strings.Contains(out, "records 40–100 will be sent again") {
+		t.Fatalf("rewind --from-lsn: exit %d, cursor %d:\n%s", code, cursorAt(), out)
+	}
+	// LSN n was received n seconds after t0.
+	ts := received(25).Add(-500 * time.Millisecond).Format(time.RFC3339Nano)
+	if _, _, code := ctl(t, "-ledger", s.ledger, "cursors", "rewind", "elasticsearch", "--from-time", ts); code != exitOK || cursorAt() != 24 {
+		t.Fatalf("rewind --from-time: exit %d, cursor %d", code, cursorAt())
+	}
+	if _, _, code := ctl(t, "-ledger", s.ledger, "cursors", "set", "elasticsearch", "200"); code != exitOK || cursorAt() != 200 {
+		t.Fatalf("set: exit %d, cursor %d", code, cursorAt())
+	}
+	for _, args := range [][]string{
+		{"cursors", "set", "elasticsearch", "301"},                                    // past the end
+		{"cursors", "rewind", "elasticsearch", "--from-lsn", "250"},                   // forward
+		{"cursors", "set", "nosuch", "10"},                                            // no such cursor
+		{"cursors", "rewind", "elasticsearch", "--from-time", "2030-01-01T00:00:00Z"}, // nothing received then
+	} {
+		if _, _, code := ctl(t, append([]string{"-ledger", s.ledger}, args...)...); code != exitFailed || cursorAt() != 200 {
+			t.Errorf("%v: exit %d, cursor %d", args, code, cursorAt())
+		}
+	}
+	// A running logpond holds the directory's lock.
+	lock, err := dirlock.Acquire(s.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	_, errOut, code := ctl(t, "-ledger", s.ledger, "cursors", "set", "elasticsearch", "10")
+	if code != exitFailed || cursorAt() != 200 || !strings.Contains(errOut, "logpond is running") {
+		t.Fatalf("while locked: exit %d, cursor %d: %s", code, cursorAt(), errOut)
 	}
 }

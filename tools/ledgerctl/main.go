@@ -6,7 +6,8 @@
 // The global flags (-config, -journal, -ledger, --json) go before or after
 // the command; a command's own flags go after it.
 //
-// Every command but `dlq purge` and `dlq redrive -purge` is read-only and
+// Every command but `dlq purge`, `dlq redrive -purge` and `cursors set` /
+// `cursors rewind` (which refuse while logpond runs) is read-only and
 // safe while logpond runs: ledgerctl never takes the directories' locks,
 // never opens tidwall/wal or the stores (their Open repairs tails and
 // renames files), and never writes. A purge never writes a dead-letter
@@ -69,8 +70,14 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   verify           check every record's checksums in journal and ledger (and
                    cursors and dead letters); on damage exit 1 naming file,
                    offset and LSN
-  cursors          each output cursor: position, lag in records and bytes,
+  cursors [list]   each output cursor: position, lag in records and bytes,
                    age of the oldest record after it
+  cursors rewind NAME (--from-lsn LSN | --from-time RFC3339)
+                   with logpond stopped: its output sends again from LSN,
+                   or from the first record received at or after the time
+  cursors set NAME POSITION
+                   with logpond stopped: set the cursor (the last LSN done)
+                   forward or back
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
   dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
