@@ -147,7 +147,7 @@ func moveCursor(e *env, name string, position uint64, back bool) int {
 	fmt.Fprintf(e.stdout, "cursor %s: %s → %d\n", name, was, position)
 	switch {
 	case old.Err == nil && position < old.LSN:
-		fmt.Fprintf(e.stdout, "records %d–%d will be sent again when logpond starts; with derived document ids (the default) Elasticsearch answers 409 for those it holds, so nothing is duplicated\n", position+1, old.LSN)
+		fmt.Fprintf(e.stdout, "records %d–%d will be sent again when logpond starts; with document_id = \"auto\" (the default) Elasticsearch answers 409 for those it holds, so nothing is duplicated\n", position+1, old.LSN)
 	case old.Err == nil && position > old.LSN:
 		fmt.Fprintf(e.stdout, "records %d–%d will NOT be sent\n", old.LSN+1, position)
 	}
