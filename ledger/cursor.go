@@ -23,6 +23,9 @@ const (
 	cursorSize   = 12
 )
 
+// errCursorDamaged: a cursor file whose checksum fails.
+var errCursorDamaged = errors.New("ledger")
+
 var cursorName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 
 func (l *Ledger) cursorPath(name string) string {
@@ -48,7 +51,24 @@ func (l *Ledger) loadCursors() (map[string]uint64, error) {
 			}
 			continue
 		}
-		lsn, err := readCursor(filepath.Join(dir, de.Name()))
+		path := filepath.Join(dir, de.Name())
+		lsn, err := readCursor(path)
+		if errors.Is(err, errCursorDamaged) {
+			// Its position is unknown: the output starts again from the
+			// oldest record the ledger holds (Cursor), which sends again
+			// what it had delivered but loses nothing. The file is kept
+			// aside for inspection.
+			aside := path + ".damaged"
+			if rerr := os.Rename(path, aside); rerr != nil {
+				return nil, fmt.Errorf("ledger: set the damaged cursor file %s aside: %w", path, rerr)
+			}
+			if serr := l.syncDir(dir); serr != nil {
+				return nil, fmt.Errorf("ledger: %w", serr)
+			}
+			l.log.Error("ledger: damaged cursor file set aside; its output starts again from the oldest record the ledger holds (events it had delivered are sent again: with document_id \"auto\" Elasticsearch keeps one copy)",
+				"cursor", name, "file", path, "moved_to", aside, "err", err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +83,7 @@ func readCursor(path string) (uint64, error) {
 		return 0, fmt.Errorf("ledger: %w", err)
 	}
 	if len(b) != cursorSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0, fmt.Errorf("ledger: cursor file %s is damaged (%d bytes, checksum mismatch): restore it or delete it to restart that output from the oldest record", path, len(b))
+		return 0, fmt.Errorf("%w: cursor file %s is damaged (%d bytes, checksum mismatch): restore it or delete it to restart that output from the oldest record", errCursorDamaged, path, len(b))
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }
