@@ -134,7 +134,11 @@ func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
 	} else {
 		attrs = append(attrs, "quarantined", path)
 	}
-	o.log.Error("damaged ledger records skipped: their events are lost and not sent; every other event is delivered", attrs...)
+	msg := "damaged ledger records skipped: their events are lost and not sent; every other event is delivered"
+	if d.Records() == 0 {
+		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
+	}
+	o.log.Error(msg, attrs...)
 	o.stats.damagedRanges.Add(1)
 	o.stats.damagedRecords.Add(int64(d.Records()))
 	if d.Records() == 0 {

@@ -42,6 +42,26 @@ func TestVerifyListsEveryDamagedRange(t *testing.T) {
 			t.Errorf("no %q in the report", want)
 		}
 	}
+	// What the output quarantined is listed too.
+	l, err := ledger.Open(s.ledger, ledger.Options{SegmentBytes: 64 << 10, DirectIO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := l.Reader(1)
+	r.SkipDamage()
+	for r.Next() {
+		if d := r.Damage(); d != nil {
+			if _, err := l.Quarantine(*d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.Close()
+	l.Close()
+	out, _, _ = ctl(t, "-journal", s.journal, "-ledger", s.ledger, "verify")
+	if strings.Count(out, "note: quarantine: the output skipped") != 2 || !strings.Contains(out, "LSN 80–80 (1 records lost") {
+		t.Errorf("quarantine not listed:\n%s", out)
+	}
 	out, _, _ = ctl(t, "-journal", s.journal, "-ledger", s.ledger, "verify", "--json")
 	var rep verifyReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

@@ -149,6 +149,14 @@ func cmdVerify(e *env, args []string) int {
 				rep.Damage = append(rep.Damage, &location{Store: "cursor", File: c.Path, Error: c.Err.Error()})
 			}
 		}
+		q, err := ledger.ReadQuarantine(e.ledgerDir)
+		if err != nil {
+			rep.Damage = append(rep.Damage, &location{Store: "quarantine", Error: err.Error()})
+		}
+		for _, qe := range q {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("quarantine: the output skipped %s bytes %d–%d, LSN %s (%d records lost: %s); its bytes are kept in %s",
+				qe.Segment, qe.Start, qe.End, lsnRange(qe.FirstLSN, qe.LastLSN), qe.Records, qe.Reason, qe.Path))
+		}
 		d := scanDLQ(e)
 		if d.Exists {
 			rep.DeadLetters = &d.Entries
