@@ -221,8 +221,10 @@ func (s *segScanner) resyncFrom(d *CorruptionError) {
 	s.fileOff = alignDown(from)
 	s.start = int(from - s.fileOff)
 	s.end, s.eof = 0, false
-	// Skip the frame that failed first: it is the damage.
-	s.start++
+	// The search starts at the end of the last good frame itself: a frame
+	// there that checks whole but carries a later LSN is the next one (the
+	// records between are missing); one with the expected LSN cannot be
+	// there, or it would not have failed.
 	for {
 		if !s.fill(frameHeader) {
 			return
