@@ -55,12 +55,8 @@ func (l *Ledger) Quarantine(d Damage) (string, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("ledger: quarantine: %w", err)
 	}
-	raw, err := readRange(d.Segment, d.Start, d.End)
-	if err != nil {
-		return "", fmt.Errorf("ledger: quarantine: %w", err)
-	}
 	name := quarantineName(d)
-	if err := replaceFile(filepath.Join(dir, name+".bin"), raw, (*os.File).Sync); err != nil {
+	if err := copyRange(filepath.Join(dir, name+".bin"), d.Segment, d.Start, d.End); err != nil {
 		return "", fmt.Errorf("ledger: quarantine: %w", err)
 	}
 	e := QuarantineEntry{Segment: d.Segment, Start: d.Start, End: d.End, FirstLSN: d.FirstLSN, LastLSN: d.LastLSN,
@@ -76,19 +72,35 @@ func (l *Ledger) Quarantine(d Damage) (string, error) {
 	return path, nil
 }
 
-// readRange reads bytes [start, end) of a file, buffered.
-func readRange(path string, start, end int64) ([]byte, error) {
-	f, err := os.Open(path)
+// copyRange copies bytes [start, end) of the file src to dst (written
+// aside, fsynced and renamed over dst), without holding them in memory: a
+// damaged range can run to the end of a large segment.
+func copyRange(dst, src string, start, end int64) error {
+	in, err := os.Open(src)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.Close()
-	b := make([]byte, max(end-start, 0))
-	n, err := f.ReadAt(b, start)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s at %d: %w", path, start, err)
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
 	}
-	return b[:n], nil
+	_, err = io.Copy(out, io.NewSectionReader(in, start, max(end-start, 0)))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("copy %s bytes %d-%d to %s: %w", src, start, end, dst, err)
+	}
+	return nil
 }
 
 // ReadQuarantine lists the quarantined ranges of the ledger in dir, in
