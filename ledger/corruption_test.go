@@ -133,6 +133,9 @@ func TestTornTailAtEveryOffset(t *testing.T) {
 			}
 		}
 		l := expectRecords(t, dir, Options{SegmentBytes: 1 << 20, DirectIO: true, Covered: covered}, kept)
+		if r := l.Recovery(); r != nil && r.Damage {
+			t.Fatalf("cut at %d reported as damage to synced bytes, not as a torn tail: %+v", cut, r)
+		}
 		l.Close()
 	}
 }
@@ -147,14 +150,19 @@ func TestLedgerCorruptionTable(t *testing.T) {
 		kept   uint64 // records that survive
 		refuse bool   // Open fails with a located *CorruptionError
 		lsnAt  uint64 // the LSN the refusal names
+		// midFile: the cut is reported as damage to synced bytes
+		// (Repair.Damage), not as a torn tail.
+		midFile bool
 	}{
-		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0},
-		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0},
-		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0},
-		{"last write zero-filled, journal dropped it (clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 39, false, 0},
-		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0},
-		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21},
-		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11},
+		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0, false},
+		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0, false},
+		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0, false},
+		{"last write zero-filled, journal dropped it (clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 39, false, 0, false},
+		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0, true},
+		{"flipped frame header mid segment, journal covers", func(b []byte) []byte { b[starts[30]+offFrameLen] ^= 1; return b }, true, 29, false, 0, true},
+		{"flipped byte in the last record, journal covers (a torn write looks the same)", func(b []byte) []byte { b[ends[40]-3] ^= 1; return b }, true, 39, false, 0, false},
+		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21, false},
+		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +183,11 @@ func TestLedgerCorruptionTable(t *testing.T) {
 				}
 				return
 			}
-			expectRecords(t, dir, opts, tc.kept).Close()
+			l := expectRecords(t, dir, opts, tc.kept)
+			defer l.Close()
+			if r := l.Recovery(); (r != nil && r.Damage) != tc.midFile {
+				t.Fatalf("recovery %+v: want Damage %v", r, tc.midFile)
+			}
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // Cursor files: DIR/cursors/<name>.cursor, 12 bytes: the last LSN fully
@@ -20,6 +22,9 @@ const (
 	cursorSuffix = ".cursor"
 	cursorSize   = 12
 )
+
+// errCursorDamaged: a cursor file whose checksum fails.
+var errCursorDamaged = errors.New("ledger")
 
 var cursorName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 
@@ -46,7 +51,24 @@ func (l *Ledger) loadCursors() (map[string]uint64, error) {
 			}
 			continue
 		}
-		lsn, err := readCursor(filepath.Join(dir, de.Name()))
+		path := filepath.Join(dir, de.Name())
+		lsn, err := readCursor(path)
+		if errors.Is(err, errCursorDamaged) {
+			// Its position is unknown: the output starts again from the
+			// oldest record the ledger holds (Cursor), which sends again
+			// what it had delivered but loses nothing. The file is kept
+			// aside for inspection.
+			aside := path + ".damaged"
+			if rerr := os.Rename(path, aside); rerr != nil {
+				return nil, fmt.Errorf("ledger: set the damaged cursor file %s aside: %w", path, rerr)
+			}
+			if serr := l.syncDir(dir); serr != nil {
+				return nil, fmt.Errorf("ledger: %w", serr)
+			}
+			l.log.Error("ledger: damaged cursor file set aside; its output starts again from the oldest record the ledger holds (events it had delivered are sent again: with document_id \"auto\" Elasticsearch keeps one copy)",
+				"cursor", name, "file", path, "moved_to", aside, "err", err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +83,7 @@ func readCursor(path string) (uint64, error) {
 		return 0, fmt.Errorf("ledger: %w", err)
 	}
 	if len(b) != cursorSize || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0, fmt.Errorf("ledger: cursor file %s is damaged (%d bytes, checksum mismatch): restore it or delete it to restart that output from the oldest record", path, len(b))
+		return 0, fmt.Errorf("%w: cursor file %s is damaged (%d bytes, checksum mismatch): restore it or delete it to restart that output from the oldest record", errCursorDamaged, path, len(b))
 	}
 	return binary.LittleEndian.Uint64(b), nil
 }
@@ -142,4 +164,24 @@ func (l *Ledger) DeleteCursor(name string) error {
 	delete(l.cursors, name)
 	l.mu.Unlock()
 	return nil
+}
+
+// WriteCursorFile sets the named cursor of the ledger in dir to lsn,
+// forward or back, without opening the ledger: for operators re-driving a
+// range with logpond stopped. The cursor file is replaced atomically and
+// durably. The caller must hold the directory's lock (internal/dirlock)
+// so that no running logpond holds the cursor in memory, and must check
+// that lsn is within the ledger.
+func WriteCursorFile(dir, name string, lsn uint64) error {
+	if !cursorName.MatchString(name) {
+		return fmt.Errorf("ledger: cursor name %q: use 1–100 letters, digits, '_', '.' or '-'", name)
+	}
+	cdir := filepath.Join(dir, cursorDir)
+	if err := os.MkdirAll(cdir, 0o750); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	var b [cursorSize]byte
+	binary.LittleEndian.PutUint64(b[:], lsn)
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
+	return writeFileAtomic(filepath.Join(cdir, name+cursorSuffix), b[:], fsutil.SyncDir)
 }

@@ -41,8 +41,19 @@ func TestCursors(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	if _, err := Open(dir, testOpts(t, true)); err == nil || !strings.Contains(err.Error(), "bad.cursor is damaged") {
-		t.Fatalf("damaged cursor file: %v", err)
+	// A damaged cursor file does not stop the ledger: it is set aside,
+	// and that cursor starts again before the oldest record (nothing is
+	// lost; what was delivered is sent again).
+	l = mustOpen(t, dir, testOpts(t, true))
+	defer l.Close()
+	if pos, _ := l.Cursor("es"); pos != 50 {
+		t.Fatalf("the intact cursor moved to %d", pos)
+	}
+	if pos, err := l.Cursor("bad"); err != nil || pos != l.FirstLSN()-1 {
+		t.Fatalf("the damaged cursor restarts at %d (%v), want %d", pos, err, l.FirstLSN()-1)
+	}
+	if b, err := os.ReadFile(l.cursorPath("bad") + ".damaged"); err != nil || string(b) != "garbage" {
+		t.Fatalf("the damaged file was not kept aside: %q, %v", b, err)
 	}
 }
 

@@ -46,6 +46,14 @@
 // end of the file. A valid frame with any other LSN, or anything else, is
 // damage: in a sealed segment a [*CorruptionError] with segment and offset.
 //
+// A Reader (or DirReader) told to SkipDamage passes damage in a sealed
+// segment instead: it looks, byte by byte from the end of the last valid
+// frame, for the next frame whose header CRC and record CRC both check and
+// whose LSN is the expected one or later (up to the segment's last LSN,
+// the next segment's first - 1), and reports the range in between as a
+// [Damage]: its records are lost. [Ledger.Quarantine] keeps such a range's
+// bytes and description in DIR/quarantine.
+//
 // On open, the newest segment is scanned. If it ends in damage at offset P
 // (expected LSN L), the tail is cut: the file is truncated at the block
 // boundary after P and fsynced. Cutting is allowed only when the caller's

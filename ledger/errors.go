@@ -35,3 +35,35 @@ func (e *CorruptionError) Error() string {
 
 // Unwrap returns the kind of damage.
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// Damage is a damaged range of a sealed segment that a reader passed: the
+// bytes [Start, End) of Segment, from the end of the last valid frame
+// before it to the start of the next valid frame (or the end of the file).
+// The records FirstLSN..LastLSN it held are lost: their frames or bytes do
+// not check, so nothing of them can be trusted (a record is checked whole,
+// by its CRC). A range with no records (LastLSN < FirstLSN) is garbage
+// where padding belonged.
+type Damage struct {
+	Segment    string
+	Start, End int64
+	FirstLSN   uint64
+	LastLSN    uint64
+	Reason     string
+}
+
+// Records is the number of records lost in the range.
+func (d Damage) Records() uint64 {
+	if d.LastLSN < d.FirstLSN {
+		return 0
+	}
+	return d.LastLSN - d.FirstLSN + 1
+}
+
+// String describes the range for logs and tools.
+func (d Damage) String() string {
+	lsns := "no records"
+	if d.Records() > 0 {
+		lsns = fmt.Sprintf("LSNs %d-%d (%d records)", d.FirstLSN, d.LastLSN, d.Records())
+	}
+	return fmt.Sprintf("%s bytes %d-%d: %s lost: %s", d.Segment, d.Start, d.End, lsns, d.Reason)
+}

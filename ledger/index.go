@@ -91,15 +91,19 @@ func (l *Ledger) loadIndex(s segment) ([]indexEntry, error) {
 	}
 	defer f.Close()
 	var entries []indexEntry
-	sc := newSegScanner(f, s.path, s.first, 0)
-	for sc.nextFrame() {
-		entries = addIndexEntry(entries, sc.lsn, sc.recOff)
+	// Damage is passed: the index holds the valid frames, and readers
+	// meet (and report) the damage when they read past it.
+	sc := newSegScanner(f, s.path, s.first, 0).withResync(0)
+	for {
+		for sc.nextFrame() {
+			entries = addIndexEntry(entries, sc.lsn, sc.recOff)
+		}
+		if sc.takeSkipped() == nil {
+			break
+		}
 	}
 	if sc.ioErr != nil {
 		return nil, sc.ioErr
-	}
-	if sc.damage != nil {
-		return nil, sc.damage
 	}
 	if err := l.writeIndex(s.path, entries); err != nil {
 		l.log.Warn("ledger: cannot persist rebuilt index", "err", err)

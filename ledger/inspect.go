@@ -167,12 +167,25 @@ type DirReader struct {
 	sc   *segScanner
 	read int64 // bytes of the segments finished so far
 
-	lsn  uint64
-	rec  []byte
-	off  int64
-	tail *Repair
-	err  error
+	lsn    uint64
+	rec    []byte
+	off    int64
+	damage *Damage
+	tail   *Repair
+	err    error
+
+	skipDamage bool
 }
+
+// SkipDamage makes the DirReader pass damage in sealed segments, as
+// [Reader.SkipDamage] does: Next also stops at each damaged range, with
+// Damage set, and goes on from the next valid record. Damage at the end of
+// the open segment is still its Tail.
+func (r *DirReader) SkipDamage() { r.skipDamage = true }
+
+// Damage is the damaged range Next stopped at, or nil when it stopped at a
+// record.
+func (r *DirReader) Damage() *Damage { return r.damage }
 
 // NewDirReader lists the ledger in dir and returns a DirReader that starts
 // at the record with LSN from (or the oldest record, if it is older). It
@@ -196,6 +209,7 @@ func NewDirReader(dir string, from uint64, opts InspectOptions) (*DirReader, err
 // Next advances to the next record. It returns false at the end, at the
 // damaged end of the open segment (Tail) or on an error (Err).
 func (r *DirReader) Next() bool {
+	r.damage = nil
 	for r.err == nil && r.tail == nil && r.si < len(r.segs) {
 		if r.sc == nil && !r.open() {
 			continue
@@ -205,6 +219,17 @@ func (r *DirReader) Next() bool {
 				continue
 			}
 			r.lsn, r.rec, r.off = r.sc.lsn, r.sc.rec, r.sc.recOff
+			return true
+		}
+		if d := r.sc.takeSkipped(); d != nil {
+			if d.Records() > 0 && d.LastLSN < r.from {
+				continue
+			}
+			d.FirstLSN = max(d.FirstLSN, r.from)
+			r.damage, r.rec, r.off = d, nil, d.Start
+			if d.Records() > 0 {
+				r.lsn = d.LastLSN
+			}
 			return true
 		}
 		s, last := r.segs[r.si], r.si == len(r.segs)-1
@@ -255,6 +280,9 @@ func (r *DirReader) open() bool {
 	}
 	r.f = f
 	r.sc = newSegScanner(f, s.path, fromLSN, from)
+	if r.skipDamage && !last {
+		r.sc.withResync(r.segs[r.si+1].first - 1)
+	}
 	return true
 }
 

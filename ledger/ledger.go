@@ -116,6 +116,33 @@ type Repair struct {
 	CutAt    int64  // the new end of the file (next write offset)
 	FirstLSN uint64 // first LSN cut (the journal still had it)
 	Reason   string
+	// Damage is set when the cut was not a torn write but damage in the
+	// middle of the segment (a media error): a complete later write
+	// followed it, so the damaged bytes had been synced. The records cut
+	// are replayed from the journal all the same.
+	Damage bool
+}
+
+// laterWriteAfter reports whether a complete write follows the damage at
+// offset off (expected LSN lsn) in the segment f: valid frames after it,
+// with padding between two of them. Only the last write can be torn (each
+// write starts after the previous one was fdatasynced), so damage followed
+// by a later write is damage to synced bytes.
+func laterWriteAfter(f *os.File, path string, off int64, lsn uint64) bool {
+	sc := newSegScanner(f, path, lsn, off).withResync(0)
+	end := int64(-1) // end of the previous valid frame
+	for range 2 {
+		for sc.nextFrame() {
+			if end >= 0 && sc.recOff != end {
+				return true
+			}
+			end = sc.recOff + frameSize(len(sc.rec))
+		}
+		if sc.takeSkipped() == nil {
+			break
+		}
+	}
+	return false
 }
 
 // Open opens (creating if needed) the ledger in dir, recovering the open
@@ -370,8 +397,15 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 		}
 		l.writeOff = alignUp(d.Offset)
 		l.repair = &Repair{Segment: seg.path, Offset: d.Offset, CutAt: l.writeOff, FirstLSN: d.LSN, Reason: d.Err.Error()}
-		l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
-			"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err)
+		if laterWriteAfter(f, seg.path, d.Offset, d.LSN) {
+			l.repair.Damage = true
+			l.log.Error("ledger: damage in the middle of the open segment (synced bytes changed: a media error); the records from the damage on are cut and replayed from the journal, which still holds them",
+				"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err,
+				"inspect", fmt.Sprintf("check the device (dmesg, SMART); ledgerctl -ledger %s verify", l.dir))
+		} else {
+			l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
+				"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err)
+		}
 	}
 	if seg.size > l.writeOff {
 		// Bytes past the last write (a torn extension, or the cut tail) go,

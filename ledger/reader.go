@@ -23,10 +23,13 @@ type Reader struct {
 	f        *os.File
 	sc       *segScanner
 
-	lsn uint64
-	rec []byte
-	dec record.Record // rec decoded
-	err error
+	lsn    uint64
+	rec    []byte
+	dec    record.Record // rec decoded
+	damage *Damage       // the damaged range Next stopped at, or nil
+	err    error
+
+	skipDamage bool
 }
 
 // Reader returns a Reader positioned at from (at the oldest retained record
@@ -35,8 +38,21 @@ func (l *Ledger) Reader(from uint64) *Reader {
 	return &Reader{l: l, next: max(from, 1)}
 }
 
-// Next advances to the next record.
+// SkipDamage makes the Reader pass damage in sealed segments instead of
+// stopping at it: Next then also stops at each damaged range, with Damage
+// set (LSN is the range's last LSN, Record is nil), and goes on from the
+// next valid record. Records of the range the Reader had already passed
+// (a start after its first LSN) are not reported again. Damage in the open
+// segment still stops the Reader ([Ledger.Open] repairs the open segment).
+func (r *Reader) SkipDamage() { r.skipDamage = true }
+
+// Damage is the damaged range Next stopped at, or nil when it stopped at a
+// record.
+func (r *Reader) Damage() *Damage { return r.damage }
+
+// Next advances to the next record (or, with SkipDamage, damaged range).
 func (r *Reader) Next() bool {
+	r.damage = nil
 	for r.err == nil {
 		durable, segs := r.l.snapshot()
 		if r.next > durable {
@@ -51,7 +67,7 @@ func (r *Reader) Next() bool {
 				r.next = segs[0].first // older records were deleted by retention
 				continue
 			}
-			if !r.open(segs[i], i == len(segs)-1) {
+			if !r.open(segs, i) {
 				return false
 			}
 		}
@@ -67,6 +83,17 @@ func (r *Reader) Next() bool {
 			}
 			r.lsn, r.rec, r.dec = r.sc.lsn, r.sc.rec, r.sc.dec
 			r.next = r.sc.lsn + 1
+			return true
+		}
+		if d := r.sc.takeSkipped(); d != nil {
+			if d.Records() > 0 && d.LastLSN < r.next {
+				continue // passed before
+			}
+			d.FirstLSN = max(d.FirstLSN, r.next)
+			r.damage, r.rec, r.dec = d, nil, record.Record{}
+			if d.Records() > 0 {
+				r.lsn, r.next = d.LastLSN, d.LastLSN+1
+			}
 			return true
 		}
 		switch {
@@ -94,7 +121,8 @@ func (r *Reader) Next() bool {
 	return false
 }
 
-func (r *Reader) open(s segment, isLast bool) bool {
+func (r *Reader) open(segs []segment, i int) bool {
+	s, isLast := segs[i], i == len(segs)-1
 	f, err := openSegmentFile(s.path, os.O_RDONLY, r.l.opts.DirectIO)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -119,6 +147,9 @@ func (r *Reader) open(s segment, isLast bool) bool {
 		}
 	}
 	r.sc = newSegScanner(f, s.path, fromLSN, from)
+	if r.skipDamage && !isLast {
+		r.sc.withResync(segs[i+1].first - 1)
+	}
 	return true
 }
 

@@ -35,6 +35,14 @@ type segScanner struct {
 
 	damage *CorruptionError // set when scanning stopped at damage
 	ioErr  error
+
+	// resync: at damage, find the next valid frame instead of stopping
+	// (sealed segments only) and report what was passed in skipped.
+	resync  bool
+	maxLSN  uint64  // the segment's last LSN when known (sealed); 0 = unknown
+	goodEnd int64   // file offset just past the last valid frame (or the start)
+	size    int64   // file size, read when a resync starts
+	skipped *Damage // set when nextFrame stopped at a damaged range it passed
 }
 
 // newSegScanner scans f from the frame at offset from, which must carry
@@ -43,7 +51,24 @@ func newSegScanner(f *os.File, path string, firstLSN uint64, from int64) *segSca
 	s := &segScanner{f: f, path: path, buf: alignedBuffer(readChunk), next: firstLSN}
 	s.fileOff = alignDown(from)
 	s.start = int(from - s.fileOff)
+	s.goodEnd = from
 	return s
+}
+
+// withResync makes the scanner pass damage: nextFrame then stops at each
+// damaged range with skipped set, positioned at the next valid frame.
+// maxLSN is the segment's last LSN (a sealed segment: the next segment's
+// first LSN - 1).
+func (s *segScanner) withResync(maxLSN uint64) *segScanner {
+	s.resync, s.maxLSN = true, maxLSN
+	return s
+}
+
+// takeSkipped returns and clears the damaged range nextFrame stopped at.
+func (s *segScanner) takeSkipped() *Damage {
+	d := s.skipped
+	s.skipped = nil
+	return d
 }
 
 // pos is the file offset of buf[start].
@@ -90,13 +115,20 @@ func (s *segScanner) fill(n int) bool {
 // segment, at the LSN limit, at damage (s.damage) or on an I/O error.
 func (s *segScanner) nextFrame() bool {
 	for {
-		if s.damage != nil || s.ioErr != nil || (s.limit > 0 && s.next > s.limit) {
+		if s.damage != nil || s.ioErr != nil || s.skipped != nil || (s.limit > 0 && s.next > s.limit) {
 			return false
 		}
 		if !s.fill(frameHeader) {
 			return false
 		}
 		if s.start >= s.end {
+			if s.resync && s.maxLSN > 0 && s.next <= s.maxLSN {
+				// The file ends (in zeros) before the segment's last
+				// record: the rest of its records are gone.
+				s.skipped = &Damage{Segment: s.path, Start: s.goodEnd, End: s.pos(), FirstLSN: s.next, LastLSN: s.maxLSN,
+					Reason: fmt.Sprintf("the segment ends at LSN %d, before its last record (LSN %d: the next segment begins at %d): records are missing", s.next-1, s.maxLSN, s.maxLSN+1)}
+				s.next = s.maxLSN + 1
+			}
 			return false // clean end of file
 		}
 		lsn, rec, dec, need, err := parseFrame(s.buf[s.start:s.end])
@@ -116,6 +148,7 @@ func (s *segScanner) nextFrame() bool {
 		if err == nil {
 			s.lsn, s.rec, s.dec, s.recOff = lsn, rec, dec, s.pos()
 			s.start += int(frameSize(len(rec)))
+			s.goodEnd = s.pos()
 			s.next++
 			return true
 		}
@@ -145,18 +178,86 @@ func (s *segScanner) skip(cause error) bool {
 		return false
 	}
 	if s.start >= s.end {
-		s.damage = &CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("torn end of segment: %w", cause)}
-		return false
+		return s.fail(&CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("torn end of segment: %w", cause)})
 	}
 	if !s.fill(frameHeader) {
 		return false
 	}
 	if lsn, ok := peekHeader(s.buf[s.start:s.end]); !ok || lsn != s.next {
 		// Bytes were lost: a hole must be followed by the very next LSN.
-		s.damage = &CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("%w (%v)", errGap, cause)}
-		return false
+		return s.fail(&CorruptionError{Segment: s.path, Offset: at, LSN: s.next, Err: fmt.Errorf("%w (%v)", errGap, cause)})
 	}
 	return true
+}
+
+// fail stops the scan at damage d, or, when resyncing, passes it: the
+// scanner moves to the next valid frame and reports the range in between
+// (skipped). It returns false either way (nextFrame stops).
+func (s *segScanner) fail(d *CorruptionError) bool {
+	if !s.resync {
+		s.damage = d
+		return false
+	}
+	s.resyncFrom(d)
+	return false
+}
+
+// resyncFrom looks for the next valid frame after the last good one, byte
+// by byte: a frame whose header checks (CRC), whose LSN is the expected one
+// or later (up to maxLSN when known) and whose record checks too (its own
+// CRC). Two independent checksums make a false match practically
+// impossible. The range from the end of the last good frame to that frame
+// (or to the end of the file) is the damage: its records are lost.
+func (s *segScanner) resyncFrom(d *CorruptionError) {
+	if s.size == 0 {
+		st, err := s.f.Stat()
+		if err != nil {
+			s.ioErr = fmt.Errorf("ledger: stat %s: %w", s.path, err)
+			return
+		}
+		s.size = st.Size()
+	}
+	from := s.goodEnd
+	s.fileOff = alignDown(from)
+	s.start = int(from - s.fileOff)
+	s.end, s.eof = 0, false
+	// The search starts at the end of the last good frame itself: a frame
+	// there that checks whole but carries a later LSN is the next one (the
+	// records between are missing); one with the expected LSN cannot be
+	// there, or it would not have failed.
+	for {
+		if !s.fill(frameHeader) {
+			return
+		}
+		if s.end-s.start < frameHeader {
+			s.start = s.end
+			break
+		}
+		b := s.buf[s.start:s.end]
+		if lsn, ok := peekHeader(b); ok && lsn >= s.next && (s.maxLSN == 0 || lsn <= s.maxLSN) {
+			n := frameSize(int(le.Uint32(b[offFrameLen:])))
+			if s.pos()+n <= s.size {
+				if !s.fill(int(n)) {
+					return
+				}
+				if int64(s.end-s.start) >= n {
+					if _, err := record.Decode(s.buf[s.start+frameHeader : s.start+int(n)]); err == nil {
+						s.skipped = &Damage{Segment: s.path, Start: from, End: s.pos(), FirstLSN: s.next, LastLSN: lsn - 1, Reason: d.Err.Error()}
+						s.next = lsn
+						return
+					}
+				}
+			}
+		}
+		s.start++
+	}
+	// No valid frame follows: the damage runs to the end of the file.
+	last := s.next - 1
+	if s.maxLSN >= s.next {
+		last = s.maxLSN
+	}
+	s.skipped = &Damage{Segment: s.path, Start: from, End: s.pos(), FirstLSN: s.next, LastLSN: last, Reason: d.Err.Error()}
+	s.next = last + 1
 }
 
 func allZero(b []byte) bool {

@@ -175,6 +175,8 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Outages += b.Outages
 	a.Resent += b.Resent
 	a.Delivered += b.Delivered
+	a.DamagedRanges += b.DamagedRanges
+	a.DamagedRecords += b.DamagedRecords
 	if b.CursorLSN > a.CursorLSN {
 		a.CursorLSN = b.CursorLSN
 	}

@@ -101,9 +101,12 @@
 // it, logs file, offset and bytes cut ([Store.Recovery]), and appends from
 // P (a newest file whose creation never completed is removed instead). None
 // of it was reported durable, unless a byte flipped in the last write of the
-// newest file, which no log can tell from a tear: it is cut too. Damage is a
-// [*CorruptionError] naming the file and the offset, and Open fails: it never
-// repairs synced bytes.
+// newest file, which no log can tell from a tear: it is cut too. Damage
+// does not make Open fail: the damaged file is renamed "<name>.damaged"
+// (the directory fsynced), so that it is out of the store but kept for
+// inspection, the entries before the damage are appended to the store
+// again (with new positions), and the rest of the file is logged as lost
+// ([Store.SetAsideFiles]). Open never rewrites synced bytes.
 //
 // [Scan] and [Reader] apply the same rule without writing: they stop at a
 // torn tail without an error (it may be a write in progress in a running

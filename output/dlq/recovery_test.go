@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -285,17 +286,50 @@ func TestDamage(t *testing.T) {
 				expectEntries(t, fx.dir, append(fx.es[:w.kept:w.kept], entry("s", 100)))
 				return
 			}
-			if oerr == nil {
-				s.Close()
-				t.Fatal("Open accepted damage")
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.File != fx.path(w.file) || ce.Offset != w.offset {
+				t.Fatalf("Scan: got %v, want corruption of %s at %d", err, w.file, w.offset)
 			}
-			for _, err := range []error{err, oerr} {
-				var ce *CorruptionError
-				if !errors.As(err, &ce) || ce.File != fx.path(w.file) || ce.Offset != w.offset {
-					t.Fatalf("got %v, want corruption of %s at %d", err, w.file, w.offset)
+			// Damage does not stop the store: the damaged file is set
+			// aside, the entries before the damage are stored again, and
+			// the store takes new entries.
+			if oerr != nil {
+				t.Fatalf("Open refused damage: %v", oerr)
+			}
+			var aside *SetAside
+			for i, a := range s.SetAsideFiles() {
+				if a.File == w.file {
+					aside = &s.SetAsideFiles()[i]
 				}
 			}
-			t.Log(oerr)
+			if aside == nil || aside.Offset != w.offset {
+				t.Fatalf("set aside %+v, want %s at %d", s.SetAsideFiles(), w.file, w.offset)
+			}
+			if _, err := os.Stat(fx.path(w.file) + ".damaged"); err != nil {
+				t.Fatalf("the damaged file was not kept: %v", err)
+			}
+			mustAppend(t, s, entry("s", 100))
+			mustClose(t, s)
+			_, got, err = scanAll(t, fx.dir)
+			if err != nil {
+				t.Fatalf("scan after Open: %v", err)
+			}
+			seen := map[int]bool{}
+			for _, g := range got[:len(got)-1] {
+				k := slices.IndexFunc(fx.es, func(e Entry) bool { return sameEntry(e, g) })
+				if k < 0 || seen[k] {
+					t.Fatalf("entry %+v unknown or twice", g)
+				}
+				seen[k] = true
+			}
+			for i, p := range fx.pos {
+				if p.File == w.file && p.Offset < w.offset && !seen[i] {
+					t.Fatalf("entry %d, before the damage, was not salvaged", i)
+				}
+			}
+			if !sameEntry(got[len(got)-1], entry("s", 100)) {
+				t.Fatal("the new entry is not the last")
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,6 +143,9 @@ type Store struct {
 	log      *slog.Logger
 	lock     *dirlock.Lock
 	recovery *Repair // what Open cut, or nil; set before Open returns
+	// setAside are the damaged files Open moved aside, set before Open
+	// returns.
+	setAside []SetAside
 
 	// admit is a one-slot semaphore: the Append holding it is the one that
 	// waits for space and reserves it; the others queue behind it in
@@ -198,9 +202,11 @@ func Dir(ledgerDir, output string) string { return filepath.Join(ledgerDir, "dlq
 // another) fails; dir must not be a directory some other store locks.
 //
 // Open reads every file and checks every frame (so it costs a read of up
-// to MaxBytes): damage anywhere but in a torn tail of the newest file fails
-// it with a *CorruptionError. A torn tail is cut, durably, and logged
-// (Recovery reports it).
+// to MaxBytes, and holds one file's entries in memory while it reads it).
+// A torn tail of the newest file is cut, durably, and logged (Recovery
+// reports it). A file damaged anywhere else is set aside (doc.go): its
+// entries before the damage are stored again and the file is logged at
+// ERROR (SetAsideFiles reports it).
 func Open(dir string, opts Options) (*Store, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -219,6 +225,10 @@ func Open(dir string, opts Options) (*Store, error) {
 			s.f.Close()
 		}
 		s.lock.Release()
+		return nil, err
+	}
+	if err := s.salvage(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if opts.MaxAge > 0 {
@@ -275,12 +285,22 @@ func (s *Store) load() error {
 		}
 		info := fileInfo{seq: ref.seq, path: path, size: st.Size()}
 		sc := newFileScanner(f, path, ref.seq, info.size, newest)
+		var read []Entry // the file's entries, kept only in case it is damaged
 		for sc.next() {
 			info.lastFrame = sc.frameOff
 			info.entries++
 			if sc.entry.Failed.After(info.newest) {
 				info.newest = sc.entry.Failed
 			}
+			read = append(read, sc.entry)
+		}
+		var ce *CorruptionError
+		if sc.err != nil && errors.As(sc.err, &ce) {
+			f.Close()
+			if err := s.setFileAside(path, ce, read); err != nil {
+				return err
+			}
+			continue
 		}
 		if sc.err != nil {
 			f.Close()
@@ -312,6 +332,55 @@ func (s *Store) load() error {
 	}
 	for _, fi := range s.files {
 		s.disk += fi.size
+	}
+	return nil
+}
+
+// SetAside is a damaged dead-letter file Open moved aside: Path is its new
+// name (the old one with ".damaged" appended); the Salvaged entries before
+// the damage were appended to the store again (with new ids).
+type SetAside struct {
+	File     string // the file's name in the store
+	Path     string // where it is now
+	Offset   int64  // where the damage begins
+	Reason   string
+	Salvaged int
+	salvage  []Entry
+}
+
+// setFileAside moves a damaged file out of the store, durably, and keeps
+// the entries read before the damage for Open to append again: a damaged
+// dead-letter file does not stop logpond, and loses only the entries from
+// the damage on (they stay in the set-aside file for inspection).
+func (s *Store) setFileAside(path string, ce *CorruptionError, read []Entry) error {
+	aside := path + ".damaged"
+	if err := os.Rename(path, aside); err != nil {
+		return fmt.Errorf("dlq: set the damaged file %s aside: %w (%v)", path, err, ce)
+	}
+	if err := s.opts.hooks.syncDir(s.dir); err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	s.setAside = append(s.setAside, SetAside{File: filepath.Base(path), Path: aside, Offset: ce.Offset, Reason: ce.Err.Error(),
+		Salvaged: len(read), salvage: read})
+	return nil
+}
+
+// SetAsideFiles are the damaged files Open moved aside.
+func (s *Store) SetAsideFiles() []SetAside { return s.setAside }
+
+// salvage appends again the entries read before the damage in the files
+// Open set aside, and logs each file once.
+func (s *Store) salvage() error {
+	for i := range s.setAside {
+		a := &s.setAside[i]
+		if len(a.salvage) > 0 {
+			if err := s.Append(context.Background(), a.salvage); err != nil {
+				return fmt.Errorf("dlq: append the %d entries before the damage in %s again: %w", len(a.salvage), a.Path, err)
+			}
+		}
+		a.salvage = nil
+		s.log.Error("dlq: damaged dead-letter file set aside; the entries before the damage were stored again (with new ids), those from the damage on are only in the set-aside file",
+			"file", a.File, "moved_to", a.Path, "offset", a.Offset, "entries_salvaged", a.Salvaged, "reason", a.Reason)
 	}
 	return nil
 }

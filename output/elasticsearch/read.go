@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/record"
 )
@@ -43,6 +44,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	defer close(out)
 	r := o.ledger.Reader(from)
 	defer r.Close()
+	r.SkipDamage()
 	next := func() *chunk {
 		select {
 		case c := <-free:
@@ -64,6 +66,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 	for {
 		for r.Next() {
+			if d := r.Damage(); d != nil {
+				if err := o.quarantine(d, tr); err != nil {
+					return err
+				}
+				continue
+			}
 			lsn := r.LSN()
 			if len(c.recs) == 0 {
 				c.started = time.Now()
@@ -108,6 +116,41 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			return nil
 		}
 	}
+}
+
+// quarantine keeps a damaged range the reader passed (its bytes and
+// description, in the ledger's quarantine directory), says so once as an
+// ERROR, and counts its records done: their events cannot be trusted, so
+// none is sent, and the cursor may move past them. A range that cannot be
+// quarantined (the ledger's device failing) is still logged in full and
+// passed: its bytes stay in the segment until retention deletes it.
+func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
+	path, qerr := o.ledger.Quarantine(*d)
+	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
+		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
+		"inspect", fmt.Sprintf("ledgerctl -ledger %s verify", o.ledger.Dir())}
+	if qerr != nil {
+		attrs = append(attrs, "quarantine_err", qerr)
+	} else {
+		attrs = append(attrs, "quarantined", path)
+	}
+	msg := "damaged ledger records skipped: their events are lost and not sent; every other event is delivered"
+	if d.Records() == 0 {
+		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
+	}
+	o.log.Error(msg, attrs...)
+	o.stats.damagedRanges.Add(1)
+	o.stats.damagedRecords.Add(int64(d.Records()))
+	if d.Records() == 0 {
+		return nil
+	}
+	now := time.Now()
+	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
+		if err := tr.add(lsn, 0, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // process turns the records of c into bulk requests of about FlushBytes

@@ -15,6 +15,7 @@ type counters struct {
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
+	damagedRanges, damagedRecords     atomic.Int64
 	cursor                            atomic.Uint64
 }
 
@@ -32,6 +33,11 @@ type Stats struct {
 	Resent         int64  // items sent again from the retry queue (after an item or a whole request failed)
 	Delivered      int64  // events done: stored, already stored (409), or dead-lettered
 	CursorLSN      uint64 // last persisted cursor
+	// DamagedRanges counts the damaged ranges of the ledger the output
+	// passed (each quarantined and logged once); DamagedRecords the
+	// records they held, whose events were not sent.
+	DamagedRanges  int64
+	DamagedRecords int64
 }
 
 // Gauges is the state of a running drain, for an operator watching it
@@ -73,7 +79,8 @@ func (o *Output) Stats() Stats {
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
-		CursorLSN: c.cursor.Load(),
+		CursorLSN:     c.cursor.Load(),
+		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
 	}
 }
 

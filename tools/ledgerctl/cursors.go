@@ -30,7 +30,17 @@ type cursorRow struct {
 // cmdCursors prints each cursor's position and how far behind the ledger's
 // last record it is.
 func cmdCursors(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "cursors", "cursors [--json]")
+	if len(args) > 0 {
+		switch args[0] {
+		case "list":
+			args = args[1:]
+		case "set":
+			return cmdCursorSet(e, args[1:])
+		case "rewind":
+			return cmdCursorRewind(e, args[1:])
+		}
+	}
+	fs, asJSON := newFlags(e, "cursors", "cursors [list] [--json]")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}

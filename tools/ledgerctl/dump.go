@@ -51,8 +51,9 @@ func cmdDump(e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	table := !*events && !*asJSON
 	next, n := max(*from, 1), 0 // the next LSN wanted; records emitted
+	passed := false             // a damaged range was met before the first record
 	emit := func(store string, lsn uint64, b []byte) error {
-		if n == 0 && *from > 0 && lsn != *from {
+		if n == 0 && !passed && *from > 0 && lsn != *from {
 			return &notHeldError{from: *from, first: lsn, store: store}
 		}
 		rec, err := record.Decode(b)
@@ -96,7 +97,24 @@ func cmdDump(e *env, args []string) int {
 			e.errorf("%v", err)
 			return exitFailed
 		}
+		r.SkipDamage()
 		for n < *count && r.Next() {
+			if d := r.Damage(); d != nil {
+				// Said where the records would be, so that no LSN is
+				// skipped silently.
+				if table {
+					if n == 0 && !passed {
+						fmt.Fprintln(tw, "LSN\tSTORE\tRECEIVED\tEVENTS\tBYTES\tFLAGS\tSLOT")
+					}
+					fmt.Fprintf(tw, "%s\tledger\tDAMAGED\t-\t%d\t-\t-\n", lsnRange(d.FirstLSN, d.LastLSN), d.End-d.Start)
+				}
+				e.errorf("dump: ledger damaged: %s", damageLocation(*d))
+				passed, status = true, exitFailed
+				if d.Records() > 0 {
+					next = d.LastLSN + 1
+				}
+				continue
+			}
 			if err := emit("ledger", r.LSN(), r.Record()); err != nil {
 				r.Close()
 				e.errorf("dump: %v", err)

@@ -6,7 +6,8 @@
 // The global flags (-config, -journal, -ledger, --json) go before or after
 // the command; a command's own flags go after it.
 //
-// Every command but `dlq purge` and `dlq redrive -purge` is read-only and
+// Every command but `dlq purge`, `dlq redrive -purge` and `cursors set` /
+// `cursors rewind` (which refuse while logpond runs) is read-only and
 // safe while logpond runs: ledgerctl never takes the directories' locks,
 // never opens tidwall/wal or the stores (their Open repairs tails and
 // renames files), and never writes. A purge never writes a dead-letter
@@ -70,8 +71,14 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   verify           check every record's checksums in journal and ledger (and
                    cursors and dead letters); on damage exit 1 naming file,
                    offset and LSN
-  cursors          each output cursor: position, lag in records and bytes,
+  cursors [list]   each output cursor: position, lag in records and bytes,
                    age of the oldest record after it
+  cursors rewind NAME (--from-lsn LSN | --from-time RFC3339)
+                   with logpond stopped: its output sends again from LSN,
+                   or from the first record received at or after the time
+  cursors set NAME POSITION
+                   with logpond stopped: set the cursor (the last LSN done)
+                   forward or back
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
   dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
@@ -292,7 +299,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = errors.New("not a directory")
 		}
 		if err != nil {
-			e.errorf("%s directory %s: %v", d.what, d.dir, err)
+			e.errorf("%s directory %s: %v", d.what, d.dir, permissionOr(d.dir, err))
+			return exitFailed
+		}
+		if err := checkStoreDir(d.what, d.dir); err != nil {
+			e.errorf("%v", err)
 			return exitFailed
 		}
 	}

@@ -29,6 +29,16 @@ type storeScan struct {
 	// GenEnd, for journal damage, is the last LSN the damaged generation
 	// can hold (journal.DirReader.GenerationEnd): 0 for the newest.
 	GenEnd uint64
+	// Damaged are the damaged ranges of the ledger's sealed segments the
+	// scan passed (it reads on after each); DamagedRecords the records
+	// they held, which are lost.
+	Damaged        []ledger.Damage
+	DamagedRecords uint64
+}
+
+// damageReader is a reader that passes damage (the ledger's DirReader).
+type damageReader interface {
+	Damage() *ledger.Damage
 }
 
 // recordReader is what the journal's and the ledger's DirReaders share.
@@ -43,13 +53,27 @@ type recordReader interface {
 // scanRecords reads r to its end, counting and verifying every record
 // (both readers verify every record's checksums before returning it).
 func scanRecords(r recordReader, s *storeScan, p *progress) {
+	dr, _ := r.(damageReader)
 	for r.Next() {
+		if dr != nil {
+			if d := dr.Damage(); d != nil {
+				s.Damaged = append(s.Damaged, *d)
+				s.DamagedRecords += d.Records()
+				if d.Records() > 0 {
+					if s.FirstLSN == 0 {
+						s.FirstLSN = d.FirstLSN
+					}
+					s.LastLSN = max(s.LastLSN, d.LastLSN)
+				}
+				continue
+			}
+		}
 		rec, err := record.Decode(r.Record())
 		if err != nil { // cannot happen: the readers decoded it already
 			s.Err = fmt.Errorf("LSN %d: %w", r.LSN(), err)
 			return
 		}
-		if s.Records == 0 {
+		if s.FirstLSN == 0 {
 			s.FirstLSN = r.LSN()
 		}
 		s.LastLSN = r.LSN()
@@ -94,6 +118,7 @@ func scanLedger(e *env, p *progress) storeScan {
 		return s
 	}
 	defer r.Close()
+	r.SkipDamage()
 	s.Files, s.FileBytes = r.Segments(), r.Size()
 	p.start("ledger", s.FileBytes)
 	scanRecords(r, &s, p)
@@ -132,12 +157,18 @@ func scanDLQ(e *env) dlqScan {
 
 // location is where damage was found.
 type location struct {
-	Store  string `json:"store"`            // journal, ledger, cursor, dead letters
-	File   string `json:"file,omitempty"`   // the damaged file
-	Offset *int64 `json:"offset,omitempty"` // byte offset in File, when the damage has one
-	LSN    uint64 `json:"lsn,omitempty"`    // the LSN expected there
-	Error  string `json:"error"`            // what is wrong
-	Hint   string `json:"hint,omitempty"`   // what it means
+	Store  string `json:"store"`                // journal, ledger, cursor, dead letters
+	File   string `json:"file,omitempty"`       // the damaged file
+	Offset *int64 `json:"offset,omitempty"`     // byte offset in File, when the damage has one
+	End    *int64 `json:"end_offset,omitempty"` // end of a damaged range in File (exclusive)
+	LSN    uint64 `json:"lsn,omitempty"`        // the LSN expected there (the first one lost)
+	// LastLSN and Records, for a damaged range of the ledger: the last LSN
+	// lost and the number of records lost (0: garbage where padding
+	// belonged, nothing lost).
+	LastLSN uint64  `json:"last_lsn,omitempty"`
+	Records *uint64 `json:"records_lost,omitempty"`
+	Error   string  `json:"error"`          // what is wrong
+	Hint    string  `json:"hint,omitempty"` // what it means
 }
 
 // locate extracts the location of a store's corruption error.
@@ -157,6 +188,19 @@ func locate(store string, err error) *location {
 	return loc
 }
 
+// damageLocation is a damaged range of the ledger as a location.
+func damageLocation(d ledger.Damage) *location {
+	start, end, n := d.Start, d.End, d.Records()
+	loc := &location{Store: "ledger", File: d.Segment, Offset: &start, End: &end, Records: &n, Error: d.Reason}
+	if n > 0 {
+		loc.LSN, loc.LastLSN = d.FirstLSN, d.LastLSN
+		loc.Hint = fmt.Sprintf("records %d–%d are lost: their bytes do not check, so none of their events can be trusted; logpond's output quarantines the range (in %s) and delivers every other record", d.FirstLSN, d.LastLSN, ledger.QuarantineDir)
+	} else {
+		loc.Hint = "no record lost: garbage where padding belonged"
+	}
+	return loc
+}
+
 // String formats a location for humans: store, file, offset, LSN, error.
 func (l *location) String() string {
 	var b strings.Builder
@@ -166,12 +210,22 @@ func (l *location) String() string {
 		fmt.Fprintf(&b, "%sfile %s", sep, l.File)
 		sep = ", "
 	}
-	if l.Offset != nil {
+	switch {
+	case l.Offset != nil && l.End != nil:
+		fmt.Fprintf(&b, "%sbytes %d–%d", sep, *l.Offset, *l.End)
+		sep = ", "
+	case l.Offset != nil:
 		fmt.Fprintf(&b, "%soffset %d", sep, *l.Offset)
 		sep = ", "
 	}
-	if l.LSN != 0 {
+	switch {
+	case l.LastLSN != 0:
+		fmt.Fprintf(&b, "%sLSN %d–%d", sep, l.LSN, l.LastLSN)
+	case l.LSN != 0:
 		fmt.Fprintf(&b, "%sLSN %d", sep, l.LSN)
+	}
+	if l.Records != nil {
+		fmt.Fprintf(&b, " (%d records lost)", *l.Records)
 	}
 	fmt.Fprintf(&b, ": %s", l.Error)
 	if l.Hint != "" {

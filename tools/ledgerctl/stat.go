@@ -29,6 +29,10 @@ type storeStat struct {
 	StreamID    string     `json:"stream_id,omitempty"`          // the ledger's stream id
 	Tail        *tailInfo  `json:"tail,omitempty"`
 	Damage      *location  `json:"damage,omitempty"`
+	// Damaged are the damaged ranges passed (the totals go on after each);
+	// DamagedRecords the records lost in them.
+	Damaged        []*location `json:"damaged,omitempty"`
+	DamagedRecords uint64      `json:"damaged_records,omitempty"`
 }
 
 type statReport struct {
@@ -75,6 +79,11 @@ func cmdStat(e *env, args []string) int {
 			st.Damage = locate(store, s.Err)
 			status = exitFailed
 		}
+		for _, d := range s.Damaged {
+			st.Damaged = append(st.Damaged, damageLocation(d))
+			status = exitFailed
+		}
+		st.DamagedRecords = s.DamagedRecords
 		return st
 	}
 	if e.ledgerDir != "" {
@@ -139,6 +148,9 @@ func cmdStat(e *env, args []string) int {
 		}
 		fmt.Fprintf(w, "  %-15s %d\n", s.files, st.Files)
 		fmt.Fprintf(w, "  records         %d (LSN %s)\n", st.Records, lsnRange(st.FirstLSN, st.LastLSN))
+		if st.DamagedRecords > 0 || len(st.Damaged) > 0 {
+			fmt.Fprintf(w, "  damaged records %d lost in %d damaged ranges (not counted above)\n", st.DamagedRecords, len(st.Damaged))
+		}
 		fmt.Fprintf(w, "  events          %d\n", st.Events)
 		fmt.Fprintf(w, "  record bytes    %s (%d)\n", humanBytes(st.RecordBytes), st.RecordBytes)
 		fmt.Fprintf(w, "  file bytes      %s (%d)\n", humanBytes(st.FileBytes), st.FileBytes)
@@ -150,6 +162,9 @@ func cmdStat(e *env, args []string) int {
 		}
 		if st.Tail != nil {
 			fmt.Fprintf(w, "  tail            torn or partial write at offset %d of %s (LSN %d)\n", st.Tail.Offset, relPath(st.Dir, st.Tail.File), st.Tail.LSN)
+		}
+		for _, d := range st.Damaged {
+			fmt.Fprintf(w, "  DAMAGE          %s\n", d)
 		}
 		if st.Damage != nil {
 			fmt.Fprintf(w, "  DAMAGE          %s (totals stop there; run verify)\n", st.Damage)

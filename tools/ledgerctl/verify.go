@@ -16,7 +16,9 @@ type storeCheck struct {
 	LastLSN  uint64    `json:"last_lsn,omitempty"`
 	Bytes    int64     `json:"bytes"`
 	Tail     *tailInfo `json:"tail,omitempty"`
-	OK       bool      `json:"ok"`
+	// DamagedRecords counts the records lost in damaged ranges.
+	DamagedRecords uint64 `json:"damaged_records,omitempty"`
+	OK             bool   `json:"ok"`
 }
 
 type verifyReport struct {
@@ -77,11 +79,15 @@ func cmdVerify(e *env, args []string) int {
 		if s.Records == 0 {
 			ledgerLast = lastLedgerLSN(e)
 		}
+		for _, d := range s.Damaged {
+			rep.Damage = append(rep.Damage, damageLocation(d))
+		}
 		if s.Err != nil {
 			rep.Damage = append(rep.Damage, locate("ledger", s.Err))
 		} else {
 			ledgerOK = true
 		}
+		c.DamagedRecords = s.DamagedRecords
 		if t := s.Tail; t != nil {
 			switch {
 			case e.journalDir == "":
@@ -143,6 +149,14 @@ func cmdVerify(e *env, args []string) int {
 				rep.Damage = append(rep.Damage, &location{Store: "cursor", File: c.Path, Error: c.Err.Error()})
 			}
 		}
+		q, err := ledger.ReadQuarantine(e.ledgerDir)
+		if err != nil {
+			rep.Damage = append(rep.Damage, &location{Store: "quarantine", Error: err.Error()})
+		}
+		for _, qe := range q {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("quarantine: the output skipped %s bytes %d–%d, LSN %s (%d records lost: %s); its bytes are kept in %s",
+				qe.Segment, qe.Start, qe.End, lsnRange(qe.FirstLSN, qe.LastLSN), qe.Records, qe.Reason, qe.Path))
+		}
 		d := scanDLQ(e)
 		if d.Exists {
 			rep.DeadLetters = &d.Entries
@@ -188,6 +202,9 @@ func printCheck(e *env, store, files string, c *storeCheck) {
 	}
 	fmt.Fprintf(e.stdout, "%-8s %s: %d %s, %s, %d records verified (LSN %s)\n",
 		store, c.Dir, c.Files, files, humanBytes(c.Bytes), c.Records, lsnRange(c.FirstLSN, c.LastLSN))
+	if c.DamagedRecords > 0 {
+		fmt.Fprintf(e.stdout, "%-8s %d records lost in damaged ranges (listed below)\n", store, c.DamagedRecords)
+	}
 }
 
 // lastLedgerLSN is the LSN a ledger without records continues after (its

