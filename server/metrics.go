@@ -180,6 +180,8 @@ var (
 	descOutputPendBytes  = prometheus.NewDesc("logpond_output_pending_bytes", "Ledger bytes of the records the output has not done yet (estimated within the segment its cursor is in).", nil, nil)
 	descOutputPendRecs   = prometheus.NewDesc("logpond_output_pending_records", "Ledger records (client batches, or parts of them) the output has not done yet.", nil, nil)
 	descOutputFailed     = prometheus.NewDesc("logpond_output_requests_failed_total", "Bulk requests that failed as a whole (no answer, 5xx, 429, auth, unusable answer) and were retried.", nil, nil)
+	descOutputDamRanges  = prometheus.NewDesc("logpond_output_damaged_ranges_total", "Damaged ranges of the ledger the output passed: each quarantined under <ledger.dir>/quarantine and logged once as an ERROR naming it (inspect with ledgerctl verify).", nil, nil)
+	descOutputDamRecords = prometheus.NewDesc("logpond_output_damaged_records_total", "Ledger records lost in those damaged ranges: their events could not be trusted and were not sent.", nil, nil)
 	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
 	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", nil, nil)
@@ -196,7 +198,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
-		descOutputPendRecs, descOutputFailed, descOutputDead, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
+		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure} {
 		ch <- d
 	}
@@ -259,6 +261,8 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		gauge(descOutputPendRecs, float64(lag.records))
 		counter(descOutputFailed, float64(st.output.FailedRequests))
 		counter(descOutputDead, float64(st.output.DeadLettered))
+		counter(descOutputDamRanges, float64(st.output.DamagedRanges))
+		counter(descOutputDamRecords, float64(st.output.DamagedRecords))
 		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
 		gauge(descDeadLetterMax, float64(cfg.Output.Elasticsearch.DeadLetterMaxBytes))
 		gauge(descDeadLetterRatio, ratio(st.deadLetterBytes, int64(cfg.Output.Elasticsearch.DeadLetterMaxBytes)))

@@ -15,9 +15,9 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/output/estest"
 	"github.com/logpond/logpond/record"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/output/estest"
 )
 
 // TestDamagedRecordIsQuarantinedAndTheRestDelivered: a backlog over
