@@ -245,7 +245,7 @@ func Default() Config {
 			DocumentID:           "auto",
 			Workers:              4,
 			Concurrency:          "adaptive",
-			FlushBytes:           5 << 20,
+			FlushBytes:           1 << 20,
 			FlushInterval:        Duration(time.Second),
 			MaxRequestBytes:      100 << 20,
 			Compression:          "none",

@@ -65,7 +65,7 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			TLS: BeatsTLS{Cert: "/c.pem", Key: "/k.pem", ClientCA: "/ca.pem", ClientAuth: "required"}}},
 		Output: Output{Elasticsearch: Elasticsearch{Enabled: false, Hosts: []string{"https://es1:9200", "es2:9200"},
 			Username: "u", Password: "p", APIKey: "a2V5", Index: "logs-%{+yyyy.MM.dd}", FallbackIndex: "lost", Pipeline: "p1",
-			DocumentID: "none", Workers: 8, Concurrency: "fixed", FlushBytes: 1 << 20, FlushInterval: Duration(time.Second / 2), MaxRequestBytes: 10 << 20,
+			DocumentID: "none", Workers: 8, Concurrency: "fixed", FlushBytes: 2 << 20, FlushInterval: Duration(time.Second / 2), MaxRequestBytes: 10 << 20,
 			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
 			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20, DeadLetterMaxAge: Duration(72 * time.Hour),
 			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},

@@ -13,7 +13,7 @@ import (
 func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c := Default()
 	m := c.Memory()
-	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.Output != 80<<20 {
+	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.Output != 16<<20 {
 		t.Errorf("default parts: %+v", m)
 	}
 	if m.Total() > 256<<20 {

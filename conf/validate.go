@@ -211,7 +211,7 @@ func (c *Config) validateElasticsearch(bad badFunc) {
 		bad(k+"max_request_bytes", "%s is below 1MiB; Elasticsearch accepts 100MiB by default (http.max_content_length)", es.MaxRequestBytes)
 	}
 	if es.FlushBytes < 4<<10 || es.FlushBytes > es.MaxRequestBytes {
-		bad(k+"flush_bytes", "%s is outside 4KiB…max_request_bytes (%s): Elasticsearch suggests bulk requests of 5–15MiB", es.FlushBytes, es.MaxRequestBytes)
+		bad(k+"flush_bytes", "%s is outside 4KiB…max_request_bytes (%s): bulk requests of about 1–15MiB work well", es.FlushBytes, es.MaxRequestBytes)
 	}
 	// A dead letter holds the event: the store must fit a few of the
 	// largest events the input accepts, or one of them could wedge the

@@ -243,7 +243,7 @@ func drainMarkdown(runs []drainRun, o options) string {
 	if len(runs) == 0 {
 		return b.String()
 	}
-	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"5MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
+	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"1MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
 	p("| profile | what | drain s | × clean | ideal n/C s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB | formula MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	clean := runs[0].Elapsed
