@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	rtmetrics "runtime/metrics"
@@ -36,20 +34,9 @@ func TestIngestStaysWithinItsMemoryShare(t *testing.T) {
 	clients := int64(conns * perWindow * (eventSize + 64))
 	share := m.Input + m.JournalTail + m.JournalWrite + m.Ledger + clients
 	const total = 96 << 20 // several times the share: a backlog would show
-	s, err := Open(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
-	}()
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	s := r.s
 
 	var peak uint64
 	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}

@@ -2,9 +2,7 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -18,14 +16,8 @@ func TestPprof(t *testing.T) {
 		cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
 		cfg.Admin.Listen = "127.0.0.1:0"
 		cfg.Admin.Pprof = on
-		s, err := Open(cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		base := "http://" + s.AdminAddr().String()
+		r := start(t, cfg)
+		base := "http://" + r.s.AdminAddr().String()
 		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine?debug=1"} {
 			resp, err := http.Get(base + path)
 			if err != nil {
@@ -42,10 +34,6 @@ func TestPprof(t *testing.T) {
 				t.Errorf("pprof on: the heap profile is not a gzipped profile: %q", body[:min(len(body), 40)])
 			}
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		s.Close()
+		r.shutdown(t)
 	}
 }
