@@ -258,7 +258,6 @@ func (c *controller) release(r result) time.Duration {
 		// Start pacing at once: every request already on its way would be
 		// refused as heavily.
 		c.startPaceLocked(now, float64(r.rejected)/float64(sent))
-		c.pacedAt = now
 	}
 	if r.bytes >= c.fullBytes {
 		c.winRTT += r.rtt
@@ -453,13 +452,7 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 			// can hold just one request that found the queue full.
 			target = max(window*(1-share/2), recent*0.5)
 		}
-		if !c.cutting {
-			// The first cut of a series: the rate the refusals began at.
-			c.ceiling = c.rate
-		}
-		c.aboveSince, c.cutting = time.Time{}, true
-		c.setRateLocked(now, max(minPaceRate, min(c.rate*0.95, target)))
-		c.cleanSince = time.Time{}
+		c.lowerPaceLocked(now, max(minPaceRate, min(c.rate*0.95, target)))
 	default:
 		c.cutting = false
 		if c.winRejected > 0 {
@@ -491,28 +484,20 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 
 // yieldLocked paces the drain down while logpond's own acknowledgements
 // are slowed (LocalLoad): to the floor when it was not paced, then by
-// yieldCut a window, but never below
-// yieldFloor × the events arriving, so that a backlog shrinks at least as
-// fast as new events arrive.
-// Once acknowledgements are quick again, the pace rises as after
-// refusals: fast far below the rate the yielding began at, slowly near
-// it.
+// yieldCut a window, but never below yieldFloor × the events arriving, so
+// that a backlog shrinks at least as fast as new events arrive. Once
+// acknowledgements are quick again, the pace rises as after refusals: fast
+// far below the rate the yielding began at, slowly near it.
 func (c *controller) yieldLocked(now time.Time, incoming float64) {
 	floor := max(minPaceRate, yieldFloor*incoming)
 	if c.rate == 0 {
 		// Straight down to the floor: the drain was going flat out, and
 		// acknowledgements are already slowed. It rises again fast (far
 		// below the ceiling) as soon as they are quick.
-		c.ceiling, c.aboveSince, c.cutting = c.acceptedRateLocked(now), time.Time{}, true
-		c.setRateLocked(now, floor)
-		c.cleanSince, c.pacedAt = time.Time{}, now
+		c.beginPaceLocked(now, c.acceptedRateLocked(now), floor)
 		return
 	}
-	if !c.cutting {
-		c.ceiling = c.rate
-	}
-	c.aboveSince, c.cutting, c.cleanSince = time.Time{}, true, time.Time{}
-	c.setRateLocked(now, max(floor, c.rate*yieldCut))
+	c.lowerPaceLocked(now, max(floor, c.rate*yieldCut))
 }
 
 // startPaceLocked starts pacing after a share of the items sent was
@@ -521,9 +506,26 @@ func (c *controller) yieldLocked(now time.Time, incoming float64) {
 // takes less now).
 func (c *controller) startPaceLocked(now time.Time, share float64) {
 	recent := c.acceptedRateLocked(now)
-	c.ceiling, c.aboveSince, c.cutting = recent, time.Time{}, true
-	c.setRateLocked(now, max(minPaceRate, recent*(1-share/2)))
+	c.beginPaceLocked(now, recent, max(minPaceRate, recent*(1-share/2)))
+}
+
+// beginPaceLocked starts pacing at rate, the drain having gone at about
+// ceiling until now: the rate the trouble began at, near which the pace
+// later rises slowly.
+func (c *controller) beginPaceLocked(now time.Time, ceiling, rate float64) {
+	c.ceiling, c.aboveSince, c.cutting = ceiling, time.Time{}, true
+	c.setRateLocked(now, rate)
 	c.cleanSince, c.pacedAt = time.Time{}, now
+}
+
+// lowerPaceLocked lowers the pace to rate. The first cut of a series
+// remembers the rate the trouble began at as the ceiling.
+func (c *controller) lowerPaceLocked(now time.Time, rate float64) {
+	if !c.cutting {
+		c.ceiling = c.rate
+	}
+	c.aboveSince, c.cutting, c.cleanSince = time.Time{}, true, time.Time{}
+	c.setRateLocked(now, rate)
 }
 
 // setRateLocked changes the pacing rate, keeping what the requests
