@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -92,15 +91,10 @@ func Exported(t *testing.T) map[string]bool {
 	// Some 429s so that retries show up as an outcome too.
 	es.SetFaults(estest.Faults{ItemReject429: 0.1})
 	root := t.TempDir()
-	cfg := conf.Default()
-	cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
-	cfg.Input.Beats.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Ledger.FlushInterval = conf.Duration(5 * time.Millisecond)
+	cfg := servertest.Config(root, es.URL())
 	o := &cfg.Output.Elasticsearch
-	o.Enabled, o.Hosts = true, []string{es.URL()}
-	o.FlushInterval = conf.Duration(10 * time.Millisecond)
 	o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(time.Millisecond), conf.Duration(10*time.Millisecond)
-	s := servertest.Run(t, &cfg, nil)
+	s := servertest.Run(t, cfg, nil)
 
 	c, err := lj.SyncDial(s.BeatsAddr().String())
 	if err != nil {

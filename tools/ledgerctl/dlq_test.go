@@ -46,7 +46,7 @@ func TestDLQListAndDump(t *testing.T) {
 
 	out, _, code := ctl(t, "-ledger", s.ledger, "dlq", "list")
 	if code != exitOK || !strings.Contains(out, "00000000000000000001.dlq:20") || !strings.Contains(out, "mapper_parsing_exception") ||
-		!strings.Contains(out, "7 dead letters in "+filepath.Join(s.ledger, "dlq", "elasticsearch")) {
+		!strings.Contains(out, "7 dead letters in "+dlq.Dir(s.ledger, "elasticsearch")) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	out, _, code = ctl(t, "-ledger", s.ledger, "dlq", "list", "--json")

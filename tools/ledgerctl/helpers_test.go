@@ -140,7 +140,7 @@ func deadLetter(i int, event string) dlq.Entry {
 // writeDeadLetters stores entries in <ledger>/dlq/elasticsearch.
 func writeDeadLetters(t *testing.T, ledgerDir string, entries []dlq.Entry) string {
 	t.Helper()
-	dir := filepath.Join(ledgerDir, "dlq", "elasticsearch")
+	dir := dlq.Dir(ledgerDir, "elasticsearch")
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		t.Fatal(err)
 	}

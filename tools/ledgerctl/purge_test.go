@@ -13,7 +13,6 @@ import (
 
 	lj "github.com/elastic/go-lumber/client/v2"
 
-	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/internal/syncbuf"
@@ -24,7 +23,7 @@ import (
 // entry i failed i minutes after t0, and returns their ids.
 func agedLetters(t *testing.T, ledgerDir string, n int) []string {
 	t.Helper()
-	dir := filepath.Join(ledgerDir, "dlq", "elasticsearch")
+	dir := dlq.Dir(ledgerDir, "elasticsearch")
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +51,7 @@ func agedLetters(t *testing.T, ledgerDir string, n int) []string {
 func countLetters(t *testing.T, ledgerDir string) int {
 	t.Helper()
 	n := 0
-	if err := dlq.Scan(filepath.Join(ledgerDir, "dlq", "elasticsearch"), func(dlq.Pos, dlq.Entry) error { n++; return nil }); err != nil {
+	if err := dlq.Scan(dlq.Dir(ledgerDir, "elasticsearch"), func(dlq.Pos, dlq.Entry) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -98,7 +97,7 @@ func TestDLQPurgeStopped(t *testing.T) {
 		}
 	}
 	// The lock was released: the store opens.
-	st, err := dlq.Open(filepath.Join(s.ledger, "dlq", "elasticsearch"), dlq.Options{Logger: slog.New(slog.DiscardHandler)})
+	st, err := dlq.Open(dlq.Dir(s.ledger, "elasticsearch"), dlq.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +118,7 @@ func TestDLQPurgeStopped(t *testing.T) {
 func TestDLQPurgeLockedWithoutAdmin(t *testing.T) {
 	s := buildStores(t)
 	agedLetters(t, s.ledger, 5)
-	st, err := dlq.Open(filepath.Join(s.ledger, "dlq", "elasticsearch"), dlq.Options{Logger: slog.New(slog.DiscardHandler)})
+	st, err := dlq.Open(dlq.Dir(s.ledger, "elasticsearch"), dlq.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,17 +151,9 @@ func TestDLQPurgeThroughRunningServer(t *testing.T) {
 		return 400, "mapper_parsing_exception", "rejected by the test", true
 	}})
 	root := t.TempDir()
-	cfg := conf.Default()
-	cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
-	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 64<<20
-	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 1<<30
-	cfg.Ledger.FlushInterval = conf.Duration(5 * time.Millisecond)
-	cfg.Input.Beats.Listen = "127.0.0.1:0"
-	cfg.Admin.Listen = "127.0.0.1:0"
-	cfg.Output.Elasticsearch.Hosts = []string{es.URL()}
-	cfg.Output.Elasticsearch.FlushInterval = conf.Duration(10 * time.Millisecond)
+	cfg := servertest.Config(root, es.URL())
 	logs := &syncbuf.Buffer{}
-	srv := servertest.Run(t, &cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	srv := servertest.Run(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	defer func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
@@ -181,7 +172,7 @@ func TestDLQPurgeThroughRunningServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
-	if err := dlq.Scan(filepath.Join(cfg.Ledger.Dir, "dlq", "elasticsearch"), func(p dlq.Pos, _ dlq.Entry) error { ids = append(ids, p.String()); return nil }); err != nil {
+	if err := dlq.Scan(dlq.Dir(cfg.Ledger.Dir, "elasticsearch"), func(p dlq.Pos, _ dlq.Entry) error { ids = append(ids, p.String()); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// An id the store does not have: logpond says so, ledgerctl exits 1.
@@ -215,7 +206,7 @@ func TestDLQPurgeThroughRunningServer(t *testing.T) {
 
 func countLettersIfAny(t *testing.T, ledgerDir string) int {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(ledgerDir, "dlq", "elasticsearch")); err != nil {
+	if _, err := os.Stat(dlq.Dir(ledgerDir, "elasticsearch")); err != nil {
 		return 0
 	}
 	return countLetters(t, ledgerDir)

@@ -3,12 +3,10 @@ package main
 import (
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/servertest"
 	"github.com/logpond/logpond/server"
@@ -23,15 +21,8 @@ func TestTop(t *testing.T) {
 	}
 	defer es.Close()
 	root := t.TempDir()
-	cfg := conf.Default()
-	cfg.Journal.Dir, cfg.Ledger.Dir = filepath.Join(root, "journal"), filepath.Join(root, "ledger")
-	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 64<<20
-	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 1<<30
-	cfg.Ledger.FlushInterval = conf.Duration(5 * time.Millisecond)
-	cfg.Input.Beats.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Output.Elasticsearch.Hosts = []string{es.URL()}
-	cfg.Output.Elasticsearch.FlushInterval = conf.Duration(10 * time.Millisecond)
-	srv := servertest.Run(t, &cfg, nil)
+	cfg := servertest.Config(root, es.URL())
+	srv := servertest.Run(t, cfg, nil)
 	sendEvents(t, srv.BeatsAddr().String(), 40)
 	admin := srv.AdminAddr().String()
 
