@@ -105,10 +105,9 @@ type Reader struct {
 // byte is there it borrows a batchBufferBytes buffer, which reads from the
 // idle one (bufio hands a large read straight to the connection once the
 // small buffer is empty) and goes back to the pool when the batch left no
-// unread bytes in it. A window of 2048 1 KiB events is 2 MiB: reading it
-// 64 KiB at a time instead of 16 took a quarter of the read system calls
-// and, under beatsbench 4 × 2048, 6% of logpond's CPU (4–6% more events/s,
-// three alternated runs). Memory: at most max_connections × both sizes.
+// unread bytes in it. A window of 2048 1 KiB events is 2 MiB: large reads
+// make fewer system calls on the ack path (docs/design.md, "Measured
+// choices on the ack path"). Memory: at most max_connections × both sizes.
 const (
 	idleBufferBytes  = 16 << 10
 	batchBufferBytes = 64 << 10
@@ -289,8 +288,8 @@ func (r *Reader) jsonFrame(br *bufio.Reader, b *batchState) error {
 			return err
 		}
 	}
-	// logpond's own validator (jsonvalid.go): encoding/json.Valid took 43%
-	// of the server's CPU at 1 KiB events, gjson.ValidBytes 22%.
+	// logpond's own validator (jsonvalid.go): the general-purpose ones
+	// cost a large share of the server's CPU (docs/design.md).
 	if r.limits.ValidateJSON && !validJSON(ev) {
 		return protoErr(ReasonInvalidJSON, "event %d (sequence %d) is not valid JSON", b.got+1, seq)
 	}
