@@ -126,7 +126,7 @@ func ledgerDiskFullConfig(t *testing.T, es *estest.Server, ldisk *powerloss.Disk
 	return cfg
 }
 
-// ackLoad appends crashRecords from 4 writers until stop is called,
+// ackLoad appends records made by crashRecord from 4 writers until stop is called,
 // remembering which were acknowledged. An append may wait (backpressure)
 // but must not fail: a failed ledger is not a failed journal.
 type ackLoad struct {

@@ -164,7 +164,7 @@ type Server struct {
 	tokens  float64   // AcceptRate's bucket
 	filled  time.Time // when tokens was last refilled; zero: full
 
-	mu      sync.Mutex // guards indices, docCount and stats
+	mu      sync.Mutex // guards indices, count and stats
 	indices map[string]*index
 	count   int
 	stats   Stats
