@@ -60,6 +60,9 @@ type Scan struct {
 	// later write follows them. In any other file they are damage (the
 	// file was synced whole before a later file began).
 	Tail bool
+	// Prev is the frame before Start, when the scan starts after frames it
+	// does not read (the zero Frame: none); the first frame must follow it.
+	Prev Frame
 }
 
 // Tear is a torn tail: where the last frames of a file end in bytes that
@@ -89,7 +92,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner of the frames of src from scan.Start.
 func NewScanner(src Source, format Format, scan Scan) *Scanner {
-	return &Scanner{src: src, format: format, scan: scan, off: scan.Start, want: scan.Want, retried: -1}
+	return &Scanner{src: src, format: format, scan: scan, off: scan.Start, want: scan.Want, prev: scan.Prev, retried: -1}
 }
 
 // Next advances to the next frame. It returns false at the clean end of the
