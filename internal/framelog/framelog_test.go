@@ -287,3 +287,17 @@ func TestFind(t *testing.T) {
 		t.Fatal("found the damaged frame")
 	}
 }
+
+// TestStartMidFile starts a scan at a frame boundary inside the file, after
+// a frame it does not read again, which the first frame must follow.
+func TestStartMidFile(t *testing.T) {
+	l := newTestLog(2, 2, 2)
+	scan := Scan{File: "f", Start: l.frames[3], Want: 4, Tail: true, Prev: Frame{Pos: 3, Write: 3}}
+	if got, want := scanAll(t, Bytes(l.data), scan), (outcome{frames: 3, torn: -1, damage: -1}); got != want {
+		t.Fatalf("from frame 4: got %+v, want %+v", got, want)
+	}
+	scan.Prev.Write = 5 // the first frame's write (3) would go back
+	if got, want := scanAll(t, Bytes(l.data), scan), (outcome{frames: 0, torn: -1, damage: l.frames[3], kind: LaterWritten, pos: 4}); got != want {
+		t.Fatalf("after a later write: got %+v, want %+v", got, want)
+	}
+}
