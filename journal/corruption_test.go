@@ -66,20 +66,21 @@ func buildFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, 1, 0)
-	for off := 0; s.next(); off = s.off {
-		f.offsets[s.cur.lsn] = int64(off)
-		f.ends[s.cur.lsn] = int64(s.off)
-		wantGroup := s.cur.lsn
-		if s.cur.lsn >= 12 {
+	s := newScanner(f.segment, data, 1, 0, false)
+	for s.Next() {
+		e := s.Frame()
+		f.offsets[e.Pos] = e.Off
+		f.ends[e.Pos] = s.Offset()
+		wantGroup := e.Pos
+		if e.Pos >= 12 {
 			wantGroup = 12
 		}
-		if s.cur.group != wantGroup {
-			t.Fatalf("fixture: LSN %d is in group %d, want %d", s.cur.lsn, s.cur.group, wantGroup)
+		if e.Write != wantGroup {
+			t.Fatalf("fixture: LSN %d is in group %d, want %d", e.Pos, e.Write, wantGroup)
 		}
 	}
-	if s.err != nil || len(f.offsets) != fixtureRecords {
-		t.Fatalf("fixture: %d records, err %v", len(f.offsets), s.err)
+	if s.Err() != nil || len(f.offsets) != fixtureRecords {
+		t.Fatalf("fixture: %d records, err %v", len(f.offsets), s.Err())
 	}
 	f.size = int64(len(data))
 	return f

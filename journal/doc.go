@@ -114,6 +114,10 @@
 //     L had been acknowledged. Open refuses with a [*CorruptionError] naming
 //     file and offset.
 //
+// The scan and this rule are package internal/framelog's, shared with the
+// dead-letter store; to it, a journal entry's position is its LSN and its
+// write the group field.
+//
 // Damage to the last fsynced records, when nothing was written after their
 // fsync returned, looks exactly like a torn tail and is cut as one: no
 // format can tell them apart without a second copy. With the write of one

@@ -28,13 +28,13 @@ func FuzzExamineTail(f *testing.F) {
 			}
 			end = int(rep.Offset)
 		}
-		s := newScanner(data[:end], 1, 0)
+		s := newScanner("seg", data[:end], 1, 0, false)
 		n := 0
-		for s.next() {
+		for s.Next() {
 			n++
 		}
-		if s.err != nil || n != kept {
-			t.Fatalf("kept prefix scans to %d records (err %v), examine said %d", n, s.err, kept)
+		if s.Err() != nil || n != kept {
+			t.Fatalf("kept prefix scans to %d records (err %v), examine said %d", n, s.Err(), kept)
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // Read-only inspection of a journal directory, for ledgerctl. Nothing here
@@ -76,28 +78,15 @@ func Segments(dir string) ([]SegmentInfo, error) {
 			return infos, fmt.Errorf("journal: read %s: %w", info.File, err)
 		}
 		info.Bytes = int64(len(data))
-		sc := newScanner(data, g.base+1, lastLSNOf(gens, i))
-		for sc.next() {
+		sc := newScanner(info.File, data, g.base+1, lastLSNOf(gens, i), newest)
+		for sc.Next() {
 			info.Records++
 		}
 		info.LastLSN = g.base + uint64(info.Records)
-		if sc.err != nil {
-			info.Tail, info.Damage = classify(info.File, data, g.base+1, sc, newest)
-		}
+		info.Tail, info.Damage = stopped(info.File, sc, len(data))
 		infos = append(infos, info)
 	}
 	return infos, nil
-}
-
-// classify decides what the damage a scanner of a segment stopped at is:
-// in the newest generation, a torn tail unless a later write group follows
-// it (examineTail, the rule Open applies); in any other, corruption.
-func classify(path string, data []byte, firstLSN uint64, sc *scanner, newest bool) (*Repair, error) {
-	if !newest {
-		return nil, &CorruptionError{File: path, Offset: int64(sc.off), LSN: sc.nextLSN, Err: sc.err}
-	}
-	_, rep, err := examineTail(path, data, firstLSN)
-	return rep, err
 }
 
 // DirReader reads the records of a journal directory in LSN order, read-only:
@@ -126,7 +115,7 @@ type DirReader struct {
 
 	path string
 	data []byte
-	sc   *scanner
+	sc   *framelog.Scanner
 	read int64 // bytes of the generations finished so far
 
 	prevLast uint64 // last LSN of the previous generation read, 0 before
@@ -162,16 +151,15 @@ func (r *DirReader) Next() bool {
 		if r.sc == nil && !r.load() {
 			continue
 		}
-		off := r.sc.off
-		if r.sc.next() {
-			if r.sc.cur.lsn < r.from {
+		if r.sc.Next() {
+			f := r.sc.Frame()
+			if f.Pos < r.from {
 				continue
 			}
-			r.lsn, r.rec, r.off = r.sc.cur.lsn, r.sc.cur.rec, int64(off)
+			r.lsn, r.rec, r.off = f.Pos, f.Payload, f.Off
 			return true
 		}
-		g := r.gens[r.gi]
-		if r.sc.err != nil {
+		if r.sc.Torn() != nil || r.sc.Err() != nil {
 			if _, err := os.Stat(r.path); errors.Is(err, os.ErrNotExist) {
 				// Released while read (cut down after a rename):
 				// like a generation released since the listing.
@@ -179,8 +167,7 @@ func (r *DirReader) Next() bool {
 				r.gi++
 				continue
 			}
-			newest := r.gi == len(r.gens)-1
-			r.tail, r.err = classify(r.path, r.data, g.base+1, r.sc, newest)
+			r.tail, r.err = stopped(r.path, r.sc, len(r.data))
 			return false
 		}
 		r.finish()
@@ -210,14 +197,14 @@ func (r *DirReader) load() bool {
 		return false
 	}
 	r.data = data
-	r.sc = newScanner(data, g.base+1, lastLSNOf(r.gens, r.gi))
+	r.sc = newScanner(r.path, data, g.base+1, lastLSNOf(r.gens, r.gi), r.gi == len(r.gens)-1)
 	return true
 }
 
 // finish moves on from a generation read to its clean end.
 func (r *DirReader) finish() {
-	if r.sc.nextLSN > r.gens[r.gi].base+1 {
-		r.prevLast = r.sc.nextLSN - 1
+	if r.sc.Want() > r.gens[r.gi].base+1 {
+		r.prevLast = r.sc.Want() - 1
 	}
 	r.read += int64(len(r.data))
 	r.sc, r.data = nil, nil
@@ -243,7 +230,7 @@ func (r *DirReader) BytesRead() int64 {
 	if r.sc == nil {
 		return r.read
 	}
-	return r.read + int64(r.sc.off)
+	return r.read + r.sc.Offset()
 }
 
 // Generations is the number of generations listed when the DirReader was

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // heapInUse is the live heap after a full collection.
@@ -36,7 +38,7 @@ func TestJournalHoldsItsShareOfMemory(t *testing.T) {
 }
 
 // TestReaderReadsInChunks reads a generation several times larger than
-// readChunk, with records around and across the chunk boundaries and one
+// framelog.ReadChunk, with records around and across the chunk boundaries and one
 // larger than a chunk: every record comes back, and the Reader allocates
 // about one chunk and the large record, not the file.
 func TestReaderReadsInChunks(t *testing.T) {
@@ -45,10 +47,10 @@ func TestReaderReadsInChunks(t *testing.T) {
 	defer j.Close()
 	var want [][]byte
 	total := 0
-	for i := 0; total < 12*readChunk; i++ {
+	for i := 0; total < 12*framelog.ReadChunk; i++ {
 		pad := 100 + (i*7919)%(48<<10)
 		if i == 40 {
-			pad = 3 * readChunk / 2 // larger than a chunk
+			pad = 3 * framelog.ReadChunk / 2 // larger than a chunk
 		}
 		r := rec(t, 1, i, pad)
 		mustAppend(t, j, r)
@@ -72,7 +74,7 @@ func TestReaderReadsInChunks(t *testing.T) {
 	if n != len(want) {
 		t.Fatalf("read %d records, wrote %d", n, len(want))
 	}
-	if alloc := int64(ms1.TotalAlloc - ms0.TotalAlloc); alloc > int64(4*readChunk) {
+	if alloc := int64(ms1.TotalAlloc - ms0.TotalAlloc); alloc > int64(4*framelog.ReadChunk) {
 		t.Fatalf("reading %d MiB allocated %d MiB: more than a chunk and the largest record", total>>20, alloc>>20)
 	}
 }

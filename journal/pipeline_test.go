@@ -76,13 +76,13 @@ func TestNextGroupIsWrittenDuringFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, 1, 0)
+	s := newScanner("segment", data, 1, 0, false)
 	groups := map[uint64]uint64{}
-	for s.next() {
-		groups[s.cur.lsn] = s.cur.group
+	for s.Next() {
+		groups[s.Frame().Pos] = s.Frame().Write
 	}
-	if s.err != nil {
-		t.Fatal(s.err)
+	if s.Err() != nil {
+		t.Fatal(s.Err())
 	}
 	// 3 was written while 2 was not yet durable: its group is 2.
 	if want := map[uint64]uint64{1: 1, 2: 2, 3: 2}; len(groups) != 3 || groups[1] != want[1] || groups[2] != want[2] || groups[3] != want[3] {

@@ -107,10 +107,10 @@ func entriesBytes(t *testing.T, g generation, last uint64) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, g.base+1, last)
-	for s.next() {
+	s := newScanner(g.segment(), data, g.base+1, last, false)
+	for s.Next() {
 	}
-	return int64(s.off)
+	return s.Offset()
 }
 
 func stat(t *testing.T, path string) os.FileInfo {

@@ -77,19 +77,13 @@ func cutFile(path string, size int64) error {
 // Recovery): keep everything (nil, nil), cut a torn tail (a *Repair), or
 // refuse (a *CorruptionError). It does no I/O.
 func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error) {
-	s := newScanner(data, firstLSN, 0)
+	s := newScanner(path, data, firstLSN, 0, true)
 	kept := 0
-	for s.next() {
+	for s.Next() {
 		kept++
 	}
-	if s.err == nil {
-		return kept, nil, nil
-	}
-	if f, q, found := laterGroupAfter(data, s.off, s.nextLSN); found {
-		return kept, nil, &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN,
-			Err: fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", s.err, f.lsn, q)}
-	}
-	return kept, &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: s.nextLSN, Reason: s.err.Error()}, nil
+	rep, err := stopped(path, s, len(data))
+	return kept, rep, err
 }
 
 // cutUnsynced finds, in the segment data of the generation after base, the
@@ -99,12 +93,12 @@ func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error
 // rule of examineTail applies to that damage.
 func cutUnsynced(path string, data []byte, base, synced uint64) (int, *Repair) {
 	keep := max(synced, base)
-	s := newScanner(data, base+1, 0)
-	for s.nextLSN <= keep && s.next() {
+	s := newScanner(path, data, base+1, 0, false)
+	for s.Want() <= keep && s.Next() {
 	}
-	if s.nextLSN <= keep || s.off >= len(data) {
+	if s.Want() <= keep || s.Offset() >= int64(len(data)) {
 		return 0, nil
 	}
-	return int(keep - base), &Repair{File: path, Offset: int64(s.off), Bytes: int64(len(data) - s.off), FirstLSN: keep + 1,
+	return int(keep - base), &Repair{File: path, Offset: s.Offset(), Bytes: int64(len(data)) - s.Offset(), FirstLSN: keep + 1,
 		Reason: "written before the journal failed, never fsynced"}
 }

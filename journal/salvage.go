@@ -1,12 +1,13 @@
 package journal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // Damage the ledger already holds (Options.Settled).
@@ -87,16 +88,17 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	if err != nil {
 		return false, fmt.Errorf("journal: read %s: %w", path, err)
 	}
-	s := newScanner(data, g.base+1, last)
-	for s.nextLSN <= settled && s.next() {
+	s := newScanner(path, data, g.base+1, last, false)
+	for s.Want() <= settled && s.Next() {
 	}
-	if s.err == nil || s.nextLSN > settled {
+	var ce *framelog.CorruptionError
+	if !errors.As(s.Err(), &ce) || s.Want() > settled {
 		// Intact up to settled (a newest generation may also just end
 		// before it: the journal ends before the ledger, Open jumps).
 		return false, nil
 	}
-	damage := &CorruptionError{File: path, Offset: int64(s.off), LSN: s.nextLSN, Err: s.err}
-	from, to, err := settledRest(path, data, int(s.off), settled, last)
+	damage := corruption(ce)
+	from, to, err := settledRest(path, data, int(damage.Offset), settled, last)
 	if err != nil {
 		return false, err
 	}
@@ -122,8 +124,8 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 	}
 	copied := uint64(0)
 	if to > from {
-		sc := newScanner(data[from:to], settled+1, 0)
-		for sc.next() {
+		sc := newScanner(path, data[from:to], settled+1, 0, false)
+		for sc.Next() {
 			copied++
 		}
 	}
@@ -142,7 +144,8 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 // *CorruptionError.
 func settledRest(path string, data []byte, off int, settled, last uint64) (int, int, error) {
 	want := settled + 1
-	q, found := entryWithLSN(data, off+1, want)
+	next, found, _ := framelog.Find(framelog.Bytes(data), entries{}, int64(off+1), want) // memory: no read error
+	q := int(next.Off)
 	if !found {
 		if last != 0 {
 			// A closed generation holds every LSN up to last > settled.
@@ -157,13 +160,13 @@ func settledRest(path string, data []byte, off int, settled, last uint64) (int, 
 	}
 	rest := data[q:]
 	if last != 0 {
-		s := newScanner(rest, want, last)
-		for s.next() {
+		s := framelog.NewScanner(framelog.Bytes(data), entries{}, framelog.Scan{File: path, Start: next.Off, Want: want, Last: last})
+		for s.Next() {
 		}
-		if s.err != nil {
-			return 0, 0, &CorruptionError{File: path, Offset: int64(q + s.off), LSN: s.nextLSN, Err: s.err}
+		if _, err := stopped(path, s, len(data)); err != nil {
+			return 0, 0, err
 		}
-		return q, q + s.off, nil
+		return q, int(s.Offset()), nil
 	}
 	// The newest generation: what follows is judged by the recovery rule.
 	_, rep, err := examineTail(path, rest, want)
@@ -178,23 +181,6 @@ func settledRest(path string, data []byte, off int, settled, last uint64) (int, 
 		return q, q + int(rep.Offset), nil // the torn tail is left behind
 	}
 	return q, len(data), nil
-}
-
-// entryWithLSN looks from offset from on for a valid entry carrying lsn.
-func entryWithLSN(data []byte, from int, lsn uint64) (int, bool) {
-	for q := from; q < len(data); q++ {
-		size, n := binary.Uvarint(data[q:])
-		if n <= 0 || size < minFrame || size > uint64(len(data)-q-n) {
-			continue
-		}
-		if binary.LittleEndian.Uint64(data[q+n+offFrameLSN:]) != lsn {
-			continue
-		}
-		if _, err := parseFrame(data[q+n : q+n+int(size)]); err == nil {
-			return q, true
-		}
-	}
-	return 0, false
 }
 
 // replaceGeneration writes entries (whole tidwall entries, LSNs settled+1,

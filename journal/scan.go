@@ -2,107 +2,137 @@ package journal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
-// scanner walks the entries of one segment held in memory. It knows the LSN
-// the next entry must carry, so every entry checks its own position.
-type scanner struct {
-	data    []byte
-	off     int
-	nextLSN uint64
-	lastLSN uint64 // the generation's last LSN when known (closed generations), else 0
-	group   uint64 // group of the last entry read
-	cur     frame
-	err     error // damage at off; nil at a clean end
-}
+// entries is the journal's segment format as a framelog.Format: a frame is
+// one tidwall entry (a uvarint length and a journal frame, frame.go); its
+// position is its LSN and its write the frame's group field, the lowest
+// LSN not yet fsynced when it was written (doc.go).
+type entries struct{}
 
-// newScanner scans data, whose first entry must carry firstLSN. lastLSN,
-// when not 0, is the last LSN the segment holds (a closed generation's:
-// the next generation's base): the scan ends cleanly there, whatever
-// follows. A recycled segment (recycle.go) keeps stale bytes after the
-// last entry written into it.
-func newScanner(data []byte, firstLSN, lastLSN uint64) *scanner {
-	return &scanner{data: data, nextLSN: firstLSN, lastLSN: lastLSN}
-}
+func (entries) MinSize() int64 { return 1 + minFrame }
 
-// next advances to the next entry. It returns false at the end of the data
-// or of the generation's LSNs, or at the first damage, which err then
-// describes (offset s.off). A closed generation's data ending before its
-// last LSN is damage (errEarlyEnd): it was fsynced whole before the next
-// generation began, so the records it lacks are missing, not unwritten.
-func (s *scanner) next() bool {
-	if s.err != nil || (s.lastLSN != 0 && s.nextLSN > s.lastLSN) {
-		return false
-	}
-	if s.off >= len(s.data) {
-		if s.lastLSN != 0 {
-			s.err = fmt.Errorf("%w: the file ends where LSN %d should start, but the generation holds every LSN up to %d (the next generation's base): LSNs %d–%d are missing",
-				errEarlyEnd, s.nextLSN, s.lastLSN, s.nextLSN, s.lastLSN)
-		}
-		return false
-	}
-	f, n, err := entryAt(s.data[s.off:])
-	if err == nil && f.lsn != s.nextLSN {
-		err = fmt.Errorf("%w: entry says %d, position says %d", errLSN, f.lsn, s.nextLSN)
-	}
-	if err == nil && f.group < s.group {
-		err = fmt.Errorf("%w: group %d after group %d", errFrameGroup, f.group, s.group)
-	}
+// Frame parses and verifies the tidwall entry at off. In the search of a
+// damaged tail (after > 0), an entry whose LSN cannot be a later one (at or
+// below after, or beyond what the file could hold after it) is no frame,
+// before any checksum is computed, so that zero-filled or random bytes, and
+// a recycled file's stale entries, cost little.
+func (entries) Frame(src framelog.Source, off int64, after uint64) (framelog.Frame, error, error) {
+	rest := src.Size() - off
+	b, err := src.At(off, int(min(rest, binary.MaxVarintLen64)))
 	if err != nil {
-		s.err = err
-		return false
+		return framelog.Frame{}, nil, err
 	}
-	s.cur = f
-	s.off += n
-	s.nextLSN++
-	s.group = f.group
-	return true
-}
-
-// entryAt parses the tidwall entry (uvarint length, frame) at the start of
-// b, returning the frame and the entry's total size.
-func entryAt(b []byte) (frame, int, error) {
 	size, n := binary.Uvarint(b)
 	if n <= 0 {
-		return frame{}, 0, errPrefix
+		return framelog.Frame{}, errPrefix, nil
 	}
-	if size > math.MaxInt32 || size > uint64(len(b)-n) {
-		return frame{}, 0, fmt.Errorf("%w: %d bytes declared, %d left", errPastEnd, size, len(b)-n)
+	if size > math.MaxInt32 || size > uint64(rest-int64(n)) {
+		return framelog.Frame{}, fmt.Errorf("%w: %d bytes declared, %d left", errPastEnd, size, rest-int64(n)), nil
 	}
-	f, err := parseFrame(b[n : n+int(size)])
+	if after > 0 {
+		if size < minFrame {
+			return framelog.Frame{}, errFrameShort, nil
+		}
+		if b, err = src.At(off, n+frameHeader); err != nil {
+			return framelog.Frame{}, nil, err
+		}
+		lsn := binary.LittleEndian.Uint64(b[n+offFrameLSN:])
+		if lsn <= after || lsn > after+uint64(src.Size())/minFrame+1 {
+			return framelog.Frame{}, errLSN, nil
+		}
+	}
+	if b, err = src.At(off, n+int(size)); err != nil {
+		return framelog.Frame{}, nil, err
+	}
+	f, err := parseFrame(b[n:])
 	if err != nil {
-		return frame{}, 0, err
+		return framelog.Frame{}, err, nil
 	}
-	return f, n + int(size), nil
+	return framelog.Frame{Off: off, Size: int64(n) + int64(size), Pos: f.lsn, Write: f.group, Payload: f.rec}, nil, nil
 }
 
-// laterGroupAfter looks beyond a damaged entry at off (which should have
-// carried LSN want) for any valid entry. It reports the first one it finds
-// whose group field is later than want (group > want): proof that want had
-// been fsynced, since an entry's group is the lowest LSN not yet fsynced
-// when it was written (doc.go). Candidate offsets are filtered by
-// the LSN window an entry there could carry before any checksum is computed,
-// so zero-filled or random bytes cost little.
-func laterGroupAfter(data []byte, off int, want uint64) (frame, int, bool) {
-	maxLSN := want + uint64(len(data)-off)/minFrame + 1
-	for q := off + 1; q < len(data); q++ {
-		size, n := binary.Uvarint(data[q:])
-		if n <= 0 || size < minFrame || size > uint64(len(data)-q-n) {
-			continue
-		}
-		lsn := binary.LittleEndian.Uint64(data[q+n+offFrameLSN:])
-		if lsn <= want || lsn > maxLSN {
-			continue
-		}
-		f, err := parseFrame(data[q+n : q+n+int(size)])
-		if err != nil {
-			continue
-		}
-		if f.group > want {
-			return f, q, true
-		}
+// Follows checks that an entry carries the LSN of its position and a group
+// no older than the entry before it.
+func (entries) Follows(prev, f framelog.Frame, want uint64) error {
+	if f.Pos != want {
+		return fmt.Errorf("%w: entry says %d, position says %d", errLSN, f.Pos, want)
 	}
-	return frame{}, 0, false
+	if f.Write < prev.Write {
+		return fmt.Errorf("%w: group %d after group %d", errFrameGroup, f.Write, prev.Write)
+	}
+	return nil
+}
+
+func (entries) Next(f framelog.Frame) uint64 { return f.Pos + 1 }
+
+// End is the damage of a closed generation's data ending before its last
+// LSN: it was fsynced whole before the next generation began, so the
+// records it lacks are missing, not unwritten.
+func (entries) End(want, last uint64) error {
+	return fmt.Errorf("%w: the file ends where LSN %d should start, but the generation holds every LSN up to %d (the next generation's base): LSNs %d–%d are missing",
+		errEarlyEnd, want, last, want, last)
+}
+
+// newScanner returns a scanner of the entries in a segment's data, the first
+// carrying firstLSN. lastLSN, when not 0, is the last LSN the segment holds
+// (a closed generation's: the next generation's base): the scan ends
+// cleanly there, whatever follows; a recycled segment (recycle.go) keeps
+// stale bytes after the last entry written into it. newest marks the newest
+// generation, where a torn tail ends the entries (doc.go, Recovery); in
+// any other, entries that do not verify are damage.
+func newScanner(path string, data []byte, firstLSN, lastLSN uint64, newest bool) *framelog.Scanner {
+	return framelog.NewScanner(framelog.Bytes(data), entries{}, framelog.Scan{File: path, Want: firstLSN, Last: lastLSN, Tail: newest})
+}
+
+// corruption is the CorruptionError for damage a scan of a segment found.
+func corruption(ce *framelog.CorruptionError) *CorruptionError {
+	err := ce.Err
+	if ce.Kind == framelog.LaterWritten {
+		err = fmt.Errorf("%w; a later write group follows (LSN %d at offset %d), so this entry had been fsynced and acknowledged", ce.Err, ce.Later.Pos, ce.Later.Off)
+	}
+	return &CorruptionError{File: ce.File, Offset: ce.Offset, LSN: ce.Pos, Err: err}
+}
+
+// stopped is what ended a scan of the segment data at path: a torn tail (in
+// the newest generation) as the *Repair that cuts it, or the damage as a
+// *CorruptionError. Both are nil at a clean end.
+func stopped(path string, sc *framelog.Scanner, size int) (*Repair, error) {
+	if t := sc.Torn(); t != nil {
+		return &Repair{File: path, Offset: t.Offset, Bytes: int64(size) - t.Offset, FirstLSN: t.Pos, Reason: t.Reason.Error()}, nil
+	}
+	var ce *framelog.CorruptionError
+	if err := sc.Err(); errors.As(err, &ce) {
+		return nil, corruption(ce)
+	} else if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return nil, nil
+}
+
+// entryAt parses and verifies the tidwall entry at the start of b,
+// returning the frame and the entry's total size.
+func entryAt(b []byte) (frame, int, error) {
+	f, reason, _ := entries{}.Frame(framelog.Bytes(b), 0, 0) // memory: no read error
+	if reason != nil {
+		return frame{}, 0, reason
+	}
+	return frame{lsn: f.Pos, group: f.Write, rec: f.Payload}, int(f.Size), nil
+}
+
+// laterGroupAfter looks beyond a damaged entry at off in a segment's data
+// (where LSN want should have started) for an entry of a later write group
+// (framelog.LaterWrite): proof that want had been fsynced. It returns that
+// entry and its offset.
+func laterGroupAfter(data []byte, off int, want uint64) (frame, int, bool) {
+	f, found, _ := framelog.LaterWrite(framelog.Bytes(data), entries{}, int64(off), want) // memory: no read error
+	if !found {
+		return frame{}, 0, false
+	}
+	return frame{lsn: f.Pos, group: f.Write, rec: f.Payload}, int(f.Off), true
 }

@@ -94,6 +94,10 @@
 // synced bytes. In any file but the newest, everything that does not decode
 // is damage: a file is fdatasynced before the next one is created.
 //
+// The scan of the frames and this rule are package internal/framelog's,
+// shared with the journal; to it, a frame's position is its offset and its
+// write the write field.
+//
 // A newest file shorter than its header, or all zeros, was being created
 // and holds no entry; a bad header in front of anything else is damage.
 //

@@ -3,6 +3,8 @@ package dlq
 import (
 	"errors"
 	"fmt"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 var (
@@ -40,3 +42,13 @@ func (e *CorruptionError) Error() string {
 
 // Unwrap returns the kind of damage.
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// corruption is the CorruptionError for damage a scan of a dead-letter file
+// found.
+func corruption(ce *framelog.CorruptionError) *CorruptionError {
+	err := ce.Err
+	if ce.Kind == framelog.LaterWritten {
+		err = fmt.Errorf("%w, and a good frame of a later write follows at offset %d", ce.Err, ce.Later.Off)
+	}
+	return &CorruptionError{File: ce.File, Offset: ce.Offset, Err: err}
+}

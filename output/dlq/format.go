@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"time"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // On-disk format (doc.go). Never change these: every file ever written must
@@ -214,6 +216,67 @@ func parseFrameHeader(h []byte, seq uint64, off, size int64) (frameHeader, error
 	}
 	return frameHeader{payloadLen: n, write: int64(w), payloadCRC: le.Uint32(h[offFramePCRC:])}, nil
 }
+
+// frames is the dead-letter file format as the framelog.Format of file seq:
+// a frame's position is its offset, and its write the offset where its
+// write began (doc.go, Writing). It keeps the entry of the last frame it
+// verified.
+type frames struct {
+	seq   uint64
+	entry Entry
+}
+
+func (*frames) MinSize() int64 { return frameHeaderSize + minPayload }
+
+// Frame checks the frame at off and, when it is good, decodes its entry
+// into fm.entry.
+func (fm *frames) Frame(src framelog.Source, off int64, _ uint64) (f framelog.Frame, reason, err error) {
+	size := src.Size()
+	if size-off < frameHeaderSize {
+		return f, errShort, nil
+	}
+	b, err := src.At(off, frameHeaderSize)
+	if errors.Is(err, framelog.ErrShrank) {
+		return f, err, nil
+	} else if err != nil {
+		return f, nil, err
+	}
+	h, reason := parseFrameHeader(b, fm.seq, off, size)
+	if reason != nil {
+		return f, reason, nil
+	}
+	n := frameHeaderSize + h.payloadLen
+	if b, err = src.At(off, int(n)); errors.Is(err, framelog.ErrShrank) {
+		return f, err, nil
+	} else if err != nil {
+		return f, nil, err
+	}
+	payload := b[frameHeaderSize:]
+	if checksum(payload) != h.payloadCRC {
+		return f, errPayloadCRC, nil
+	}
+	e, reason := decodeEntry(payload)
+	if reason != nil {
+		return f, reason, nil
+	}
+	fm.entry = e
+	return framelog.Frame{Off: off, Size: n, Pos: uint64(off), Write: uint64(h.write)}, nil, nil
+}
+
+// Follows checks that the frame at f.Off belongs to the write of the frame
+// before it, or begins a write.
+func (*frames) Follows(prev, f framelog.Frame, _ uint64) error {
+	if f.Write != prev.Write && f.Write != f.Pos {
+		return fmt.Errorf("%w: the frame at %d says its write began at %d, neither its own offset nor %d, where the write of the frame before it began",
+			errWriteStart, f.Off, f.Write, prev.Write)
+	}
+	return nil
+}
+
+func (*frames) Next(f framelog.Frame) uint64 { return f.Pos + uint64(f.Size) }
+
+// End is never called: a dead-letter file's frames run to its end.
+func (*frames) End(want, _ uint64) error { return fmt.Errorf("%w at offset %d", errShort, want) }
 
 // decodeEntry decodes a payload whose checksum has been verified. Strings
 // and Event are copies: they do not alias p. Times are in UTC.

@@ -52,8 +52,8 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("error without a location: %v", sc.err)
 			case ce != nil && (ce.Offset < 0 || ce.Offset > int64(len(data)) || ce.File != "fuzz"):
 				t.Fatalf("corruption %+v outside the data", ce)
-			case sc.torn != nil && (!newest || sc.torn.offset < 0 || sc.torn.offset > int64(len(data))):
-				t.Fatalf("tear at %d (newest %v) in %d bytes", sc.torn.offset, newest, len(data))
+			case sc.torn != nil && (!newest || sc.torn.Offset < 0 || sc.torn.Offset > int64(len(data))):
+				t.Fatalf("tear at %d (newest %v) in %d bytes", sc.torn.Offset, newest, len(data))
 			case sc.err == nil && sc.torn == nil && sc.started && end != int64(len(data)):
 				t.Fatalf("clean end at %d of %d bytes", end, len(data))
 			}

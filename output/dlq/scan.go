@@ -9,81 +9,34 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
-// readChunk is the size of one read: large, so that a scan of a full store
-// costs few system calls, and small enough to bound a reader's memory
-// (besides the largest frame it meets).
-const readChunk = 1 << 20
-
-// window caches a stretch of a file for reads at increasing offsets, with
-// random access when a damaged tail is searched.
-type window struct {
-	r    io.ReaderAt
-	size int64 // bytes of the file that are scanned
-	buf  []byte
-	base int64 // file offset of buf[0]
-	n    int   // valid bytes in buf
-}
-
-// errFileShrank is returned when the file holds fewer bytes than its size
-// said: a Store's Open cut its torn tail while a reader was scanning it.
-var errFileShrank = errors.New("file shorter than when scanning began")
-
-// at returns the n bytes at off, which must lie within size. The slice is
-// valid until the next call.
-func (w *window) at(off int64, n int) ([]byte, error) {
-	if off >= w.base && off+int64(n) <= w.base+int64(w.n) {
-		return w.buf[off-w.base:][:n], nil
-	}
-	want := int(min(int64(max(n, readChunk)), w.size-off))
-	if cap(w.buf) < want {
-		w.buf = make([]byte, want)
-	}
-	w.base, w.n = off, 0
-	got, err := w.r.ReadAt(w.buf[:want], off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	w.n = got
-	if got < n {
-		return nil, errFileShrank
-	}
-	return w.buf[:n], nil
-}
-
-// drop forgets the cached bytes, so that they are read from the file again.
-func (w *window) drop() { w.n = 0 }
-
-// tear is where a torn tail of the newest file begins.
-type tear struct {
-	offset int64
-	reason error
-}
-
-// fileScanner reads the frames of one file in order and applies the
-// recovery rule of doc.go when it meets a frame that does not decode.
+// fileScanner reads the entries of one file in order: it checks the file
+// header, then has a framelog.Scanner verify the frames and apply the
+// recovery rule of doc.go where one does not decode.
 type fileScanner struct {
-	win    window
+	src    framelog.Source
 	path   string
 	seq    uint64
 	size   int64
 	newest bool // a torn tail ends the file instead of being damage
+	frames *frames
+	sc     *framelog.Scanner // nil until the header checked out
 
 	started bool
 	off     int64 // where the next frame starts
-	write   int64 // write offset of the previous frame, 0 before the first
-	retried int64 // damage offset already re-read once, -1 for none
 
 	frameOff int64 // offset of the frame just returned by next
 	entry    Entry // its entry
 
-	torn *tear // where the newest file's torn tail begins, when next stopped at one
-	err  error // a *CorruptionError or a read error, when next stopped at one
+	torn *framelog.Tear // where the newest file's torn tail begins, when next stopped at one
+	err  error          // a *CorruptionError or a read error, when next stopped at one
 }
 
 func newFileScanner(r io.ReaderAt, path string, seq uint64, size int64, newest bool) *fileScanner {
-	return &fileScanner{win: window{r: r, size: size}, path: path, seq: seq, size: size, newest: newest, retried: -1}
+	return &fileScanner{src: framelog.File(r, size), path: path, seq: seq, size: size, newest: newest, frames: &frames{seq: seq}}
 }
 
 // next advances to the next entry. It returns false at the clean end of the
@@ -97,24 +50,21 @@ func (s *fileScanner) next() bool {
 			return false
 		}
 		s.started, s.off = true, fileHeaderSize
+		s.sc = framelog.NewScanner(s.src, s.frames, framelog.Scan{File: s.path, Start: fileHeaderSize, Want: fileHeaderSize, Tail: s.newest})
 	}
-	for s.off < s.size {
-		n, write, reason, err := s.frameAt(s.off)
-		if err != nil {
-			s.err = fmt.Errorf("dlq: read %s at %d: %w", s.path, s.off, err)
-			return false
-		}
-		if reason == nil && write != s.write && write != s.off {
-			reason = fmt.Errorf("%w: the frame at %d says its write began at %d, neither its own offset nor %d, where the write of the frame before it began", errWriteStart, s.off, write, s.write)
-		}
-		if reason == nil {
-			s.frameOff, s.write = s.off, write
-			s.off += n
-			return true
-		}
-		if !s.damage(s.off, reason) {
-			return false
-		}
+	ok := s.sc.Next()
+	s.off = s.sc.Offset()
+	if ok {
+		s.frameOff, s.entry = s.sc.Frame().Off, s.frames.entry
+		return true
+	}
+	s.torn = s.sc.Torn()
+	var ce *framelog.CorruptionError
+	switch err := s.sc.Err(); {
+	case errors.As(err, &ce):
+		s.err = corruption(ce)
+	case err != nil:
+		s.err = fmt.Errorf("dlq: %w", err)
 	}
 	return false
 }
@@ -128,7 +78,7 @@ func (s *fileScanner) header() bool {
 		err = fmt.Errorf("%w: file is %d bytes, shorter than its header", errHeader, s.size)
 	} else {
 		var h []byte
-		if h, err = s.win.at(0, fileHeaderSize); err != nil && !errors.Is(err, errFileShrank) {
+		if h, err = s.src.At(0, fileHeaderSize); err != nil && !errors.Is(err, framelog.ErrShrank) {
 			s.err = fmt.Errorf("dlq: read %s: %w", s.path, err)
 			return false
 		}
@@ -146,7 +96,7 @@ func (s *fileScanner) header() bool {
 			return false
 		}
 		if s.size < fileHeaderSize || zero {
-			s.torn = &tear{offset: 0, reason: err}
+			s.torn = &framelog.Tear{Offset: 0, Reason: err}
 			return false
 		}
 	}
@@ -156,9 +106,9 @@ func (s *fileScanner) header() bool {
 
 func (s *fileScanner) allZero() (bool, error) {
 	for off := int64(0); off < s.size; {
-		n := int(min(readChunk, s.size-off))
-		b, err := s.win.at(off, n)
-		if errors.Is(err, errFileShrank) {
+		n := int(min(framelog.ReadChunk, s.size-off))
+		b, err := s.src.At(off, n)
+		if errors.Is(err, framelog.ErrShrank) {
 			return true, nil // cut by a Store's Open: it was a tear
 		}
 		if err != nil {
@@ -170,110 +120,6 @@ func (s *fileScanner) allZero() (bool, error) {
 		off += int64(n)
 	}
 	return true, nil
-}
-
-// frameAt checks the frame at off and, when it is good, decodes its entry
-// into s.entry. It returns the frame's size and write offset, or why the
-// bytes at off are not a good frame (reason), or a read error (err).
-func (s *fileScanner) frameAt(off int64) (n, write int64, reason, err error) {
-	if s.size-off < frameHeaderSize {
-		return 0, 0, errShort, nil
-	}
-	b, err := s.win.at(off, frameHeaderSize)
-	if errors.Is(err, errFileShrank) {
-		return 0, 0, err, nil
-	}
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	h, reason := parseFrameHeader(b, s.seq, off, s.size)
-	if reason != nil {
-		return 0, 0, reason, nil
-	}
-	n = frameHeaderSize + h.payloadLen
-	if b, err = s.win.at(off, int(n)); errors.Is(err, errFileShrank) {
-		return 0, 0, err, nil
-	} else if err != nil {
-		return 0, 0, nil, err
-	}
-	payload := b[frameHeaderSize:]
-	if checksum(payload) != h.payloadCRC {
-		return 0, 0, errPayloadCRC, nil
-	}
-	e, reason := decodeEntry(payload)
-	if reason != nil {
-		return 0, 0, reason, nil
-	}
-	s.entry = e
-	return n, h.write, nil, nil
-}
-
-// damage applies the recovery rule to bytes at off that are not a good
-// frame. It returns true when the scan should try off again (the bytes
-// were re-read; see below), false when it stops: at a tear (s.torn) or at
-// corruption (s.err).
-func (s *fileScanner) damage(off int64, reason error) bool {
-	if !s.newest {
-		s.err = &CorruptionError{File: s.path, Offset: off, Err: reason}
-		return false
-	}
-	later, err := s.laterWrite(off)
-	if err != nil {
-		s.err = fmt.Errorf("dlq: read %s: %w", s.path, err)
-		return false
-	}
-	if later < 0 {
-		s.torn = &tear{offset: off, reason: reason}
-		return false
-	}
-	if s.retried != off {
-		// A reader may have caught a write of a running Store half
-		// copied into the page cache. The later write it found began only
-		// after that write had completed and been synced, so reading the
-		// same bytes again now shows them whole, unless they are damaged.
-		s.retried = off
-		s.win.drop()
-		return true
-	}
-	s.err = &CorruptionError{File: s.path, Offset: off, Err: fmt.Errorf("%w, and a good frame of a later write follows at offset %d", reason, later)}
-	return false
-}
-
-// laterWrite returns the offset of the first good frame after off that
-// belongs to a write begun after off, or -1 when there is none. Frames of
-// the write that off lies in may follow it: a torn write can persist its
-// later pages and lose earlier ones.
-func (s *fileScanner) laterWrite(off int64) (int64, error) {
-	for o := off + 1; s.size-o >= frameHeaderSize+minPayload; o++ {
-		b, err := s.win.at(o, frameHeaderSize)
-		if errors.Is(err, errFileShrank) {
-			return -1, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		h, reason := parseFrameHeader(b, s.seq, o, s.size)
-		if reason != nil {
-			continue
-		}
-		n := frameHeaderSize + h.payloadLen
-		if b, err = s.win.at(o, int(n)); errors.Is(err, errFileShrank) {
-			return -1, nil
-		} else if err != nil {
-			return 0, err
-		}
-		if checksum(b[frameHeaderSize:]) != h.payloadCRC {
-			continue
-		}
-		if _, err := decodeEntry(b[frameHeaderSize:]); err != nil {
-			continue
-		}
-		if h.write > off {
-			return o, nil
-		}
-		o += n - 1 // a frame of the torn write itself: look past it
-	}
-	return -1, nil
 }
 
 // fileRef is a dead-letter file found in a directory.

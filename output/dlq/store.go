@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/framelog"
 	"github.com/logpond/logpond/internal/fsutil"
 )
 
@@ -387,12 +388,12 @@ func (s *Store) salvage() error {
 
 // repairTail cuts the torn tail t of the newest file f, if any, and says
 // whether f stays (false: it was removed, and closed).
-func (s *Store) repairTail(f file, info *fileInfo, t *tear) (bool, error) {
+func (s *Store) repairTail(f file, info *fileInfo, t *framelog.Tear) (bool, error) {
 	if t == nil {
 		return true, nil
 	}
-	s.recovery = &Repair{File: info.path, Offset: t.offset, Bytes: info.size - t.offset, Reason: t.reason.Error()}
-	if t.offset == 0 {
+	s.recovery = &Repair{File: info.path, Offset: t.Offset, Bytes: info.size - t.Offset, Reason: t.Reason.Error()}
+	if t.Offset == 0 {
 		// A header that never completed: the file was being created and
 		// holds no entry. It goes rather than being rewritten.
 		f.Close()
@@ -406,21 +407,21 @@ func (s *Store) repairTail(f file, info *fileInfo, t *tear) (bool, error) {
 			return false, fmt.Errorf("dlq: %w", err)
 		}
 		s.log.Warn("dlq: removed the newest file, whose header was never completed (no entry was in it)",
-			"file", info.path, "bytes", info.size, "reason", t.reason)
+			"file", info.path, "bytes", info.size, "reason", t.Reason)
 		return false, nil
 	}
-	if err := f.Truncate(t.offset); err != nil {
-		return false, fmt.Errorf("dlq: cut %s at %d: %w", info.path, t.offset, err)
+	if err := f.Truncate(t.Offset); err != nil {
+		return false, fmt.Errorf("dlq: cut %s at %d: %w", info.path, t.Offset, err)
 	}
 	// The cut must be durable before new frames are written after it, so
 	// that after a power cut the file never holds the torn bytes again
 	// behind frames that are reported durable.
 	if err := f.Datasync(); err != nil {
-		return false, fmt.Errorf("dlq: fdatasync %s after cutting it at %d: %w", info.path, t.offset, err)
+		return false, fmt.Errorf("dlq: fdatasync %s after cutting it at %d: %w", info.path, t.Offset, err)
 	}
 	s.log.Warn("dlq: cut the torn tail of the newest file (a write that never completed; none of it was reported durable)",
-		"file", info.path, "offset", t.offset, "bytes_cut", info.size-t.offset, "reason", t.reason)
-	info.size = t.offset
+		"file", info.path, "offset", t.Offset, "bytes_cut", info.size-t.Offset, "reason", t.Reason)
+	info.size = t.Offset
 	return true, nil
 }
 
