@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"time"
 
@@ -489,12 +490,9 @@ func (o *Output) outage(reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.downReason = reason
-	if o.down {
-		return
+	if o.down.Enter(o.log, slog.LevelWarn, "elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason) {
+		o.stats.outages.Add(1)
 	}
-	o.down, o.downFrom = true, time.Now()
-	o.stats.outages.Add(1)
-	o.log.Warn("elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason)
 }
 
 // reachable ends an outage (the wait state's exit), logging how long it
@@ -502,9 +500,7 @@ func (o *Output) outage(reason string) {
 func (o *Output) reachable() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down {
-		return
+	if o.down.Active() { // the args cost allocations on every answered request
+		o.down.Leave(o.log, "elasticsearch is answering again", "outage", o.down.Lasted().Round(time.Millisecond).String())
 	}
-	o.down = false
-	o.log.Info("elasticsearch is answering again", "outage", time.Since(o.downFrom).Round(time.Millisecond).String())
 }
