@@ -159,3 +159,6 @@ func (st *stores) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// The flusher replaces stores through flusherStores.
+var _ flusherStores = (*stores)(nil)
