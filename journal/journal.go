@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/wal"
 
 	"github.com/logpond/logpond/internal/fsutil"
+	"github.com/logpond/logpond/internal/waitlog"
 	"github.com/logpond/logpond/record"
 )
 
@@ -134,12 +135,12 @@ type Journal struct {
 	used       int64         // bytes on disk plus bytes reserved by admitted appends
 	spaceFreed chan struct{} // closed and replaced whenever the releaser frees space
 	full       bool          // an append is waiting for space (Waiting)
-	// fullLogged: "journal full" was logged and "space again" not yet. The
+	// fullPeriod: "journal full" was logged and "space again" not yet. The
 	// releaser frees a segment a step at a time and each step lets a few
 	// waiting appends in, so full flips many times a second under steady
 	// backpressure; the log says only when it began and when a whole
 	// segment's worth of space is free again.
-	fullLogged bool
+	fullPeriod waitlog.Episode
 	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
 	// What the releaser failed to do, waiting for its retry (retryFailed):
 	// generations not freed, a spare not deleted, renames of a Release.
@@ -561,11 +562,8 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			// no longer kept as one (keepAsSpare): it is cut.
 			j.wakeReleaser()
 		}
-		if !j.fullLogged {
-			j.fullLogged = true
-			j.log.Warn("journal full: appends wait until the flusher moves records to the ledger",
-				"used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
-		}
+		j.fullPeriod.Enter(j.log, slog.LevelWarn, "journal full: appends wait until the flusher moves records to the ledger",
+			"used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
 		freed := j.spaceFreed
 		j.mu.Unlock()
 		select {

@@ -315,9 +315,8 @@ func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.used -= n
-	if j.fullLogged && j.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
-		j.fullLogged = false
-		j.log.Info("journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
+	if j.fullPeriod.Active() && j.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
+		j.fullPeriod.Leave(j.log, "journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
 	}
 	if !j.full {
 		return

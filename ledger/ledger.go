@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/logpond/logpond/internal/fsutil"
+	"github.com/logpond/logpond/internal/waitlog"
 )
 
 // Options configure a ledger; they mirror the [ledger] configuration.
@@ -102,6 +103,7 @@ type Ledger struct {
 	cursors   map[string]uint64
 	drainedAt map[uint64]time.Time // segment first LSN → when Retain first saw it drained
 	waiting   string               // why the writer waits, "" when it does not
+	full      waitlog.Episode      // the ledger is full (waiting is set)
 	segs      []segment            // oldest first; the last is open
 	durable   uint64               // last LSN made durable by Sync
 	advanced  chan struct{}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 )
@@ -70,9 +71,8 @@ func (l *Ledger) makeRoom(n int64) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting == "" {
+	if l.full.Enter(l.log, slog.LevelWarn, "ledger full: the flusher waits for outputs to drain", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "cursors", l.cursors) {
 		l.waiting = fmt.Sprintf("ledger full: %d of max_bytes %d used; waiting for outputs to drain (cursors %v) so that segments can be deleted", used, l.opts.MaxBytes, l.cursors)
-		l.log.Warn("ledger full: the flusher waits for outputs to drain", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "cursors", l.cursors)
 	}
 	return fmt.Errorf("%w: %d of max_bytes %d used, %d more needed", ErrFull, used, l.opts.MaxBytes, n)
 }
@@ -90,8 +90,7 @@ func (l *Ledger) fits(n int64) (used int64, ok bool) {
 func (l *Ledger) leaveFull(used int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting != "" {
-		l.log.Info("ledger has space again: the flusher resumes", "used_bytes", used, "max_bytes", l.opts.MaxBytes)
+	if l.full.Active() && l.full.Leave(l.log, "ledger has space again: the flusher resumes", "used_bytes", used, "max_bytes", l.opts.MaxBytes) {
 		l.waiting = ""
 	}
 }

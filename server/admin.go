@@ -58,12 +58,12 @@ func (s *Server) snapshot() state {
 			st.waiting["input_budget"] = fmt.Sprintf("%d connections wait for input.beats.max_inflight_bytes (%d of %d bytes held)", in.BudgetWaiters, in.InflightBytes, in.MaxInflightBytes)
 		}
 	}
-	if j := s.jrnl(); j != nil {
+	if j := s.journal(); j != nil {
 		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
 		st.journalErr = j.Err()
 		st.waiting["journal_full"] = j.Waiting()
 	}
-	if l := s.ledg(); l != nil {
+	if l := s.ledger(); l != nil {
 		st.ledgerBytes, st.ledgerLast = l.UsedBytes(), l.LastLSN()
 		st.cursors = l.Cursors()
 		if st.ledgerErr = l.Err(); st.ledgerErr != nil {
@@ -72,11 +72,11 @@ func (s *Server) snapshot() state {
 			st.waiting["ledger_full"] = l.Waiting()
 		}
 	}
-	if s.out != nil {
-		o := s.out.Stats()
+	if s.output != nil {
+		o := s.output.Stats()
 		st.output = &o
-		st.outputGauges = s.out.Gauges()
-		st.waiting["elasticsearch"] = s.out.Waiting()
+		st.outputGauges = s.output.Gauges()
+		st.waiting["elasticsearch"] = s.output.Waiting()
 	}
 	if s.dlq != nil {
 		st.deadLetterBytes = s.dlq.UsedBytes()

@@ -87,17 +87,17 @@ func TestFailedBatchReachesNoOutput(t *testing.T) {
 	if seq, err := send(batch(30)); err == nil {
 		t.Fatalf("the batch with an invalid event was acknowledged (%d)", seq)
 	}
-	failedRecords := r.s.jrnl().LastLSN()
+	failedRecords := r.s.journal().LastLSN()
 	if failedRecords < 3 {
 		t.Fatalf("the failed batch left %d records in the journal: it was not split, so this test proves nothing", failedRecords)
 	}
 	if seq, err := send(batch(-1)); err != nil || seq != n {
 		t.Fatalf("the resent batch: ACK %d, %v", seq, err)
 	}
-	last := r.s.jrnl().LastLSN()
-	waitUntil(t, "every record in the ledger", func() bool { return r.s.ledg().LastLSN() >= last })
+	last := r.s.journal().LastLSN()
+	waitUntil(t, "every record in the ledger", func() bool { return r.s.ledger().LastLSN() >= last })
 	waitUntil(t, "the batch in Elasticsearch", func() bool { return es.Count() >= n })
-	waitUntil(t, "the output past every record", func() bool { return r.s.out.Stats().CursorLSN >= last })
+	waitUntil(t, "the output past every record", func() bool { return r.s.output.Stats().CursorLSN >= last })
 	seen := map[int64]int{}
 	for _, d := range es.Docs() {
 		seen[gjson.GetBytes(d.Source, "i").Int()]++
@@ -115,7 +115,7 @@ func TestFailedBatchReachesNoOutput(t *testing.T) {
 // flushTo builds a flusher over s with its batch rules (a hold limit of
 // limit) and a clock the test sets.
 func flushTo(s *Server, limit time.Duration, now *time.Time) *flusher {
-	f := newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler),
+	f := newFlusher(flusher{flusherStores: s.stores, log: slog.New(slog.DiscardHandler),
 		bat: newBatches(s.bootLSN, limit, slog.New(slog.DiscardHandler))})
 	f.bat.now = func() time.Time { return *now }
 	return f
@@ -126,7 +126,7 @@ func flushTo(s *Server, limit time.Duration, now *time.Time) *flusher {
 func ledgerFlags(t *testing.T, s *Server) map[uint64]string {
 	t.Helper()
 	out := map[uint64]string{}
-	r := s.ledg().Reader(1)
+	r := s.ledger().Reader(1)
 	defer r.Close()
 	for r.Next() {
 		rec, err := record.Decode(r.Record())
@@ -161,7 +161,7 @@ func TestBatchResolution(t *testing.T) {
 	ctx := context.Background()
 	add := func(rec []byte) {
 		t.Helper()
-		if _, err := s.jrnl().Append(ctx, rec); err != nil {
+		if _, err := s.journal().Append(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestOpenBatchIsVoidAfterRestart(t *testing.T) {
 		part(t, `{"b":1}`, 0, 6),
 		part(t, `{"a":2}`, record.More|record.Cont, 5),
 	} {
-		if _, err := s.jrnl().Append(context.Background(), rec); err != nil {
+		if _, err := s.journal().Append(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,7 +242,7 @@ func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	f := flushTo(s, time.Hour, &now)
 	ctx := context.Background()
-	if _, err := s.jrnl().Append(ctx, part(t, `{"open":1}`, record.More, 1)); err != nil {
+	if _, err := s.journal().Append(ctx, part(t, `{"open":1}`, record.More, 1)); err != nil {
 		t.Fatal(err)
 	}
 	big := part(t, `{"pad":"`+strings.Repeat("x", 100_000)+`"}`, 0, 2)
@@ -250,7 +250,7 @@ func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 	go func() {
 		// 3 MiB into a journal of 2: the last appends wait for space.
 		for range 30 {
-			if _, err := s.jrnl().Append(ctx, big); err != nil {
+			if _, err := s.journal().Append(ctx, big); err != nil {
 				appended <- err
 				return
 			}
@@ -258,7 +258,7 @@ func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 		appended <- nil
 	}()
 	// Fill the journal until an append waits for space.
-	waitUntil(t, "the journal to be full", func() bool { return s.jrnl().Waiting() != "" })
+	waitUntil(t, "the journal to be full", func() bool { return s.journal().Waiting() != "" })
 	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 	f := flushTo(s, time.Minute, &now)
 	ctx := context.Background()
 	for _, rec := range [][]byte{part(t, `{"a":1}`, record.More, 1), part(t, `{"b":1}`, 0, 2)} {
-		if _, err := s.jrnl().Append(ctx, rec); err != nil {
+		if _, err := s.journal().Append(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -303,7 +303,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 	}
 	wantLedger(t, s, map[uint64]string{})
 	now = now.Add(time.Minute + time.Second)
-	if _, err := s.jrnl().Append(ctx, part(t, `{"a":2}`, record.More|record.Cont, 1)); err != nil {
+	if _, err := s.journal().Append(ctx, part(t, `{"a":2}`, record.More|record.Cont, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.flush(); err != nil {
@@ -311,7 +311,7 @@ func TestHoldEndsAfterTheLimit(t *testing.T) {
 	}
 	wantLedger(t, s, map[uint64]string{1: "more/1", 2: "-/1", 3: "more|cont/1"})
 	// An abort after the cut voids nothing: the parts were delivered.
-	if _, err := s.jrnl().Append(ctx, record.AppendAbort(nil, 1, now)); err != nil {
+	if _, err := s.journal().Append(ctx, record.AppendAbort(nil, 1, now)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.flush(); err != nil {

@@ -39,7 +39,7 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for range backlog / len(big) / 32 {
-					if _, err := s.jrnl().Append(context.Background(), big); err != nil {
+					if _, err := s.journal().Append(context.Background(), big); err != nil {
 						b.Error(err)
 						return
 					}
@@ -60,11 +60,11 @@ func BenchmarkRestartWithBacklog(b *testing.B) {
 			b.Fatal(err)
 		}
 		open := time.Since(t0)
-		want := s.jrnl().LastLSN()
+		want := s.journal().LastLSN()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
-		for s.ledg().LastLSN() < want {
+		for s.ledger().LastLSN() < want {
 			time.Sleep(5 * time.Millisecond)
 		}
 		replay := time.Since(t0)

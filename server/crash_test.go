@@ -37,7 +37,7 @@ func crashChild(root string, round int) {
 		go func() {
 			for seq := 0; ; seq++ {
 				writer := round*100 + w
-				lsn, err := s.jrnl().Append(context.Background(), crashRecord(writer, seq))
+				lsn, err := s.journal().Append(context.Background(), crashRecord(writer, seq))
 				if err != nil {
 					return
 				}

@@ -343,8 +343,8 @@ func TestStopWithoutCursorWriteIsClean(t *testing.T) {
 	o.Enabled, o.Hosts = true, []string{es.URL()}
 	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
 	r := start(t, cfg)
-	appendN(t, r.s.jrnl(), 1, 20)
-	cursor := func() uint64 { c, _ := r.s.ledg().Cursor("elasticsearch"); return c }
+	appendN(t, r.s.journal(), 1, 20)
+	cursor := func() uint64 { c, _ := r.s.ledger().Cursor("elasticsearch"); return c }
 	waitUntil(t, "20 documents and the cursor", func() bool { return es.Count() == 20 && cursor() == 20 })
 
 	// A non-empty directory where the cursor's temporary file goes: every
@@ -353,7 +353,7 @@ func TestStopWithoutCursorWriteIsClean(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, r.s.jrnl(), 21, 20)
+	appendN(t, r.s.journal(), 21, 20)
 	waitUntil(t, "40 documents", func() bool { return es.Count() == 40 })
 	r.shutdown(t) // fails the test if Run returns an error
 	if !strings.Contains(r.log.String(), "without persisting its last cursor") {
@@ -372,10 +372,10 @@ func TestStopWithoutCursorWriteIsClean(t *testing.T) {
 	}
 }
 
-// appendVia appends rec through the path the input uses (journalAppender)
+// appendVia appends rec through the path the input uses (stores.Submit)
 // and waits until it is durable.
 func appendVia(ctx context.Context, s *Server, rec []byte) (uint64, error) {
-	d, err := journalAppender{s}.Submit(ctx, rec)
+	d, err := s.stores.Submit(ctx, rec)
 	if err != nil {
 		return 0, err
 	}
@@ -410,7 +410,7 @@ func TestFullLedgerResumes(t *testing.T) {
 	load := startAckLoad(t, r.s, 0)
 	waitUntil(t, "the ledger to fill", func() bool { return r.s.snapshot().waiting["ledger_full"] != "" })
 	waitUntil(t, "journal-full backpressure", func() bool { return r.s.snapshot().waiting["journal_full"] != "" })
-	if l := r.s.ledg(); l.AppendedLSN() != l.LastLSN() {
+	if l := r.s.ledger(); l.AppendedLSN() != l.LastLSN() {
 		t.Errorf("the full ledger holds unsynced records (appended %d, synced %d): no output can pass them", l.AppendedLSN(), l.LastLSN())
 	}
 	held := load.count()

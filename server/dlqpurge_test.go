@@ -112,7 +112,7 @@ func TestDLQPurgeWhileRunning(t *testing.T) {
 	}
 	// Dead letters written and synced (the items metric counts a
 	// rejection when the response arrives, before its dead letter is).
-	dead := func() int { return int(r.s.out.Stats().DeadLettered) }
+	dead := func() int { return int(r.s.output.Stats().DeadLettered) }
 	sending := true
 	for round := 0; sending || dead() < batches*per; round++ {
 		select {

@@ -42,11 +42,7 @@ const flushSyncBytes = 16 << 20
 //     reopened ledger cuts what it never synced, and the flusher resumes at
 //     its LastLSN+1.
 type flusher struct {
-	journal       func() *journal.Journal // the journal in use
-	reopenJournal func() error            // opens a fresh journal and makes it the one in use
-	ledger        func() *ledger.Ledger   // the ledger in use
-	closeLedger   func()                  // stops the ledger's readers (the output), then closes it
-	reopenLedger  func() error            // opens a fresh ledger, makes it the one in use and restarts its readers
+	flusherStores // the journal and the ledger in use
 	interval      time.Duration
 	log           *slog.Logger
 	// fileRecords counts records moved from the journal's files rather
@@ -59,6 +55,16 @@ type flusher struct {
 	// failed ones (batches.go); voidBuf is resolve's buffer.
 	bat     *batches
 	voidBuf []byte
+}
+
+// flusherStores is what the flusher sees of the stores (stores): the
+// journal and the ledger in use, and the replacement of a failed one.
+type flusherStores interface {
+	journal() *journal.Journal // the journal in use
+	reopenJournal() error      // opens a fresh journal and makes it the one in use
+	ledger() *ledger.Ledger    // the ledger in use
+	closeLedger()              // stops the ledger's readers (the output), then closes it
+	reopenLedger() error       // opens a fresh ledger, makes it the one in use and restarts its readers
 }
 
 // newFlusher returns a flusher with its reopeners' messages.

@@ -18,7 +18,7 @@ import (
 func TestStartsOverJournalDamageTheLedgerHolds(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	appendN(t, r.s.jrnl(), 0, 100)
+	appendN(t, r.s.journal(), 0, 100)
 	r.shutdown(t) // the final flush: the ledger holds LSNs 1–100
 	// LSNs 101–120, which the ledger lacks, in the same journal file.
 	j, err := journal.Open(cfg.Journal.Dir, journal.Options{SegmentBytes: 1 << 20, MaxBytes: 64 << 20, MaxGroupBytes: 1 << 20,
@@ -46,9 +46,9 @@ func TestStartsOverJournalDamageTheLedgerHolds(t *testing.T) {
 
 	r = start(t, cfg) // fails the test if Open refuses
 	deadline := time.Now().Add(30 * time.Second)
-	for r.s.ledg().LastLSN() < 120 {
+	for r.s.ledger().LastLSN() < 120 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s the ledger holds up to %d of 120", r.s.ledg().LastLSN())
+			t.Fatalf("after 30s the ledger holds up to %d of 120", r.s.ledger().LastLSN())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -28,8 +28,8 @@ func (l lag) oldestSeconds() float64 {
 // ledger when the output has not read that record yet (Elasticsearch
 // down: the backlog waits unread). Zero without an output or a ledger.
 func (s *Server) outputLag(st state) lag {
-	l := s.ledg()
-	if s.out == nil || l == nil || st.output == nil || l.Err() != nil {
+	l := s.ledger()
+	if s.output == nil || l == nil || st.output == nil || l.Err() != nil {
 		return lag{}
 	}
 	g := st.outputGauges

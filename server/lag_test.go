@@ -135,7 +135,7 @@ func TestLagOfRecordsNotYetRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := s.ledg()
+	l := s.ledger()
 	for lsn := uint64(1); lsn <= 5; lsn++ {
 		if err := l.Append(lsn, testRecord(t, lsn)); err != nil {
 			t.Fatal(err)

@@ -95,7 +95,7 @@ func (s *Server) nodeInfo() NodeInfo {
 	now := time.Now()
 	n := NodeInfo{Name: "logpond", Version: bi.Version, GoVersion: bi.GoVersion, Revision: bi.Revision,
 		Started: s.started, UptimeSeconds: now.Sub(s.started).Seconds(), Now: now}
-	if l := s.ledg(); l != nil {
+	if l := s.ledger(); l != nil {
 		n.StreamID = l.StreamID()
 	}
 	n.NotReady = st.notReady()

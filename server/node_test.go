@@ -51,7 +51,7 @@ func TestNodeInfo(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n.Name != "logpond" || n.Version == "" || n.GoVersion == "" || n.StreamID != r.s.ledg().StreamID() || n.UptimeSeconds <= 0 {
+	if n.Name != "logpond" || n.Version == "" || n.GoVersion == "" || n.StreamID != r.s.ledger().StreamID() || n.UptimeSeconds <= 0 {
 		t.Errorf("node identity: %+v", n)
 	}
 	if n.Input.State != StateOK || n.Input.EventsTotal != per || n.Input.Listen != r.s.BeatsAddr().String() {

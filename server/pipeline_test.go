@@ -99,7 +99,7 @@ func ledgerContents(t *testing.T, cfg *conf.Config) map[uint64][]byte {
 	}
 	defer s.Close()
 	out := map[uint64][]byte{}
-	r := s.ledg().Reader(1)
+	r := s.ledger().Reader(1)
 	defer r.Close()
 	for r.Next() {
 		out[r.LSN()] = append([]byte(nil), r.Record()...)
@@ -113,12 +113,12 @@ func ledgerContents(t *testing.T, cfg *conf.Config) map[uint64][]byte {
 func TestFlusherMovesRecordsAndReleasesJournal(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	lsns := appendN(t, r.s.jrnl(), 0, 3000) // ~3 MiB: several journal generations
+	lsns := appendN(t, r.s.journal(), 0, 3000) // ~3 MiB: several journal generations
 	last := lsns[len(lsns)-1]
 	deadline := time.Now().Add(30 * time.Second)
-	for r.s.ledg().LastLSN() < last || r.s.jrnl().FirstLSN() <= 1 {
+	for r.s.ledger().LastLSN() < last || r.s.journal().FirstLSN() <= 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledg().LastLSN(), last, r.s.jrnl().FirstLSN())
+			t.Fatalf("after 30s the ledger holds up to %d of %d, journal first LSN %d", r.s.ledger().LastLSN(), last, r.s.journal().FirstLSN())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -137,7 +137,7 @@ func TestShutdownFlushesEverything(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Ledger.FlushInterval = conf.Duration(time.Minute) // only the final flush moves them
 	r := start(t, cfg)
-	lsns := appendN(t, r.s.jrnl(), 0, 500)
+	lsns := appendN(t, r.s.journal(), 0, 500)
 	r.shutdown(t)
 	got := ledgerContents(t, cfg)
 	if len(got) != len(lsns) {
@@ -154,13 +154,13 @@ func TestRestartReplaysJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lsns := appendN(t, s.jrnl(), 0, 2000)
+	lsns := appendN(t, s.journal(), 0, 2000)
 	s.Close() // no Run: nothing was flushed
 	r := start(t, cfg)
 	if !strings.Contains(r.log.String(), "to_replay=2000") {
 		t.Errorf("restart log does not report the replay:\n%s", r.log.String())
 	}
-	waitUntil(t, "the replay", func() bool { return r.s.ledg().LastLSN() >= lsns[len(lsns)-1] })
+	waitUntil(t, "the replay", func() bool { return r.s.ledger().LastLSN() >= lsns[len(lsns)-1] })
 	var m dto.Metric
 	if err := r.s.metrics.fileRecords.Write(&m); err != nil {
 		t.Fatal(err)
@@ -179,14 +179,14 @@ func TestRestartReplaysJournal(t *testing.T) {
 func TestReplacedJournal(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	first := appendN(t, r.s.jrnl(), 0, 100)
+	first := appendN(t, r.s.journal(), 0, 100)
 	r.shutdown(t)
 	if err := os.RemoveAll(cfg.Journal.Dir); err != nil {
 		t.Fatal(err)
 	}
 	os.Mkdir(cfg.Journal.Dir, 0o750)
 	r = start(t, cfg)
-	second := appendN(t, r.s.jrnl(), 100, 10)
+	second := appendN(t, r.s.journal(), 100, 10)
 	if second[0] != first[len(first)-1]+1 {
 		t.Fatalf("after replacing the journal the first LSN is %d, want %d", second[0], first[len(first)-1]+1)
 	}
@@ -204,7 +204,7 @@ func TestReplacedJournal(t *testing.T) {
 func TestGapRefusesToStart(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
-	appendN(t, r.s.jrnl(), 0, 10)
+	appendN(t, r.s.journal(), 0, 10)
 	r.shutdown(t)
 	// A journal from elsewhere, starting at LSN 21.
 	os.RemoveAll(cfg.Journal.Dir)
@@ -240,22 +240,22 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	want := map[uint64][]byte{}
 	for i := range n {
 		rec := testRecordText(fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", 100_000)))
-		lsn, err := s.jrnl().Append(context.Background(), rec)
+		lsn, err := s.journal().Append(context.Background(), rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[lsn] = rec
 	}
-	f := newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
+	f := newFlusher(flusher{flusherStores: s.stores, log: slog.New(slog.DiscardHandler)})
 	// No deadline: a flush that waited for space would hang here.
 	if err := f.flush(); !errors.Is(err, ledger.ErrFull) {
 		t.Fatalf("first flush into a full ledger: %v, want ledger.ErrFull", err)
 	}
-	l := s.ledg()
+	l := s.ledger()
 	if l.AppendedLSN() != l.LastLSN() || l.LastLSN() == 0 {
 		t.Fatalf("appended %d, synced %d: a full ledger must leave nothing unsynced", l.AppendedLSN(), l.LastLSN())
 	}
-	if first := s.jrnl().FirstLSN(); first > l.LastLSN()+1 {
+	if first := s.journal().FirstLSN(); first > l.LastLSN()+1 {
 		t.Fatalf("journal starts at %d, ledger synced %d: released records the ledger lacks", first, l.LastLSN())
 	}
 	if err := f.flush(); !errors.Is(err, ledger.ErrFull) {
@@ -273,7 +273,7 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f = newFlusher(flusher{journal: s.jrnl, ledger: s.ledg, log: slog.New(slog.DiscardHandler)})
+	f = newFlusher(flusher{flusherStores: s.stores, log: slog.New(slog.DiscardHandler)})
 	if err := f.flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestRetentionWithoutOutputs(t *testing.T) {
 	var last uint64
 	for n := range uint64(12) {
 		rec := testRecordText(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", 300_000)))
-		lsn, err := r.s.jrnl().Append(context.Background(), rec)
+		lsn, err := r.s.journal().Append(context.Background(), rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,7 +314,7 @@ func TestRetentionWithoutOutputs(t *testing.T) {
 		return len(m)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for r.s.ledg().LastLSN() < last {
+	for r.s.ledger().LastLSN() < last {
 		if time.Now().After(deadline) {
 			t.Fatalf("the ledger never reached LSN %d", last)
 		}
@@ -324,7 +324,7 @@ func TestRetentionWithoutOutputs(t *testing.T) {
 	if before < 3 {
 		t.Fatalf("%d segments: the test needs several", before)
 	}
-	if err := r.s.ledg().SetCursor("replay", last); err != nil {
+	if err := r.s.ledger().SetCursor("replay", last); err != nil {
 		t.Fatal(err)
 	}
 	for segments() >= before {

@@ -136,7 +136,7 @@ func cutUnderLoad(t *testing.T, cfg *conf.Config, writers int, rng *rand.Rand, j
 		wg.Go(func() {
 			for seq := 0; ; seq++ {
 				rec := crashRecord(w, seq)
-				lsn, err := s.jrnl().Append(context.Background(), rec)
+				lsn, err := s.journal().Append(context.Background(), rec)
 				if err != nil || cut.Load() {
 					return
 				}

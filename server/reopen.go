@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/logpond/logpond/internal/waitlog"
+	"golang.org/x/sys/unix"
 )
 
 // The backoff of reopen attempts: the first is a second after the
@@ -31,22 +35,18 @@ type reopener struct {
 	recoveredMsg string // after "<store> recovered: "
 	log          *slog.Logger
 
-	down       bool          // the store failed and is closed
-	nextTry    time.Time     // no reopen attempt before
-	wait       time.Duration // the current backoff
-	episode    bool          // a failure was logged; no recovery since
-	reopenedAt time.Time     // when the store in use was reopened
-	resumeAt   uint64        // its LastLSN then
-	lastErr    string        // the last failed attempt's error, logged at Warn when it changes
+	down       bool            // the store failed and is closed
+	nextTry    time.Time       // no reopen attempt before
+	wait       time.Duration   // the current backoff
+	episode    waitlog.Episode // a failure was logged; no recovery since
+	reopenedAt time.Time       // when the store in use was reopened
+	resumeAt   uint64          // its LastLSN then
+	lastErr    string          // the last failed attempt's error, logged at Warn when it changes
 }
 
 // failed logs the store's failure, once per episode.
 func (r *reopener) failed(err error) {
-	if r.episode {
-		return
-	}
-	r.episode = true
-	r.log.Error(r.store+" failed: "+r.failedMsg, "err", err)
+	r.episode.Enter(r.log, slog.LevelError, r.store+" failed: "+r.failedMsg, "err", err)
 }
 
 // closed records that the failed store is closed: the next attempt to
@@ -87,8 +87,82 @@ func (r *reopener) reopened(last uint64) {
 // backoff interval (one write can fit in the space a tail repair freed,
 // and fail again right after).
 func (r *reopener) check(healthy bool, last uint64) {
-	if r.episode && !r.down && healthy && last > r.resumeAt && time.Since(r.reopenedAt) >= minReopenWait {
-		r.episode, r.wait = false, 0
-		r.log.Info(r.store+" recovered: "+r.recoveredMsg, "last_lsn", last)
+	if r.episode.Active() && !r.down && healthy && last > r.resumeAt && time.Since(r.reopenedAt) >= minReopenWait &&
+		r.episode.Leave(r.log, r.store+" recovered: "+r.recoveredMsg, "last_lsn", last) {
+		r.wait = 0
 	}
+}
+
+// reopenJournal replaces the failed (and closed) journal by a fresh
+// instance of its directory, which re-reads and repairs its tail and cuts
+// what the failed one wrote but never fsynced (journal.Reopen: after a
+// failed write or fsync only a fresh instance resumes). Only the flusher
+// calls it, after moving everything the failed journal made durable.
+func (st *stores) reopenJournal() error {
+	j, err := st.journal().Reopen(st.journalOptions(st.ledger().LastLSN()))
+	if err != nil {
+		return err
+	}
+	st.j.Store(j)
+	return nil
+}
+
+// closeLedger stops what reads the failed ledger in use (the output, which
+// also persists its cursor there), then closes it. Only the flusher calls
+// it. The order matters: an Output must not read, or persist its cursor
+// into, a closed ledger.
+func (st *stores) closeLedger() {
+	if st.readers != nil {
+		if err := st.readers.stop(); err != nil {
+			// Typically the cursor could not be persisted on the full
+			// device: the next Output resends from the older cursor, and
+			// the document ids keep Elasticsearch from storing twice.
+			st.log.Warn("elasticsearch output stopped for the failed ledger with an error", "err", err)
+		}
+	}
+	st.ledger().Close() // returns the failure the flusher logged
+}
+
+// reopenLedger replaces the failed (and closed) ledger by a fresh open of
+// its directory, which cuts what the failed instance never synced (the
+// journal still holds it), and restarts its readers over it (the output,
+// from its persisted cursor). Only the flusher calls it.
+func (st *stores) reopenLedger() error {
+	// A device that is still full would take the reopened ledger's first
+	// write and fail it again: the output would restart, resend from its
+	// cursor and stop again at every attempt. Wait for room first.
+	if err := enoughRoom(st.cfg.Ledger.Dir, minLedgerFree); err != nil {
+		return err
+	}
+	j := st.journal()
+	// The journal in use holds every record from its FirstLSN on; the
+	// flusher releases it only up to what the ledger synced.
+	l, err := st.ledger().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	st.l.Store(l)
+	if st.readers != nil {
+		st.readers.start(l)
+	}
+	return nil
+}
+
+// minLedgerFree is the free space a failed ledger's device needs before
+// the ledger is reopened: one flush step of the flusher.
+const minLedgerFree = flushSyncBytes
+
+// enoughRoom returns an error unless the file system holding dir has at
+// least need bytes free for unprivileged writers.
+func enoughRoom(dir string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("server: free space of %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		// The same words every time: the reopener logs a changed error
+		// at Warn, a repeated one at Debug.
+		return fmt.Errorf("server: less than %d MiB free on the ledger's device (%s); waiting for space", need>>20, dir)
+	}
+	return nil
 }

@@ -54,8 +54,8 @@ func TestReopenerBackoffAndLogOnce(t *testing.T) {
 	r.check(false, 150) // failing again
 	r.check(true, 150)
 	r.check(true, 200)
-	if r.episode || r.wait != 0 {
-		t.Fatalf("after the recovery: episode %v, wait %v", r.episode, r.wait)
+	if r.episode.Active() || r.wait != 0 {
+		t.Fatalf("after the recovery: episode %v, wait %v", r.episode.Active(), r.wait)
 	}
 	log := lb.String()
 	for msg, n := range map[string]int{"ledger failed: down": 1, "ledger recovered: up": 1, "ledger reopened": 2,

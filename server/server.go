@@ -24,41 +24,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/input"
-	"github.com/logpond/logpond/input/lumberjack"
 	"github.com/logpond/logpond/internal/ackwatch"
 	"github.com/logpond/logpond/internal/dirlock"
-	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
-	"github.com/logpond/logpond/output/sprintf"
 )
 
 // Server is an opened logpond instance. Open, then Run, then Close.
 type Server struct {
-	cfg   *conf.Config
-	log   *slog.Logger
-	locks []*dirlock.Lock // journal, ledger; released by Close
-	// jptr is the journal in use. The flusher replaces it when the
-	// journal failed (poisoned: ENOSPC, EIO) and a fresh open succeeds;
-	// everyone else reads it through jrnl.
-	jptr atomic.Pointer[journal.Journal]
-	// lptr is the ledger in use. The flusher replaces it when the ledger
-	// failed (poisoned: ENOSPC, EIO) and a fresh open succeeds; a failed
-	// ledger stays in it, closed, until then. Everyone else reads it
-	// through ledg.
-	lptr    atomic.Pointer[ledger.Ledger]
-	beats   *input.Beats
-	out     *drain     // the Elasticsearch output; nil when output.elasticsearch.enabled = false
-	dlq     *dlq.Store // the Elasticsearch output's dead letters
+	cfg    *conf.Config
+	log    *slog.Logger
+	locks  []*dirlock.Lock // journal, ledger; released by Close
+	stores *stores         // the journal and the ledger in use
+	beats  *input.Beats
+	output *outputRunner // the Elasticsearch output; nil when output.elasticsearch.enabled = false
+	dlq    *dlq.Store    // the Elasticsearch output's dead letters
+	// metrics is the Prometheus collector of /metrics.
 	metrics *metrics
 	// acks watches acknowledgement and journal fsync latency; the output
 	// gives way to acknowledgements while they are slowed.
@@ -85,262 +72,93 @@ type Server struct {
 func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 	// A configuration built in code rather than loaded gets the same
 	// checks as a file.
-	if ps := ConfigChecks(cfg); len(ps) > 0 {
-		msgs := make([]string, len(ps))
-		for i, p := range ps {
-			msgs[i] = p.Key + ": " + p.Msg
-		}
-		return nil, fmt.Errorf("server: configuration: %s", strings.Join(msgs, "; "))
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
 	defer func() {
 		if err != nil {
-			s.removeCreated()
+			s.removeCreated() // closes what was opened
 		}
 	}()
 	s.metrics = newMetrics(s)
-	dirs := []struct{ key, dir string }{
-		{"journal.dir", cfg.Journal.Dir},
-		{"ledger.dir", cfg.Ledger.Dir},
-	}
-	var devs []uint64
-	for _, d := range dirs {
-		abs, err := s.prepareDir(d.key, d.dir)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		l, err := dirlock.Acquire(abs)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("server: %s: %w", d.key, err)
-		}
-		s.locks = append(s.locks, l)
-		var st unix.Stat_t
-		if err := unix.Stat(abs, &st); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("server: stat %s %s: %w", d.key, abs, err)
-		}
-		devs = append(devs, st.Dev)
-	}
-	if devs[0] == devs[1] {
-		// Loud on purpose: with one device, ledger catch-up I/O and page
-		// cache pressure land on the disk every acknowledgement fsyncs to.
-		log.Warn("JOURNAL AND LEDGER SHARE A DEVICE: ledger I/O will slow acknowledgements; put journal.dir and ledger.dir on different devices for production",
-			"journal.dir", cfg.Journal.Dir, "ledger.dir", cfg.Ledger.Dir,
-			"device", fmt.Sprintf("%d:%d", unix.Major(devs[0]), unix.Minor(devs[0])))
-	}
-	if err := s.openStores(); err != nil {
-		s.Close()
+	s.stores = &stores{cfg: cfg, log: log, observeGroup: s.observeGroup}
+	if err := s.lockDirs(); err != nil {
 		return nil, err
 	}
-	b := cfg.Input.Beats
-	limits := lumberjack.DefaultLimits()
-	limits.MaxWindow, limits.MaxEventBytes, limits.MaxBatchBytes = b.MaxWindow, int(b.MaxEventBytes), int64(b.MaxBatchBytes)
-	var tlsCfg *tls.Config
-	if t := b.TLS; t.Cert != "" {
-		var err error
-		if tlsCfg, err = input.TLSConfig(t.Cert, t.Key, t.ClientCA, t.ClientAuth); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("server: input.beats.tls: %w", err)
-		}
+	if err := s.stores.open(); err != nil {
+		return nil, err
+	}
+	s.bootLSN = s.stores.journal().LastLSN()
+	tlsCfg, err := beatsTLS(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.openOutput(); err != nil {
-		s.Close()
 		return nil, err
 	}
 	if err := s.listenAdmin(); err != nil {
-		s.Close()
 		return nil, err
 	}
-	s.beats, err = input.ListenBeats(input.BeatsOptions{
-		TLS:    tlsCfg,
-		Listen: b.Listen, MaxConnections: b.MaxConnections,
-		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
-		MaxInflightBytes: int64(b.MaxInflightBytes),
-		MaxRecordBytes:   MaxRecordBytes(cfg),
-		Limits:           limits,
-		Logger:           log,
-		Acked: func(latency time.Duration, events int) {
-			s.metrics.ack.Observe(latency.Seconds())
-			s.acks.Acked(latency, events)
-		},
-	}, journalAppender{s})
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("server: %w", err)
+	if err := s.listenBeats(tlsCfg); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// openStores opens the ledger, then the journal, in recovery order.
-func (s *Server) openStores() error {
-	start := time.Now()
-	c := s.cfg
-	jfirst, jexists, err := journal.FirstLSNOnDisk(c.Journal.Dir)
+// checkConfig returns ConfigChecks' problems as one error.
+func checkConfig(cfg *conf.Config) error {
+	ps := ConfigChecks(cfg)
+	if len(ps) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Key + ": " + p.Msg
+	}
+	return fmt.Errorf("server: configuration: %s", strings.Join(msgs, "; "))
+}
+
+// observeGroup is told of every journal group commit.
+func (s *Server) observeGroup(records int, bytes int64, fsync time.Duration) {
+	s.metrics.observeGroup(records, bytes, fsync)
+	s.acks.Fsynced(fsync)
+}
+
+// journal is the journal in use (nil once closed).
+func (s *Server) journal() *journal.Journal { return s.stores.journal() }
+
+// ledger is the ledger in use (nil once closed).
+func (s *Server) ledger() *ledger.Ledger { return s.stores.ledger() }
+
+// beatsTLS is the Beats input's TLS configuration, nil without a
+// certificate.
+func beatsTLS(cfg *conf.Config) (*tls.Config, error) {
+	t := cfg.Input.Beats.TLS
+	if t.Cert == "" {
+		return nil, nil
+	}
+	c, err := input.TLSConfig(t.Cert, t.Key, t.ClientCA, t.ClientAuth)
+	if err != nil {
+		return nil, fmt.Errorf("server: input.beats.tls: %w", err)
+	}
+	return c, nil
+}
+
+// listenBeats binds the Beats input; its appends go to the journal in use.
+func (s *Server) listenBeats(tlsCfg *tls.Config) error {
+	opts := beatsOptions(s.cfg)
+	opts.TLS, opts.Logger = tlsCfg, s.log
+	opts.Acked = func(latency time.Duration, events int) {
+		s.metrics.ack.Observe(latency.Seconds())
+		s.acks.Acked(latency, events)
+	}
+	b, err := input.ListenBeats(opts, s.stores)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	l, err := ledger.Open(c.Ledger.Dir, ledger.Options{
-		SegmentBytes: int64(c.Ledger.SegmentBytes),
-		MaxBytes:     int64(c.Ledger.MaxBytes),
-		Retention:    time.Duration(c.Ledger.Retention),
-		DirectIO:     c.Ledger.DirectIO,
-		// The journal can replay lsn if it has not released it.
-		Covered: func(lsn uint64) bool { return jexists && jfirst <= lsn },
-		Logger:  s.log,
-	})
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.lptr.Store(l)
-	ledgerLast := l.LastLSN()
-	if !jexists && ledgerLast > 0 {
-		s.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",
-			"journal.dir", c.Journal.Dir, "ledger_last_lsn", ledgerLast)
-	}
-	j, err := s.openJournal(ledgerLast)
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.jptr.Store(j)
-	s.bootLSN = j.LastLSN()
-	// The journal must hold everything after the ledger's last LSN. Its
-	// first LSN (its last + 1 when it holds no record) beyond ledgerLast+1
-	// means records are in neither store: lost ledger writes whose journal
-	// copies were already released, or a journal from elsewhere.
-	jFirst, jLast := j.FirstLSN(), j.LastLSN()
-	if jFirst > ledgerLast+1 {
-		return fmt.Errorf("server: the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store; refusing to start (inspect with `ledgerctl -journal %s -ledger %s segments`)",
-			jFirst, ledgerLast, ledgerLast+1, jFirst-1, c.Journal.Dir, c.Ledger.Dir)
-	}
-	s.log.Info("stores recovered", "took", time.Since(start).Round(time.Millisecond).String(),
-		"stream_id", l.StreamID(), "ledger_last_lsn", ledgerLast,
-		"journal_first_lsn", jFirst, "journal_last_lsn", jLast, "to_replay", jLast-min(jLast, ledgerLast))
+	s.beats = b
 	return nil
-}
-
-// openJournal opens the journal; its LSNs continue after startAfter (the
-// ledger's last) or its own last, whichever is larger.
-func (s *Server) openJournal(startAfter uint64) (*journal.Journal, error) {
-	return journal.Open(s.cfg.Journal.Dir, s.journalOptions(startAfter))
-}
-
-// journalOptions are the journal's options from the configuration, for a
-// ledger whose last LSN is startAfter.
-func (s *Server) journalOptions(startAfter uint64) journal.Options {
-	c := s.cfg.Journal
-	return journal.Options{
-		SegmentBytes:  int64(c.SegmentBytes),
-		MaxBytes:      int64(c.MaxBytes),
-		MaxGroupWait:  time.Duration(c.MaxGroupWait),
-		MaxGroupBytes: int64(c.MaxGroupBytes),
-		SpareSegments: c.SpareSegments,
-		StartAfter:    startAfter,
-		// The ledger holds every record up to its last LSN: damage to
-		// their journal copies loses nothing, and must not stop logpond.
-		Settled: startAfter,
-		// The flusher's normal path: recent records in memory, so it
-		// rarely reads the journal's files (it is woken as they fill).
-		TailBytes: s.cfg.JournalTailBytes(),
-		Logger:    s.log,
-		ObserveGroup: func(records int, bytes int64, fsync time.Duration) {
-			s.metrics.observeGroup(records, bytes, fsync)
-			s.acks.Fsynced(fsync)
-		},
-	}
-}
-
-// reopenJournal replaces the failed (and closed) journal by a fresh
-// instance of its directory, which re-reads and repairs its tail and cuts
-// what the failed one wrote but never fsynced (journal.Reopen: after a
-// failed write or fsync only a fresh instance resumes). Only the flusher
-// calls it, after moving everything the failed journal made durable.
-func (s *Server) reopenJournal() error {
-	j, err := s.jrnl().Reopen(s.journalOptions(s.ledg().LastLSN()))
-	if err != nil {
-		return err
-	}
-	s.jptr.Store(j)
-	return nil
-}
-
-// jrnl is the journal in use (nil once closed).
-func (s *Server) jrnl() *journal.Journal { return s.jptr.Load() }
-
-// closeLedger stops what reads the failed ledger in use (the output, which
-// also persists its cursor there), then closes it. Only the flusher calls
-// it. The order matters: an Output must not read, or persist its cursor
-// into, a closed ledger.
-func (s *Server) closeLedger() {
-	if s.out != nil {
-		if err := s.out.stop(); err != nil {
-			// Typically the cursor could not be persisted on the full
-			// device: the next Output resends from the older cursor, and
-			// the document ids keep Elasticsearch from storing twice.
-			s.log.Warn("elasticsearch output stopped for the failed ledger with an error", "err", err)
-		}
-	}
-	s.ledg().Close() // returns the failure the flusher logged
-}
-
-// reopenLedger replaces the failed (and closed) ledger by a fresh open of
-// its directory, which cuts what the failed instance never synced (the
-// journal still holds it), and restarts the output over it from its
-// persisted cursor. Only the flusher calls it.
-func (s *Server) reopenLedger() error {
-	// A device that is still full would take the reopened ledger's first
-	// write and fail it again: the output would restart, resend from its
-	// cursor and stop again at every attempt. Wait for room first.
-	if err := enoughRoom(s.cfg.Ledger.Dir, minLedgerFree); err != nil {
-		return err
-	}
-	j := s.jrnl()
-	// The journal in use holds every record from its FirstLSN on; the
-	// flusher releases it only up to what the ledger synced.
-	l, err := s.ledg().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.lptr.Store(l)
-	if s.out != nil {
-		s.out.start(l)
-	}
-	return nil
-}
-
-// minLedgerFree is the free space a failed ledger's device needs before
-// the ledger is reopened: one flush step of the flusher.
-const minLedgerFree = flushSyncBytes
-
-// enoughRoom returns an error unless the file system holding dir has at
-// least need bytes free for unprivileged writers.
-func enoughRoom(dir string, need int64) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("server: free space of %s: %w", dir, err)
-	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
-		// The same words every time: the reopener logs a changed error
-		// at Warn, a repeated one at Debug.
-		return fmt.Errorf("server: less than %d MiB free on the ledger's device (%s); waiting for space", need>>20, dir)
-	}
-	return nil
-}
-
-// ledg is the ledger in use (nil once closed).
-func (s *Server) ledg() *ledger.Ledger { return s.lptr.Load() }
-
-// journalAppender gives the input whichever journal is in use, so that a
-// reopened journal takes appends without restarting the input.
-type journalAppender struct{ s *Server }
-
-func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable, error) {
-	p, err := a.s.jrnl().Submit(ctx, rec)
-	if err != nil {
-		return nil, err // not a typed nil in an interface
-	}
-	return p, nil
 }
 
 // deadLetterDir is where the Elasticsearch output keeps dead letters:
@@ -348,30 +166,20 @@ func (a journalAppender) Submit(ctx context.Context, rec []byte) (input.Durable,
 // lock (docs/design.md, §7).
 func deadLetterDir(ledgerDir string) string { return dlq.Dir(ledgerDir, "elasticsearch") }
 
-// elasticsearchCursor names the Elasticsearch output's ledger cursor.
-const elasticsearchCursor = "elasticsearch"
-
 // openOutput prepares the Elasticsearch output (it contacts nobody before
-// Run).
+// Run) and its dead-letter store.
 func (s *Server) openOutput() error {
 	c := s.cfg.Output.Elasticsearch
 	if !c.Enabled {
 		s.log.Warn("output.elasticsearch.enabled = false: nothing drains the ledger; ingest stops when it reaches ledger.max_bytes")
 		return nil
 	}
-	index, err := sprintf.Compile(c.Index)
+	opts, err := elasticsearchOptions(s.cfg)
 	if err != nil {
-		return fmt.Errorf("server: output.elasticsearch.index: %w", err)
+		return err
 	}
-	var pipeline *sprintf.Format
-	if c.Pipeline != "" {
-		if pipeline, err = sprintf.Compile(c.Pipeline); err != nil {
-			return fmt.Errorf("server: output.elasticsearch.pipeline: %w", err)
-		}
-	}
-	var ca []byte
 	if c.TLS.CA != "" {
-		if ca, err = os.ReadFile(c.TLS.CA); err != nil {
+		if opts.CACert, err = os.ReadFile(c.TLS.CA); err != nil {
 			return fmt.Errorf("server: output.elasticsearch.tls.ca: %w", err)
 		}
 	}
@@ -381,87 +189,17 @@ func (s *Server) openOutput() error {
 	if _, err := s.prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
 		return err
 	}
-	// A dead-letter file must hold the largest event the input accepts
-	// (plus 1MiB for the entry's other fields); conf checked that four such
-	// files fit in dead_letter_max_bytes.
-	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(s.cfg.Input.Beats.MaxEventBytes)+1<<20)
-	s.dlq, err = dlq.Open(dir, dlq.Options{MaxBytes: int64(c.DeadLetterMaxBytes), SegmentBytes: segment,
-		MaxAge: time.Duration(c.DeadLetterMaxAge), Logger: s.log})
-	if err != nil {
+	dopts := deadLetterOptions(s.cfg)
+	dopts.Logger = s.log
+	if s.dlq, err = dlq.Open(dir, dopts); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.out, err = newDrain(s.ledg(), elasticsearch.Options{
-		Hosts: c.Hosts, Username: c.Username, Password: elasticsearch.NewSecret(c.Password), APIKey: elasticsearch.NewSecret(c.APIKey),
-		CACert: ca, InsecureSkipVerify: c.TLS.VerificationMode == "none",
-		Index: index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
-		DerivedIDs: c.DocumentID == "auto",
-		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed", Local: s.acks, FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
-		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
-		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
-		Cursor: elasticsearchCursor, DeadLetters: s.dlq, Logger: s.log,
-		Observer: esObserver{s.metrics},
-	})
-	if err != nil {
+	opts.Local, opts.DeadLetters, opts.Logger, opts.Observer = s.acks, s.dlq, s.log, esObserver{s.metrics}
+	if s.output, err = newOutputRunner(s.ledger(), opts); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	s.stores.readers = s.output
 	return nil
-}
-
-// prepareDir is the package's prepareDir, remembering the directories it
-// creates for removeCreated.
-func (s *Server) prepareDir(key, dir string) (string, error) {
-	abs, created, err := prepareDir(key, dir)
-	if created {
-		s.created = append(s.created, abs)
-	}
-	return abs, err
-}
-
-// removeCreated closes what a failed Open opened and removes the
-// directories it created, newest first, so that a failed start leaves
-// nothing behind (they hold only what this Open wrote: nothing was
-// acknowledged into them).
-func (s *Server) removeCreated() {
-	s.Close()
-	for i := len(s.created) - 1; i >= 0; i-- {
-		if err := os.RemoveAll(s.created[i]); err != nil {
-			s.log.Warn("removing a directory the failed start created", "dir", s.created[i], "err", err)
-		}
-	}
-	s.created = nil
-}
-
-// prepareDir returns the absolute form of dir, creating dir when its parent
-// exists (created says so). A missing parent is an error rather than a
-// MkdirAll, so a typo in the configuration does not silently create a tree
-// somewhere else.
-func prepareDir(key, dir string) (abs string, created bool, err error) {
-	abs, err = filepath.Abs(dir)
-	if err != nil {
-		return "", false, fmt.Errorf("server: %s %q: %w", key, dir, err)
-	}
-	st, err := os.Stat(abs)
-	switch {
-	case err == nil && !st.IsDir():
-		return "", false, fmt.Errorf("server: %s %s is not a directory: point %s at a directory", key, abs, key)
-	case err == nil:
-		return abs, false, nil
-	case !errors.Is(err, os.ErrNotExist):
-		return "", false, fmt.Errorf("server: %s %s: %w", key, abs, err)
-	}
-	parent := filepath.Dir(abs)
-	if _, err := os.Stat(parent); err != nil {
-		return "", false, fmt.Errorf("server: %s %s: parent directory %s does not exist: create it, or fix %s", key, abs, parent, key)
-	}
-	if err := os.Mkdir(abs, 0o750); err != nil {
-		return "", false, fmt.Errorf("server: create %s %s: %w", key, abs, err)
-	}
-	// fsync the parent so the new directory's entry survives a power cut
-	// before anything inside it is relied on.
-	if err := fsutil.SyncDir(parent); err != nil {
-		return abs, true, fmt.Errorf("server: create %s %s: %w", key, abs, err)
-	}
-	return abs, true, nil
 }
 
 // Run runs the pipeline until ctx is done, then stops it in order: the
@@ -469,66 +207,91 @@ func prepareDir(key, dir string) (abs string, created bool, err error) {
 // everything durable into the ledger and syncs it, and the ledger closes.
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
+	p := s.startPipeline()
+	var runErr, oerr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-p.flusherDone:
+		s.log.Error("flusher failed", "err", runErr)
+	case oerr = <-p.outputFailed:
+		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
+	}
+	return s.stopPipeline(p, runErr, oerr)
+}
+
+// pipeline is what Run started: every goroutine with its way to stop and
+// its end.
+type pipeline struct {
+	flusher     *flusher
+	stopFlusher context.CancelFunc
+	flusherDone chan error // the flusher's run result
+	beatsDone   chan error // the input's Serve result
+	// stopWatchers stops the summary and the start-up check of
+	// Elasticsearch; summaryDone and pingDone close when they ended.
+	stopWatchers          context.CancelFunc
+	summaryDone, pingDone chan struct{}
+	// outputFailed stays nil (never ready) when the output is disabled.
+	outputFailed <-chan error
+}
+
+// startPipeline starts the admin endpoint, the output, the input, the
+// flusher, the summary and the start-up check of Elasticsearch.
+func (s *Server) startPipeline() *pipeline {
 	c := s.cfg
+	p := &pipeline{flusherDone: make(chan error, 1), beatsDone: make(chan error, 1),
+		summaryDone: make(chan struct{}), pingDone: make(chan struct{})}
 	s.started = time.Now()
 	s.startAdmin()
-	// outputFailed stays nil (never ready) when the output is disabled.
-	var outputFailed <-chan error
-	if s.out != nil {
-		outputFailed = s.out.failed
-		s.out.start(s.ledg())
+	if s.output != nil {
+		p.outputFailed = s.output.failed
+		s.output.start(s.ledger())
 	}
-	beatsDone := make(chan error, 1)
-	go func() { beatsDone <- s.beats.Serve() }()
+	go func() { p.beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
-	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
-		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
+	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
 		bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.run(fctx) }()
+	p.stopFlusher = stopFlusher
+	go func() { p.flusherDone <- p.flusher.run(fctx) }()
 
 	// The summary reads the components, and the start-up check of
 	// Elasticsearch uses the output's client: both stop before those do.
-	sctx, stopSummary := context.WithCancel(context.Background())
-	summaryDone := make(chan struct{})
+	sctx, stopWatchers := context.WithCancel(context.Background())
+	p.stopWatchers = stopWatchers
 	go func() {
-		defer close(summaryDone)
+		defer close(p.summaryDone)
 		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
 			s.summarize(sctx, every)
 		}
 	}()
-	pingDone := make(chan struct{})
 	go func() {
-		defer close(pingDone)
-		if s.out == nil {
+		defer close(p.pingDone)
+		if s.output == nil {
 			return
 		}
-		if o := s.out.current(); o != nil {
+		if o := s.output.current(); o != nil {
 			s.pingElasticsearch(sctx, o)
 		}
 	}()
+	return p
+}
 
-	var runErr, oerr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-done:
-		s.log.Error("flusher failed", "err", runErr)
-	case oerr = <-outputFailed:
-		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
-	}
+// stopPipeline stops what startPipeline started, in order, and closes the
+// stores; runErr is the flusher's failure and oerr the output's, if either
+// ended Run.
+func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	start := time.Now()
-	stopSummary()
-	<-summaryDone
-	<-pingDone
+	p.stopWatchers()
+	<-p.summaryDone
+	<-p.pingDone
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
 	// The output stops first, so that its cursor is persisted while the
-	// ledger is still open; closing the drain also keeps the flusher from
+	// ledger is still open; closing the runner also keeps the flusher from
 	// starting another Output over a ledger it reopens meanwhile.
-	if s.out != nil {
-		cerr := s.out.close()
+	if s.output != nil {
+		cerr := s.output.close()
 		if cerr != nil && !hasOtherError(cerr, elasticsearch.ErrCursorNotSaved) {
 			// Its device is full, say: a restart resends the events after
 			// the persisted cursor under the same ids, so the stop is
@@ -543,44 +306,27 @@ func (s *Server) Run(ctx context.Context) error {
 	// flusher's last pass, so that every acknowledged record is in the
 	// ledger when we exit.
 	berr := s.beats.Close()
-	if err := <-beatsDone; err != nil && berr == nil {
+	if err := <-p.beatsDone; err != nil && berr == nil {
 		berr = err
 	}
 	s.beats = nil
-	j := s.jrnl()
-	jerr := j.Close()
-	if errors.Is(jerr, journal.ErrClosed) || j.Err() != nil {
-		// The flusher closed a failed journal it could not reopen yet, or
-		// it is still failed (waiting for a failed ledger): the failure was
-		// logged, and everything it acknowledged is durable in it for the
-		// final flush or the next start.
-		jerr = nil
-	}
-	stopFlusher()
+	jerr := s.stores.closeJournalAtStop()
+	p.stopFlusher()
 	if runErr == nil {
-		runErr = <-done
+		runErr = <-p.flusherDone
 	}
 	// The final flush never waits for space: a full ledger leaves the
 	// rest in the journal, replayed at the next start.
 	var ferr error
 	if runErr == nil {
-		ferr = f.finish()
+		ferr = p.flusher.finish()
 	}
 	var derr error
 	if s.dlq != nil {
 		derr = s.dlq.Close()
 	}
-	l := s.ledg()
-	lerr := l.Close()
-	if l.Err() != nil {
-		// A failed ledger (closed by the flusher already, or failing in
-		// the final flush) does not fail the stop: it was logged, and the
-		// journal keeps what the ledger lacks for the next start.
-		lerr = nil
-	}
-	s.jptr.Store(nil)
-	s.lptr.Store(nil)
-	s.dlq, s.out = nil, nil
+	lerr := s.stores.closeLedgerAtStop()
+	s.dlq, s.output = nil, nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
@@ -597,15 +343,12 @@ func (s *Server) Close() error {
 		errs = append(errs, s.beats.Close())
 		s.beats = nil
 	}
-	if j := s.jptr.Swap(nil); j != nil {
-		errs = append(errs, j.Close())
+	if s.stores != nil {
+		errs = append(errs, s.stores.close())
 	}
 	if s.dlq != nil {
 		errs = append(errs, s.dlq.Close())
 		s.dlq = nil
-	}
-	if l := s.lptr.Swap(nil); l != nil {
-		errs = append(errs, l.Close())
 	}
 	for _, l := range s.locks {
 		errs = append(errs, l.Release())

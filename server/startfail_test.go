@@ -67,7 +67,7 @@ func TestFailedStartLeavesNoDirectories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stream := s.ledg().StreamID()
+		stream := s.ledger().StreamID()
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestFailedStartLeavesNoDirectories(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if got := s.ledg().StreamID(); got != stream {
+		if got := s.ledger().StreamID(); got != stream {
 			t.Errorf("the ledger's stream id changed from %s to %s: the existing ledger was removed", stream, got)
 		}
 	})

@@ -46,7 +46,7 @@ func (s *Server) summarize(ctx context.Context, every time.Duration) {
 		now := st.totals()
 		args := []any{"interval", every.String(),
 			"events_in", now.eventsIn - last.eventsIn, "events_out", now.eventsOut - last.eventsOut}
-		if s.out != nil {
+		if s.output != nil {
 			lg := s.outputLag(st)
 			args = append(args, "events_dead", now.dead-last.dead, "items_retried", now.retried-last.retried,
 				"requests_failed", now.failedRequests-last.failedRequests,

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -86,10 +87,9 @@ func (s *Store) reserve(ctx context.Context, need int64) (err error) {
 	defer func() {
 		s.mu.Lock()
 		s.waiters--
-		if s.waiting != "" && s.waiters == 0 {
+		if s.waiters == 0 && s.full.Active() && s.full.Leave(s.log, "dlq: Append no longer waits for space", "dir", s.dir, "used_bytes", s.disk+s.reserved, "max_bytes", s.opts.MaxBytes, "err", err) {
 			// Every Append that waited has given up.
 			s.waiting = ""
-			s.log.Info("dlq: Append no longer waits for space", "dir", s.dir, "used_bytes", s.disk+s.reserved, "max_bytes", s.opts.MaxBytes, "err", err)
 		}
 		s.mu.Unlock()
 	}()
@@ -116,16 +116,14 @@ func (s *Store) reserve(ctx context.Context, need int64) (err error) {
 		used := s.disk + s.reserved
 		if used+need <= s.opts.MaxBytes {
 			s.reserved += need
-			if s.waiting != "" {
+			if s.full.Active() && s.full.Leave(s.log, "dlq: space again: Append continues", "dir", s.dir, "used_bytes", used, "max_bytes", s.opts.MaxBytes) {
 				s.waiting = ""
-				s.log.Info("dlq: space again: Append continues", "dir", s.dir, "used_bytes", used, "max_bytes", s.opts.MaxBytes)
 			}
 			s.mu.Unlock()
 			return nil
 		}
-		if s.waiting == "" {
+		if s.full.Enter(s.log, slog.LevelWarn, "dlq: store full: Append waits until entries are purged; the output's cursor stops", "dir", s.dir, "used_bytes", used, "max_bytes", s.opts.MaxBytes) {
 			s.waiting = fmt.Sprintf("dead-letter store %s full: %d of max_bytes %d used; waiting for re-driven entries to be purged", s.dir, used, s.opts.MaxBytes)
-			s.log.Warn("dlq: store full: Append waits until entries are purged; the output's cursor stops", "dir", s.dir, "used_bytes", used, "max_bytes", s.opts.MaxBytes)
 		}
 		freed := s.freed
 		s.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"github.com/logpond/logpond/internal/dirlock"
 	"github.com/logpond/logpond/internal/framelog"
 	"github.com/logpond/logpond/internal/fsutil"
+	"github.com/logpond/logpond/internal/waitlog"
 )
 
 // Entry is one event that Elasticsearch rejected for good, with why.
@@ -174,13 +175,14 @@ type Store struct {
 	// is enough to read it.
 	files []fileInfo // oldest first; the last is the open one
 	// Guarded by mu.
-	disk     int64         // sum of files' sizes
-	reserved int64         // bytes admitted but not yet written
-	queue    []*pending    // admitted, waiting for a committer
-	freed    chan struct{} // closed and replaced when space may have been freed
-	waiting  string        // why Append waits, "" when none does
-	waiters  int           // Appends inside admit
-	poisoned error         // the first write or sync failure
+	disk     int64           // sum of files' sizes
+	reserved int64           // bytes admitted but not yet written
+	queue    []*pending      // admitted, waiting for a committer
+	freed    chan struct{}   // closed and replaced when space may have been freed
+	waiting  string          // why Append waits, "" when none does
+	full     waitlog.Episode // Appends wait for space (waiting is set)
+	waiters  int             // Appends inside admit
+	poisoned error           // the first write or sync failure
 	closed   bool
 }
 

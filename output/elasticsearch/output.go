@@ -17,6 +17,7 @@ import (
 	es "github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/logpond/logpond/internal/hosturl"
+	"github.com/logpond/logpond/internal/waitlog"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/sprintf"
@@ -157,9 +158,8 @@ type Output struct {
 
 	live atomic.Pointer[live] // the running drain's state, for Stats
 
-	mu         sync.Mutex // guards the outage state below
-	down       bool       // the last request failed as a whole
-	downFrom   time.Time
+	mu         sync.Mutex      // guards the outage state below
+	down       waitlog.Episode // the last request failed as a whole
 	downReason string
 }
 

@@ -172,7 +172,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 		for ev := range rec.Events() {
 			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch, &w.names); dead != nil {
 				// Nothing to send: keep it, then count it done.
-				if err := o.bury(ctx, []dlq.Entry{*dead}); err != nil {
+				if err := o.appendDeadLetters(ctx, []dlq.Entry{*dead}); err != nil {
 					return err
 				}
 				if err := w.tr.finish(cr.lsn, 1); err != nil {

@@ -137,8 +137,8 @@ type live struct {
 func (o *Output) Waiting() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.down {
-		return fmt.Sprintf("elasticsearch failing requests since %s: %s", o.downFrom.Format(time.RFC3339), o.downReason)
+	if o.down.Active() {
+		return fmt.Sprintf("elasticsearch failing requests since %s: %s", o.down.Began().Format(time.RFC3339), o.downReason)
 	}
 	return ""
 }

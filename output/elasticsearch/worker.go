@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"time"
 
@@ -175,7 +176,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 		}
 		o.stats.refused.Add(1)
 		if len(items) == 1 {
-			return w.bury(ctx, b, items, status, errType, why)
+			return w.deadLetterItems(ctx, b, items, status, errType, why)
 		}
 		o.log.Warn("elasticsearch refused a whole bulk request: splitting it to isolate the events that cause it",
 			"status", status, "type", errType, "reason", why, "events", len(items))
@@ -254,7 +255,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	}
 	o.count(tally)
 	if len(dead) > 0 {
-		return w.buryResults(ctx, b, dead, deadResults)
+		return w.deadLetterResults(ctx, b, dead, deadResults)
 	}
 	return nil
 }
@@ -357,20 +358,20 @@ func (r *itemRun) flush() error {
 	return err
 }
 
-// bury dead-letters items that all failed for one reason, then counts
+// deadLetterItems dead-letters items that all failed for one reason, then counts
 // them done.
-func (w *worker) bury(ctx context.Context, b *batch, items []item, status int, errType, reason string) error {
+func (w *worker) deadLetterItems(ctx context.Context, b *batch, items []item, status int, errType, reason string) error {
 	results := make([]itemResult, len(items))
 	for i := range results {
 		results[i] = itemResult{status: status, errType: errType, reason: reason}
 	}
-	return w.buryResults(ctx, b, items, results)
+	return w.deadLetterResults(ctx, b, items, results)
 }
 
-// buryResults writes one dead letter per item (synced), and only then
+// deadLetterResults writes one dead letter per item (synced), and only then
 // marks the items done, so that the cursor never passes an event that is
 // neither in Elasticsearch nor in the dead-letter store.
-func (w *worker) buryResults(ctx context.Context, b *batch, items []item, results []itemResult) error {
+func (w *worker) deadLetterResults(ctx context.Context, b *batch, items []item, results []itemResult) error {
 	o := w.o
 	events, received, err := o.originals(items)
 	if err != nil {
@@ -387,7 +388,7 @@ func (w *worker) buryResults(ctx context.Context, b *batch, items []item, result
 		o.log.Warn("event dead-lettered: Elasticsearch rejected it for good", "lsn", it.lsn, "position", it.pos,
 			"index", index, "status", r.status, "type", r.errType, "reason", r.reason)
 	}
-	if err := o.bury(ctx, entries); err != nil {
+	if err := o.appendDeadLetters(ctx, entries); err != nil {
 		return err
 	}
 	run := itemRun{w: w}
@@ -399,8 +400,8 @@ func (w *worker) buryResults(ctx context.Context, b *batch, items []item, result
 	return run.flush()
 }
 
-// bury appends entries to the dead-letter store (durable when it returns).
-func (o *Output) bury(ctx context.Context, entries []dlq.Entry) error {
+// appendDeadLetters appends entries to the dead-letter store (durable when it returns).
+func (o *Output) appendDeadLetters(ctx context.Context, entries []dlq.Entry) error {
 	if err := o.opts.DeadLetters.Append(ctx, entries); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -489,12 +490,9 @@ func (o *Output) outage(reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.downReason = reason
-	if o.down {
-		return
+	if o.down.Enter(o.log, slog.LevelWarn, "elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason) {
+		o.stats.outages.Add(1)
 	}
-	o.down, o.downFrom = true, time.Now()
-	o.stats.outages.Add(1)
-	o.log.Warn("elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason)
 }
 
 // reachable ends an outage (the wait state's exit), logging how long it
@@ -502,9 +500,7 @@ func (o *Output) outage(reason string) {
 func (o *Output) reachable() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down {
-		return
+	if o.down.Active() { // the args cost allocations on every answered request
+		o.down.Leave(o.log, "elasticsearch is answering again", "outage", o.down.Lasted().Round(time.Millisecond).String())
 	}
-	o.down = false
-	o.log.Info("elasticsearch is answering again", "outage", time.Since(o.downFrom).Round(time.Millisecond).String())
 }

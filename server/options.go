@@ -1,0 +1,116 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/input"
+	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// The functions of this file turn the configuration into each component's
+// options. They are pure: no file is read and nothing is opened, so each
+// mapping is tested on its own. What is not configuration (loggers, metric
+// hooks, the stores and the output they connect to, files such as TLS
+// certificates) is added by the caller.
+
+// journalOptions are the journal's options for a ledger whose last LSN is
+// startAfter: its LSNs continue after it (or after the journal's own last,
+// whichever is larger). Logger and ObserveGroup are left to the caller.
+func journalOptions(cfg *conf.Config, startAfter uint64) journal.Options {
+	c := cfg.Journal
+	return journal.Options{
+		SegmentBytes:  int64(c.SegmentBytes),
+		MaxBytes:      int64(c.MaxBytes),
+		MaxGroupWait:  time.Duration(c.MaxGroupWait),
+		MaxGroupBytes: int64(c.MaxGroupBytes),
+		SpareSegments: c.SpareSegments,
+		StartAfter:    startAfter,
+		// The ledger holds every record up to its last LSN: damage to
+		// their journal copies loses nothing, and must not stop logpond.
+		Settled: startAfter,
+		// The flusher's normal path: recent records in memory, so it
+		// rarely reads the journal's files (it is woken as they fill).
+		TailBytes: cfg.JournalTailBytes(),
+	}
+}
+
+// ledgerOptions are the ledger's options. Covered (which LSNs the journal
+// can replay) and Logger are left to the caller.
+func ledgerOptions(cfg *conf.Config) ledger.Options {
+	c := cfg.Ledger
+	return ledger.Options{
+		SegmentBytes: int64(c.SegmentBytes),
+		MaxBytes:     int64(c.MaxBytes),
+		Retention:    time.Duration(c.Retention),
+		DirectIO:     c.DirectIO,
+	}
+}
+
+// deadLetterOptions are the Elasticsearch output's dead-letter store's
+// options. Logger is left to the caller.
+func deadLetterOptions(cfg *conf.Config) dlq.Options {
+	c := cfg.Output.Elasticsearch
+	// A dead-letter file must hold the largest event the input accepts
+	// (plus 1MiB for the entry's other fields); conf checked that four such
+	// files fit in dead_letter_max_bytes.
+	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(cfg.Input.Beats.MaxEventBytes)+1<<20)
+	return dlq.Options{
+		MaxBytes:     int64(c.DeadLetterMaxBytes),
+		SegmentBytes: segment,
+		MaxAge:       time.Duration(c.DeadLetterMaxAge),
+	}
+}
+
+// elasticsearchCursor names the Elasticsearch output's ledger cursor.
+const elasticsearchCursor = "elasticsearch"
+
+// elasticsearchOptions are the Elasticsearch output's options. CACert
+// (read from output.elasticsearch.tls.ca), Local, DeadLetters, Logger and
+// Observer are left to the caller. It fails when the index or pipeline
+// template does not compile.
+func elasticsearchOptions(cfg *conf.Config) (elasticsearch.Options, error) {
+	c := cfg.Output.Elasticsearch
+	index, err := sprintf.Compile(c.Index)
+	if err != nil {
+		return elasticsearch.Options{}, fmt.Errorf("server: output.elasticsearch.index: %w", err)
+	}
+	var pipeline *sprintf.Format
+	if c.Pipeline != "" {
+		if pipeline, err = sprintf.Compile(c.Pipeline); err != nil {
+			return elasticsearch.Options{}, fmt.Errorf("server: output.elasticsearch.pipeline: %w", err)
+		}
+	}
+	return elasticsearch.Options{
+		Hosts: c.Hosts, Username: c.Username, Password: elasticsearch.NewSecret(c.Password), APIKey: elasticsearch.NewSecret(c.APIKey),
+		InsecureSkipVerify: c.TLS.VerificationMode == "none",
+		Index:              index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
+		DerivedIDs: c.DocumentID == "auto",
+		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed",
+		FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
+		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
+		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
+		Cursor: elasticsearchCursor,
+	}, nil
+}
+
+// beatsOptions are the Beats input's options. TLS (read from the
+// certificate files), Logger and Acked are left to the caller.
+func beatsOptions(cfg *conf.Config) input.BeatsOptions {
+	b := cfg.Input.Beats
+	limits := lumberjack.DefaultLimits()
+	limits.MaxWindow, limits.MaxEventBytes, limits.MaxBatchBytes = b.MaxWindow, int(b.MaxEventBytes), int64(b.MaxBatchBytes)
+	return input.BeatsOptions{
+		Listen: b.Listen, MaxConnections: b.MaxConnections,
+		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
+		MaxInflightBytes: int64(b.MaxInflightBytes),
+		MaxRecordBytes:   MaxRecordBytes(cfg),
+		Limits:           limits,
+	}
+}

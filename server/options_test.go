@@ -1,0 +1,184 @@
+package server
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// configWith is the default configuration changed by edit.
+func configWith(edit func(c *conf.Config)) *conf.Config {
+	c := conf.Default()
+	if edit != nil {
+		edit(&c)
+	}
+	return &c
+}
+
+func TestJournalOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        *conf.Config
+		startAfter uint64
+		want       journal.Options
+	}{
+		{"defaults, new ledger", configWith(nil), 0, journal.Options{
+			SegmentBytes: 64 << 20, MaxBytes: 1 << 30, MaxGroupBytes: 2 << 20, SpareSegments: 2,
+			TailBytes: 16 << 20, // 8 × max_group_bytes
+		}},
+		{"every key set, ledger at 41", configWith(func(c *conf.Config) {
+			c.Journal.SegmentBytes, c.Journal.MaxBytes = 8<<20, 128<<20
+			c.Journal.MaxGroupWait, c.Journal.MaxGroupBytes = conf.Duration(2*time.Millisecond), 4<<20
+			c.Journal.SpareSegments = 0
+		}), 41, journal.Options{
+			SegmentBytes: 8 << 20, MaxBytes: 128 << 20, MaxGroupWait: 2 * time.Millisecond, MaxGroupBytes: 4 << 20,
+			StartAfter: 41, Settled: 41,
+			TailBytes: 8 << 20, // 8 × max_group_bytes, at most segment_bytes
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := journalOptions(tc.cfg, tc.startAfter); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLedgerOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *conf.Config
+		want ledger.Options
+	}{
+		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}},
+		{"every key set", configWith(func(c *conf.Config) {
+			c.Ledger.SegmentBytes, c.Ledger.MaxBytes = 1<<20, 4<<20
+			c.Ledger.Retention, c.Ledger.DirectIO = conf.Duration(time.Hour), false
+		}), ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 4 << 20, Retention: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ledgerOptions(tc.cfg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeadLetterOptions checks the dead-letter file size: a quarter of
+// dead_letter_max_bytes, at most 64 MiB, and never less than the largest
+// event the input accepts plus 1 MiB.
+func TestDeadLetterOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *conf.Config
+		want dlq.Options
+	}{
+		{"defaults: 64 MiB files", configWith(nil), dlq.Options{MaxBytes: 1 << 30, SegmentBytes: 64 << 20}},
+		{"small store: a quarter of it", configWith(func(c *conf.Config) {
+			c.Output.Elasticsearch.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes = 40<<20, 1<<20
+			c.Output.Elasticsearch.DeadLetterMaxAge = conf.Duration(24 * time.Hour)
+		}), dlq.Options{MaxBytes: 40 << 20, SegmentBytes: 10 << 20, MaxAge: 24 * time.Hour}},
+		{"large events: one fits with its fields", configWith(func(c *conf.Config) {
+			c.Input.Beats.MaxEventBytes = 100 << 20
+		}), dlq.Options{MaxBytes: 1 << 30, SegmentBytes: 101 << 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := deadLetterOptions(tc.cfg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestElasticsearchOptions(t *testing.T) {
+	compile := func(s string) *sprintf.Format {
+		f, err := sprintf.Compile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	defaults := elasticsearch.Options{
+		Hosts: []string{"http://127.0.0.1:9200"},
+		Index: compile("%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "logpond-fallback",
+		DerivedIDs: true, Workers: 4,
+		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, Timeout: time.Minute,
+		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
+		Cursor: "elasticsearch",
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     *conf.Config
+		want    elasticsearch.Options
+		wantErr string
+	}{
+		{"defaults", configWith(nil), defaults, ""},
+		{"every key set", configWith(func(c *conf.Config) {
+			e := &c.Output.Elasticsearch
+			e.Hosts = []string{"https://127.0.0.1:9201", "https://127.0.0.1:9202"}
+			e.Username, e.Password, e.APIKey = "logpond", "pw", "key"
+			e.TLS.VerificationMode = "none"
+			e.Index, e.FallbackIndex, e.Pipeline = "logs-%{+yyyy.MM.dd}", "fallback", "%{[@metadata][pipeline]}"
+			e.DocumentID, e.Workers, e.Concurrency = "none", 8, "fixed"
+			e.FlushBytes, e.FlushInterval, e.MaxRequestBytes = 2<<20, conf.Duration(time.Millisecond), 10<<20
+			e.Compression, e.Timeout = "gzip", conf.Duration(time.Second)
+			e.RetryInitialInterval, e.RetryMaxInterval = conf.Duration(time.Second), conf.Duration(time.Minute)
+		}), elasticsearch.Options{
+			Hosts:    []string{"https://127.0.0.1:9201", "https://127.0.0.1:9202"},
+			Username: "logpond", Password: elasticsearch.NewSecret("pw"), APIKey: elasticsearch.NewSecret("key"),
+			InsecureSkipVerify: true,
+			Index:              compile("logs-%{+yyyy.MM.dd}"), FallbackIndex: "fallback", Pipeline: compile("%{[@metadata][pipeline]}"),
+			Workers: 8, FixedConcurrency: true,
+			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, Gzip: true, Timeout: time.Second,
+			RetryInitial: time.Second, RetryMax: time.Minute,
+			Cursor: "elasticsearch",
+		}, ""},
+		{"bad index", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Index = "logs-%{[a]" }), elasticsearch.Options{}, "output.elasticsearch.index"},
+		{"bad pipeline", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Pipeline = "%{}" }), elasticsearch.Options{}, "output.elasticsearch.pipeline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := elasticsearchOptions(tc.cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBeatsOptions(t *testing.T) {
+	cfg := configWith(func(c *conf.Config) {
+		b := &c.Input.Beats
+		b.Listen, b.MaxConnections = "127.0.0.1:0", 7
+		b.MaxWindow, b.MaxEventBytes, b.MaxBatchBytes, b.MaxInflightBytes = 100, 1<<20, 8<<20, 4<<20
+		b.IdleTimeout, b.BatchTimeout, b.Keepalive = conf.Duration(time.Minute), conf.Duration(2*time.Minute), conf.Duration(time.Second)
+	})
+	got := beatsOptions(cfg)
+	limits := lumberjack.DefaultLimits()
+	limits.MaxWindow, limits.MaxEventBytes, limits.MaxBatchBytes = 100, 1<<20, 8<<20
+	if got.Listen != "127.0.0.1:0" || got.MaxConnections != 7 ||
+		got.IdleTimeout != time.Minute || got.BatchTimeout != 2*time.Minute || got.Keepalive != time.Second ||
+		got.MaxInflightBytes != 4<<20 || got.MaxRecordBytes != MaxRecordBytes(cfg) || got.Limits != limits {
+		t.Errorf("got %+v", got)
+	}
+	if got.TLS != nil || got.Logger != nil || got.Acked != nil {
+		t.Errorf("TLS, Logger and Acked are the caller's, got %+v", got)
+	}
+}
