@@ -409,7 +409,7 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 		{"closed generation holding the ledger's last LSN, damaged below it", closed.File, cf + 10,
 			flip(cf+3, 40), 0, true, false},
 		{"closed generation holding the ledger's last LSN, damaged above it", closed.File, cf + 10,
-			flip(cf+13, 40), 0, false, false}, // not read at Open: the flusher's Reader finds it
+			flip(cf+13, 40), cf + 13, false, false}, // the flusher replays it: refused at Open
 		{"closed generation holding the ledger's last LSN, cut below it", closed.File, cf + 10,
 			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false, false},
 		{"closed generation wholly below the ledger's last LSN, damaged", closed.File, cl + 3,
