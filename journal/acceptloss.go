@@ -57,8 +57,12 @@ func (s LossSpan) String() string {
 	if s.Events >= 0 {
 		events = fmt.Sprintf("%d events", s.Events)
 	}
-	return fmt.Sprintf("LSNs %d–%d (%d records, %s) in %s at offset %d: %s",
-		s.FirstLSN, s.LastLSN, s.Records(), events, s.File, s.Offset, s.Reason)
+	records := "1 record"
+	if n := s.Records(); n != 1 {
+		records = fmt.Sprintf("%d records", n)
+	}
+	return fmt.Sprintf("LSNs %d–%d (%s, %s) in %s at offset %d: %s",
+		s.FirstLSN, s.LastLSN, records, events, s.File, s.Offset, s.Reason)
 }
 
 // LossReport is what [FindLoss] found, or what [AcceptLoss] did.

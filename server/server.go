@@ -201,7 +201,7 @@ func (s *Server) openStores() error {
 	}
 	j, err := s.openJournal(ledgerLast)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", journalLossError(err, c.Journal.Dir, c.Ledger.Dir, ledgerLast))
 	}
 	s.jptr.Store(j)
 	s.bootLSN = j.LastLSN()
