@@ -63,6 +63,9 @@ type Server struct {
 	// acks watches acknowledgement and journal fsync latency; the output
 	// gives way to acknowledgements while they are slowed.
 	acks *ackwatch.Watch
+	// journalDamage says why records stopped moving to the ledger: the
+	// flusher met journal damage (nil: it did not).
+	journalDamage atomic.Pointer[string]
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -484,6 +487,8 @@ func (s *Server) Run(ctx context.Context) error {
 	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
 		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
+		journalDamage: s.metrics.journalDamage, damaged: func(why string) { s.journalDamage.Store(&why) },
+		acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir),
 		bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
