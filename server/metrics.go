@@ -28,12 +28,13 @@ type metrics struct {
 	fsyncs      prometheus.Counter
 	ack         prometheus.Histogram
 	fileRecords prometheus.Counter // records the flusher read from the journal's files
-	// journalDamage counts journal damage the flusher met: acknowledged
-	// records the ledger lacks that no longer verify on disk.
-	journalDamage prometheus.Counter
 	esRequest   *prometheus.HistogramVec
 	esItems     *prometheus.CounterVec
 	backlogDesc *prometheus.Desc
+
+	// journalDamage counts journal damage the flusher met: acknowledged
+	// records the ledger lacks that no longer verify on disk.
+	journalDamage prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {

@@ -487,9 +487,8 @@ func (s *Server) Run(ctx context.Context) error {
 	f := newFlusher(flusher{journal: s.jrnl, reopenJournal: s.reopenJournal,
 		ledger: s.ledg, closeLedger: s.closeLedger, reopenLedger: s.reopenLedger,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
-		journalDamage: s.metrics.journalDamage, damaged: func(why string) { s.journalDamage.Store(&why) },
-		acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir),
-		bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
+		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir),
+		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.run(fctx) }()
