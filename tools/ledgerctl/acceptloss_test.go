@@ -29,6 +29,10 @@ func TestAcceptLoss(t *testing.T) {
 		t.Fatal("the journal opens over damage past the ledger")
 	}
 	base := []string{"-journal", s.journal, "-ledger", s.ledger}
+	// verify names the command.
+	if out, _, code := ctl(t, append(base, "verify")...); code != exitFailed || !strings.Contains(out, "-ledger "+s.ledger+" accept-loss") {
+		t.Fatalf("verify: exit %d, want 1 naming accept-loss:\n%s", code, out)
+	}
 
 	lock, err := dirlock.Acquire(s.journal)
 	if err != nil {
