@@ -10,7 +10,12 @@
 // journal that starts beyond the ledger's last LSN + 1 means records are in
 // neither store: the server refuses to start. Journal damage to records the
 // ledger already holds loses nothing: the journal sets it aside, logs it at
-// ERROR and opens (journal.Options.Settled).
+// ERROR and opens (journal.Options.Settled). Journal damage past the
+// ledger's last LSN (acknowledged records in neither store) is refused
+// before any port is bound, with one message naming the lost records and
+// the `ledgerctl accept-loss` command that accepts the loss; met by the
+// flusher while running, it stops records at the damage without stopping
+// logpond (flusher.go).
 package server
 
 import (
