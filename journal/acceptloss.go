@@ -293,24 +293,17 @@ func nextEntry(data []byte, off int, want, last uint64) (int, uint64, bool) {
 	return 0, 0, false
 }
 
-// damagedEvents is the number of events of the one damaged entry b,
-// when its record still verifies by its own checks (the damage is in the
-// length prefix or the frame header only), else -1.
+// damagedEvents is the number of events of the one damaged entry b, when
+// its record still verifies by its own checks (the damage is in the length
+// prefix or the frame header only), else -1.
 func damagedEvents(b []byte) int {
-	f, n, err := entryAt(b)
-	if err == nil && n == len(b) {
-		// The frame verifies too: it failed only its position checks.
-		if rec, err := record.Decode(f.rec); err == nil {
-			return rec.Count()
-		}
-	}
-	for _, at := range []int{1, 2, 3} { // the frame after a uvarint prefix of 1–3 bytes
+	// The frame follows a uvarint length prefix of 1 to 5 bytes.
+	for at := 1; at <= binary.MaxVarintLen32; at++ {
 		if len(b) < at+frameHeader+record.MinSize {
 			break
 		}
 		body := b[at+frameHeader:]
-		size, err := record.SizeOf(body)
-		if err != nil || size != len(body) {
+		if size, err := record.SizeOf(body); err != nil || size != len(body) {
 			continue
 		}
 		if rec, err := record.Decode(body); err == nil {

@@ -42,6 +42,12 @@ const flushSyncBytes = 16 << 20
 //     ledger lacks: it is released only after a successful ledger Sync. The
 //     reopened ledger cuts what it never synced, and the flusher resumes at
 //     its LastLSN+1.
+//
+// Journal damage in records the ledger lacks (bytes that changed on disk
+// after they were written) does not stop it either: nothing can move past
+// lost records, so it moves what precedes them and stops there for the
+// run, loudly (journalDamaged); the next start refuses until the loss is
+// accepted.
 type flusher struct {
 	journal       func() *journal.Journal // the journal in use
 	reopenJournal func() error            // opens a fresh journal and makes it the one in use
