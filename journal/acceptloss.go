@@ -179,7 +179,8 @@ func scanLoss(dir string, settled uint64, syncDir func(string) error) (*LossRepo
 			return rep, fmt.Errorf("journal: read %s: %w", path, err)
 		}
 		rb := rebuildSegment(path, data, g.base, last)
-		if !rb.changed() {
+		if len(rb.spans) == 0 {
+			// Intact, or a torn tail alone, which Open cuts as usual.
 			continue
 		}
 		for _, s := range rb.spans {
@@ -213,8 +214,6 @@ type rebuilt struct {
 	spans []LossSpan // damaged LSNs, in order
 	tail  *Repair    // the newest generation's torn tail, cut
 }
-
-func (r *rebuilt) changed() bool { return len(r.spans) > 0 || r.tail != nil }
 
 // rebuildSegment rebuilds the segment data of the generation after base
 // (last: its last LSN, 0 for the newest) without its damage. It does no
