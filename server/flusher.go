@@ -238,6 +238,8 @@ func (f *flusher) finish() error {
 // it never waits for space while holding unsynced records, which outputs
 // cannot read and so could never pass to free that space; and the wait
 // itself belongs to run, whose every tick also handles store failures.
+// Journal damage in the records it reads is no error: journalDamaged
+// handles it, and no record moves past it for the rest of the run.
 func (f *flusher) flush() error {
 	if f.jr.down || f.lr.down || f.damage != nil {
 		// A closed journal was flushed before; a closed ledger takes
