@@ -143,9 +143,9 @@ func TestCorruptionTable(t *testing.T) {
 		refuse    bool   // Open must fail with a located *CorruptionError
 		refuseLSN uint64
 		// sealed: a generation follows the fixture's (base 14), so the
-		// fixture's is closed, with its last LSN 14. Open does not read
-		// a closed generation: refuse means that reading it (Reader,
-		// DirReader, Segments) fails with a located *CorruptionError.
+		// fixture's is closed, with its last LSN 14: refuse means that
+		// Open, and reading it (Reader, DirReader, Segments), fail with a
+		// located *CorruptionError.
 		sealed bool
 	}
 	cases := []struct {
@@ -242,7 +242,9 @@ func TestCorruptionTable(t *testing.T) {
 // one (base 14) and reads it with Open's Reader, a DirReader and Segments:
 // either all 14 records (and then the next append is LSN 15), or, with
 // refuse, the records before refuseLSN and a *CorruptionError naming seg,
-// the offset where refuseLSN's entry belongs, and refuseLSN.
+// the offset where refuseLSN's entry belongs, and refuseLSN; Open then
+// refuses with the same error, and the Reader meets it when the damage
+// appears after Open.
 func checkSealed(t *testing.T, f fixture, dir, seg string, kept uint64, refuse bool, refuseLSN uint64) {
 	t.Helper()
 	if err := os.Mkdir(filepath.Join(dir, genName(fixtureRecords)), 0o750); err != nil {
@@ -286,8 +288,25 @@ func checkSealed(t *testing.T, f fixture, dir, seg string, kept uint64, refuse b
 	} else if dr.Err() != nil || dr.Tail() != nil || segs[0].Damage != nil {
 		t.Fatalf("DirReader: %v, tail %+v; Segments: %v", dr.Err(), dr.Tail(), segs[0].Damage)
 	}
+	var damaged []byte
+	if refuse {
+		// Open verifies a closed generation the ledger does not hold
+		// (no Settled here): it refuses. The Reader meets the same
+		// damage when it appears while the journal is open.
+		if j, err := Open(dir, smallOpts()); err == nil {
+			j.Close()
+			t.Fatal("Open accepted a damaged closed generation")
+		} else {
+			wantErr("Open", err)
+		}
+		damaged, _ = os.ReadFile(seg)
+		modify(t, seg, func([]byte) []byte { b, _ := os.ReadFile(f.segment); return b })
+	}
 	j := mustOpen(t, dir, smallOpts())
 	defer j.Close()
+	if refuse {
+		modify(t, seg, func([]byte) []byte { return damaged })
+	}
 	r := j.Reader(1)
 	n = 0
 	for r.Next() {
@@ -335,7 +354,8 @@ func TestTruncateAtEveryOffset(t *testing.T) {
 }
 
 // TestDamageInSealedGeneration: older generations were fsynced before the
-// next began; damage there is reported, with location, when read.
+// next began; damage there is refused by Open, and reported, with
+// location, when read.
 func TestDamageInSealedGeneration(t *testing.T) {
 	dir := t.TempDir()
 	j := mustOpen(t, dir, smallOpts())
@@ -344,13 +364,23 @@ func TestDamageInSealedGeneration(t *testing.T) {
 	}
 	j.Close()
 	seg := filepath.Join(dir, genName(0), segmentFile)
+	// Open verifies the closed generation and refuses; the Reader meets
+	// the same damage when it appears while the journal is open.
+	modify(t, seg, func(b []byte) []byte { b[100] ^= 0xff; return b })
+	var ce *CorruptionError
+	if j, err := Open(dir, smallOpts()); !errors.As(err, &ce) || ce.File != seg || ce.Offset != 0 || ce.LSN != 1 {
+		if err == nil {
+			j.Close()
+		}
+		t.Fatalf("Open: %v, want a *CorruptionError at %s:0 LSN 1", err, seg)
+	}
 	modify(t, seg, func(b []byte) []byte { b[100] ^= 0xff; return b })
 	j = mustOpen(t, dir, smallOpts())
 	defer j.Close()
+	modify(t, seg, func(b []byte) []byte { b[100] ^= 0xff; return b })
 	r := j.Reader(1)
 	for r.Next() {
 	}
-	var ce *CorruptionError
 	if !errors.As(r.Err(), &ce) || ce.File != seg || ce.Offset != 0 || ce.LSN != 1 {
 		t.Fatalf("reader error %v, want a *CorruptionError at %s:0 LSN 1", r.Err(), seg)
 	}
@@ -410,7 +440,7 @@ func TestDamageTheLedgerHolds(t *testing.T) {
 		{"closed generation holding the ledger's last LSN, damaged below it", closed.File, cf + 10,
 			flip(cf+3, 40), 0, true, false},
 		{"closed generation holding the ledger's last LSN, damaged above it", closed.File, cf + 10,
-			flip(cf+13, 40), 0, false, false}, // not read at Open: the flusher's Reader finds it
+			flip(cf+13, 40), cf + 13, false, false}, // the flusher replays it: refused at Open
 		{"closed generation holding the ledger's last LSN, cut below it", closed.File, cf + 10,
 			func(p string) { os.Truncate(p, offsets[cf+3]) }, cf + 11, false, false},
 		{"closed generation wholly below the ledger's last LSN, damaged", closed.File, cl + 3,

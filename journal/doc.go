@@ -145,6 +145,15 @@
 // is cut as above and Open continues after Settled. Damage reaching past
 // Settled is refused as above.
 //
+// Open also verifies every closed generation holding LSNs after Settled
+// (records the caller will replay), so damage there is refused at Open
+// rather than met while reading. Such damage is acknowledged records the
+// caller does not hold: [FindLoss] reports them, and [AcceptLoss] (the
+// operator's explicit acceptance, with the journal closed) rewrites the
+// damaged generations, keeping every entry that verifies and putting an
+// empty void record in each lost LSN's place, so that Open succeeds and
+// the LSNs stay contiguous (acceptloss.go).
+//
 // # Failure
 //
 // A failed write or fsync fails its whole group and poisons the instance:

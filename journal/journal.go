@@ -247,6 +247,13 @@ func open(dir string, opts Options, synced *uint64) (*Journal, error) {
 			}
 		}
 	}
+	if synced == nil {
+		// Damage past Settled in a closed generation: refused now, not
+		// met by the flusher later (acceptloss.go).
+		if err := checkBacklog(gens, opts.Settled); err != nil {
+			return nil, err
+		}
+	}
 	if j.spares, err = listSpares(dir); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ func (s *Server) snapshot() state {
 			st.waiting["input_budget"] = fmt.Sprintf("%d connections wait for input.beats.max_inflight_bytes (%d of %d bytes held)", in.BudgetWaiters, in.InflightBytes, in.MaxInflightBytes)
 		}
 	}
+	if why := s.journalDamage.Load(); why != nil {
+		st.waiting["journal_damaged"] = *why
+	}
 	if j := s.journal(); j != nil {
 		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
 		st.journalErr = j.Err()
@@ -214,7 +217,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // elsewhere meanwhile keep that headroom.
 func (st state) notReady() []string {
 	var why []string
-	for _, r := range []string{"ledger_failed", "journal_full", "input_budget"} {
+	for _, r := range []string{"journal_damaged", "ledger_failed", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
 		}

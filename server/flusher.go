@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,12 @@ const flushSyncBytes = 16 << 20
 //     ledger lacks: it is released only after a successful ledger Sync. The
 //     reopened ledger cuts what it never synced, and the flusher resumes at
 //     its LastLSN+1.
+//
+// Journal damage in records the ledger lacks (bytes that changed on disk
+// after they were written) does not stop it either: nothing can move past
+// lost records, so it moves what precedes them and stops there for the
+// run, loudly (journalDamaged); the next start refuses until the loss is
+// accepted.
 type flusher struct {
 	flusherStores // the journal and the ledger in use
 	interval      time.Duration
@@ -48,6 +55,18 @@ type flusher struct {
 	// fileRecords counts records moved from the journal's files rather
 	// than its in-memory tail: each costs a read of its segment.
 	fileRecords prometheus.Counter
+	// journalDamage counts journal damage the flusher met (at most once
+	// per run: records stop moving at the first).
+	journalDamage prometheus.Counter
+	// damaged, when set, is told why records stopped moving (for /readyz).
+	damaged func(reason string)
+	// acceptLoss is the command that accepts the loss of damaged journal
+	// records, for the message ("" in tests).
+	acceptLoss string
+	// damage is the journal damage that stopped the records at its LSN:
+	// nothing moves past it until a restart (which refuses to start over
+	// it, naming acceptLoss).
+	damage *journal.CorruptionError
 
 	jr, lr reopener // the journal's and the ledger's failure state
 
@@ -203,6 +222,10 @@ func (f *flusher) finish() error {
 	// The input has stopped: a batch still open will never be completed.
 	f.bat.endRun(f.journal().LastLSN())
 	err := f.flush()
+	if f.damage != nil {
+		f.log.Warn("final flush stopped at the journal damage logged before: the journal keeps the records after it; the next start refuses to start over the damage until its loss is accepted",
+			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", f.ledger().LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+	}
 	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
@@ -221,10 +244,65 @@ func (f *flusher) finish() error {
 // it never waits for space while holding unsynced records, which outputs
 // cannot read and so could never pass to free that space; and the wait
 // itself belongs to run, whose every tick also handles store failures.
+// Journal damage in the records it reads is no error: journalDamaged
+// handles it, and no record moves past it for the rest of the run.
 func (f *flusher) flush() error {
-	if f.jr.down || f.lr.down {
-		return nil // a closed journal was flushed before; a closed ledger takes nothing
+	if f.jr.down || f.lr.down || f.damage != nil {
+		// A closed journal was flushed before; a closed ledger takes
+		// nothing; nothing moves past journal damage in this run.
+		return nil
 	}
+	err := f.move()
+	var ce *journal.CorruptionError
+	if err != nil && errors.As(err, &ce) && f.ledger().Err() == nil {
+		return f.journalDamaged(ce)
+	}
+	return err
+}
+
+// journalDamaged handles journal damage met while reading records the
+// ledger lacks (a media error after they were written): those records are
+// acknowledged and unreadable, and the ledger takes no LSN out of order.
+// It syncs what was appended before the damage, so the output delivers
+// everything up to it, says so once at ERROR and stops moving records for
+// this run; the input keeps acknowledging into the journal until it is
+// full. A restart refuses to start over the damage with the command that
+// accepts the loss (docs/operations.md).
+func (f *flusher) journalDamaged(ce *journal.CorruptionError) error {
+	l := f.ledger()
+	if l.AppendedLSN() > l.LastLSN() {
+		if err := l.Sync(); err != nil {
+			return err
+		}
+		if err := f.journal().Release(l.LastLSN()); err != nil {
+			f.log.Warn("flusher: journal release failed; will retry", "err", err)
+		}
+	}
+	f.damage = ce
+	if f.journalDamage != nil {
+		f.journalDamage.Inc()
+	}
+	lost := fmt.Sprintf("LSN %d in %s at offset %d: %v", ce.LSN, ce.File, ce.Offset, ce.Err)
+	if rep, err := journal.FindLoss(filepath.Dir(filepath.Dir(ce.File)), l.LastLSN()); err == nil && len(rep.Lost) > 0 {
+		lost = rep.Summary()
+	}
+	todo := "stop logpond and run `ledgerctl accept-loss` (docs/operations.md), then start it"
+	if f.acceptLoss != "" {
+		todo = "stop logpond and run `" + f.acceptLoss + "` (docs/operations.md, \"Journal damage past the ledger\"), then start it"
+	}
+	f.log.Error("flusher: journal records the ledger lacks do not verify on disk: these acknowledged records are lost, and no record after them can move to the ledger until the loss is accepted; "+
+		"the output keeps delivering what the ledger holds, and the journal acknowledges until it is full, then ingest stops; to go on, "+todo+": it keeps every other record",
+		"lost", lost, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+	if f.damaged != nil {
+		f.damaged(fmt.Sprintf("journal damaged at LSN %d (%s at offset %d): records stop moving to the ledger and ingest stops when the journal is full; %s",
+			ce.LSN, ce.File, ce.Offset, todo))
+	}
+	return nil
+}
+
+// move moves everything the journal has made durable into the ledger
+// (flush).
+func (f *flusher) move() error {
 	j, l := f.journal(), f.ledger()
 	// After the last record appended, not the last synced: a flush that
 	// failed between an Append and its Sync leaves records appended but

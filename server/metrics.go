@@ -31,6 +31,10 @@ type metrics struct {
 	esRequest   *prometheus.HistogramVec
 	esItems     *prometheus.CounterVec
 	backlogDesc *prometheus.Desc
+
+	// journalDamage counts journal damage the flusher met: acknowledged
+	// records the ledger lacks that no longer verify on disk.
+	journalDamage prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -58,6 +62,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_flusher_journal_file_records_total",
 		Help: "Records the flusher moved to the ledger from the journal's files instead of its in-memory tail: after a restart, or when it fell further behind than the tail holds.",
 	})
+	m.journalDamage = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_flusher_journal_damage_total",
+		Help: "Times the flusher met journal records the ledger lacks that no longer verify on disk (acknowledged records lost; records stop moving to the ledger until the loss is accepted with ledgerctl accept-loss and logpond restarted).",
+	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -78,7 +86,7 @@ func newMetrics(s *Server) *metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
 	})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.esRequest, m.esItems, buildInfo,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -10,7 +10,12 @@
 // journal that starts beyond the ledger's last LSN + 1 means records are in
 // neither store: the server refuses to start. Journal damage to records the
 // ledger already holds loses nothing: the journal sets it aside, logs it at
-// ERROR and opens (journal.Options.Settled).
+// ERROR and opens (journal.Options.Settled). Journal damage past the
+// ledger's last LSN (acknowledged records in neither store) is refused
+// before any port is bound, with one message naming the lost records and
+// the `ledgerctl accept-loss` command that accepts the loss; met by the
+// flusher while running, it stops records at the damage without stopping
+// logpond (flusher.go).
 package server
 
 import (
@@ -24,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/logpond/logpond/conf"
@@ -50,6 +56,9 @@ type Server struct {
 	// acks watches acknowledgement and journal fsync latency; the output
 	// gives way to acknowledgements while they are slowed.
 	acks *ackwatch.Watch
+	// journalDamage says why records stopped moving to the ledger: the
+	// flusher met journal damage (nil: it did not).
+	journalDamage atomic.Pointer[string]
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -250,7 +259,8 @@ func (s *Server) startPipeline() *pipeline {
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
-		bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
+		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir),
+		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	p.stopFlusher = stopFlusher
 	go func() { p.flusherDone <- p.flusher.run(fctx) }()

@@ -80,7 +80,7 @@ func (st *stores) open() error {
 	}
 	j, err := journal.Open(c.Journal.Dir, st.journalOptions(ledgerLast))
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", journalLossError(err, c.Journal.Dir, c.Ledger.Dir, ledgerLast))
 	}
 	st.j.Store(j)
 	// The journal must hold everything after the ledger's last LSN. Its

@@ -6,8 +6,8 @@
 // The global flags (-config, -journal, -ledger, --json) go before or after
 // the command; a command's own flags go after it.
 //
-// Every command but `dlq purge`, `dlq redrive -purge` and `cursors set` /
-// `cursors rewind` (which refuse while logpond runs) is read-only and
+// Every command but `dlq purge`, `dlq redrive -purge`, `cursors set` /
+// `cursors rewind` and `accept-loss` (which refuse while logpond runs) is read-only and
 // safe while logpond runs: ledgerctl never takes the directories' locks,
 // never opens tidwall/wal or the stores (their Open repairs tails and
 // renames files), and never writes. A purge never writes a dead-letter
@@ -50,7 +50,9 @@ const usageText = `usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] [-
 
 Inspects logpond's journal, ledger and dead letters. Read-only and safe while
 logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
-logpond to purge on its admin listener, or purge themselves when it is stopped.
+logpond to purge on its admin listener, or purge themselves when it is stopped;
+and for "cursors set", "cursors rewind" and "accept-loss", which refuse to run
+while logpond runs.
 
 Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
@@ -79,6 +81,12 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   cursors set NAME POSITION
                    with logpond stopped: set the cursor (the last LSN done)
                    forward or back
+  accept-loss [--dry-run]
+                   with logpond stopped: accept the loss of journal records
+                   damaged after the ledger's last LSN (logpond refuses to
+                   start over them): every other record is kept, each lost
+                   LSN becomes an empty record; prints exactly which LSNs
+                   and how many events are lost. Needs both stores
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
   dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
@@ -147,6 +155,7 @@ var commands = []command{
 	{"cursors", "ledger", cmdCursors},
 	{"dlq", "ledger", cmdDLQ},
 	{"top", "admin", cmdTop},
+	{"accept-loss", "", cmdAcceptLoss},
 }
 
 // globalFlags are the flags ledgerctl takes anywhere on the command line,
@@ -240,7 +249,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usageText)
 		return exitOK
 	case name == "":
-		e.errorf("say which command to run (segments, stat, dump, verify, cursors, dlq, top); see ledgerctl -h")
+		e.errorf("say which command to run (segments, stat, dump, verify, cursors, dlq, top, accept-loss); see ledgerctl -h")
 		return exitUsage
 	case name == "help":
 		fmt.Fprint(stdout, usageText)
@@ -253,7 +262,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cmd == nil {
-		e.errorf("unknown command %q (commands: segments, stat, dump, verify, cursors, dlq, top; see ledgerctl -h)", name)
+		e.errorf("unknown command %q (commands: segments, stat, dump, verify, cursors, dlq, top, accept-loss; see ledgerctl -h)", name)
 		return exitUsage
 	}
 	if g.help {

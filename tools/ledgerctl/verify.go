@@ -113,7 +113,10 @@ func cmdVerify(e *env, args []string) int {
 		if s.Err != nil {
 			loc := locate("journal", s.Err)
 			switch {
-			case e.ledgerDir == "" || !ledgerOK || loc.LSN == 0 || loc.LSN > ledgerLast:
+			case e.ledgerDir == "" || !ledgerOK || loc.LSN == 0:
+			case loc.LSN > ledgerLast:
+				loc.Hint = fmt.Sprintf("the ledger ends at LSN %d: this acknowledged record is in neither store and is lost, and logpond refuses to start over it (a running logpond stops moving records to the ledger here); with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+					ledgerLast, e.journalDir, e.ledgerDir)
 			case s.GenEnd != 0 && s.GenEnd <= ledgerLast:
 				loc.Hint = fmt.Sprintf("the ledger already holds every LSN of this closed generation (up to %d, the ledger's last LSN is %d): this loses nothing; logpond releases the generation at start without reading it, and the damage with it",
 					s.GenEnd, ledgerLast)
