@@ -276,18 +276,8 @@ func rebuildSegment(path string, data []byte, base, last uint64) *rebuilt {
 // should have been) whose LSN is after want: its offset and LSN. In a
 // closed generation (last ≠ 0) only LSNs up to last count.
 func nextEntry(data []byte, off int, want, last uint64) (int, uint64, bool) {
-	maxLSN := want + uint64(len(data)-off)/minFrame + 1
-	if last != 0 {
-		maxLSN = min(maxLSN, last)
-	}
-	for q := off + 1; q < len(data); q++ {
-		f, _, err := entryAt(data[q:])
-		if err != nil || f.lsn <= want || f.lsn > maxLSN {
-			continue
-		}
-		return q, f.lsn, true
-	}
-	return 0, 0, false
+	f, found, _ := framelog.Resume(framelog.Bytes(data), entries{}, int64(off)+1, want, last) // memory: no read error
+	return int(f.Off), f.Pos, found
 }
 
 // damagedEvents is the number of events of the one damaged entry b, when

@@ -174,6 +174,13 @@ func Find(src Source, format Format, from int64, pos uint64) (Frame, bool, error
 	return search(src, format, from, pos-1, func(f Frame) bool { return f.Pos == pos })
 }
 
+// Resume looks from offset from on for the first frame that verifies on
+// its own and carries a position above after (and at most last, when last
+// is not 0): where a scan can go on past damage at an earlier offset.
+func Resume(src Source, format Format, from int64, after, last uint64) (Frame, bool, error) {
+	return search(src, format, from, after, func(f Frame) bool { return last == 0 || f.Pos <= last })
+}
+
 // search tries every offset from from on for a frame that verifies on its
 // own, with Pos above after, and that match accepts; it goes past frames
 // that do not match.

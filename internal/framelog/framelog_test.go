@@ -288,6 +288,36 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// TestResume finds where a scan goes on past damage: the first frame that
+// verifies after it, with a position above the damaged one and at most the
+// last, if any.
+func TestResume(t *testing.T) {
+	l := newTestLog(2, 2, 2)
+	data := bytes.Clone(l.data)
+	data[l.frames[1]+3] ^= 1 // frame 2
+	data[l.frames[2]+3] ^= 1 // frame 3
+	for _, tc := range []struct {
+		after, last uint64
+		want        uint64 // 0: none
+	}{
+		{after: 1, want: 4},
+		{after: 1, last: 6, want: 4},
+		{after: 4, want: 5},
+		{after: 1, last: 3, want: 0},
+		{after: 6, want: 0},
+	} {
+		f, ok, err := Resume(Bytes(data), testFormat{}, l.frames[1]+1, tc.after, tc.last)
+		switch {
+		case err != nil:
+			t.Fatalf("%+v: %v", tc, err)
+		case tc.want == 0 && ok:
+			t.Errorf("%+v: found %+v", tc, f)
+		case tc.want != 0 && (!ok || f.Pos != tc.want || f.Off != l.frames[tc.want-1]):
+			t.Errorf("%+v: %+v %v, want position %d at %d", tc, f, ok, tc.want, l.frames[tc.want-1])
+		}
+	}
+}
+
 // TestStartMidFile starts a scan at a frame boundary inside the file, after
 // a frame it does not read again, which the first frame must follow.
 func TestStartMidFile(t *testing.T) {
