@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/tidwall/wal"
 )
 
 // Segment recycling (doc.go, "Recycled segments").
@@ -40,7 +38,7 @@ const sparePrefix = "spare-"
 // spare is a released segment file kept for a new generation to overwrite.
 type spare struct {
 	path string
-	size int64 // bytes on disk, counted in Journal.used
+	size int64 // bytes on disk, counted in space.used
 }
 
 func sparePath(dir string, base uint64) string {
@@ -75,7 +73,7 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	j.mu.Lock()
 	// At most half full and nobody waiting: a journal filling up needs its
 	// space back more than a faster next generation.
-	keep := len(j.spares) < j.maxSpares && !j.full && j.used <= j.opts.MaxBytes/2
+	keep := len(j.space.spares) < j.space.maxSpares && !j.space.full && j.space.used <= j.opts.MaxBytes/2
 	j.mu.Unlock()
 	if !keep {
 		return false, nil
@@ -94,7 +92,7 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 		return false, fmt.Errorf("journal: release %s: keep as spare: %w", g.dir, err)
 	}
 	j.mu.Lock()
-	j.spares = append(j.spares, sp)
+	j.space.spares = append(j.space.spares, sp)
 	j.mu.Unlock()
 	if err := removeReleased(g); err != nil {
 		return true, err
@@ -110,11 +108,11 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 func (j *Journal) takeSpare() (spare, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.spares) == 0 || j.maxSpares == 0 {
+	if len(j.space.spares) == 0 || j.space.maxSpares == 0 {
 		return spare{}, false
 	}
-	sp := j.spares[len(j.spares)-1]
-	j.spares = j.spares[:len(j.spares)-1]
+	sp := j.space.spares[len(j.space.spares)-1]
+	j.space.spares = j.space.spares[:len(j.space.spares)-1]
 	return sp, true
 }
 
@@ -122,11 +120,11 @@ func (j *Journal) takeSpare() (spare, bool) {
 // append waits for space or recycling is off, and those beyond the
 // pool's size. j.mu must be held.
 func (j *Journal) spareToDrop() (spare, bool) {
-	if len(j.spares) == 0 || (!j.full && len(j.spares) <= j.maxSpares) {
+	if len(j.space.spares) == 0 || (!j.space.full && len(j.space.spares) <= j.space.maxSpares) {
 		return spare{}, false
 	}
-	sp := j.spares[0]
-	j.spares = j.spares[1:]
+	sp := j.space.spares[0]
+	j.space.spares = j.space.spares[1:]
 	return sp, true
 }
 
@@ -142,8 +140,8 @@ func (j *Journal) dropSpare(sp spare) error {
 		// deletes it (spareToDrop, after retryFailed).
 		sp.size = left
 		j.mu.Lock()
-		j.spares = append([]spare{sp}, j.spares...)
-		j.retrySpares = true
+		j.space.spares = append([]spare{sp}, j.space.spares...)
+		j.rel.work.retrySpares = true
 		j.mu.Unlock()
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
@@ -160,52 +158,27 @@ func (j *Journal) dropSpare(sp spare) error {
 	return nil
 }
 
-// recycleInto makes the new, empty log w of generation g write into spare
-// sp: sp is renamed over the empty segment file tidwall created, and
-// tidwall is handed a descriptor of it (it writes from offset 0). The
-// caller fsyncs both directories of the rename before anything in g can
-// be acknowledged. With a nil error tidwall writes into the spare; with
-// errSpareUnused nothing changed and the spare is still where it was; any
-// other error leaves w unusable.
-func (j *Journal) recycleInto(w *wal.Log, g generation, sp spare) error {
-	// The rename below cannot be undone once tidwall's file is gone: check
-	// first that tidwall can be handed another one.
-	if !canReplaceSegmentFile(w) {
-		return fmt.Errorf("%w: %s: tidwall's layout changed", errSpareUnused, sp.path)
-	}
-	if err := os.Rename(sp.path, g.segment()); err != nil {
-		return fmt.Errorf("%w: %w", errSpareUnused, err)
-	}
-	f, err := os.OpenFile(g.segment(), os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("journal: recycle %s: %w", sp.path, err)
-	}
-	created, ok := replaceEmptySegmentFile(w, f)
-	if !ok {
-		f.Close()
-		return fmt.Errorf("journal: recycle %s: tidwall refused the file", sp.path)
-	}
-	if err := created.Close(); err != nil {
-		j.log.Warn("journal: close the segment file tidwall created", "file", g.segment(), "err", err)
-	}
-	return nil
-}
-
-// errSpareUnused: recycleInto could not use a spare and changed nothing.
-var errSpareUnused = errors.New("journal: spare segment not used")
-
-// trimRecycled cuts the stale rest of a recycled active file off once it is
-// closed, so that the next Open finds the file ending at its last entry.
+// trimRecycled cuts the stale rest of a recycled active file, of size
+// bytes of entries, off once it is closed, so that the next Open finds the file ending at its last entry.
 // Without the cut (a crash) Open's tail repair cuts it; so no fsync. After
 // a failure the file is left to that repair.
-func (j *Journal) trimRecycled() {
-	if j.capacity <= j.activeBytes || j.failure() != nil {
+func (j *Journal) trimRecycled(size int64) {
+	c := &j.commit
+	if c.capacity <= size || j.failure() != nil {
 		return
 	}
-	if err := os.Truncate(j.activePath, j.activeBytes); err != nil {
-		j.log.Warn("journal: cut the unused rest of a recycled segment", "file", j.activePath, "err", err)
+	if err := os.Truncate(c.path, size); err != nil {
+		j.log.Warn("journal: cut the unused rest of a recycled segment", "file", c.path, "err", err)
 		return
 	}
-	j.freed(j.capacity - j.activeBytes)
-	j.capacity = j.activeBytes
+	j.freed(c.capacity - size)
+	c.capacity = size
+}
+
+// size is the bytes in the active generation's segment (0 once closed).
+func (c *committer) size() int64 {
+	if c.seg == nil {
+		return 0
+	}
+	return c.seg.Size()
 }
