@@ -180,7 +180,6 @@ func (j *Journal) write(group []*request) {
 		sealFrame(r.frame, first+uint64(i), oldest)
 		c.frames = append(c.frames, r.frame)
 	}
-	before := c.seg.Size()
 	err := c.seg.Write(c.frames)
 	clear(c.frames)
 	if err != nil {
@@ -189,11 +188,6 @@ func (j *Journal) write(group []*request) {
 		return
 	}
 	c.last += uint64(len(group))
-	if before < c.capacity {
-		// Overwritten stale bytes of a recycled file: counted twice
-		// until now, as the file's and as the entries' reservation.
-		j.freed(min(before+bytes, c.capacity) - before)
-	}
 	p := &j.pipe
 	p.mu.Lock()
 	if len(p.written) == 0 {

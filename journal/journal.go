@@ -20,7 +20,8 @@ type Options struct {
 	// generation (the unit of front truncation).
 	SegmentBytes int64
 	// MaxBytes bounds the journal's bytes on disk; Append waits above it.
-	// It must be at least 2 × SegmentBytes.
+	// SpareSegments × SegmentBytes of it are the spares' (recordBytes); the
+	// rest, at least 2 × SegmentBytes, holds records.
 	MaxBytes int64
 	// MaxGroupWait is how long the committer waits for more appends before
 	// writing a group; 0 writes as soon as the queue is empty.
@@ -50,8 +51,9 @@ type Options struct {
 	TailBytes int64
 	// SpareSegments is how many released segment files the journal keeps
 	// for new generations to overwrite instead of deleting them
-	// (recycle.go); 0 deletes every released segment. Spares count in
-	// MaxBytes, and are deleted first when an append waits for space.
+	// (recycle.go); 0 deletes every released segment. MaxBytes sets
+	// SpareSegments × SegmentBytes aside for them: MaxBytes must be at
+	// least (2 + SpareSegments) × SegmentBytes.
 	SpareSegments int
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
@@ -124,14 +126,14 @@ type committer struct {
 	buffer []byte     // the segment's write buffer, from the closed generation to the next (segmentOptions.buffer)
 	// capacity is the size of the active generation's file when it was a
 	// recycled spare (0 for a new file): its bytes beyond the segment's
-	// Size are stale, and counted in used until overwritten (write).
+	// Size are stale, in the spares' share of max_bytes (recordBytes).
 	capacity int64
 	path     string // the active generation's segment file
 }
 
 // space is the journal's space accounting, guarded by Journal.mu.
 type space struct {
-	used  int64         // bytes on disk plus bytes reserved by admitted appends
+	used  int64         // bytes of records on disk plus bytes reserved by admitted appends (≤ recordBytes)
 	freed chan struct{} // closed and replaced whenever space is freed while an append waits
 	full  bool          // an append is waiting for space (Waiting)
 	// fullLogged: "journal full" was logged and "space again" not yet. The
@@ -264,12 +266,26 @@ func (o Options) check() error {
 	if o.SegmentBytes <= 0 || o.MaxGroupBytes <= 0 {
 		return fmt.Errorf("journal: segment and group sizes must be positive")
 	}
-	if o.MaxBytes < 2*o.SegmentBytes {
+	if o.SpareSegments < 0 {
+		return fmt.Errorf("journal: spare segments %d must not be negative", o.SpareSegments)
+	}
+	if o.recordBytes() < 2*o.SegmentBytes {
 		// Generations are dropped whole: with room for fewer than two, the
-		// active one could fill max_bytes with nothing closed to release.
-		return fmt.Errorf("journal: max bytes %d must be at least 2 × segment bytes %d", o.MaxBytes, o.SegmentBytes)
+		// active one could fill the records' share with nothing closed to
+		// release.
+		return fmt.Errorf("journal: max bytes %d must be at least (2 + spare segments %d) × segment bytes %d",
+			o.MaxBytes, o.SpareSegments, o.SegmentBytes)
 	}
 	return nil
+}
+
+// recordBytes is the share of MaxBytes for records: space.used stays at or
+// below it. The rest, SpareSegments × SegmentBytes, holds the spare files
+// and the stale rest of a recycled active file, which space.used does not
+// count: at most SpareSegments files of at most SegmentBytes each
+// (keepAsSpare), one of which the active generation may be overwriting.
+func (o Options) recordBytes() int64 {
+	return o.MaxBytes - int64(max(o.SpareSegments, 0))*o.SegmentBytes
 }
 
 // recover lists the journal's generations and spares, finishing what a
@@ -295,7 +311,7 @@ func (j *Journal) recover(synced *uint64) ([]generation, uint64, error) {
 			}
 		}
 	}
-	if j.space.spares, err = listSpares(j.dir); err != nil {
+	if j.space.spares, err = j.recoverSpares(); err != nil {
 		return nil, 0, err
 	}
 	if len(gens) == 0 {
@@ -334,9 +350,6 @@ func (j *Journal) openWriter(gens []generation, entries uint64) error {
 		j.space.used += g.size
 	}
 	j.space.used += j.commit.seg.Size()
-	for _, sp := range j.space.spares {
-		j.space.used += sp.size
-	}
 	releaseUpTo := j.opts.Settled
 	if j.opts.StartAfter > j.commit.last {
 		// The journal ends before the ledger does (it was replaced or
@@ -361,11 +374,6 @@ func (j *Journal) openWriter(gens []generation, entries uint64) error {
 
 // start starts the committer (which starts the syncer) and the releaser.
 func (j *Journal) start() {
-	if len(j.space.spares) > j.space.maxSpares {
-		// spare_segments was lowered: delete the extra spares now. Checked
-		// before the releaser starts, which changes spares.
-		j.wakeReleaser()
-	}
 	go j.commitLoop()
 	go j.releaseLoop()
 }
@@ -435,12 +443,13 @@ func (j *Journal) writeBufferCap() int {
 // record in it can be acknowledged.
 func (j *Journal) rotate(base uint64) error {
 	c := &j.commit
-	closedSize := max(c.seg.Size(), c.capacity) // its file's size, as counted in used
+	closedSize := c.seg.Size()
 	err := c.seg.Close()
 	c.seg = nil
 	if err != nil {
 		return fmt.Errorf("journal: close generation %d: %w", c.base, err)
 	}
+	closedSize = j.trimRecycled(closedSize)
 	var sp *spare
 	syncParent := j.syncDir
 	if s, ok := j.takeSpare(); ok {
@@ -550,20 +559,20 @@ func (p *Pending) Wait() (uint64, error) {
 // admits; Submit refuses a larger one with ErrTooLarge. At rest the active
 // generation holds less than SegmentBytes (the committer rotates once it
 // reaches it) and everything else can be released, so an entry up to
-// MaxBytes − SegmentBytes always fits eventually; a larger one would wait
-// forever.
+// MaxBytes − (1 + SpareSegments) × SegmentBytes always fits eventually; a
+// larger one would wait forever.
 func (o Options) MaxRecordBytes() int64 {
 	return max(o.entryRoom()-frameHeader-uvarintLen(o.entryRoom()), 0)
 }
 
 // entryRoom is the largest entry (entrySize) the journal admits.
-func (o Options) entryRoom() int64 { return o.MaxBytes - o.SegmentBytes }
+func (o Options) entryRoom() int64 { return o.recordBytes() - o.SegmentBytes }
 
 // admit reserves size bytes of journal space, waiting while the journal is
 // full.
 func (j *Journal) admit(ctx context.Context, size int64) error {
 	if size > j.opts.entryRoom() {
-		return fmt.Errorf("%w: an entry of %d bytes, at most %d fit (a record of %d: journal.max_bytes − journal.segment_bytes − framing)",
+		return fmt.Errorf("%w: an entry of %d bytes, at most %d fit (a record of %d: journal.max_bytes − (1 + journal.spare_segments) × journal.segment_bytes − framing)",
 			ErrTooLarge, size, j.opts.entryRoom(), j.opts.MaxRecordBytes())
 	}
 	for {
@@ -576,21 +585,16 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			err := j.poisoned
 			j.mu.Unlock()
 			return fmt.Errorf("%w: %w", ErrPoisoned, err)
-		case j.space.used+size <= j.opts.MaxBytes:
+		case j.space.used+size <= j.opts.recordBytes():
 			j.space.used += size
 			j.mu.Unlock()
 			return nil
 		}
 		j.space.full = true
-		if len(j.space.spares) > 0 || len(j.rel.work.renamed) > 0 {
-			// Spares go first (spareToDrop), and a released segment is
-			// no longer kept as one (keepAsSpare): it is cut.
-			j.wakeReleaser()
-		}
 		if !j.space.fullLogged {
 			j.space.fullLogged = true
 			j.log.Warn("journal full: appends wait until the flusher moves records to the ledger",
-				"used_bytes", j.space.used, "max_bytes", j.opts.MaxBytes)
+				"used_bytes", j.space.used, "record_bytes", j.opts.recordBytes(), "max_bytes", j.opts.MaxBytes)
 		}
 		freed := j.space.freed
 		j.mu.Unlock()
@@ -694,9 +698,14 @@ func (j *Journal) Waiting() string {
 }
 
 // UsedBytes is the journal's size on disk, plus the bytes of appends
-// admitted but not yet written.
+// admitted but not yet written, less the stale rest of a recycled active
+// file (those bytes are overwritten as the journal writes).
 func (j *Journal) UsedBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.space.used
+	n := j.space.used
+	for _, sp := range j.space.spares {
+		n += sp.size
+	}
+	return n
 }

@@ -66,20 +66,20 @@ func listSpares(dir string) ([]spare, error) {
 }
 
 // keepAsSpare turns released generation g, whose segment is already renamed
-// aside durably (cut), into a spare, if the pool has room and the journal
-// space it keeps is not needed. It reports whether it did; false with no
-// error means the caller deletes the segment.
+// aside durably (cut), into a spare, if the pool has room and the file is
+// at most SegmentBytes: the spares' share of max_bytes holds SpareSegments
+// of those (Options.recordBytes). Its space then leaves used. It reports
+// whether it did; false with no error means the caller deletes the
+// segment.
 func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	j.mu.Lock()
-	// At most half full and nobody waiting: a journal filling up needs its
-	// space back more than a faster next generation.
-	keep := len(j.space.spares) < j.space.maxSpares && !j.space.full && j.space.used <= j.opts.MaxBytes/2
+	keep := len(j.space.spares) < j.space.maxSpares && g.size <= j.opts.SegmentBytes
 	j.mu.Unlock()
 	if !keep {
 		return false, nil
 	}
 	// g.size is its file's size (rotate, or Open's listing): what used
-	// counts for it, and from now on for the spare.
+	// counts for it.
 	sp := spare{path: sparePath(j.dir, g.base), size: g.size}
 	// A crash after the rename leaves a generation directory without a
 	// segment (Open finishes the release: it removes the directory) and
@@ -94,6 +94,7 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	j.mu.Lock()
 	j.space.spares = append(j.space.spares, sp)
 	j.mu.Unlock()
+	j.freed(sp.size)
 	if err := removeReleased(g); err != nil {
 		return true, err
 	}
@@ -116,11 +117,10 @@ func (j *Journal) takeSpare() (spare, bool) {
 	return sp, true
 }
 
-// spareToDrop returns a spare the releaser should delete: any, while an
-// append waits for space or recycling is off, and those beyond the
-// pool's size. j.mu must be held.
+// spareToDrop returns a spare the releaser should delete: one beyond the
+// pool's size (recycling failed, which makes it 0). j.mu must be held.
 func (j *Journal) spareToDrop() (spare, bool) {
-	if len(j.space.spares) == 0 || (!j.space.full && len(j.space.spares) <= j.space.maxSpares) {
+	if len(j.space.spares) <= j.space.maxSpares {
 		return spare{}, false
 	}
 	sp := j.space.spares[0]
@@ -128,51 +128,93 @@ func (j *Journal) spareToDrop() (spare, bool) {
 	return sp, true
 }
 
-// dropSpare deletes a spare, a step at a time like a released segment,
-// freeing its space as it goes.
+// dropSpare deletes a spare, a step at a time like a released segment.
+// Spares are not counted in used: this frees nothing appends wait for.
 func (j *Journal) dropSpare(sp spare) error {
-	left, err := j.cutDown(sp.path, sp.size)
-	if err != nil {
-		if errors.Is(err, errReleaseStopped) {
-			return err // still a spare file: the next Open takes it
+	err := truncateInSteps(sp.path, func(int64) error {
+		select {
+		case <-j.closing:
+			return errReleaseStopped
+		default:
+			return nil
 		}
-		// Still a spare, of the size not yet freed: the releaser's retry
-		// deletes it (spareToDrop, after retryFailed).
-		sp.size = left
+	})
+	if errors.Is(err, errReleaseStopped) {
+		return err // still a spare file: the next Open takes it
+	}
+	if err == nil {
+		err = os.Remove(sp.path)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Still a spare: the releaser's retry deletes it (spareToDrop,
+		// after retryFailed).
 		j.mu.Lock()
 		j.space.spares = append([]spare{sp}, j.space.spares...)
 		j.rel.work.retrySpares = true
 		j.mu.Unlock()
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
-	// The file is cut down to nothing: its space is free even if it
-	// cannot be removed (the next Open lists it as an empty spare).
-	j.freed(left)
-	if err := os.Remove(sp.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
-	}
-	// As in cut: for the space accounting across a crash.
 	if err := j.syncDir(j.dir); err != nil {
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
 	return nil
 }
 
-// trimRecycled cuts the stale rest of a recycled active file, of size
-// bytes of entries, off once it is closed, so that the next Open finds the file ending at its last entry.
-// Without the cut (a crash) Open's tail repair cuts it; so no fsync. After
-// a failure the file is left to that repair.
-func (j *Journal) trimRecycled(size int64) {
+// recoverSpares lists the spare files in the journal directory and deletes
+// those the pool no longer holds (spare_segments or segment_bytes were
+// lowered): only SpareSegments files of at most SegmentBytes fit the
+// spares' share of max_bytes. Nothing is written yet, so deleting them at
+// once delays no fsync of an append.
+func (j *Journal) recoverSpares() ([]spare, error) {
+	all, err := listSpares(j.dir)
+	if err != nil {
+		return nil, err
+	}
+	var kept []spare
+	deleted := false
+	for _, sp := range all {
+		if len(kept) < j.space.maxSpares && sp.size <= j.opts.SegmentBytes {
+			kept = append(kept, sp)
+			continue
+		}
+		if err := os.Remove(sp.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
+		}
+		deleted = true
+	}
+	if deleted {
+		if err := j.syncDir(j.dir); err != nil {
+			return nil, fmt.Errorf("journal: delete spares: %w", err)
+		}
+	}
+	return kept, nil
+}
+
+// trimRecycled cuts the stale rest of the closed active file, which was
+// a recycled spare, off after its size bytes of entries, and returns the
+// file's size, as counted in used from now on. Every closed generation's
+// file thus ends at its last entry, and its bytes are all counted in used;
+// only the active file has stale bytes, in the spares' share of max_bytes
+// (Options.recordBytes). When the cut fails, the file keeps them, and used
+// counts them (beyond recordBytes, until the generation is released).
+// Without the cut (a crash) the next Open's tail repair cuts an active
+// file; readers of a closed one stop at its last LSN. So no fsync. After a
+// failure the file is left to that repair.
+func (j *Journal) trimRecycled(size int64) int64 {
 	c := &j.commit
-	if c.capacity <= size || j.failure() != nil {
-		return
+	capacity := c.capacity
+	c.capacity = 0
+	if capacity <= size || j.failure() != nil {
+		return size
 	}
 	if err := os.Truncate(c.path, size); err != nil {
 		j.log.Warn("journal: cut the unused rest of a recycled segment", "file", c.path, "err", err)
-		return
+		j.mu.Lock()
+		j.space.used += capacity - size
+		j.mu.Unlock()
+		return capacity
 	}
-	j.freed(c.capacity - size)
-	c.capacity = size
+	return size
 }
 
 // size is the bytes in the active generation's segment (0 once closed).

@@ -52,7 +52,8 @@ const (
 // counted until the next Release or a restart.
 func (j *Journal) Release(upTo uint64) error {
 	err := j.release(upTo)
-	// Also when nothing new was released: a spare may be due for deletion.
+	// Also when nothing new was renamed: a failed rename waits for the
+	// releaser's retry.
 	j.wakeReleaser()
 	return err
 }
@@ -308,14 +309,13 @@ func (j *Journal) cutDown(path string, counted int64) (int64, error) {
 }
 
 // freed takes n released bytes off the journal's usage and wakes appends
-// waiting for space. The committer calls it for every group it writes into
-// a recycled file, so it wakes only when someone waits: every append that
-// waits on spaceFreed set full after the last wake-up (admit).
+// waiting for space. It wakes only when someone waits: every append that
+// waits on space.freed set full after the last wake-up (admit).
 func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.space.used -= n
-	if j.space.fullLogged && j.space.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
+	if j.space.fullLogged && j.space.used <= j.opts.recordBytes()-j.opts.SegmentBytes {
 		j.space.fullLogged = false
 		j.log.Info("journal has space again: appends resume", "used_bytes", j.space.used, "max_bytes", j.opts.MaxBytes)
 	}
