@@ -40,8 +40,8 @@ type pipeline struct {
 	first   uint64
 	bytes   int64      // bytes of written (entry sizes)
 	seg     segmentLog // the segment written was written to
-	syncing bool   // the syncer is fsyncing or completing a batch
-	done    bool   // the committer has exited: the syncer stops when idle
+	syncing bool       // the syncer is fsyncing or completing a batch
+	done    bool       // the committer has exited: the syncer stops when idle
 }
 
 // commitLoop is the committer: the only goroutine that writes. It starts
