@@ -514,8 +514,9 @@ func (j *Journal) Submit(ctx context.Context, rec []byte) (*Pending, error) {
 	r := &request{frame: newFrame(rec), size: size, done: make(chan error, 1)}
 	if j.tail.limit > 0 {
 		// The frame's copy of rec serves the tail cache too: the
-		// committer fills in only the header, and tidwall copies the
-		// frame before WriteBatch returns, so these bytes never change.
+		// committer fills in only the header, and the segment's Write
+		// reads the frame only until it returns, so these bytes never
+		// change.
 		r.kept = r.frame[frameHeader:]
 	}
 	select {

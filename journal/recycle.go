@@ -16,15 +16,14 @@ import (
 // new file. That takes two costs off the device the ack path waits on:
 //
 //   - freeing: deleting a segment frees its blocks, which a file system
-//     mounted with discard trims at its next commit. On the bench machine's
-//     virtio disk the trims of released segments took a third as much
-//     device time as the journal's writes, and every fsync queued behind
-//     them (beatsbench 4 × 2048: 443–450k events/s deleting, 493–501k
-//     recycling, alternated runs).
+//     mounted with discard trims at its next commit, and every fsync
+//     queues behind the trims;
 //   - allocating: an fdatasync of appends to a new file must also commit
 //     the blocks allocated and the new file size (a file-system journal
 //     commit); an overwrite within the file's size changes no metadata an
 //     fdatasync must persist.
+//
+// docs/design.md (§4) has what it is measured to earn.
 //
 // It is the same trade as BookKeeper's journalReuseFiles, RocksDB's
 // recycle_log_file_num and PostgreSQL's recycled WAL segments: the file
@@ -38,7 +37,7 @@ const sparePrefix = "spare-"
 // spare is a released segment file kept for a new generation to overwrite.
 type spare struct {
 	path string
-	size int64 // bytes on disk, counted in space.used
+	size int64 // bytes on disk, in the spares' share of max_bytes (Options.recordBytes), not in space.used
 }
 
 func sparePath(dir string, base uint64) string {

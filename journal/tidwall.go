@@ -35,7 +35,8 @@ const segmentFile = "00000000000000000001"
 // before it began).
 type segmentLog interface {
 	// Write appends frames, each a whole entry's contents, after the
-	// segment's last entry, into the page cache.
+	// segment's last entry, into the page cache. It reads them only
+	// until it returns.
 	Write(frames [][]byte) error
 	// Sync makes everything written before it began durable.
 	Sync() error
@@ -56,8 +57,9 @@ type segmentOptions struct {
 	// one, which starts with it (presize) when it is big enough: a
 	// rotation then allocates nothing on the ack path.
 	buffer *[]byte
-	// noPresize, tidwallSync: leave a workaround out (benchmarks measure
-	// what each earns).
+	// noForget, noPresize, tidwallSync: leave a workaround out
+	// (BenchmarkWorkarounds measures what each earns).
+	noForget    bool
 	noPresize   bool
 	tidwallSync bool
 }
@@ -110,7 +112,9 @@ func openSegment(g generation, entries uint64, recycle string, opts segmentOptio
 	}
 	// tidwall loads a reopened segment whole into memory; the journal
 	// never reads through tidwall, so that copy goes at once.
-	if !forgetWritten(w, opts.bufferCap) {
+	if opts.noForget {
+		// Left as tidwall has it.
+	} else if !forgetWritten(w, opts.bufferCap) {
 		logger.Warn("journal: cannot drop tidwall's in-memory copy of the segment (its layout changed): it holds up to segment_bytes")
 	} else if s.index == 0 && !opts.noPresize {
 		var reuse []byte
@@ -152,7 +156,9 @@ func (s *tidwallSegment) Write(frames [][]byte) error {
 	s.size += bytes
 	// tidwall keeps what it wrote in memory, for reads the journal never
 	// makes through it: keep one group's buffer, not the segment.
-	forgetWritten(s.log, s.opts.bufferCap)
+	if !s.opts.noForget {
+		forgetWritten(s.log, s.opts.bufferCap)
+	}
 	if bytes > int64(s.opts.bufferCap) {
 		s.batch = wal.Batch{} // an outsized group's buffer goes with it
 	}
