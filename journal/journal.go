@@ -266,15 +266,12 @@ func (o Options) check() error {
 	if o.SegmentBytes <= 0 || o.MaxGroupBytes <= 0 {
 		return fmt.Errorf("journal: segment and group sizes must be positive")
 	}
-	if o.SpareSegments < 0 {
-		return fmt.Errorf("journal: spare segments %d must not be negative", o.SpareSegments)
-	}
 	if o.recordBytes() < 2*o.SegmentBytes {
 		// Generations are dropped whole: with room for fewer than two, the
 		// active one could fill the records' share with nothing closed to
 		// release.
 		return fmt.Errorf("journal: max bytes %d must be at least (2 + spare segments %d) × segment bytes %d",
-			o.MaxBytes, o.SpareSegments, o.SegmentBytes)
+			o.MaxBytes, max(o.SpareSegments, 0), o.SegmentBytes)
 	}
 	return nil
 }
