@@ -44,7 +44,8 @@ type Journal struct {
 	// MaxGroupBytes caps the bytes written and waiting for one fsync.
 	MaxGroupBytes Size `toml:"max_group_bytes"`
 	// SpareSegments is how many released segment files the journal keeps
-	// to overwrite instead of deleting them; 0 deletes them.
+	// to overwrite instead of deleting them; 0 deletes them. They take
+	// SpareSegments × SegmentBytes of MaxBytes.
 	SpareSegments int `toml:"spare_segments"`
 }
 

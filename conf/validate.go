@@ -81,10 +81,12 @@ func (c *Config) validateStores(bad badFunc) {
 	checkSegment("ledger.segment_bytes", l.SegmentBytes)
 
 	// Front truncation drops whole segments: with fewer than two segments of
-	// room, a full journal would have nothing it could drop and appends would
-	// wait forever (docs/design.md, §4).
-	if j.MaxBytes < 2*j.SegmentBytes {
-		bad("journal.max_bytes", "%s is less than 2 × journal.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", j.MaxBytes, j.SegmentBytes, 2*j.SegmentBytes)
+	// room for records, a full journal would have nothing it could drop and
+	// appends would wait forever; the spares have a segment each of their
+	// own besides (docs/design.md, §4).
+	if spares := max(j.SpareSegments, 0); j.MaxBytes < Size(2+spares)*j.SegmentBytes {
+		bad("journal.max_bytes", "%s is less than (2 + journal.spare_segments %d) × journal.segment_bytes (%s): raise max_bytes to at least %s, lower spare_segments or lower segment_bytes",
+			j.MaxBytes, spares, j.SegmentBytes, Size(2+spares)*j.SegmentBytes)
 	}
 	if j.MaxGroupBytes < minGroupBytes {
 		bad("journal.max_group_bytes", "%s is below %s: a group must hold at least a few records", j.MaxGroupBytes, minGroupBytes)

@@ -2,18 +2,14 @@ package journal
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"time"
-
-	"github.com/tidwall/wal"
-	"golang.org/x/sys/unix"
 )
 
 // The ack path is a two-stage pipeline of goroutines owned by the journal:
 //
 //   - the committer gathers queued appends into a group, frames it and
-//     writes it with one tidwall WriteBatch (into the page cache), then
+//     writes it with one segment Write (into the page cache), then
 //     hands the group to the syncer and gathers the next one;
 //   - the syncer takes everything written so far, fsyncs the segment once,
 //     and only then completes those appends, in LSN order.
@@ -42,36 +38,10 @@ type pipeline struct {
 	written []*request // written, waiting for an fsync; LSNs first, first+1, …
 	spare   []*request // the syncer's last batch, reused for written
 	first   uint64
-	bytes   int64  // bytes of written (entry sizes)
-	log     walLog // the log written was written to
-	syncing bool   // the syncer is fsyncing or completing a batch
-	done    bool   // the committer has exited: the syncer stops when idle
-}
-
-// segmentLog is a tidwall log whose Sync fdatasyncs the segment through a
-// descriptor of its own. tidwall's Sync holds the log's mutex for the whole
-// fsync, which would keep the committer from writing the next group; the
-// kernel flushes a file's dirty pages whichever descriptor asks, and a
-// descriptor opened before the writes is told of any writeback error
-// (errseq), so this one is as good as tidwall's own.
-type segmentLog struct {
-	*wal.Log
-	seg *os.File
-}
-
-func (l *segmentLog) Sync() error {
-	if err := unix.Fdatasync(int(l.seg.Fd())); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", l.seg.Name(), err)
-	}
-	return nil
-}
-
-func (l *segmentLog) Close() error {
-	err := l.Log.Close()
-	if cerr := l.seg.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	bytes   int64      // bytes of written (entry sizes)
+	seg     segmentLog // the segment written was written to
+	syncing bool       // the syncer is fsyncing or completing a batch
+	done    bool       // the committer has exited: the syncer stops when idle
 }
 
 // commitLoop is the committer: the only goroutine that writes. It starts
@@ -90,8 +60,9 @@ func (j *Journal) commitLoop() {
 		j.pipe.cond.Broadcast()
 		j.pipe.mu.Unlock()
 		<-syncerDone
-		j.closeWAL()
-		j.trimRecycled()
+		size := j.commit.size()
+		j.closeSegment()
+		j.trimRecycled(size)
 	}()
 	var group []*request
 	for {
@@ -193,50 +164,40 @@ func (j *Journal) write(group []*request) {
 	for _, r := range group {
 		bytes += r.size
 	}
-	if j.activeBytes > 0 && j.activeBytes+bytes > j.opts.SegmentBytes {
+	if size := j.commit.seg.Size(); size > 0 && size+bytes > j.opts.SegmentBytes {
 		if err := j.rotateWhenSynced(); err != nil {
 			j.fail(group, err)
 			return
 		}
 	}
-	first := j.last + 1
+	c := &j.commit
+	first := c.last + 1
 	// Everything up to durable was fsynced before this write: recovery
 	// relies on group > L meaning "written after L was acknowledged".
 	oldest := j.durable.Load() + 1
-	j.batch.Clear()
+	c.frames = c.frames[:0]
 	for i, r := range group {
-		lsn := first + uint64(i)
-		sealFrame(r.frame, lsn, oldest)
-		j.batch.Write(lsn-j.base, r.frame)
+		sealFrame(r.frame, first+uint64(i), oldest)
+		c.frames = append(c.frames, r.frame)
 	}
-	if err := j.wal.WriteBatch(&j.batch); err != nil {
+	err := c.seg.Write(c.frames)
+	clear(c.frames)
+	if err != nil {
 		err = j.poison(fmt.Errorf("journal: write group of %d records at LSN %d: %w", len(group), first, err))
 		j.fail(group, err)
 		return
 	}
-	j.last += uint64(len(group))
-	// tidwall keeps what it wrote in memory, for reads the journal never
-	// makes through it: keep one group's buffer, not the segment.
-	forgetWritten(j.raw, j.writeBufferCap())
-	if bytes > int64(j.writeBufferCap()) {
-		j.batch = wal.Batch{} // an outsized group's buffer goes with it
-	}
-	if j.activeBytes < j.capacity {
-		// Overwritten stale bytes of a recycled file: counted twice
-		// until now, as the file's and as the entries' reservation.
-		j.freed(min(j.activeBytes+bytes, j.capacity) - j.activeBytes)
-	}
-	j.activeBytes += bytes
+	c.last += uint64(len(group))
 	p := &j.pipe
 	p.mu.Lock()
 	if len(p.written) == 0 {
-		p.first, p.log = first, j.wal
+		p.first, p.seg = first, c.seg
 	}
 	p.written = append(p.written, group...)
 	p.bytes += bytes
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	if j.activeBytes >= j.opts.SegmentBytes {
+	if c.seg.Size() >= j.opts.SegmentBytes {
 		// Rotate as soon as the generation is full, so that at rest the
 		// active generation is below SegmentBytes (see admit).
 		// A failure here poisoned the journal (and was logged there): the
@@ -254,7 +215,7 @@ func (j *Journal) rotateWhenSynced() error {
 	if err := j.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrPoisoned, err)
 	}
-	if err := j.rotate(j.last); err != nil {
+	if err := j.rotate(j.commit.last); err != nil {
 		return j.poison(err)
 	}
 	return nil
@@ -283,12 +244,12 @@ func (j *Journal) syncLoop() {
 			p.mu.Unlock()
 			return
 		}
-		batch, first, bytes, log := p.written, p.first, p.bytes, p.log
+		batch, first, bytes, seg := p.written, p.first, p.bytes, p.seg
 		p.written, p.bytes, p.syncing = p.spare[:0], 0, true
 		p.cond.Broadcast() // room for the committer
 		p.mu.Unlock()
 
-		j.syncBatch(log, first, batch, bytes)
+		j.syncBatch(seg, first, batch, bytes)
 
 		clear(batch)
 		p.mu.Lock()
@@ -298,9 +259,9 @@ func (j *Journal) syncLoop() {
 	}
 }
 
-// syncBatch fsyncs log and completes batch, whose records (LSNs first, …)
+// syncBatch fsyncs seg and completes batch, whose records (LSNs first, …)
 // were all written before the fsync starts.
-func (j *Journal) syncBatch(log walLog, first uint64, batch []*request, bytes int64) {
+func (j *Journal) syncBatch(seg segmentLog, first uint64, batch []*request, bytes int64) {
 	if err := j.failure(); err != nil {
 		// Written after, or together with, a failure: the instance is
 		// discarded, so these are never acknowledged.
@@ -310,7 +271,7 @@ func (j *Journal) syncBatch(log walLog, first uint64, batch []*request, bytes in
 	// The batch's one fsync. Nobody in it is told "done" before it
 	// returns: an acknowledged event must survive a power cut.
 	syncStart := time.Now()
-	if err := log.Sync(); err != nil {
+	if err := seg.Sync(); err != nil {
 		err = j.poison(fmt.Errorf("journal: fsync %d records at LSN %d: %w", len(batch), first, err))
 		j.fail(batch, err)
 		return
@@ -336,9 +297,9 @@ func (j *Journal) syncBatch(log walLog, first uint64, batch []*request, bytes in
 }
 
 // poison makes a write or fsync failure sticky (the first one wins) and
-// returns the error to fail requests with. The tidwall instance is never
-// written again (its in-memory tail already includes the failed group);
-// the committer closes it when it exits.
+// returns the error to fail requests with. The segment is never written
+// again (tidwall's in-memory tail already includes the failed group); the
+// committer closes it when it exits.
 func (j *Journal) poison(err error) error {
 	j.mu.Lock()
 	first := j.poisoned == nil

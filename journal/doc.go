@@ -46,7 +46,8 @@
 //
 // tidwall/wal is opened with NoSync and a segment size it never reaches, so
 // each generation is exactly one segment file; the committer fsyncs
-// explicitly. The generation names are also the persisted high-water mark:
+// explicitly. Only tidwall.go sees tidwall: the rest of the journal writes,
+// syncs and closes the active segment through a small interface. The generation names are also the persisted high-water mark:
 // the newest generation's base survives even when it holds no record.
 //
 // # Recycled segments
@@ -68,13 +69,17 @@
 //     the scan (which checks every entry's LSN against its position) nor
 //     the search for a later write group (which skips LSNs not above the
 //     expected one) accepts them;
-//   - Close cuts the active file to its entries, so a clean restart
+//   - rotation and Close cut the closed file to its entries, so a closed
+//     generation has stale bytes only after a crash, and a clean restart
 //     repairs nothing.
 //
-// Spares count in max_bytes: the stale rest of the active file stays
-// counted until overwritten. A released segment is kept only while the
-// journal is at most half full and no append waits for space; when one
-// waits, the releaser deletes spares first.
+// The spares have their own share of max_bytes, spare_segments ×
+// segment_bytes (so max_bytes must be at least (2 + spare_segments) ×
+// segment_bytes); records get the rest, which is what appends wait for.
+// That share holds the spare files and the stale rest of the active file,
+// which was one of them: a released segment is kept only if it is at most
+// segment_bytes, and only as many as spare_segments, so they always fit,
+// whether or not the journal is full.
 //
 // # Entry format
 //
@@ -171,7 +176,10 @@
 // # Limits
 //
 // max_bytes bounds the bytes on disk: Append waits (until its context ends)
-// while the journal is full, and a record that could never fit is refused.
-// Memory: tidwall keeps the newest generation's segment in memory, so the
-// journal holds up to about 2 × segment_bytes, plus the queued records.
+// while the records' share of it is full, and a record that could never fit
+// (more than max_bytes − (1 + spare_segments) × segment_bytes) is refused.
+// Memory: tidwall would keep the newest generation's segment in memory;
+// the journal empties that copy after every write (tidwall.go), so it holds
+// one group's buffer (about 2 × max_group_bytes), the tail cache
+// (Options.TailBytes) and the queued records.
 package journal

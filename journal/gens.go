@@ -10,14 +10,10 @@ import (
 	"strings"
 )
 
-const (
-	genPrefix = "gen-"
-	// segmentFile is the name of the one tidwall segment in a generation:
-	// tidwall names segments by first index and a fresh log starts at 1.
-	segmentFile = "00000000000000000001"
-)
+const genPrefix = "gen-"
 
-// generation is one tidwall log in the journal. Records base+1 … base+n.
+// generation is one segment file of the journal, in a directory of its
+// own (tidwall.go). Records base+1 … base+n.
 type generation struct {
 	base uint64 // LSN before the first record
 	dir  string
@@ -26,7 +22,7 @@ type generation struct {
 
 func genName(base uint64) string { return fmt.Sprintf("%s%020d", genPrefix, base) }
 
-func (g generation) segment() string { return filepath.Join(g.dir, segmentFile) }
+func (g generation) segment() string { return segmentPath(g.dir) }
 
 // releasing is where Release puts the segment of a released generation
 // until the releaser has cut it down (release.go).
@@ -76,8 +72,8 @@ func scanGenerations(dir string, syncDir func(string) error) ([]generation, erro
 	})
 	// A generation without a segment file, other than the newest, is a
 	// Release that a crash interrupted (it renames the segment aside,
-	// cuts it down, removes it, then the directory): finish it. The newest may lack its file only because
-	// tidwall had not created it yet; Open lets tidwall create it.
+	// cuts it down, removes it, then the directory): finish it. The newest
+	// may lack its file only because it was not created yet; Open creates it.
 	kept := gens[:0]
 	for i, g := range gens {
 		if g.size < 0 && i < len(gens)-1 {
@@ -98,8 +94,8 @@ func scanGenerations(dir string, syncDir func(string) error) ([]generation, erro
 // createGeneration makes the directory of a new generation durable: the
 // directory is created and the journal directory fsynced, so that the
 // generation (and with it the LSN high-water mark in its name) survives a
-// power cut. tidwall creates the segment file inside it; the caller fsyncs
-// the generation directory after that.
+// power cut. Opening the segment creates the file inside it; the caller
+// fsyncs the generation directory after that.
 func createGeneration(dir string, base uint64, syncDir func(string) error) (generation, error) {
 	g := generation{base: base, dir: filepath.Join(dir, genName(base))}
 	if err := os.Mkdir(g.dir, 0o750); err != nil {

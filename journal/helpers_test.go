@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/wal"
 	"go.uber.org/goleak"
 
 	"github.com/logpond/logpond/record"
@@ -76,24 +75,25 @@ func readAll(t testing.TB, j *Journal) map[uint64][]byte {
 	return out
 }
 
-// countingLog wraps a tidwall log and counts, at the fsync call itself, how
+// countingLog wraps the active segment and counts, at the fsync call itself, how
 // many records each fsync made durable. It can fail writes or fsyncs and
 // hold an fsync until released.
 type countingLog struct {
-	walLog
+	segmentLog
 	mu        sync.Mutex
-	pending   int   // records written since the last fsync
-	perSync   []int // records made durable by each fsync
+	index     uint64 // entries in the current segment (its last entry's index)
+	pending   int    // records written since the last fsync
+	perSync   []int  // records made durable by each fsync
 	failWrite error
 	failSync  error
 	skipSync  bool          // a journal that never fsyncs (negative control)
 	hold      chan struct{} // when set, Sync waits for it to be closed
 	syncs     int           // Sync calls entered
-	holdWrite chan struct{} // when set, WriteBatch waits for it to be closed
-	writes    int           // WriteBatch calls entered
+	holdWrite chan struct{} // when set, Write waits for it to be closed
+	writes    int           // Write calls entered
 }
 
-// waitWrites waits until n WriteBatch calls have been entered.
+// waitWrites waits until n Write calls have been entered.
 func (c *countingLog) waitWrites(n int) { c.waitUntil(func() bool { return c.writes >= n }) }
 
 // waitUntil polls done, under c.mu, until it holds.
@@ -112,21 +112,20 @@ func (c *countingLog) waitUntil(done func() bool) {
 // waitWritten waits until the journal under c has written LSN lsn (whose
 // generation's base is 0).
 func (c *countingLog) waitWritten(lsn uint64) {
-	for {
-		c.mu.Lock()
-		w := c.walLog
-		c.mu.Unlock()
-		if li, _ := w.LastIndex(); li >= lsn {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+	c.waitUntil(func() bool { return c.index >= lsn })
+}
+
+// lastIndex is how many entries the current segment holds.
+func (c *countingLog) lastIndex() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.index
 }
 
 // waitSyncs waits until n Sync calls have been entered.
 func (c *countingLog) waitSyncs(n int) { c.waitUntil(func() bool { return c.syncs >= n }) }
 
-func (c *countingLog) WriteBatch(b *wal.Batch) error {
+func (c *countingLog) Write(frames [][]byte) error {
 	c.mu.Lock()
 	err, hold := c.failWrite, c.holdWrite
 	c.writes++
@@ -137,13 +136,12 @@ func (c *countingLog) WriteBatch(b *wal.Batch) error {
 	if err != nil {
 		return err
 	}
-	before, _ := c.walLog.LastIndex()
-	if err := c.walLog.WriteBatch(b); err != nil {
+	if err := c.segmentLog.Write(frames); err != nil {
 		return err
 	}
-	after, _ := c.walLog.LastIndex()
 	c.mu.Lock()
-	c.pending += int(after - before)
+	c.pending += len(frames)
+	c.index += uint64(len(frames))
 	c.mu.Unlock()
 	return nil
 }
@@ -160,7 +158,7 @@ func (c *countingLog) Sync() error {
 		return fail
 	}
 	if !skip {
-		if err := c.walLog.Sync(); err != nil {
+		if err := c.segmentLog.Sync(); err != nil {
 			return err
 		}
 	}
@@ -172,13 +170,14 @@ func (c *countingLog) Sync() error {
 }
 
 // counting installs a countingLog on opts and returns a getter for the
-// current one (rotation opens a new tidwall log per generation; the wrapper
+// current one (rotation opens a new segment per generation; the wrapper
 // state is shared across them through the returned pointer).
 func counting(opts *Options) *countingLog {
 	c := &countingLog{}
-	opts.hooks.wrapLog = func(w walLog) walLog {
+	opts.hooks.wrapLog = func(s segmentLog) segmentLog {
 		c.mu.Lock()
-		c.walLog = w
+		c.segmentLog = s
+		c.index = s.(*tidwallSegment).index // not written yet: the committer has not started on it
 		c.mu.Unlock()
 		return c
 	}

@@ -2,16 +2,12 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/wal"
 
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/internal/waitlog"
@@ -25,7 +21,8 @@ type Options struct {
 	// generation (the unit of front truncation).
 	SegmentBytes int64
 	// MaxBytes bounds the journal's bytes on disk; Append waits above it.
-	// It must be at least 2 × SegmentBytes.
+	// SpareSegments × SegmentBytes of it are the spares' (recordBytes); the
+	// rest, at least 2 × SegmentBytes, holds records.
 	MaxBytes int64
 	// MaxGroupWait is how long the committer waits for more appends before
 	// writing a group; 0 writes as soon as the queue is empty.
@@ -51,12 +48,13 @@ type Options struct {
 	// TailBytes bounds the copies of recent records kept in memory for
 	// the flusher (Recent); 0 keeps none. They are the journal's only
 	// in-memory copy of what it wrote: tidwall's copy of the active
-	// segment is dropped after every write (tidwall_traps.go).
+	// segment is dropped after every write (tidwall.go).
 	TailBytes int64
 	// SpareSegments is how many released segment files the journal keeps
 	// for new generations to overwrite instead of deleting them
-	// (recycle.go); 0 deletes every released segment. Spares count in
-	// MaxBytes, and are deleted first when an append waits for space.
+	// (recycle.go); 0 deletes every released segment. MaxBytes sets
+	// SpareSegments × SegmentBytes aside for them: MaxBytes must be at
+	// least (2 + SpareSegments) × SegmentBytes.
 	SpareSegments int
 	// Logger receives repairs, full/space transitions and failures.
 	Logger *slog.Logger
@@ -73,17 +71,10 @@ type Options struct {
 // hooks are the per-instance seams for tests; zero values mean "the real
 // thing".
 type hooks struct {
-	wrapLog func(walLog) walLog
+	wrapLog func(segmentLog) segmentLog
 	syncDir func(string) error
 	rename  func(oldpath, newpath string) error // the renames of releases (Release, keepAsSpare)
-}
-
-// walLog is what the committer uses of a tidwall log.
-type walLog interface {
-	WriteBatch(*wal.Batch) error
-	Sync() error
-	Close() error
-	LastIndex() (uint64, error)
+	segment segmentOptions                      // workarounds left out (benchmarks)
 }
 
 // queueLength bounds the appends waiting for the committer; an Append that
@@ -91,6 +82,11 @@ type walLog interface {
 const queueLength = 4096
 
 // Journal is an open journal. All methods are safe for concurrent use.
+//
+// Its state is grouped by owner: the committer goroutine's (commit), what
+// the committer hands the syncer (pipe), the releaser goroutine's (rel),
+// and what they and the callers share under mu (gens, space, and the
+// releaser's work list).
 type Journal struct {
 	dir     string
 	opts    Options
@@ -102,57 +98,77 @@ type Journal struct {
 	queue   chan *request // appends → committer, bounded
 	closing chan struct{} // closed by Close: committer finishes queued work
 	stopped chan struct{} // closed when the committer and the syncer have exited
-	reaped  chan struct{} // closed when the releaser has exited
-	doomed  chan struct{} // wakes the releaser (capacity 1)
-	pipe    pipeline      // committer → syncer: written, not yet fsynced
 	once    sync.Once
-	// releaseMu serializes Release calls: one that fails puts generations
-	// back at the front of gens, which another must not have moved past.
-	releaseMu sync.Mutex
 
 	durable atomic.Uint64 // last LSN whose group is fsynced
 	failed  atomic.Bool   // poisoned is set (read without mu on the ack path)
 	tail    tailCache
 
-	// Owned by the committer goroutine (and by Open before it starts).
-	wal         walLog
-	raw         *wal.Log // the tidwall log under wal, for forceClose
-	base        uint64   // LSN before the active generation's first record
-	last        uint64   // last LSN written
-	activeBytes int64    // bytes in the active generation's segment
-	batch       wal.Batch
-	tailBuf     []byte // the closed generation's tail buffer, for the next (rotate → openActive)
-	// capacity is the size of the active generation's file when it was a
-	// recycled spare (0 for a new file): its bytes beyond activeBytes are
-	// stale, and counted in used until overwritten (write).
-	capacity   int64
-	activePath string // the active generation's segment file
+	commit committer // owned by the committer goroutine (and by open before it starts)
+	pipe   pipeline  // committer → syncer: written, not yet fsynced
+	rel    releaser  // the releaser goroutine's signals; its work list is under mu
 
-	mu sync.Mutex // guards the fields below
+	mu sync.Mutex // guards the fields below, and rel.work
 	// gens are the generations, oldest first; the last is active. The
 	// committer appends (rotation), Release drops from the front.
-	gens       []generation
-	used       int64         // bytes on disk plus bytes reserved by admitted appends
-	spaceFreed chan struct{} // closed and replaced whenever the releaser frees space
-	full       bool          // an append is waiting for space (Waiting)
+	gens     []generation
+	space    space
+	poisoned error // sticky write/fsync failure
+	closed   bool
+}
+
+// committer is the state only the committer goroutine touches (and open,
+// before it starts it).
+type committer struct {
+	seg    segmentLog // the active generation's segment
+	base   uint64     // LSN before the active generation's first record
+	last   uint64     // last LSN written
+	frames [][]byte   // the group being written, reused
+	buffer []byte     // the segment's write buffer, from the closed generation to the next (segmentOptions.buffer)
+	// capacity is the size of the active generation's file when it was a
+	// recycled spare (0 for a new file): its bytes beyond the segment's
+	// Size are stale, in the spares' share of max_bytes (recordBytes).
+	capacity int64
+	path     string // the active generation's segment file
+}
+
+// space is the journal's space accounting, guarded by Journal.mu.
+type space struct {
+	used  int64         // bytes of records on disk plus bytes reserved by admitted appends (≤ recordBytes)
+	freed chan struct{} // closed and replaced whenever space is freed while an append waits
+	full  bool          // an append is waiting for space (Waiting)
 	// fullPeriod: "journal full" was logged and "space again" not yet. The
 	// releaser frees a segment a step at a time and each step lets a few
 	// waiting appends in, so full flips many times a second under steady
 	// backpressure; the log says only when it began and when a whole
 	// segment's worth of space is free again.
 	fullPeriod waitlog.Episode
-	releasing  []generation // released, renamed aside, not yet cut down (releaseLoop)
+	spares     []spare // released segments kept to be overwritten (recycle.go)
+	maxSpares  int     // Options.SpareSegments; 0 once recycling failed
+}
+
+// releaser is the releaser goroutine's (release.go): how it is woken and
+// how it tells it exited, and its work list, guarded by Journal.mu.
+type releaser struct {
+	wake chan struct{} // wakes the releaser (capacity 1)
+	done chan struct{} // closed when the releaser has exited
+	// renameMu serializes Release calls: one that fails puts generations
+	// back at the front of gens, which another must not have moved past.
+	renameMu sync.Mutex
+	work     releaseWork // guarded by Journal.mu
+}
+
+// releaseWork is what Release handed the releaser and what it failed to
+// do.
+type releaseWork struct {
+	renamed []generation // released, renamed aside, not yet cut down (releaseLoop)
 	// What the releaser failed to do, waiting for its retry (retryFailed):
 	// generations not freed, a spare not deleted, renames of a Release.
 	retryGens    []generation
 	retrySpares  bool
 	retryRenames bool
-	releaseTo    uint64  // the highest LSN Release was asked to release up to
-	spares       []spare // released segments kept to be overwritten (recycle.go)
-	maxSpares    int     // Options.SpareSegments; 0 once recycling failed
-	cutting      bool    // the releaser is cutting one down
-	poisoned     error   // sticky write/fsync failure
-	closed       bool
+	upTo         uint64 // the highest LSN Release was asked to release up to
+	cutting      bool   // the releaser is cutting one down
 }
 
 type request struct {
@@ -165,8 +181,8 @@ type request struct {
 }
 
 // Open opens (creating if needed) the journal in dir: it verifies and
-// repairs the newest generation's tail (see doc.go), opens it with
-// tidwall/wal, and starts the committer.
+// repairs the newest generation's tail (see doc.go), opens it for writing,
+// and starts the committer and the releaser.
 func Open(dir string, opts Options) (*Journal, error) { return open(dir, opts, nil) }
 
 // Reopen opens a fresh instance of j's directory with opts, after j failed
@@ -192,218 +208,233 @@ func (j *Journal) Reopen(opts Options) (*Journal, error) {
 	// durable is final; once the releaser has, nothing of j renames or
 	// cuts files under the new instance.
 	<-j.stopped
-	<-j.reaped
+	<-j.rel.done
 	synced := j.durable.Load()
 	return open(j.dir, opts, &synced)
 }
 
-// open opens the journal in dir. synced is nil for Open; for Reopen, the
-// last LSN the failed instance made durable.
+// open opens the journal in dir: it recovers the directory, opens the
+// active generation for writing, and starts the goroutines. synced is nil
+// for Open; for Reopen, the last LSN the failed instance made durable.
 func open(dir string, opts Options, synced *uint64) (*Journal, error) {
-	if opts.SegmentBytes <= 0 || opts.MaxGroupBytes <= 0 {
-		return nil, fmt.Errorf("journal: segment and group sizes must be positive")
+	j, err := newJournal(dir, opts)
+	if err != nil {
+		return nil, err
 	}
-	if opts.MaxBytes < 2*opts.SegmentBytes {
-		// Generations are dropped whole: with room for fewer than two, the
-		// active one could fill the journal and nothing could be released.
-		return nil, fmt.Errorf("journal: max bytes %d must be at least 2 × segment bytes %d", opts.MaxBytes, opts.SegmentBytes)
+	gens, kept, err := j.recover(synced)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.openWriter(gens, kept); err != nil {
+		return nil, err
+	}
+	j.start()
+	return j, nil
+}
+
+// newJournal checks opts and returns a journal on dir that is not open
+// yet.
+func newJournal(dir string, opts Options) (*Journal, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	j := &Journal{
 		dir: dir, opts: opts, log: opts.Logger,
-		syncDir:    opts.hooks.syncDir,
-		queue:      make(chan *request, queueLength),
-		closing:    make(chan struct{}),
-		stopped:    make(chan struct{}),
-		reaped:     make(chan struct{}),
-		doomed:     make(chan struct{}, 1),
-		spaceFreed: make(chan struct{}),
-		tail:       tailCache{limit: opts.TailBytes, filling: make(chan struct{}, 1)},
+		syncDir: opts.hooks.syncDir,
+		rename:  opts.hooks.rename,
+		queue:   make(chan *request, queueLength),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+		rel:     releaser{wake: make(chan struct{}, 1), done: make(chan struct{})},
+		space:   space{freed: make(chan struct{}), maxSpares: max(opts.SpareSegments, 0)},
+		tail:    tailCache{limit: opts.TailBytes, filling: make(chan struct{}, 1)},
 	}
 	j.pipe.cond = sync.NewCond(&j.pipe.mu)
 	if j.syncDir == nil {
 		j.syncDir = fsutil.SyncDir
 	}
-	if j.rename = opts.hooks.rename; j.rename == nil {
+	if j.rename == nil {
 		j.rename = os.Rename
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+	return j, nil
+}
+
+// check reports what makes o unusable.
+func (o Options) check() error {
+	if o.SegmentBytes <= 0 || o.MaxGroupBytes <= 0 {
+		return fmt.Errorf("journal: segment and group sizes must be positive")
 	}
-	gens, err := listGenerations(dir, j.syncDir)
+	if o.recordBytes() < 2*o.SegmentBytes {
+		// Generations are dropped whole: with room for fewer than two, the
+		// active one could fill the records' share with nothing closed to
+		// release.
+		return fmt.Errorf("journal: max bytes %d must be at least (2 + spare segments %d) × segment bytes %d",
+			o.MaxBytes, max(o.SpareSegments, 0), o.SegmentBytes)
+	}
+	return nil
+}
+
+// recordBytes is the share of MaxBytes for records: space.used stays at or
+// below it. The rest, SpareSegments × SegmentBytes, holds the spare files
+// and the stale rest of a recycled active file, which space.used does not
+// count: at most SpareSegments files of at most SegmentBytes each
+// (keepAsSpare), one of which the active generation may be overwriting.
+func (o Options) recordBytes() int64 {
+	return o.MaxBytes - int64(max(o.SpareSegments, 0))*o.SegmentBytes
+}
+
+// recover lists the journal's generations and spares, finishing what a
+// crash interrupted and setting aside damage the ledger makes harmless
+// (Settled), and repairs the newest generation's tail. It returns the
+// generations, oldest first, and how many entries the newest holds.
+func (j *Journal) recover(synced *uint64) ([]generation, uint64, error) {
+	if err := os.MkdirAll(j.dir, 0o750); err != nil {
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	gens, err := listGenerations(j.dir, j.syncDir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if opts.Settled > 0 {
-		changed, err := setAsideSettled(dir, gens, opts.Settled, j.syncDir, j.log)
+	if j.opts.Settled > 0 {
+		changed, err := setAsideSettled(j.dir, gens, j.opts.Settled, j.syncDir, j.log)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if changed {
-			if gens, err = listGenerations(dir, j.syncDir); err != nil {
-				return nil, err
+			if gens, err = listGenerations(j.dir, j.syncDir); err != nil {
+				return nil, 0, err
 			}
 		}
 	}
 	if synced == nil {
 		// Damage past Settled in a closed generation: refused now, not
 		// met by the flusher later (acceptloss.go).
-		if err := checkBacklog(gens, opts.Settled); err != nil {
-			return nil, err
+		if err := checkBacklog(gens, j.opts.Settled); err != nil {
+			return nil, 0, err
 		}
 	}
-	if j.spares, err = listSpares(dir); err != nil {
-		return nil, err
+	if j.space.spares, err = j.recoverSpares(); err != nil {
+		return nil, 0, err
 	}
-	j.maxSpares = max(opts.SpareSegments, 0)
 	if len(gens) == 0 {
-		g, err := createGeneration(dir, opts.StartAfter, j.syncDir)
+		g, err := createGeneration(j.dir, j.opts.StartAfter, j.syncDir)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		gens = []generation{g}
-		j.log.Info("journal: created", "dir", dir, "first_lsn", opts.StartAfter+1)
+		j.log.Info("journal: created", "dir", j.dir, "first_lsn", j.opts.StartAfter+1)
 	}
-	active := gens[len(gens)-1]
-	kept, rep, err := repairTail(active, j.log, synced)
+	kept, rep, err := repairTail(gens[len(gens)-1], j.log, synced)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	j.repair = rep
-	if err := j.openActive(active, nil); err != nil {
-		return nil, err
+	return gens, uint64(kept), nil
+}
+
+// openWriter opens the newest of gens, holding entries entries, for
+// writing, makes what it holds durable, sets up the space accounting, and
+// releases what the ledger holds already.
+func (j *Journal) openWriter(gens []generation, entries uint64) error {
+	active := gens[len(gens)-1]
+	if err := j.openActive(active, entries, nil); err != nil {
+		return err
 	}
-	li, err := j.wal.LastIndex()
-	if err == nil && li != uint64(kept) {
-		err = fmt.Errorf("tidwall reads %d entries, verification counted %d", li, kept)
+	// Make everything recovered durable before it is reported as such:
+	// the previous process may have died between write and fsync.
+	if err := j.commit.seg.Sync(); err != nil {
+		j.closeSegment()
+		return fmt.Errorf("journal: open %s: %w", active.dir, err)
 	}
-	if err == nil {
-		// Make everything recovered durable before it is reported as such:
-		// the previous process may have died between write and fsync.
-		err = j.wal.Sync()
-	}
-	if err != nil {
-		j.closeWAL()
-		return nil, fmt.Errorf("journal: open %s: %w", active.dir, err)
-	}
-	j.last = active.base + li
-	st, err := os.Stat(active.segment())
-	if err != nil {
-		j.closeWAL()
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	j.activeBytes = st.Size()
+	j.commit.last = active.base + entries
 	j.gens = gens
 	for _, g := range gens[:len(gens)-1] {
-		j.used += g.size
+		j.space.used += g.size
 	}
-	j.used += j.activeBytes
-	for _, sp := range j.spares {
-		j.used += sp.size
-	}
-	releaseUpTo := opts.Settled
-	if opts.StartAfter > j.last {
+	j.space.used += j.commit.seg.Size()
+	releaseUpTo := j.opts.Settled
+	if j.opts.StartAfter > j.commit.last {
 		// The journal ends before the ledger does (it was replaced or
-		// restored from an old copy). Continuing at j.last+1 would reuse
+		// restored from an old copy). Continuing at last+1 would reuse
 		// LSNs the ledger holds; everything here is in the ledger already.
 		j.log.Warn("journal: ends before the ledger; continuing after the ledger's last LSN",
-			"journal_last_lsn", j.last, "ledger_last_lsn", opts.StartAfter)
-		if err := j.rotate(opts.StartAfter); err != nil {
-			j.closeWAL()
-			return nil, err
+			"journal_last_lsn", j.commit.last, "ledger_last_lsn", j.opts.StartAfter)
+		if err := j.rotate(j.opts.StartAfter); err != nil {
+			j.closeSegment()
+			return err
 		}
 		// The generations before the jump end before the new one's base:
 		// read, they would look cut short. Their records are in the ledger.
-		releaseUpTo = max(releaseUpTo, opts.StartAfter)
+		releaseUpTo = max(releaseUpTo, j.opts.StartAfter)
 	}
 	if releaseUpTo > 0 {
 		j.releaseAtOpen(releaseUpTo)
 	}
-	j.durable.Store(j.last)
-	if len(j.spares) > j.maxSpares {
-		// spare_segments was lowered: delete the extra spares now. Checked
-		// before the releaser starts, which changes spares.
-		j.wakeReleaser()
-	}
-	go j.commitLoop()
-	go j.releaseLoop()
-	return j, nil
+	j.durable.Store(j.commit.last)
+	return nil
 }
 
-// openActive opens generation g with tidwall and makes its segment file's
-// directory entry durable (tidwall creates the file when it is missing).
-// With a spare (a new generation only, whose directory rotate did not
-// fsync into the journal directory yet), g overwrites the spare's file
-// instead (recycle.go); a spare that cannot be used is given back to be
-// deleted, and g gets a new file.
-func (j *Journal) openActive(g generation, sp *spare) error {
-	w, err := wal.Open(g.dir, &wal.Options{
-		NoSync:           true,        // the committer fsyncs once per group
-		SegmentSize:      math.MaxInt, // never cycle: one segment per generation
-		SegmentCacheSize: 1,
-		NoCopy:           true,
-		DirPerms:         0o750,
-		FilePerms:        0o640,
-	})
-	if err != nil {
-		return fmt.Errorf("journal: open %s: %w", g.dir, err)
-	}
-	j.capacity = 0
+// start starts the committer (which starts the syncer) and the releaser.
+func (j *Journal) start() {
+	go j.commitLoop()
+	go j.releaseLoop()
+}
+
+// openActive opens generation g, holding entries entries, for writing and
+// makes its segment file's directory entry durable (opening creates the
+// file when it is missing). With a spare (a new generation only, whose
+// directory rotate did not fsync into the journal directory yet), g
+// overwrites the spare's file instead (recycle.go); a spare that cannot be
+// used is given back to be deleted, and g gets a new file.
+func (j *Journal) openActive(g generation, entries uint64, sp *spare) error {
+	opts := j.opts.hooks.segment
+	opts.bufferCap = j.writeBufferCap()
+	opts.buffer = &j.commit.buffer
+	var recycle string
 	if sp != nil {
-		err := j.recycleInto(w, g, *sp)
-		switch {
-		case errors.Is(err, errSpareUnused):
-			j.log.Warn("journal: cannot recycle a spare segment; deleting spares from now on", "err", err)
+		recycle = sp.path
+	}
+	seg, spareErr, err := openSegment(g, entries, recycle, opts, j.log)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.commit.capacity = 0
+	if sp != nil {
+		if spareErr != nil {
+			j.log.Warn("journal: cannot recycle a spare segment; deleting spares from now on", "err", spareErr)
 			j.mu.Lock()
-			j.spares = append(j.spares, *sp)
-			j.maxSpares = 0
+			j.space.spares = append(j.space.spares, *sp)
+			j.space.maxSpares = 0
 			j.mu.Unlock()
 			j.wakeReleaser()
-		case err != nil:
-			closeLog(w, w, j.log)
-			return err
-		default:
-			j.capacity = sp.size
+		} else {
+			j.commit.capacity = sp.size
 		}
 		// The rename's source directory, and g's own entry in it (rotate
 		// left that fsync to here); g's directory is synced below.
 		if err := j.syncDir(j.dir); err != nil {
-			closeLog(w, w, j.log)
+			seg.Close()
 			return fmt.Errorf("journal: open %s: %w", g.dir, err)
 		}
 	}
 	if err := j.syncDir(g.dir); err != nil {
-		closeLog(w, w, j.log)
+		seg.Close()
 		return fmt.Errorf("journal: open %s: %w", g.dir, err)
 	}
-	// tidwall loads a reopened segment whole into memory; the journal
-	// never reads through tidwall, so that copy goes at once.
-	if !forgetWritten(w, j.writeBufferCap()) {
-		j.log.Warn("journal: cannot drop tidwall's in-memory copy of the segment (its layout changed): it holds up to segment_bytes")
-	} else if li, _ := w.LastIndex(); li == 0 {
-		presize(w, j.writeBufferCap(), j.tailBuf)
-	}
-	// The syncer's own descriptor (segmentLog), opened before anything is
-	// written through tidwall's, so writeback errors reach it.
-	seg, err := os.Open(g.segment())
-	if err != nil {
-		closeLog(w, w, j.log)
-		return fmt.Errorf("journal: open %s: %w", g.dir, err)
-	}
-	j.tailBuf = nil
-	j.activePath = g.segment()
-	j.wal, j.raw = &segmentLog{Log: w, seg: seg}, w
+	j.commit.path = g.segment()
+	j.commit.seg = seg
 	if j.opts.hooks.wrapLog != nil {
-		j.wal = j.opts.hooks.wrapLog(j.wal)
+		j.commit.seg = j.opts.hooks.wrapLog(seg)
 	}
-	j.base = g.base
+	j.commit.base = g.base
 	return nil
 }
 
-// writeBufferCap is the capacity of tidwall's in-memory copy kept between
-// writes (forgetWritten): a group of records up to MaxGroupBytes each
+// writeBufferCap is the capacity of the segment's in-memory buffer kept
+// between writes (tidwall.go, forgetWritten): a group of records up to MaxGroupBytes each
 // (the input's records are at most twice that), with their frames.
 func (j *Journal) writeBufferCap() int {
 	return int(2*j.opts.MaxGroupBytes) + 64<<10
@@ -416,12 +447,14 @@ func (j *Journal) writeBufferCap() int {
 // generation directory fsynced) before rotate returns, that is before any
 // record in it can be acknowledged.
 func (j *Journal) rotate(base uint64) error {
-	j.tailBuf = takeTailBuffer(j.raw)
-	if err := closeLog(j.wal, j.raw, j.log); err != nil {
-		j.wal, j.raw = nil, nil
-		return fmt.Errorf("journal: close generation %d: %w", j.base, err)
+	c := &j.commit
+	closedSize := c.seg.Size()
+	err := c.seg.Close()
+	c.seg = nil
+	if err != nil {
+		return fmt.Errorf("journal: close generation %d: %w", c.base, err)
 	}
-	closedSize := max(j.activeBytes, j.capacity) // its file's size, as counted in used
+	closedSize = j.trimRecycled(closedSize)
 	var sp *spare
 	syncParent := j.syncDir
 	if s, ok := j.takeSpare(); ok {
@@ -435,15 +468,14 @@ func (j *Journal) rotate(base uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := j.openActive(g, sp); err != nil {
+	if err := j.openActive(g, 0, sp); err != nil {
 		return err
 	}
 	j.mu.Lock()
 	j.gens[len(j.gens)-1].size = closedSize
 	j.gens = append(j.gens, g)
 	j.mu.Unlock()
-	j.last = base
-	j.activeBytes = 0
+	c.last = base
 	return nil
 }
 
@@ -487,8 +519,9 @@ func (j *Journal) Submit(ctx context.Context, rec []byte) (*Pending, error) {
 	r := &request{frame: newFrame(rec), size: size, done: make(chan error, 1)}
 	if j.tail.limit > 0 {
 		// The frame's copy of rec serves the tail cache too: the
-		// committer fills in only the header, and tidwall copies the
-		// frame before WriteBatch returns, so these bytes never change.
+		// committer fills in only the header, and the segment's Write
+		// reads the frame only until it returns, so these bytes never
+		// change.
 		r.kept = r.frame[frameHeader:]
 	}
 	select {
@@ -532,20 +565,20 @@ func (p *Pending) Wait() (uint64, error) {
 // admits; Submit refuses a larger one with ErrTooLarge. At rest the active
 // generation holds less than SegmentBytes (the committer rotates once it
 // reaches it) and everything else can be released, so an entry up to
-// MaxBytes − SegmentBytes always fits eventually; a larger one would wait
-// forever.
+// MaxBytes − (1 + SpareSegments) × SegmentBytes always fits eventually; a
+// larger one would wait forever.
 func (o Options) MaxRecordBytes() int64 {
 	return max(o.entryRoom()-frameHeader-uvarintLen(o.entryRoom()), 0)
 }
 
 // entryRoom is the largest entry (entrySize) the journal admits.
-func (o Options) entryRoom() int64 { return o.MaxBytes - o.SegmentBytes }
+func (o Options) entryRoom() int64 { return o.recordBytes() - o.SegmentBytes }
 
 // admit reserves size bytes of journal space, waiting while the journal is
 // full.
 func (j *Journal) admit(ctx context.Context, size int64) error {
 	if size > j.opts.entryRoom() {
-		return fmt.Errorf("%w: an entry of %d bytes, at most %d fit (a record of %d: journal.max_bytes − journal.segment_bytes − framing)",
+		return fmt.Errorf("%w: an entry of %d bytes, at most %d fit (a record of %d: journal.max_bytes − (1 + journal.spare_segments) × journal.segment_bytes − framing)",
 			ErrTooLarge, size, j.opts.entryRoom(), j.opts.MaxRecordBytes())
 	}
 	for {
@@ -558,20 +591,15 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			err := j.poisoned
 			j.mu.Unlock()
 			return fmt.Errorf("%w: %w", ErrPoisoned, err)
-		case j.used+size <= j.opts.MaxBytes:
-			j.used += size
+		case j.space.used+size <= j.opts.recordBytes():
+			j.space.used += size
 			j.mu.Unlock()
 			return nil
 		}
-		j.full = true
-		if len(j.spares) > 0 || len(j.releasing) > 0 {
-			// Spares go first (spareToDrop), and a released segment is
-			// no longer kept as one (keepAsSpare): it is cut.
-			j.wakeReleaser()
-		}
-		j.fullPeriod.Enter(j.log, slog.LevelWarn, "journal full: appends wait until the flusher moves records to the ledger",
-			"used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
-		freed := j.spaceFreed
+		j.space.full = true
+		j.space.fullPeriod.Enter(j.log, slog.LevelWarn, "journal full: appends wait until the flusher moves records to the ledger",
+			"used_bytes", j.space.used, "record_bytes", j.opts.recordBytes(), "max_bytes", j.opts.MaxBytes)
+		freed := j.space.freed
 		j.mu.Unlock()
 		select {
 		case <-freed:
@@ -593,14 +621,15 @@ func (j *Journal) fail(group []*request, err error) {
 	}
 }
 
-func (j *Journal) closeWAL() {
-	if j.wal == nil {
+// closeSegment closes the active generation's segment, if it is open.
+func (j *Journal) closeSegment() {
+	if j.commit.seg == nil {
 		return
 	}
-	if err := closeLog(j.wal, j.raw, j.log); err != nil && !errors.Is(err, wal.ErrClosed) {
+	if err := j.commit.seg.Close(); err != nil {
 		j.log.Warn("journal: close segment", "err", err)
 	}
-	j.wal, j.raw = nil, nil
+	j.commit.seg = nil
 }
 
 // Close stops accepting appends, commits those already queued, closes the
@@ -615,7 +644,7 @@ func (j *Journal) Close() error {
 		j.mu.Unlock()
 		close(j.closing)
 		<-j.stopped
-		<-j.reaped
+		<-j.rel.done
 		j.mu.Lock()
 		err = j.poisoned
 		j.mu.Unlock()
@@ -665,16 +694,21 @@ func (j *Journal) Err() error {
 func (j *Journal) Waiting() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.full {
+	if j.space.full {
 		return "journal full: waiting for the flusher to move records to the ledger"
 	}
 	return ""
 }
 
 // UsedBytes is the journal's size on disk, plus the bytes of appends
-// admitted but not yet written.
+// admitted but not yet written, less the stale rest of a recycled active
+// file (those bytes are overwritten as the journal writes).
 func (j *Journal) UsedBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.used
+	n := j.space.used
+	for _, sp := range j.space.spares {
+		n += sp.size
+	}
+	return n
 }

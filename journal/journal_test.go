@@ -791,7 +791,7 @@ func TestReopenCutsWhatNoFsyncCovered(t *testing.T) {
 			t.Fatalf("append whose fsync failed: %v, want EIO", err)
 		}
 	}
-	if li, _ := c.walLog.LastIndex(); li < 11 {
+	if li := c.lastIndex(); li < 11 {
 		t.Fatalf("the failed group was not written (last index %d): the test proves nothing", li)
 	}
 	if err := j.Close(); !errors.Is(err, syscall.EIO) {
@@ -1173,8 +1173,8 @@ func TestFullIsLoggedOnceUnderSteadyBackpressure(t *testing.T) {
 	r := rec(t, 0, 0, 1000)
 	size := entrySize(len(r))
 	j.mu.Lock()
-	base := j.used
-	j.used = opts.MaxBytes // as if full of records the flusher has not moved yet
+	base := j.space.used
+	j.space.used = opts.MaxBytes // as if full of records the flusher has not moved yet
 	j.mu.Unlock()
 	const rounds = 4
 	for i := range rounds {
@@ -1269,8 +1269,8 @@ func (j *Journal) gensSnapshot() []generation {
 func (j *Journal) releasesPending() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := len(j.releasing) + len(j.retryGens)
-	if j.cutting {
+	n := len(j.rel.work.renamed) + len(j.rel.work.retryGens)
+	if j.rel.work.cutting {
 		n++
 	}
 	return n

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/tidwall/wal"
 )
 
 // Segment recycling (doc.go, "Recycled segments").
@@ -18,15 +16,14 @@ import (
 // new file. That takes two costs off the device the ack path waits on:
 //
 //   - freeing: deleting a segment frees its blocks, which a file system
-//     mounted with discard trims at its next commit. On the bench machine's
-//     virtio disk the trims of released segments took a third as much
-//     device time as the journal's writes, and every fsync queued behind
-//     them (beatsbench 4 × 2048: 443–450k events/s deleting, 493–501k
-//     recycling, alternated runs).
+//     mounted with discard trims at its next commit, and every fsync
+//     queues behind the trims;
 //   - allocating: an fdatasync of appends to a new file must also commit
 //     the blocks allocated and the new file size (a file-system journal
 //     commit); an overwrite within the file's size changes no metadata an
 //     fdatasync must persist.
+//
+// docs/design.md (§4) has what it is measured to earn.
 //
 // It is the same trade as BookKeeper's journalReuseFiles, RocksDB's
 // recycle_log_file_num and PostgreSQL's recycled WAL segments: the file
@@ -40,7 +37,7 @@ const sparePrefix = "spare-"
 // spare is a released segment file kept for a new generation to overwrite.
 type spare struct {
 	path string
-	size int64 // bytes on disk, counted in Journal.used
+	size int64 // bytes on disk, in the spares' share of max_bytes (Options.recordBytes), not in space.used
 }
 
 func sparePath(dir string, base uint64) string {
@@ -68,20 +65,20 @@ func listSpares(dir string) ([]spare, error) {
 }
 
 // keepAsSpare turns released generation g, whose segment is already renamed
-// aside durably (cut), into a spare, if the pool has room and the journal
-// space it keeps is not needed. It reports whether it did; false with no
-// error means the caller deletes the segment.
+// aside durably (cut), into a spare, if the pool has room and the file is
+// at most SegmentBytes: the spares' share of max_bytes holds SpareSegments
+// of those (Options.recordBytes). Its space then leaves used. It reports
+// whether it did; false with no error means the caller deletes the
+// segment.
 func (j *Journal) keepAsSpare(g generation) (bool, error) {
 	j.mu.Lock()
-	// At most half full and nobody waiting: a journal filling up needs its
-	// space back more than a faster next generation.
-	keep := len(j.spares) < j.maxSpares && !j.full && j.used <= j.opts.MaxBytes/2
+	keep := len(j.space.spares) < j.space.maxSpares && g.size <= j.opts.SegmentBytes
 	j.mu.Unlock()
 	if !keep {
 		return false, nil
 	}
 	// g.size is its file's size (rotate, or Open's listing): what used
-	// counts for it, and from now on for the spare.
+	// counts for it.
 	sp := spare{path: sparePath(j.dir, g.base), size: g.size}
 	// A crash after the rename leaves a generation directory without a
 	// segment (Open finishes the release: it removes the directory) and
@@ -94,8 +91,9 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 		return false, fmt.Errorf("journal: release %s: keep as spare: %w", g.dir, err)
 	}
 	j.mu.Lock()
-	j.spares = append(j.spares, sp)
+	j.space.spares = append(j.space.spares, sp)
 	j.mu.Unlock()
+	j.freed(sp.size)
 	if err := removeReleased(g); err != nil {
 		return true, err
 	}
@@ -110,102 +108,118 @@ func (j *Journal) keepAsSpare(g generation) (bool, error) {
 func (j *Journal) takeSpare() (spare, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.spares) == 0 || j.maxSpares == 0 {
+	if len(j.space.spares) == 0 || j.space.maxSpares == 0 {
 		return spare{}, false
 	}
-	sp := j.spares[len(j.spares)-1]
-	j.spares = j.spares[:len(j.spares)-1]
+	sp := j.space.spares[len(j.space.spares)-1]
+	j.space.spares = j.space.spares[:len(j.space.spares)-1]
 	return sp, true
 }
 
-// spareToDrop returns a spare the releaser should delete: any, while an
-// append waits for space or recycling is off, and those beyond the
-// pool's size. j.mu must be held.
+// spareToDrop returns a spare the releaser should delete: one beyond the
+// pool's size (recycling failed, which makes it 0). j.mu must be held.
 func (j *Journal) spareToDrop() (spare, bool) {
-	if len(j.spares) == 0 || (!j.full && len(j.spares) <= j.maxSpares) {
+	if len(j.space.spares) <= j.space.maxSpares {
 		return spare{}, false
 	}
-	sp := j.spares[0]
-	j.spares = j.spares[1:]
+	sp := j.space.spares[0]
+	j.space.spares = j.space.spares[1:]
 	return sp, true
 }
 
-// dropSpare deletes a spare, a step at a time like a released segment,
-// freeing its space as it goes.
+// dropSpare deletes a spare, a step at a time like a released segment.
+// Spares are not counted in used: this frees nothing appends wait for.
 func (j *Journal) dropSpare(sp spare) error {
-	left, err := j.cutDown(sp.path, sp.size)
-	if err != nil {
-		if errors.Is(err, errReleaseStopped) {
-			return err // still a spare file: the next Open takes it
+	err := truncateInSteps(sp.path, func(int64) error {
+		select {
+		case <-j.closing:
+			return errReleaseStopped
+		default:
+			return nil
 		}
-		// Still a spare, of the size not yet freed: the releaser's retry
-		// deletes it (spareToDrop, after retryFailed).
-		sp.size = left
+	})
+	if errors.Is(err, errReleaseStopped) {
+		return err // still a spare file: the next Open takes it
+	}
+	if err == nil {
+		err = os.Remove(sp.path)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Still a spare: the releaser's retry deletes it (spareToDrop,
+		// after retryFailed).
 		j.mu.Lock()
-		j.spares = append([]spare{sp}, j.spares...)
-		j.retrySpares = true
+		j.space.spares = append([]spare{sp}, j.space.spares...)
+		j.rel.work.retrySpares = true
 		j.mu.Unlock()
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
-	// The file is cut down to nothing: its space is free even if it
-	// cannot be removed (the next Open lists it as an empty spare).
-	j.freed(left)
-	if err := os.Remove(sp.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
-	}
-	// As in cut: for the space accounting across a crash.
 	if err := j.syncDir(j.dir); err != nil {
 		return fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
 	}
 	return nil
 }
 
-// recycleInto makes the new, empty log w of generation g write into spare
-// sp: sp is renamed over the empty segment file tidwall created, and
-// tidwall is handed a descriptor of it (it writes from offset 0). The
-// caller fsyncs both directories of the rename before anything in g can
-// be acknowledged. With a nil error tidwall writes into the spare; with
-// errSpareUnused nothing changed and the spare is still where it was; any
-// other error leaves w unusable.
-func (j *Journal) recycleInto(w *wal.Log, g generation, sp spare) error {
-	// The rename below cannot be undone once tidwall's file is gone: check
-	// first that tidwall can be handed another one.
-	if !canReplaceSegmentFile(w) {
-		return fmt.Errorf("%w: %s: tidwall's layout changed", errSpareUnused, sp.path)
-	}
-	if err := os.Rename(sp.path, g.segment()); err != nil {
-		return fmt.Errorf("%w: %w", errSpareUnused, err)
-	}
-	f, err := os.OpenFile(g.segment(), os.O_WRONLY, 0)
+// recoverSpares lists the spare files in the journal directory and deletes
+// those the pool no longer holds (spare_segments or segment_bytes were
+// lowered): only SpareSegments files of at most SegmentBytes fit the
+// spares' share of max_bytes. Nothing is written yet, so deleting them at
+// once delays no fsync of an append.
+func (j *Journal) recoverSpares() ([]spare, error) {
+	all, err := listSpares(j.dir)
 	if err != nil {
-		return fmt.Errorf("journal: recycle %s: %w", sp.path, err)
+		return nil, err
 	}
-	created, ok := replaceEmptySegmentFile(w, f)
-	if !ok {
-		f.Close()
-		return fmt.Errorf("journal: recycle %s: tidwall refused the file", sp.path)
+	var kept []spare
+	deleted := false
+	for _, sp := range all {
+		if len(kept) < j.space.maxSpares && sp.size <= j.opts.SegmentBytes {
+			kept = append(kept, sp)
+			continue
+		}
+		if err := os.Remove(sp.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("journal: delete spare %s: %w", sp.path, err)
+		}
+		deleted = true
 	}
-	if err := created.Close(); err != nil {
-		j.log.Warn("journal: close the segment file tidwall created", "file", g.segment(), "err", err)
+	if deleted {
+		if err := j.syncDir(j.dir); err != nil {
+			return nil, fmt.Errorf("journal: delete spares: %w", err)
+		}
 	}
-	return nil
+	return kept, nil
 }
 
-// errSpareUnused: recycleInto could not use a spare and changed nothing.
-var errSpareUnused = errors.New("journal: spare segment not used")
+// trimRecycled cuts the stale rest of the closed active file, which was
+// a recycled spare, off after its size bytes of entries, and returns the
+// file's size, as counted in used from now on. Every closed generation's
+// file thus ends at its last entry, and its bytes are all counted in used;
+// only the active file has stale bytes, in the spares' share of max_bytes
+// (Options.recordBytes). When the cut fails, the file keeps them, and used
+// counts them (beyond recordBytes, until the generation is released).
+// Without the cut (a crash) the next Open's tail repair cuts an active
+// file; readers of a closed one stop at its last LSN. So no fsync. After a
+// failure the file is left to that repair.
+func (j *Journal) trimRecycled(size int64) int64 {
+	c := &j.commit
+	capacity := c.capacity
+	c.capacity = 0
+	if capacity <= size || j.failure() != nil {
+		return size
+	}
+	if err := os.Truncate(c.path, size); err != nil {
+		j.log.Warn("journal: cut the unused rest of a recycled segment", "file", c.path, "err", err)
+		j.mu.Lock()
+		j.space.used += capacity - size
+		j.mu.Unlock()
+		return capacity
+	}
+	return size
+}
 
-// trimRecycled cuts the stale rest of a recycled active file off once it is
-// closed, so that the next Open finds the file ending at its last entry.
-// Without the cut (a crash) Open's tail repair cuts it; so no fsync. After
-// a failure the file is left to that repair.
-func (j *Journal) trimRecycled() {
-	if j.capacity <= j.activeBytes || j.failure() != nil {
-		return
+// size is the bytes in the active generation's segment (0 once closed).
+func (c *committer) size() int64 {
+	if c.seg == nil {
+		return 0
 	}
-	if err := os.Truncate(j.activePath, j.activeBytes); err != nil {
-		j.log.Warn("journal: cut the unused rest of a recycled segment", "file", j.activePath, "err", err)
-		return
-	}
-	j.freed(j.capacity - j.activeBytes)
-	j.capacity = j.activeBytes
+	return c.seg.Size()
 }

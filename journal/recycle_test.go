@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,10 +24,16 @@ func diskBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	var n int64
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // released while the walk ran
+		}
 		if err != nil || d.IsDir() || d.Name() == "LOCK" {
 			return err
 		}
 		info, err := d.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -84,7 +91,8 @@ func (r *recycler) releaseOldest(k int) {
 }
 
 // check verifies that every acknowledged record still in the journal reads
-// back intact, and that used bytes match the files.
+// back intact, and that used bytes match the files, less the stale rest of
+// a recycled active file.
 func (r *recycler) check() {
 	r.t.Helper()
 	got := readAll(r.t, r.j)
@@ -94,8 +102,11 @@ func (r *recycler) check() {
 			r.t.Fatalf("LSN %d lost or changed", lsn)
 		}
 	}
-	if used, disk := r.j.UsedBytes(), diskBytes(r.t, r.dir); used != disk {
-		r.t.Fatalf("journal counts %d bytes used, its files take %d", used, disk)
+	gens := r.j.gensSnapshot()
+	active := gens[len(gens)-1]
+	stale := stat(r.t, active.segment()).Size() - entriesBytes(r.t, active, 0)
+	if used, disk := r.j.UsedBytes(), diskBytes(r.t, r.dir); used != disk-stale {
+		r.t.Fatalf("journal counts %d bytes used, its files take %d, %d of them stale", used, disk, stale)
 	}
 }
 
@@ -176,29 +187,64 @@ func TestRecycledSegmentIsOverwritten(t *testing.T) {
 	r.check()
 }
 
-// TestRecycledClosedGenerationHasStaleTail: a generation that rotates
-// before overwriting all of a bigger spare keeps stale bytes after its
-// last entry; every reader stops at its last LSN instead of calling them
-// damage, also after a restart.
-func TestRecycledClosedGenerationHasStaleTail(t *testing.T) {
+// TestRecycledGenerationIsCutAtRotation: a generation that rotates before
+// overwriting all of its recycled file has the stale rest cut off, so that
+// every closed generation's file ends at its last entry and counts in used
+// as it is; only the active file holds stale bytes, in the spares' share
+// of max_bytes.
+func TestRecycledGenerationIsCutAtRotation(t *testing.T) {
 	r := newRecycler(t, recycleOpts())
-	dir := r.dir
-	// A record bigger than segment_bytes makes a generation of its own,
-	// and a spare bigger than the next generation fills.
-	r.append(100 << 10)
-	r.untilGenerations(2, 2000)
+	defer func() { r.j.Close() }()
+	r.untilGenerations(3, 2000)
 	released := stat(t, r.j.gensSnapshot()[0].segment())
-	r.releaseOldest(1)
-	r.untilGenerations(3, 2000) // the second after the release overwrote the spare and is closed
+	r.releaseOldest(2)
+	before := len(r.j.gensSnapshot())
+	// Bigger records end the recycled generation before its file's end:
+	// 12 of them fit in less than the spare, a 13th not in segment_bytes.
+	r.untilGenerations(before+2, 5000)
 	gens := r.j.gensSnapshot()
-	stale := gens[len(gens)-2]
-	if !os.SameFile(released, stat(t, stale.segment())) {
+	recycled := gens[len(gens)-2]
+	if !os.SameFile(released, stat(t, recycled.segment())) {
 		t.Fatal("the generation did not overwrite the spare")
 	}
-	if size, written := stat(t, stale.segment()).Size(), entriesBytes(t, stale, gens[len(gens)-1].base); size <= written {
-		t.Fatalf("recycled generation's file is %d bytes, %d written: the test needs a stale tail", size, written)
+	if size, written := stat(t, recycled.segment()).Size(), entriesBytes(t, recycled, gens[len(gens)-1].base); size != written || size >= released.Size() {
+		t.Fatalf("closed recycled generation's file is %d bytes, %d written, spare was %d: want it cut to what was written", size, written, released.Size())
 	}
+	r.check()
+}
+
+// TestClosedGenerationWithStaleTail: a crash between a rotation and its
+// cut leaves a closed generation with stale bytes of older generations
+// after its last entry; every reader stops at its last LSN instead of
+// calling them damage, also after a restart.
+func TestClosedGenerationWithStaleTail(t *testing.T) {
+	r := newRecycler(t, recycleOpts())
+	dir := r.dir
+	r.untilGenerations(3, 2000)
 	r.append(10)
+	if err := r.j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gens, err := listGenerations(dir, func(string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Older frames, as a recycled file's stale rest holds them.
+	old, err := os.ReadFile(gens[0].segment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(gens[1].segment(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.j = mustOpen(t, dir, recycleOpts())
 	r.check()
 
 	dr, err := NewDirReader(dir, 1)
@@ -270,51 +316,56 @@ func TestRecycledTailAfterCrash(t *testing.T) {
 	}
 }
 
-// TestSparesGiveWayWhenFull: spares count in max_bytes, and an append
-// waiting for space gets theirs: the releaser deletes them, and the
-// journal fills up to max_bytes with records.
-func TestSparesGiveWayWhenFull(t *testing.T) {
+// TestSparesKeepTheirShareWhenFull: spares live in their own share of
+// max_bytes (spare_segments × segment_bytes): records fill the rest, the
+// files never take more than max_bytes, and segments released while the
+// journal is full are kept as spares.
+func TestSparesKeepTheirShareWhenFull(t *testing.T) {
 	opts := recycleOpts()
 	opts.MaxBytes = 1 << 20
 	r := newRecycler(t, opts)
+	defer func() { r.j.Close() }()
 	dir := r.dir
-	r.untilGenerations(4, 2000)
-	r.releaseOldest(2)
-	if spares, _ := listSpares(dir); len(spares) != 2 {
-		t.Fatalf("%d spares, want 2", len(spares))
-	}
-	r.check()
-	// Fill the journal without releasing anything more.
+	// Fill the journal without releasing anything.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	filled := make(chan error, 1)
 	go func() {
 		for {
-			if _, err := r.j.Append(context.Background(), rec(t, 4, 0, 2000)); err != nil {
+			if _, err := r.j.Append(ctx, rec(t, 4, 0, 2000)); err != nil {
 				filled <- err
 				return
 			}
 		}
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		spares, _ := listSpares(dir)
-		if r.j.Waiting() != "" && len(spares) == 0 && r.j.releasesPending() == 0 {
-			break
+	for r.j.Waiting() == "" {
+		if disk := diskBytes(t, dir); disk > opts.MaxBytes {
+			t.Fatalf("the journal's files take %d bytes, more than max_bytes %d", disk, opts.MaxBytes)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("journal full: %q, spares left %d", r.j.Waiting(), len(spares))
+			t.Fatal("the journal never filled up")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if used := r.j.UsedBytes(); used+entrySize(len(rec(t, 4, 0, 2000))) <= opts.MaxBytes {
-		t.Fatalf("appends wait with %d of %d bytes used: the spares' space was not given back", used, opts.MaxBytes)
+	records := opts.MaxBytes - 2*opts.SegmentBytes
+	if used := r.j.UsedBytes(); used+entrySize(len(rec(t, 4, 0, 2000))) <= records {
+		t.Fatalf("appends wait with %d bytes used: records did not get all of their %d", used, records)
 	}
-	r.j.Close()
-	if err := <-filled; !errors.Is(err, ErrClosed) {
-		t.Fatalf("waiting append ended with %v, want ErrClosed", err)
+	cancel()
+	if err := <-filled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting append ended with %v, want its context's end", err)
 	}
-	if used, disk := r.j.UsedBytes(), diskBytes(t, dir); used != disk {
-		t.Fatalf("journal counts %d bytes used, its files take %d", used, disk)
+	r.releaseOldest(len(r.j.gensSnapshot()) - 2) // the journal stays more than half full
+	if spares, _ := listSpares(dir); len(spares) != 2 {
+		t.Fatalf("%d spares after a release from a full journal, want 2", len(spares))
 	}
+	if disk := diskBytes(t, dir); disk > opts.MaxBytes {
+		t.Fatalf("the journal's files take %d bytes, more than max_bytes %d", disk, opts.MaxBytes)
+	}
+	r.check()
+	r.untilGenerations(len(r.j.gensSnapshot())+1, 2000) // writes into a spare
+	r.check()
 }
 
 // TestNoSparesWhenDisabled: with SpareSegments 0 released segments are
@@ -381,4 +432,20 @@ func TestSparesSurviveRestart(t *testing.T) {
 		t.Fatal("after a restart the new generation did not overwrite a spare")
 	}
 	r.check()
+}
+
+// TestSparesNeedTheirShare: max_bytes must hold two segments of records
+// besides the spares' share, (2 + spare_segments) × segment_bytes.
+func TestSparesNeedTheirShare(t *testing.T) {
+	opts := recycleOpts()
+	opts.MaxBytes = 4*opts.SegmentBytes - 1
+	if _, err := Open(t.TempDir(), opts); err == nil || !strings.Contains(err.Error(), "(2 + spare segments 2)") {
+		t.Fatalf("Open with max bytes below (2 + 2) × segment bytes: %v, want a refusal", err)
+	}
+	opts.MaxBytes++
+	j := mustOpen(t, t.TempDir(), opts)
+	defer j.Close()
+	if got, want := opts.MaxRecordBytes(), opts.SegmentBytes-frameHeader-uvarintLen(opts.SegmentBytes); got != want {
+		t.Fatalf("MaxRecordBytes %d, want %d: what is left of max bytes after the spares and the active segment", got, want)
+	}
 }

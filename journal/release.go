@@ -52,7 +52,8 @@ const (
 // counted until the next Release or a restart.
 func (j *Journal) Release(upTo uint64) error {
 	err := j.release(upTo)
-	// Also when nothing new was released: a spare may be due for deletion.
+	// Also when nothing new was renamed: a failed rename waits for the
+	// releaser's retry.
 	j.wakeReleaser()
 	return err
 }
@@ -61,10 +62,10 @@ func (j *Journal) Release(upTo uint64) error {
 // records all have LSN ≤ upTo (Release) and queues them for the releaser.
 // A failed rename is left for the releaser to retry (retryFailed).
 func (j *Journal) release(upTo uint64) error {
-	j.releaseMu.Lock()
-	defer j.releaseMu.Unlock()
+	j.rel.renameMu.Lock()
+	defer j.rel.renameMu.Unlock()
 	j.mu.Lock()
-	j.releaseTo = max(j.releaseTo, upTo)
+	j.rel.work.upTo = max(j.rel.work.upTo, upTo)
 	var drop []generation
 	for len(j.gens) > 1 && j.gens[1].base <= upTo {
 		drop = append(drop, j.gens[0])
@@ -89,12 +90,12 @@ func (j *Journal) release(upTo uint64) error {
 		renamed = append(renamed, g)
 	}
 	j.mu.Lock()
-	j.releasing = append(j.releasing, renamed...)
+	j.rel.work.renamed = append(j.rel.work.renamed, renamed...)
 	switch {
 	case err != nil:
-		j.retryRenames = true
-	case upTo == j.releaseTo:
-		j.retryRenames = false // everything asked for so far is renamed
+		j.rel.work.retryRenames = true
+	case upTo == j.rel.work.upTo:
+		j.rel.work.retryRenames = false // everything asked for so far is renamed
 	}
 	j.mu.Unlock()
 	return err
@@ -111,7 +112,7 @@ func (j *Journal) releaseAtOpen(upTo uint64) {
 		j.log.Warn("journal: cannot release generations the ledger holds; retrying", "up_to_lsn", upTo, "err", err)
 	}
 	j.mu.Lock()
-	released := slices.Clone(j.releasing)
+	released := slices.Clone(j.rel.work.renamed)
 	j.mu.Unlock()
 	for _, g := range released {
 		if err := j.syncDir(g.dir); err != nil {
@@ -123,7 +124,7 @@ func (j *Journal) releaseAtOpen(upTo uint64) {
 // wakeReleaser tells the releaser to look for work; it never blocks.
 func (j *Journal) wakeReleaser() {
 	select {
-	case j.doomed <- struct{}{}:
+	case j.rel.wake <- struct{}{}:
 	default: // already woken
 	}
 }
@@ -135,7 +136,7 @@ func (j *Journal) wakeReleaser() {
 // file that cannot be freed holds up no other. A release Close interrupts
 // is left as it is: the next Open finishes it.
 func (j *Journal) releaseLoop() {
-	defer close(j.reaped)
+	defer close(j.rel.done)
 	var (
 		timer *time.Timer
 		retry <-chan time.Time // set while a retry is scheduled
@@ -150,7 +151,7 @@ func (j *Journal) releaseLoop() {
 		select {
 		case <-j.closing:
 			return
-		case <-j.doomed:
+		case <-j.rel.wake:
 		case <-retry:
 			retry = nil
 			j.retryFailed()
@@ -195,7 +196,7 @@ func (j *Journal) releaseRound() bool {
 func (j *Journal) retryPending() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.retryGens) > 0 || j.retrySpares || j.retryRenames
+	return len(j.rel.work.retryGens) > 0 || j.rel.work.retrySpares || j.rel.work.retryRenames
 }
 
 // retryFailed gives what failed back to the releaser's next round: the
@@ -203,10 +204,10 @@ func (j *Journal) retryPending() bool {
 // Release, which it retries here.
 func (j *Journal) retryFailed() {
 	j.mu.Lock()
-	j.releasing = append(j.releasing, j.retryGens...)
-	j.retryGens = nil
-	j.retrySpares = false
-	renames, upTo := j.retryRenames, j.releaseTo
+	j.rel.work.renamed = append(j.rel.work.renamed, j.rel.work.retryGens...)
+	j.rel.work.retryGens = nil
+	j.rel.work.retrySpares = false
+	renames, upTo := j.rel.work.retryRenames, j.rel.work.upTo
 	j.mu.Unlock()
 	if !renames {
 		return
@@ -223,24 +224,24 @@ func (j *Journal) retryFailed() {
 func (j *Journal) nextRelease() (func() error, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.releasing) > 0 {
-		g := j.releasing[0]
-		j.releasing = j.releasing[1:]
-		j.cutting = true
+	if len(j.rel.work.renamed) > 0 {
+		g := j.rel.work.renamed[0]
+		j.rel.work.renamed = j.rel.work.renamed[1:]
+		j.rel.work.cutting = true
 		return func() error { return j.cut(g) }, g.releasing()
 	}
-	if !j.retrySpares {
+	if !j.rel.work.retrySpares {
 		if sp, ok := j.spareToDrop(); ok {
-			j.cutting = true
+			j.rel.work.cutting = true
 			return func() error { return j.dropSpare(sp) }, sp.path
 		}
 	}
-	j.cutting = false
+	j.rel.work.cutting = false
 	return nil, ""
 }
 
 // cut deletes a generation whose segment Release renamed aside, freeing
-// its space (as counted in j.used) a step at a time.
+// its space (as counted in j.space.used) a step at a time.
 func (j *Journal) cut(g generation) error {
 	// The rename must be durable before the file is cut: after a crash a
 	// cut segment under its own name would read as damage, where a
@@ -282,7 +283,7 @@ func (j *Journal) cut(g generation) error {
 // aside for the releaser's next retry (retryFailed).
 func (j *Journal) retryRelease(g generation) {
 	j.mu.Lock()
-	j.retryGens = append(j.retryGens, g)
+	j.rel.work.retryGens = append(j.rel.work.retryGens, g)
 	j.mu.Unlock()
 }
 
@@ -308,22 +309,21 @@ func (j *Journal) cutDown(path string, counted int64) (int64, error) {
 }
 
 // freed takes n released bytes off the journal's usage and wakes appends
-// waiting for space. The committer calls it for every group it writes into
-// a recycled file, so it wakes only when someone waits: every append that
-// waits on spaceFreed set full after the last wake-up (admit).
+// waiting for space. It wakes only when someone waits: every append that
+// waits on space.freed set full after the last wake-up (admit).
 func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.used -= n
-	if j.fullPeriod.Active() && j.used <= j.opts.MaxBytes-j.opts.SegmentBytes {
-		j.fullPeriod.Leave(j.log, "journal has space again: appends resume", "used_bytes", j.used, "max_bytes", j.opts.MaxBytes)
+	j.space.used -= n
+	if j.space.fullPeriod.Active() && j.space.used <= j.opts.recordBytes()-j.opts.SegmentBytes {
+		j.space.fullPeriod.Leave(j.log, "journal has space again: appends resume", "used_bytes", j.space.used, "max_bytes", j.opts.MaxBytes)
 	}
-	if !j.full {
+	if !j.space.full {
 		return
 	}
-	j.full = false // waiters re-check; one that still does not fit sets it again
-	close(j.spaceFreed)
-	j.spaceFreed = make(chan struct{})
+	j.space.full = false // waiters re-check; one that still does not fit sets it again
+	close(j.space.freed)
+	j.space.freed = make(chan struct{})
 }
 
 // finishRelease completes, at Open, a release a crash or Close

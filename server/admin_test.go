@@ -201,6 +201,7 @@ func TestReadyzReportsBackpressure(t *testing.T) {
 	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
 	cfg.Admin.Listen = "127.0.0.1:0"
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes = 1<<20, 2<<20, 256<<10
+	cfg.Journal.SpareSegments = 0
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes, cfg.Ledger.FlushInterval = 1<<20, 2<<20, 5e6
 	cfg.Input.Beats.MaxEventBytes = 512 << 10 // what the small journal admits
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))

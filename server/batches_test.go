@@ -233,6 +233,7 @@ func TestOpenBatchIsVoidAfterRestart(t *testing.T) {
 func TestHoldEndsWhenJournalIsFull(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 2<<20
+	cfg.Journal.SpareSegments = 0
 	cfg.Input.Beats.MaxEventBytes = 512 << 10 // what the small journal admits
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -40,7 +40,7 @@ func ConfigChecks(c *conf.Config) []*conf.KeyError {
 	// journal can never admit would be refused at every retry, and the
 	// client would resend it for ever.
 	if room := conf.Size(max(journalMaxRecord(c)-record.MinSize-record.EventOverhead, 0)); ib.MaxEventBytes > room {
-		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most %s (about journal.max_bytes − journal.segment_bytes); raise journal.max_bytes or lower max_event_bytes",
+		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most %s (about journal.max_bytes − (1 + journal.spare_segments) × journal.segment_bytes); raise journal.max_bytes or lower max_event_bytes",
 			ib.MaxEventBytes, room)
 	}
 	es := c.Output.Elasticsearch
@@ -69,5 +69,5 @@ func MaxRecordBytes(c *conf.Config) int {
 
 // journalMaxRecord is the largest record the configured journal admits.
 func journalMaxRecord(c *conf.Config) int64 {
-	return journal.Options{MaxBytes: int64(c.Journal.MaxBytes), SegmentBytes: int64(c.Journal.SegmentBytes)}.MaxRecordBytes()
+	return journal.Options{MaxBytes: int64(c.Journal.MaxBytes), SegmentBytes: int64(c.Journal.SegmentBytes), SpareSegments: c.Journal.SpareSegments}.MaxRecordBytes()
 }

@@ -63,6 +63,7 @@ func TestMaxRecordBytes(t *testing.T) {
 		t.Errorf("defaults: %d, want 2 × max_group_bytes = %d", got, want)
 	}
 	c.Journal.SegmentBytes, c.Journal.MaxBytes, c.Journal.MaxGroupBytes = 8<<20, 16<<20, 8<<20
+	c.Journal.SpareSegments = 0
 	if got, want := MaxRecordBytes(&c), int(journal.Options{MaxBytes: 16 << 20, SegmentBytes: 8 << 20}.MaxRecordBytes()); got != want || got >= 8<<20 {
 		t.Errorf("max_bytes = 2 × segment_bytes = 2 × max_group_bytes: %d, want %d", got, want)
 	}

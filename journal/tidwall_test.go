@@ -11,8 +11,8 @@ import (
 	"github.com/tidwall/wal"
 )
 
-// TestTidwallLayout guards the two reflective workarounds: if a tidwall
-// upgrade renames or retypes the fields, this fails.
+// TestTidwallLayout guards the reflective workarounds of tidwall.go: if a
+// tidwall upgrade renames or retypes the fields, this fails.
 func TestTidwallLayout(t *testing.T) {
 	w, err := wal.Open(filepath.Join(t.TempDir(), "w"), &wal.Options{NoSync: true, SegmentSize: math.MaxInt})
 	if err != nil {
@@ -20,7 +20,7 @@ func TestTidwallLayout(t *testing.T) {
 	}
 	defer w.Close()
 	if _, ok := tidwallFile(w); !ok {
-		t.Fatal("tidwall's segment file field is gone: forceClose cannot work")
+		t.Fatal("tidwall's segment file field is gone: Close cannot close it after a failure")
 	}
 	if !presize(w, 1<<20, nil) {
 		t.Fatal("tidwall's segment buffer field is gone: presize cannot work")
@@ -100,4 +100,13 @@ func TestTidwallWritesIntoReplacedFile(t *testing.T) {
 	if _, ok := replaceEmptySegmentFile(w, f); ok {
 		t.Fatal("replaced the file of a log that holds an entry")
 	}
+}
+
+// takeTailBuffer is what tidwallSegment.Close hands the next generation.
+func takeTailBuffer(l *wal.Log) []byte {
+	ebuf, ok := tailBuffer(l)
+	if !ok {
+		return nil
+	}
+	return ebuf.Bytes()
 }
