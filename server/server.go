@@ -194,6 +194,7 @@ func (s *Server) openStores() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.lptr.Store(l)
+	s.metrics.ledgerOpened(l)
 	ledgerLast := l.LastLSN()
 	if !jexists && ledgerLast > 0 {
 		s.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",
@@ -303,6 +304,7 @@ func (s *Server) reopenLedger() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.lptr.Store(l)
+	s.metrics.ledgerOpened(l)
 	if s.out != nil {
 		s.out.start(l)
 	}
