@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
@@ -156,6 +157,14 @@ func cmdVerify(e *env, args []string) int {
 		for _, qe := range q {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("quarantine: the output skipped %s bytes %d–%d, LSN %s (%d records lost: %s); its bytes are kept in %s",
 				qe.Segment, qe.Start, qe.End, lsnRange(qe.FirstLSN, qe.LastLSN), qe.Records, qe.Reason, qe.Path))
+		}
+		// Files logpond set aside at start: out of the stores, kept for
+		// inspection until the operator deletes them.
+		for _, pat := range []string{filepath.Join(e.ledgerDir, "cursors", "*.cursor.damaged"), filepath.Join(e.dlqDir(), "*.dlq.damaged")} {
+			aside, _ := filepath.Glob(pat) // the patterns are well formed
+			for _, f := range aside {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s was damaged and set aside by logpond at start (its ERROR said what was kept); delete it once inspected", f))
+			}
 		}
 		d := scanDLQ(e)
 		if d.Exists {
