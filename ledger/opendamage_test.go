@@ -61,35 +61,38 @@ func TestOpenSegmentDamage(t *testing.T) {
 		lost     [2]uint64
 		recovery string
 		refuse   uint64 // Open refuses, naming this LSN
+		// dir is what a read-only DirReader that passes damage reads
+		// before Open, as ledgerctl verify does.
+		dir dirWant
 	}{
-		{"record body in the middle, journal covers", flip(starts[21] + frameHeader + 5), false, true, 20, [2]uint64{}, damage, 0},
-		{"frame header length in the middle, journal covers", flip(starts[30] + offFrameLen), false, true, 29, [2]uint64{}, damage, 0},
-		{"frame header CRC in the middle, journal covers", flip(starts[30] + offFrameCRC), false, true, 29, [2]uint64{}, damage, 0},
-		{"frame header LSN in the middle, journal covers", flip(starts[30] + offFrameLSN), false, true, 29, [2]uint64{}, damage, 0},
-		{"first frame of the segment, journal covers", flip(starts[1] + frameHeader + 5), false, true, 0, [2]uint64{}, damage, 0},
-		{"a block in the middle zeroed, journal covers", zeroBlock, false, true, zeroFirst - 1, [2]uint64{}, damage, 0},
-		{"padding in the middle (a hole: nothing lost)", flip(ends[padAfter] + 2), false, false, 40, [2]uint64{}, none, 0},
+		{"record body in the middle, journal covers", flip(starts[21] + frameHeader + 5), false, true, 20, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{21, 21}, 0}},
+		{"frame header length in the middle, journal covers", flip(starts[30] + offFrameLen), false, true, 29, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{30, 30}, 0}},
+		{"frame header CRC in the middle, journal covers", flip(starts[30] + offFrameCRC), false, true, 29, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{30, 30}, 0}},
+		{"frame header LSN in the middle, journal covers", flip(starts[30] + offFrameLSN), false, true, 29, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{30, 30}, 0}},
+		{"first frame of the segment, journal covers", flip(starts[1] + frameHeader + 5), false, true, 0, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{1, 1}, 0}},
+		{"a block in the middle zeroed, journal covers", zeroBlock, false, true, zeroFirst - 1, [2]uint64{}, damage, 0, dirWant{40, [2]uint64{zeroFirst, zeroLast}, 0}},
+		{"padding in the middle (a hole: nothing lost)", flip(ends[padAfter] + 2), false, false, 40, [2]uint64{}, none, 0, dirWant{40, [2]uint64{}, 0}},
 		// Garbage after the last frame, within its block, is what a torn
 		// next frame of the same write looks like: reported as a torn
 		// tail, though only padding is cut.
-		{"padding after the last write (nothing lost)", flip(ends[40] + 1), false, true, 40, [2]uint64{}, torn, 0},
-		{"zero blocks appended (nothing lost)", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, false, 40, [2]uint64{}, none, 0},
-		{"damaged sparse index beside the open segment (removed: nothing lost)", nil, true, false, 40, [2]uint64{}, none, 0},
-		{"last record, journal covers (a torn write looks the same)", flip(ends[40] - 3), false, true, 39, [2]uint64{}, torn, 0},
+		{"padding after the last write (nothing lost)", flip(ends[40] + 1), false, true, 40, [2]uint64{}, torn, 0, dirWant{40, [2]uint64{}, 41}},
+		{"zero blocks appended (nothing lost)", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, false, 40, [2]uint64{}, none, 0, dirWant{40, [2]uint64{}, 0}},
+		{"damaged sparse index beside the open segment (removed: nothing lost)", nil, true, false, 40, [2]uint64{}, none, 0, dirWant{40, [2]uint64{}, 0}},
+		{"last record, journal covers (a torn write looks the same)", flip(ends[40] - 3), false, true, 39, [2]uint64{}, torn, 0, dirWant{39, [2]uint64{}, 40}},
 		// Zeros are a write that never reached the disk: its records go
 		// (the journal replays them), with nothing to report.
-		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, true, 39, [2]uint64{}, none, 0},
-		{"last write zero-filled, journal released it (a clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, false, 39, [2]uint64{}, none, 0},
-		{"last record, journal released it (records lost at the end: nothing after them)", flip(ends[40] - 3), false, false, 0, [2]uint64{}, none, 40},
+		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, true, 39, [2]uint64{}, none, 0, dirWant{39, [2]uint64{}, 0}},
+		{"last write zero-filled, journal released it (a clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, false, 39, [2]uint64{}, none, 0, dirWant{39, [2]uint64{}, 0}},
+		{"last record, journal released it (records lost at the end: nothing after them)", flip(ends[40] - 3), false, false, 0, [2]uint64{}, none, 40, dirWant{39, [2]uint64{}, 40}},
 		// Damage to synced bytes in the middle, later records intact, the
 		// journal no longer holding the damaged ones: the segment is
 		// sealed as it is, a Reader passes the damaged range as in any
 		// sealed segment, and writing goes on in a new segment.
-		{"record body in the middle, journal released it", flip(starts[21] + frameHeader + 5), false, false, 40, [2]uint64{21, 21}, none, 0},
-		{"frame header LSN in the middle, journal released it", flip(starts[11] + offFrameLSN), false, false, 40, [2]uint64{11, 11}, none, 0},
-		{"frame header length in the middle, journal released it", flip(starts[30] + offFrameLen), false, false, 40, [2]uint64{30, 30}, none, 0},
-		{"first frame of the segment, journal released it", flip(starts[1] + frameHeader + 5), false, false, 40, [2]uint64{1, 1}, none, 0},
-		{"a block in the middle zeroed, journal released it", zeroBlock, false, false, 40, [2]uint64{zeroFirst, zeroLast}, none, 0},
+		{"record body in the middle, journal released it", flip(starts[21] + frameHeader + 5), false, false, 40, [2]uint64{21, 21}, none, 0, dirWant{40, [2]uint64{21, 21}, 0}},
+		{"frame header LSN in the middle, journal released it", flip(starts[11] + offFrameLSN), false, false, 40, [2]uint64{11, 11}, none, 0, dirWant{40, [2]uint64{11, 11}, 0}},
+		{"frame header length in the middle, journal released it", flip(starts[30] + offFrameLen), false, false, 40, [2]uint64{30, 30}, none, 0, dirWant{40, [2]uint64{30, 30}, 0}},
+		{"first frame of the segment, journal released it", flip(starts[1] + frameHeader + 5), false, false, 40, [2]uint64{1, 1}, none, 0, dirWant{40, [2]uint64{1, 1}, 0}},
+		{"a block in the middle zeroed, journal released it", zeroBlock, false, false, 40, [2]uint64{zeroFirst, zeroLast}, none, 0, dirWant{40, [2]uint64{zeroFirst, zeroLast}, 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +105,8 @@ func TestOpenSegmentDamage(t *testing.T) {
 			if tc.index {
 				os.WriteFile(indexPath(path), []byte("LPIX garbage"), 0o640)
 			}
+			checkDirReader(t, dir, path, tc.dir)
+
 			opts := testOpts(t, true)
 			opts.SegmentBytes = 1 << 20
 			opts.Covered = released
@@ -179,6 +184,53 @@ func TestOpenSegmentDamage(t *testing.T) {
 				t.Fatalf("read %s, damaged range %v; want %s, %v", brief(read), lost, brief(want), tc.lost)
 			}
 		})
+	}
+}
+
+// dirWant is what a DirReader that passes damage reads: LSNs 1..last but
+// the lost ones, the damaged range with the lost LSNs, and the Tail's
+// first LSN (0: none).
+type dirWant struct {
+	last uint64
+	lost [2]uint64
+	tail uint64
+}
+
+// checkDirReader reads the ledger in dir with a DirReader that passes
+// damage and checks it reads what w says.
+func checkDirReader(t *testing.T, dir, seg string, w dirWant) {
+	t.Helper()
+	r, err := NewDirReader(dir, 1, InspectOptions{DirectIO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.SkipDamage()
+	var read []uint64
+	var lost [2]uint64
+	for r.Next() {
+		if d := r.Damage(); d != nil {
+			if lost != [2]uint64{} || d.Segment != seg {
+				t.Fatalf("DirReader: damage %v: a second range, or not in %s", d, seg)
+			}
+			lost = [2]uint64{d.FirstLSN, d.LastLSN}
+			continue
+		}
+		read = append(read, r.LSN())
+	}
+	var tail uint64
+	if r.Tail() != nil {
+		tail = r.Tail().FirstLSN
+	}
+	var want []uint64
+	for lsn := uint64(1); lsn <= w.last; lsn++ {
+		if lsn < w.lost[0] || lsn > w.lost[1] {
+			want = append(want, lsn)
+		}
+	}
+	if r.Err() != nil || !slices.Equal(read, want) || lost != w.lost || tail != w.tail {
+		t.Fatalf("DirReader: err %v, read %s, damaged range %v, tail at LSN %d; want %s, %v, tail at %d",
+			r.Err(), brief(read), lost, tail, brief(want), w.lost, w.tail)
 	}
 }
 
