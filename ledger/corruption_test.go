@@ -140,58 +140,6 @@ func TestTornTailAtEveryOffset(t *testing.T) {
 	}
 }
 
-func TestLedgerCorruptionTable(t *testing.T) {
-	src, seg, ends, starts := ledgerFixture(t)
-	name := filepath.Base(seg)
-	cases := []struct {
-		name   string
-		damage func(b []byte) []byte
-		cover  bool
-		kept   uint64 // records that survive
-		refuse bool   // Open fails with a located *CorruptionError
-		lsnAt  uint64 // the LSN the refusal names
-		// midFile: the cut is reported as damage to synced bytes
-		// (Repair.Damage), not as a torn tail.
-		midFile bool
-	}{
-		{"zero blocks appended", func(b []byte) []byte { return append(b, make([]byte, 3*BlockSize)...) }, false, 40, false, 0, false},
-		{"flipped padding byte (a hole, nothing lost)", func(b []byte) []byte { b[ends[40]+1] ^= 1; return b }, false, 40, false, 0, false},
-		{"last write zero-filled, journal covers", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, true, 39, false, 0, false},
-		{"last write zero-filled, journal dropped it (clean end: the server's gap check refuses)", func(b []byte) []byte { clear(b[alignUp(ends[39]):]); return b }, false, 39, false, 0, false},
-		{"flipped byte in a record mid segment, journal covers", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, true, 20, false, 0, true},
-		{"flipped frame header mid segment, journal covers", func(b []byte) []byte { b[starts[30]+offFrameLen] ^= 1; return b }, true, 29, false, 0, true},
-		{"flipped byte in the last record, journal covers (a torn write looks the same)", func(b []byte) []byte { b[ends[40]-3] ^= 1; return b }, true, 39, false, 0, false},
-		{"flipped byte in a record mid segment, journal dropped it", func(b []byte) []byte { b[starts[21]+frameHeader+5] ^= 1; return b }, false, 0, true, 21, false},
-		{"flipped frame header", func(b []byte) []byte { b[starts[11]+offFrameLSN] ^= 4; return b }, false, 0, true, 11, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := copyDir(t, src)
-			path := filepath.Join(dir, name)
-			b, _ := os.ReadFile(path)
-			os.WriteFile(path, tc.damage(b), 0o640)
-			opts := Options{SegmentBytes: 1 << 20, DirectIO: true}
-			opts.Covered = released
-			if tc.cover {
-				opts.Covered = covered
-			}
-			if tc.refuse {
-				_, err := Open(dir, opts)
-				var ce *CorruptionError
-				if !errors.As(err, &ce) || ce.Segment != path || ce.LSN != tc.lsnAt {
-					t.Fatalf("got %v, want a *CorruptionError at LSN %d of %s", err, tc.lsnAt, path)
-				}
-				return
-			}
-			l := expectRecords(t, dir, opts, tc.kept)
-			defer l.Close()
-			if r := l.Recovery(); (r != nil && r.Damage) != tc.midFile {
-				t.Fatalf("recovery %+v: want Damage %v", r, tc.midFile)
-			}
-		})
-	}
-}
-
 // TestDamageInSealedSegment: sealed segments are not scanned at Open; a
 // reader reports their damage with segment and offset.
 func TestDamageInSealedSegment(t *testing.T) {

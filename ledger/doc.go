@@ -58,7 +58,11 @@
 // (expected LSN L), the tail is cut: the file is truncated at the block
 // boundary after P and fsynced. Cutting is allowed only when the caller's
 // Covered(L) says the journal still holds L and everything after it (then
-// nothing is lost: the flusher replays it); otherwise Open fails with a
+// nothing is lost: the flusher replays it). When it does not and a later
+// complete write follows the damage (synced bytes changed in the middle of
+// the segment, not a torn tail), the segment is sealed as it is and a new
+// open segment starts after its last valid record: readers pass the damaged
+// range as in any sealed segment. Otherwise Open fails with a
 // [*CorruptionError]. New writes start at that boundary, so the bytes of the
 // torn write before it are never rewritten either. The open segment's
 // sparse index, if a crash left one, is removed, and the first Sync after

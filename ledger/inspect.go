@@ -174,13 +174,17 @@ type DirReader struct {
 	tail   *Repair
 	err    error
 
-	skipDamage bool
+	skipDamage  bool
+	recheckedAt int64 // the last offset of the open segment recheck looked at
 }
 
 // SkipDamage makes the DirReader pass damage in sealed segments, as
 // [Reader.SkipDamage] does: Next also stops at each damaged range, with
 // Damage set, and goes on from the next valid record. Damage at the end of
-// the open segment is still its Tail.
+// the open segment is still its Tail; damage in its middle (a later
+// complete write follows it, looked at twice, as a write in progress on a
+// live ledger may look damaged once) is passed too: what Open does with it
+// depends on whether the journal still holds its records (doc.go).
 func (r *DirReader) SkipDamage() { r.skipDamage = true }
 
 // Damage is the damaged range Next stopped at, or nil when it stopped at a
@@ -196,7 +200,7 @@ func NewDirReader(dir string, from uint64, opts InspectOptions) (*DirReader, err
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	r := &DirReader{opts: opts, segs: segs, from: max(from, 1)}
+	r := &DirReader{opts: opts, segs: segs, from: max(from, 1), recheckedAt: -1}
 	if i := segmentFor(segs, r.from); i > 0 {
 		for _, s := range segs[:i] {
 			r.read += s.size
@@ -222,6 +226,13 @@ func (r *DirReader) Next() bool {
 			return true
 		}
 		if d := r.sc.takeSkipped(); d != nil {
+			if r.si == len(r.segs)-1 && d.Records() == 0 && d.End >= r.sc.size {
+				// Past damage in the middle of the open segment, nothing
+				// valid follows: its end (a write in progress, or a torn
+				// tail), as without the damage before.
+				r.tail = &Repair{Segment: d.Segment, Offset: d.Start, CutAt: alignUp(d.Start), FirstLSN: d.FirstLSN, Reason: d.Reason}
+				return false
+			}
 			if d.Records() > 0 && d.LastLSN < r.from {
 				continue
 			}
@@ -236,6 +247,8 @@ func (r *DirReader) Next() bool {
 		switch {
 		case r.sc.ioErr != nil:
 			r.err = r.sc.ioErr
+		case r.sc.damage != nil && last && r.skipDamage && r.recheck(s.path):
+			continue // read on from the damage, or past it
 		case r.sc.damage != nil && last:
 			r.tail = tailRepair(r.sc.damage)
 		case r.sc.damage != nil:
@@ -252,6 +265,31 @@ func (r *DirReader) Next() bool {
 		r.si++
 	}
 	return false
+}
+
+// recheck looks again at damage the scanner met in the open segment, which
+// on a live ledger may be a write in progress. It returns true with a new
+// scanner when the damage should be read past: the bytes read whole now
+// (the write completed: the scanner reads on from there), or a later
+// complete write follows them, so they had been synced and changed since:
+// damage in the middle of the open segment, which the scanner passes as in
+// a sealed segment. Each offset is looked at once.
+func (r *DirReader) recheck(path string) bool {
+	d := r.sc.damage
+	if d.Offset <= r.recheckedAt {
+		return false
+	}
+	r.recheckedAt = d.Offset
+	sc := newSegScanner(r.f, path, d.LSN, d.Offset)
+	if sc.nextFrame() {
+		r.sc = newSegScanner(r.f, path, d.LSN, d.Offset)
+		return true
+	}
+	if sc.ioErr != nil || !laterWriteAfter(r.f, path, d.Offset, d.LSN) {
+		return false
+	}
+	r.sc = newSegScanner(r.f, path, d.LSN, d.Offset).withResync(0)
+	return true
 }
 
 // open opens segment si. It returns false when the segment was deleted
@@ -317,6 +355,15 @@ func (r *DirReader) BytesRead() int64 {
 		return r.read
 	}
 	return r.read + r.sc.pos()
+}
+
+// OpenSegment is the path of the open (newest) segment when the DirReader
+// was made, "" when there was none.
+func (r *DirReader) OpenSegment() string {
+	if len(r.segs) == 0 {
+		return ""
+	}
+	return r.segs[len(r.segs)-1].path
 }
 
 // Segments is the number of segments listed when the DirReader was made

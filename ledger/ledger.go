@@ -393,6 +393,9 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 			"segment", seg.path, "cut_at", l.writeOff, "first_lsn_cut", unsynced)
 	case d != nil:
 		if l.opts.Covered == nil || !l.opts.Covered(d.LSN) {
+			if synced == nil && laterWriteAfter(f, seg.path, d.Offset, d.LSN) {
+				return l.sealDamaged(f, seg, d)
+			}
 			f.Close()
 			d.Err = fmt.Errorf("%w; the journal no longer holds LSN %d, so these records cannot be replayed", d.Err, d.LSN)
 			return d
@@ -423,6 +426,35 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 	}
 	l.f = f
 	return nil
+}
+
+// sealDamaged handles damage in the middle of the open segment f (synced
+// bytes changed: a later write follows) whose records the journal no
+// longer holds, so that they cannot be replayed, while the records after
+// the damage are intact. The segment is sealed as it is, unchanged, so that
+// readers pass the damaged range as in any sealed segment (SkipDamage,
+// Quarantine) and deliver the rest, and a new open segment starts after
+// its last valid record.
+func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError) error {
+	sc := newSegScanner(f, seg.path, d.LSN, d.Offset).withResync(0)
+	last := d.LSN - 1
+	for {
+		for sc.nextFrame() {
+			last = sc.lsn
+		}
+		if sc.takeSkipped() == nil {
+			break
+		}
+	}
+	f.Close() // read only since Open
+	if sc.ioErr != nil {
+		return sc.ioErr
+	}
+	l.log.Error("ledger: damage in the middle of the open segment (synced bytes changed: a media error), and the journal no longer holds those records: the segment is sealed as it is and a new one started; the output skips the damaged range (quarantined, logged with its LSNs) and delivers every other record",
+		"segment", seg.path, "offset", d.Offset, "first_damaged_lsn", d.LSN, "segment_last_lsn", last, "reason", d.Err,
+		"inspect", fmt.Sprintf("check the device (dmesg, SMART); ledgerctl -ledger %s verify", l.dir))
+	l.last, l.index = last, nil
+	return l.startSegment(last + 1)
 }
 
 // StreamID is the ledger's stream id (a UUID), part of every document id.

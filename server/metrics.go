@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logpond/logpond/internal/buildinfo"
+	"github.com/logpond/logpond/ledger"
 )
 
 // metrics are logpond's Prometheus metrics. Histograms are fed by hooks on
@@ -35,6 +36,9 @@ type metrics struct {
 	// journalDamage counts journal damage the flusher met: acknowledged
 	// records the ledger lacks that no longer verify on disk.
 	journalDamage prometheus.Counter
+	// ledgerDamage counts damage in the middle of the open ledger segment
+	// that opening the ledger repaired from the journal.
+	ledgerDamage prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -66,6 +70,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_flusher_journal_damage_total",
 		Help: "Times the flusher met journal records the ledger lacks that no longer verify on disk (acknowledged records lost; records stop moving to the ledger until the loss is accepted with ledgerctl accept-loss and logpond restarted).",
 	})
+	m.ledgerDamage = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_ledger_damage_repaired_total",
+		Help: "Times opening the ledger found damage in the middle of its open segment (bytes that had been synced changed: a media error) and repaired it from the journal: the segment was cut there and its records replayed. Nothing is lost; logged as an ERROR naming the segment and offset. Check the ledger device.",
+	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -86,7 +94,7 @@ func newMetrics(s *Server) *metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
 	})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.esRequest, m.esItems, buildInfo,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -138,6 +146,15 @@ func (m *metrics) observeGroup(records int, bytes int64, fsync time.Duration) {
 	m.groupBytes.Observe(float64(bytes))
 	m.fsync.Observe(fsync.Seconds())
 	m.fsyncs.Inc()
+}
+
+// ledgerOpened counts what opening the ledger l repaired as damage: a
+// media error in its open segment, as opposed to a torn tail, which a crash
+// leaves and which is not counted.
+func (m *metrics) ledgerOpened(l *ledger.Ledger) {
+	if r := l.Recovery(); r != nil && r.Damage {
+		m.ledgerDamage.Inc()
+	}
 }
 
 // esObserver feeds the output's measurements into the metrics.

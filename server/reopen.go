@@ -142,6 +142,7 @@ func (st *stores) reopenLedger() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	st.l.Store(l)
+	st.ledgerOpened(l)
 	if st.readers != nil {
 		st.readers.start(l)
 	}

@@ -91,7 +91,7 @@ func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 		}
 	}()
 	s.metrics = newMetrics(s)
-	s.stores = &stores{cfg: cfg, log: log, observeGroup: s.observeGroup}
+	s.stores = &stores{cfg: cfg, log: log, observeGroup: s.observeGroup, ledgerOpened: s.metrics.ledgerOpened}
 	if err := s.lockDirs(); err != nil {
 		return nil, err
 	}

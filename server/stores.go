@@ -25,6 +25,9 @@ type stores struct {
 	// observeGroup is told of every journal group commit (metrics, the
 	// acknowledgement watch).
 	observeGroup func(records int, bytes int64, fsync time.Duration)
+	// ledgerOpened is told of every ledger opened or reopened, for what
+	// its opening repaired (metrics).
+	ledgerOpened func(*ledger.Ledger)
 	// readers reads the ledger in use (the output), nil when nothing
 	// does: stopped before a failed ledger is closed, restarted over the
 	// reopened one. Set before the flusher runs.
@@ -73,6 +76,7 @@ func (st *stores) open() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	st.l.Store(l)
+	st.ledgerOpened(l)
 	ledgerLast := l.LastLSN()
 	if !jexists && ledgerLast > 0 {
 		st.log.Warn("journal directory is empty or new while the ledger holds data: LSNs continue after the ledger's last, none is reused",

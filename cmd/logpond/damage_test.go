@@ -22,17 +22,43 @@ import (
 )
 
 // TestDamagedLedgerRecordEndToEnd: a backlog waits in the ledger (the
-// output off), one record in the middle of a sealed segment is damaged on
-// disk, logpond starts with the output on. Every event but those of the
-// damaged record reaches Elasticsearch exactly once, the damage is logged
-// as an ERROR naming the ledgerctl command, and logpond keeps running
-// (and stops cleanly on SIGTERM).
+// output off), one record in the middle of a segment is damaged on disk,
+// logpond starts with the output on. Each row says where the record is and
+// what must happen: every event but those of the damaged record reaches
+// Elasticsearch exactly once (all of them when the journal still holds the
+// record and replays it), the damage is logged as an ERROR naming the
+// ledgerctl command, and logpond keeps running (and stops cleanly on
+// SIGTERM).
 func TestDamagedLedgerRecordEndToEnd(t *testing.T) {
+	cases := []struct {
+		name string
+		open bool // damage the open segment (else the first, sealed, one)
+		// dropJournal removes the journal before the restart, so that it
+		// no longer holds the damaged record.
+		dropJournal bool
+		lost        bool     // the damaged record's events are lost
+		log         []string // more the log must say (%[1]d: the damaged LSN)
+	}{
+		{"sealed segment", false, false, true, []string{"first_lsn=%[1]d last_lsn=%[1]d"}},
+		{"open segment, the journal still holds the record", true, false, false,
+			[]string{"damage in the middle of the open segment", "first_lsn_cut=%[1]d"}},
+		{"open segment, the journal no longer holds the record", true, true, true,
+			[]string{"the segment is sealed as it is and a new one started", "first_damaged_lsn=%[1]d", "first_lsn=%[1]d last_lsn=%[1]d"}},
+	}
 	srv, err := estest.Start(estest.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.Reset()
+			damagedRecordEndToEnd(t, srv, tc.open, tc.dropJournal, tc.lost, tc.log)
+		})
+	}
+}
+
+func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, lostForGood bool, wantLog []string) {
 	root := t.TempDir()
 	ldir := filepath.Join(root, "ledger")
 	config := func(output string) string {
@@ -87,12 +113,19 @@ listen = ""
 		t.Fatalf("exit code %d:\n%s", code, log.String())
 	}
 
-	// Damage one record in the middle of a sealed segment.
+	// Damage one record in the middle of a segment.
 	segs, err := ledger.Segments(ldir, ledger.InspectOptions{})
 	if err != nil || len(segs) < 2 {
 		t.Fatalf("ledger: %d segments, %v", len(segs), err)
 	}
-	mid := (segs[0].FirstLSN + segs[0].LastLSN) / 2
+	s := segs[0]
+	if open {
+		s = segs[len(segs)-1]
+	}
+	if s.Records() < 3 {
+		t.Fatalf("segment %s holds %d records: the test wants 3 or more", s.Path, s.Records())
+	}
+	mid := (s.FirstLSN + s.LastLSN) / 2
 	r, err := ledger.NewDirReader(ldir, mid, ledger.InspectOptions{})
 	if err != nil || !r.Next() || r.LSN() != mid {
 		t.Fatalf("reading LSN %d: %v", mid, err)
@@ -115,6 +148,14 @@ listen = ""
 		t.Fatal(err)
 	}
 	t.Logf("damaged LSN %d (%d events) in %s at offset %d", mid, len(lost), seg, off)
+	if dropJournal {
+		if err := os.RemoveAll(filepath.Join(root, "journal")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !lostForGood {
+		lost = map[string]bool{}
+	}
 
 	cmd, log2 := startedFull(t, config(fmt.Sprintf(`hosts = [%q]
 flush_interval = "20ms"`, srv.URL())))
@@ -147,9 +188,16 @@ flush_interval = "20ms"`, srv.URL())))
 		t.Errorf("%d events stored, want %d", len(seen), want)
 	}
 	text := log2.String()
-	if !strings.Contains(text, "level=ERROR") || !strings.Contains(text, fmt.Sprintf("first_lsn=%d last_lsn=%d", mid, mid)) ||
-		!strings.Contains(text, "ledgerctl -ledger "+ldir+" verify") {
-		t.Errorf("no ERROR naming the damaged range and the ledgerctl command:\n%s", text)
+	if !strings.Contains(text, "level=ERROR") || !strings.Contains(text, "ledgerctl -ledger "+ldir+" verify") {
+		t.Errorf("no ERROR naming the ledgerctl command:\n%s", text)
+	}
+	for _, w := range wantLog {
+		if strings.Contains(w, "%") {
+			w = fmt.Sprintf(w, mid)
+		}
+		if !strings.Contains(text, w) {
+			t.Errorf("no %q in the log:\n%s", w, text)
+		}
 	}
 }
 

@@ -46,12 +46,14 @@ func loadRules(t *testing.T) *rules {
 // watched are the conditions the rules exist to catch, by the metric
 // each must read: removing one fails the test.
 var watched = map[string]string{
-	"output lag age":         "logpond_output_oldest_pending_seconds",
-	"journal nearly full":    "logpond_journal_fill_ratio",
-	"ledger nearly full":     "logpond_ledger_fill_ratio",
-	"dead letters growing":   "logpond_output_events_dead_lettered_total",
-	"elasticsearch failing":  "logpond_backpressure",
-	"requests failing whole": "logpond_output_requests_failed_total",
+	"output lag age":                      "logpond_output_oldest_pending_seconds",
+	"journal nearly full":                 "logpond_journal_fill_ratio",
+	"ledger nearly full":                  "logpond_ledger_fill_ratio",
+	"dead letters growing":                "logpond_output_events_dead_lettered_total",
+	"elasticsearch failing":               "logpond_backpressure",
+	"requests failing whole":              "logpond_output_requests_failed_total",
+	"damage passed in the ledger":         "logpond_output_damaged_ranges_total",
+	"open ledger segment damage repaired": "logpond_ledger_damage_repaired_total",
 }
 
 // TestAlertRules: every rule is a complete alert (name, expression, a

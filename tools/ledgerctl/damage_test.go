@@ -187,3 +187,105 @@ func TestCursorSetAndRewind(t *testing.T) {
 		t.Fatalf("while locked: exit %d, cursor %d: %s", code, cursorAt(), errOut)
 	}
 }
+
+// TestVerifySealedSegmentRegions damages every kind of region of a sealed
+// ledger segment. Each row says what verify must report: the damaged range
+// with exactly the LSNs whose bytes were touched (exit 1), read past so that
+// every other record is verified, or OK where nothing is lost (padding, a
+// sparse index: a hint logpond rebuilds).
+func TestVerifySealedSegmentRegions(t *testing.T) {
+	type lost struct{ first, last uint64 } // {0, 0}: nothing lost, verify OK
+	cases := []struct {
+		name string
+		// damage breaks the segment and returns the LSNs that must be
+		// reported lost.
+		damage func(t *testing.T, offs map[uint64]where, next func(uint64) int64) lost
+	}{
+		{"record body", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, offs[50].file, offs[50].off+16+30)
+			return lost{50, 50}
+		}},
+		{"frame header length", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, offs[60].file, offs[60].off)
+			return lost{60, 60}
+		}},
+		{"frame header CRC", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, offs[60].file, offs[60].off+5)
+			return lost{60, 60}
+		}},
+		{"frame header LSN", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, offs[60].file, offs[60].off+9)
+			return lost{60, 60}
+		}},
+		{"first frame of the segment", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, offs[1].file, offs[1].off+16+3)
+			return lost{1, 1}
+		}},
+		{"last frame of the segment", func(t *testing.T, offs map[uint64]where, next func(uint64) int64) lost {
+			storetest.Flip(t, offs[160].file, next(160)-2)
+			return lost{160, 160}
+		}},
+		{"a whole block zeroed", func(t *testing.T, offs map[uint64]where, next func(uint64) int64) lost {
+			b, _ := os.ReadFile(offs[100].file)
+			a := (offs[100].off/4096 + 1) * 4096
+			clear(b[a : a+4096])
+			os.WriteFile(offs[100].file, b, 0o640)
+			var l lost // the records the block touched
+			for lsn := uint64(1); lsn <= 160; lsn++ {
+				if offs[lsn].off < a+4096 && next(lsn) > a {
+					if l.first == 0 {
+						l.first = lsn
+					}
+					l.last = lsn
+				}
+			}
+			return l
+		}},
+		{"padding after a write (a hole: nothing lost)", func(t *testing.T, offs map[uint64]where, next func(uint64) int64) lost {
+			storetest.Flip(t, offs[70].file, next(70)+2)
+			return lost{0, 0}
+		}},
+		{"sparse index damaged (rebuilt: nothing lost)", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			storetest.Flip(t, strings.TrimSuffix(offs[1].file, ".seg")+".idx", 6)
+			return lost{0, 0}
+		}},
+		{"sparse index missing (rebuilt: nothing lost)", func(t *testing.T, offs map[uint64]where, _ func(uint64) int64) lost {
+			os.Remove(strings.TrimSuffix(offs[1].file, ".seg") + ".idx")
+			return lost{0, 0}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := buildStores(t)
+			offs := ledgerOffsets(t, s.ledger)
+			if offs[160].file != offs[1].file || offs[161].file == offs[1].file {
+				t.Fatal("the test wants LSNs 1–160 in the first (sealed) segment")
+			}
+			// next returns the end of the frame of lsn (its record length
+			// is in its header).
+			next := func(lsn uint64) int64 {
+				b, _ := os.ReadFile(offs[lsn].file)
+				o := offs[lsn].off
+				return o + 16 + int64(uint32(b[o])|uint32(b[o+1])<<8|uint32(b[o+2])<<16|uint32(b[o+3])<<24)
+			}
+			want := tc.damage(t, offs, next)
+			out, _, code := ctl(t, "-journal", s.journal, "-ledger", s.ledger, "verify", "--json")
+			var rep verifyReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if want == (lost{}) {
+				if code != exitOK || !rep.OK || rep.Ledger.Records != 300 {
+					t.Fatalf("exit %d, %d records verified: want OK over all 300", code, rep.Ledger.Records)
+				}
+				return
+			}
+			n := want.last - want.first + 1
+			if code != exitFailed || len(rep.Damage) != 1 || rep.Damage[0].File != offs[1].file ||
+				rep.Damage[0].LSN != want.first || rep.Damage[0].LastLSN != want.last || *rep.Damage[0].Records != n ||
+				rep.Ledger.Records != 300-n || rep.Ledger.DamagedRecords != n {
+				t.Fatalf("exit %d, want 1 with LSNs %d–%d lost and the other %d records verified:\n%s", code, want.first, want.last, 300-n, out)
+			}
+		})
+	}
+}

@@ -34,6 +34,9 @@ type storeScan struct {
 	// they held, which are lost.
 	Damaged        []ledger.Damage
 	DamagedRecords uint64
+	// OpenSegment is the ledger's open segment (its damaged ranges are
+	// judged against the journal).
+	OpenSegment string
 }
 
 // damageReader is a reader that passes damage (the ledger's DirReader).
@@ -119,7 +122,7 @@ func scanLedger(e *env, p *progress) storeScan {
 	}
 	defer r.Close()
 	r.SkipDamage()
-	s.Files, s.FileBytes = r.Segments(), r.Size()
+	s.Files, s.FileBytes, s.OpenSegment = r.Segments(), r.Size(), r.OpenSegment()
 	p.start("ledger", s.FileBytes)
 	scanRecords(r, &s, p)
 	p.finish()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
@@ -48,9 +49,12 @@ type verifyReport struct {
 // ledger segment is harmless while the journal still holds its first LSN
 // (logpond cuts it and replays it from the journal, or it is a write in
 // progress): a note; once the journal has released it, those records are
-// lost: damage. The journal's first LSN is read before the ledger, so that a
-// write in progress cannot be judged against a later, already released
-// journal.
+// lost: damage. Damage in the middle of the open ledger segment (a later
+// write follows it) is damage either way, read past like a sealed
+// segment's: it loses nothing while the journal holds its records (logpond
+// replays them) and its records otherwise. The journal's first LSN is read
+// before the ledger, so that a write in progress cannot be judged against a
+// later, already released journal.
 func cmdVerify(e *env, args []string) int {
 	fs, asJSON := newFlags(e, "verify", "verify [--json]")
 	if status, ok := parseFlags(fs, args); !ok {
@@ -80,7 +84,14 @@ func cmdVerify(e *env, args []string) int {
 			ledgerLast = lastLedgerLSN(e)
 		}
 		for _, d := range s.Damaged {
-			rep.Damage = append(rep.Damage, damageLocation(d))
+			loc := damageLocation(d)
+			if d.Segment == s.OpenSegment && d.Records() > 0 {
+				openSegmentHint(loc, d, e.journalDir != "", jexists && jfirst <= d.FirstLSN)
+				if *loc.Records == 0 {
+					s.DamagedRecords -= d.Records()
+				}
+			}
+			rep.Damage = append(rep.Damage, loc)
 		}
 		if s.Err != nil {
 			rep.Damage = append(rep.Damage, locate("ledger", s.Err))
@@ -160,6 +171,14 @@ func cmdVerify(e *env, args []string) int {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("quarantine: the output skipped %s bytes %d–%d, LSN %s (%d records lost: %s); its bytes are kept in %s",
 				qe.Segment, qe.Start, qe.End, lsnRange(qe.FirstLSN, qe.LastLSN), qe.Records, qe.Reason, qe.Path))
 		}
+		// Files logpond set aside at start: out of the stores, kept for
+		// inspection until the operator deletes them.
+		for _, pat := range []string{filepath.Join(e.ledgerDir, "cursors", "*.cursor.damaged"), filepath.Join(e.dlqDir(), "*.dlq.damaged")} {
+			aside, _ := filepath.Glob(pat) // the patterns are well formed
+			for _, f := range aside {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s was damaged and set aside by logpond at start (its ERROR said what was kept); delete it once inspected", f))
+			}
+		}
 		d := scanDLQ(e)
 		if d.Exists {
 			rep.DeadLetters = &d.Entries
@@ -197,6 +216,27 @@ func cmdVerify(e *env, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// openSegmentHint says what logpond does at start with a damaged range in
+// the middle of the open segment (a later write follows it: synced bytes
+// changed), which depends on whether the journal still holds its first
+// LSN: withJournal says whether the journal was given, covered whether it
+// holds it.
+func openSegmentHint(loc *location, d ledger.Damage, withJournal, covered bool) {
+	switch {
+	case !withJournal:
+		loc.Hint = fmt.Sprintf("damage in the middle of the open segment (synced bytes changed: check the device); without the journal (-journal or -config) ledgerctl cannot tell whether records %d–%d are lost: if the journal still holds them, logpond cuts the segment there at start and replays them; if not, it seals the segment as it is and its output skips them",
+			d.FirstLSN, d.LastLSN)
+	case covered:
+		var zero uint64
+		loc.Records = &zero
+		loc.Hint = fmt.Sprintf("damage in the middle of the open segment (synced bytes changed: check the device); this loses nothing: the journal still holds LSN %d, so at start logpond cuts the segment there and replays the records from the journal (logged at ERROR, counted in logpond_ledger_damage_repaired_total)",
+			d.FirstLSN)
+	default:
+		loc.Hint = fmt.Sprintf("damage in the middle of the open segment (synced bytes changed: check the device), and the journal no longer holds LSN %d: records %d–%d are lost; at start logpond seals the segment as it is and starts a new one, and its output skips the range (quarantined in %s) and delivers every other record",
+			d.FirstLSN, d.FirstLSN, d.LastLSN, ledger.QuarantineDir)
+	}
 }
 
 func printCheck(e *env, store, files string, c *storeCheck) {

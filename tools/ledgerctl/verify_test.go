@@ -70,6 +70,18 @@ func TestVerifyDamage(t *testing.T) {
 			storetest.Flip(t, w.file, w.off+16+10)
 			return damage{w.file, w.off, 300}
 		}, exitFailed, []string{"no longer holds LSN 300", "lost"}},
+		{"ledger: flipped byte in a record in the middle of the open segment, the journal still holds it", func(t *testing.T, s stores) damage {
+			w := openSegmentRecord(t, s, 285)
+			storetest.Flip(t, w.file, w.off+16+30)
+			return damage{w.file, w.off, 285}
+		}, exitFailed, []string{"damage in the middle of the open segment", "this loses nothing: the journal still holds LSN 285", "(0 records lost)"}},
+		{"ledger: flipped frame header in the middle of the open segment, the journal released it", func(t *testing.T, s stores) damage {
+			os.RemoveAll(s.journal)
+			writeJournal(t, s.journal, 300, 301, 400)
+			w := openSegmentRecord(t, s, 275)
+			storetest.Flip(t, w.file, w.off+8)
+			return damage{w.file, w.off, 275}
+		}, exitFailed, []string{"the journal no longer holds LSN 275: records 275–275 are lost", "seals the segment as it is", "(1 records lost)"}},
 		{"journal: flipped byte in a closed generation", func(t *testing.T, s stores) damage {
 			w := journalOffsets(t, s.journal)[260]
 			storetest.Flip(t, w.file, w.off+40)
@@ -177,6 +189,18 @@ func TestVerifyDamage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSegmentRecord returns where the record lsn is, checking that it is
+// in the open segment and that a later write follows it.
+func openSegmentRecord(t *testing.T, s stores, lsn uint64) where {
+	t.Helper()
+	offs := ledgerOffsets(t, s.ledger)
+	w := offs[lsn]
+	if last := offs[s.ledgerLast]; w.file != last.file || last.off-w.off < 4096 {
+		t.Fatalf("LSN %d is not in the middle of the open segment", lsn)
+	}
+	return w
 }
 
 // closedEntryAbove returns an entry with LSN above lsn, not the first of
