@@ -15,11 +15,10 @@ import (
 //     and only then completes those appends, in LSN order.
 //
 // So the next group is written while the previous one's fsync runs, instead
-// of waiting for it: measured on this project's 2-core machine with the
-// journal on a virtio disk, writing a 4 MiB group took about a third of the
-// committer's cycle, all of it serial with the fsync before. An fsync
-// covers every byte written before it started, so a record is acknowledged
-// only after an fsync that began after its write returned.
+// of waiting for it (docs/design.md, §4, "Group commit", says what that
+// earns). An fsync covers every byte written before it started, so a
+// record is acknowledged only after an fsync that began after its write
+// returned.
 //
 // Ordering rules that keep recovery and rotation sound:
 //   - each entry's group field is the lowest LSN not yet fsynced when it was
