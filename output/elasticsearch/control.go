@@ -33,6 +33,7 @@ const (
 	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
 	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
 	yieldFloor         = 2.0             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive)
+	backgroundSpan     = 3 * time.Second // the background share of refusals is the least refused over about this long
 )
 
 // LocalLoad tells the output how logpond itself is doing: whether its
@@ -56,6 +57,17 @@ type answer struct {
 
 // rateAnswers is how many answers acceptedRateLocked remembers.
 const rateAnswers = 32
+
+// windowShare is the share of its items a window saw refused, and when it
+// ended.
+type windowShare struct {
+	at    time.Time
+	share float64
+}
+
+// shareWindows is how many windows backgroundLocked remembers: windows
+// last minWindow at least, so this covers backgroundSpan.
+const shareWindows = int(backgroundSpan/minWindow) + 1
 
 // result is what one bulk request came to, for the controller.
 type result struct {
@@ -122,6 +134,11 @@ type controller struct {
 	// cluster takes (acceptedRateLocked).
 	answers  [rateAnswers]answer
 	nAnswers int
+
+	// The refused shares of the last windows that sent enough items to
+	// tell, oldest first (backgroundLocked).
+	shares  [shareWindows]windowShare
+	nShares int
 
 	// Outage: rounds of whole requests that failed in a row since the
 	// last answer. A round is the requests started since the last counted
@@ -376,6 +393,9 @@ func (c *controller) windowLocked(now time.Time) {
 	if c.winSent > 0 {
 		share = float64(c.winRejected) / float64(c.winSent)
 	}
+	if c.winSent >= minPaceSample {
+		c.noteShareLocked(now, share)
+	}
 	pressure := c.winPressure || share > heavyRejection
 	rising := false
 	var rtt float64
@@ -413,11 +433,41 @@ func (c *controller) windowLocked(now time.Time) {
 	c.winSent, c.winAccepted, c.winRejected, c.winPressure = 0, 0, 0, false
 }
 
+// noteShareLocked remembers a window's refused share for
+// backgroundLocked.
+func (c *controller) noteShareLocked(now time.Time, share float64) {
+	if c.nShares == shareWindows {
+		copy(c.shares[:], c.shares[1:])
+		c.nShares--
+	}
+	c.shares[c.nShares] = windowShare{at: now, share: share}
+	c.nShares++
+}
+
+// backgroundLocked is the share of items the cluster refuses whatever the
+// pace: the least share refused by a window over about the last
+// backgroundSpan. Refusals for load fall when the pace falls below what the
+// cluster takes, and a pace that cuts after refusals finds such windows
+// within seconds; refusals that stay whatever the pace (a node that is
+// always short of something, a share of documents refused at random) are
+// no reason to slow down further: the pace answers only what is refused
+// beyond them.
+func (c *controller) backgroundLocked(now time.Time) float64 {
+	bg := -1.0
+	for _, w := range c.shares[:c.nShares] {
+		if now.Sub(w.at) <= backgroundSpan && (bg < 0 || w.share < bg) {
+			bg = w.share
+		}
+	}
+	return max(bg, 0)
+}
+
 // pace adjusts the pacing rate (items/s) at the end of a window. Fewer
 // requests in flight do not slow a cluster that answers fast but refuses
 // what it cannot take; pacing does. It starts when a window's items were
 // refused heavily (startPaceLocked). While pacing, a window with more
-// than a few items refused lowers the rate by 5% at least, towards a bit
+// than a few items refused beyond the background share (backgroundLocked)
+// lowers the rate by 5% at least, towards a bit
 // below what the cluster accepted over the last seconds (or, refused
 // heavily, what it accepted in the window); a window with few refused
 // raises it: by paceGrowth per second near the rate the last refusals
@@ -436,14 +486,16 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	// over about the last healthTau (steadier; it lags).
 	window := float64(c.winAccepted) / span.Seconds()
 	recent := c.acceptedRateLocked(now)
+	// What is refused beyond the background share is the load signal.
+	excess := share - c.backgroundLocked(now)
 	switch {
 	case c.rate == 0:
 		if c.winSent >= minPaceSample && share > heavyRejection {
 			c.startPaceLocked(now, share)
 		}
-	case share > pacedRejection || c.winPressure:
+	case excess > pacedRejection:
 		target := max(recent*paceBelow, c.rate*0.5)
-		if share > heavyRejection {
+		if excess > heavyRejection {
 			// Far above what the cluster takes: straight down below what
 			// it took in this window, by half the share it refused (what
 			// it took includes what its queue held before it filled, so
@@ -455,7 +507,7 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 		c.lowerPaceLocked(now, max(minPaceRate, min(c.rate*0.95, target)))
 	default:
 		c.cutting = false
-		if c.winRejected > 0 {
+		if excess > pacedRejection/2 {
 			c.cleanSince = time.Time{}
 		} else if c.cleanSince.IsZero() {
 			c.cleanSince = c.winStart

@@ -256,6 +256,46 @@ func TestRandomRejectionsCostLittle(t *testing.T) {
 	}
 }
 
+// TestRandomRejectionsDoNotHoldThePaceDown: pacing that began for a
+// short storm must not be held down afterwards by refusals that do not
+// depend on the rate: a cluster that then refuses 10% of items at random
+// (and fails 2% of requests) still drains the backlog at about the speed
+// it does without the storm. Lowering the pace at every window with a
+// few refusals would take it down to the floor, and there it would stay.
+func TestRandomRejectionsDoNotHoldThePaceDown(t *testing.T) {
+	const backlog, workers, perRequest = 600_000, 4, 9000
+	rng := rand.New(rand.NewPCG(3, 4))
+	randomly := func(now time.Time, n int) (int, bool) {
+		if rng.Float64() < 0.02 {
+			return 0, true
+		}
+		acc := 0
+		for range n {
+			if rng.Float64() >= 0.10 {
+				acc++
+			}
+		}
+		return acc, false
+	}
+	random := simulateDrain(t, backlog, workers, perRequest, randomly)
+	const storm = 2 * time.Second
+	stormEnd := time.Unix(1e9, 0).Add(storm)
+	randomRate := float64(backlog) / random.elapsed.Seconds()
+	c := &simCluster{rate: math.Round(randomRate / 10)}
+	r := simulateDrain(t, backlog, workers, perRequest, func(now time.Time, n int) (int, bool) {
+		if now.Before(stormEnd) {
+			return c.take(now, n), false
+		}
+		return randomly(now, n)
+	})
+	// A few seconds to learn which refusals stay whatever the pace.
+	limit := random.elapsed + storm + 12*time.Second
+	t.Logf("random alone %s; after a %s storm: %s (limit %s), %d rejected", random.elapsed, storm, r.elapsed, limit, r.rejected)
+	if r.elapsed > limit {
+		t.Errorf("drained in %s after a %s storm, more than %s: random refusals held the pace down", r.elapsed, storm, limit)
+	}
+}
+
 // TestPacingRecoversAfterStorm: when a cluster that took a tenth of the
 // work takes everything again, the pace rises back to full speed within
 // seconds while the backlog drains (it never waits for a pause in the

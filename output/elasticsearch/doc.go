@@ -62,9 +62,12 @@
 // items, requests are paced to the rate it accepts: each request waits
 // until the items before it are paid for at the pace (a waiting request
 // does not count as in flight); the pace is lowered towards a bit below
-// what the cluster accepted while it refuses more than a few, raised
+// what the cluster accepted while it refuses more than a few beyond its
+// background share (the least share refused over the last seconds:
+// refusals that stay whatever the pace are no reason to slow down), raised
 // slowly near the rate its refusals began at and faster away from it while
-// it refuses few, and dropped once it holds nothing back. When the
+// it refuses few, and dropped once it holds nothing back. Whole requests
+// that fail lower the concurrency limit, not the pace. When the
 // cluster answers, the retry queue's items wait no longer than its health
 // says, also those of a request that failed as a whole. Fixed:
 // Workers requests in flight, never paced.
