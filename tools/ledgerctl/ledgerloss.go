@@ -118,7 +118,7 @@ func planLedgerLoss(e *env) (*ledgerLoss, error) {
 // printLedgerLoss prints what accept-loss found, or did, on the ledger.
 func printLedgerLoss(e *env, p *ledgerLoss, dry bool) {
 	w := e.stdout
-	lost, would := "lost", ""
+	lost, would := "lost", "was "
 	if dry {
 		lost, would = "would be lost", "would be "
 	}
