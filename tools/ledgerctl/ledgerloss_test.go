@@ -28,12 +28,16 @@ func TestAcceptLedgerLoss(t *testing.T) {
 	cases := []struct {
 		name       string
 		damageLast bool   // damage LSN 300, the open segment's last record
-		jfirst     uint64 // the journal's first LSN
+		jfirst     uint64 // the journal's first LSN (where the ledger goes on)
 		lost       [2]uint64
 		refused    bool // ledger.Open refuses (else only the gap check)
+		noJournal  bool // the journal directory is empty
 	}{
-		{"last record of the open segment damaged", true, 303, [2]uint64{300, 302}, true},
-		{"the journal starts after the ledger's last LSN + 1", false, 306, [2]uint64{301, 305}, false},
+		{"last record of the open segment damaged", true, 303, [2]uint64{300, 302}, true, false},
+		{"the journal starts after the ledger's last LSN + 1", false, 306, [2]uint64{301, 305}, false, false},
+		// Nothing says how many records the damaged end held: the ledger
+		// goes on after the damaged LSN.
+		{"last record of the open segment damaged, no journal", true, 301, [2]uint64{300, 300}, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +50,11 @@ func TestAcceptLedgerLoss(t *testing.T) {
 			if err := os.RemoveAll(s.journal); err != nil {
 				t.Fatal(err)
 			}
-			writeJournal(t, s.journal, tc.jfirst-1, tc.jfirst, tc.jfirst+20)
+			if tc.noJournal {
+				os.Mkdir(s.journal, 0o750) // an empty journal directory
+			} else {
+				writeJournal(t, s.journal, tc.jfirst-1, tc.jfirst, tc.jfirst+20)
+			}
 			opts := ledger.Options{SegmentBytes: 64 << 10, DirectIO: true, Covered: func(lsn uint64) bool { return lsn >= tc.jfirst }}
 			l, err := ledger.Open(s.ledger, opts)
 			var ce *ledger.CorruptionError
@@ -62,7 +70,7 @@ func TestAcceptLedgerLoss(t *testing.T) {
 				l.Close()
 			}
 			base := []string{"-journal", s.journal, "-ledger", s.ledger}
-			if out, _, code := ctl(t, append(base, "verify")...); code != exitFailed || !strings.Contains(out, "-ledger "+s.ledger+" accept-loss") {
+			if out, _, code := ctl(t, append(base, "verify")...); !tc.noJournal && (code != exitFailed || !strings.Contains(out, "-ledger "+s.ledger+" accept-loss")) {
 				t.Fatalf("verify: exit %d, want 1 naming accept-loss:\n%s", code, out)
 			}
 
@@ -77,6 +85,9 @@ func TestAcceptLedgerLoss(t *testing.T) {
 			}
 			before := snapshot()
 			want := fmt.Sprintf("LSNs %d–%d (%d records, events unknown)", tc.lost[0], tc.lost[1], tc.lost[1]-tc.lost[0]+1)
+			if tc.noJournal {
+				want = fmt.Sprintf("LSNs %d–%d (at least 1 record, events unknown)", tc.lost[0], tc.lost[1])
+			}
 			out, _, code := ctl(t, append(base, "accept-loss", "--dry-run")...)
 			if code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("started at LSN %d", tc.jfirst)) {
 				t.Fatalf("dry run: exit %d, want %q:\n%s", code, want, out)
