@@ -63,7 +63,8 @@
 // the segment, not a torn tail), the segment is sealed as it is and a new
 // open segment starts after its last valid record: readers pass the damaged
 // range as in any sealed segment. Otherwise Open fails with a
-// [*CorruptionError]. New writes start at that boundary, so the bytes of the
+// [*CorruptionError]; [SealOpenSegment], with the ledger closed, accepts
+// that loss (seal.go). New writes start at that boundary, so the bytes of the
 // torn write before it are never rewritten either. The open segment's
 // sparse index, if a crash left one, is removed, and the first Sync after
 // Open fsyncs the directory (the segment's entry may never have been).

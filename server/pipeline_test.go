@@ -200,7 +200,8 @@ func TestReplacedJournal(t *testing.T) {
 }
 
 // TestGapRefusesToStart: a journal that starts beyond the ledger's last
-// LSN + 1 means records are in neither store.
+// LSN + 1 means records are in neither store: the refusal names them and
+// the command that accepts their loss.
 func TestGapRefusesToStart(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
 	r := start(t, cfg)
@@ -215,8 +216,9 @@ func TestGapRefusesToStart(t *testing.T) {
 	appendN(t, j, 0, 5)
 	j.Close()
 	_, err = Open(cfg, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "journal starts at LSN 21 but the ledger ends at LSN 10") {
-		t.Fatalf("got %v, want a refusal naming the gap", err)
+	if err == nil || !strings.Contains(err.Error(), "journal starts at LSN 21 but the ledger ends at LSN 10") ||
+		!strings.Contains(err.Error(), "records 11–20 (10 records, events unknown)") || !strings.Contains(err.Error(), " -ledger "+cfg.Ledger.Dir+" accept-loss`") {
+		t.Fatalf("got %v, want a refusal naming the gap and the accept-loss command", err)
 	}
 }
 

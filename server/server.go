@@ -8,7 +8,10 @@
 // repairs its tail and continues its LSNs after the ledger's last; the
 // flusher then replays every journal record after the ledger's last LSN. A
 // journal that starts beyond the ledger's last LSN + 1 means records are in
-// neither store: the server refuses to start. Journal damage to records the
+// neither store, and so does damage ending the open ledger segment that the
+// journal no longer holds: the server refuses to start, before any port is
+// bound, with one message naming the lost LSNs and the `ledgerctl
+// accept-loss` command that accepts the loss. Journal damage to records the
 // ledger already holds loses nothing: the journal sets it aside, logs it at
 // ERROR and opens (journal.Options.Settled). Journal damage past the
 // ledger's last LSN (acknowledged records in neither store) is refused

@@ -73,7 +73,7 @@ func (st *stores) open() error {
 	lopts.Logger = st.log
 	l, err := ledger.Open(c.Ledger.Dir, lopts)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", ledgerLossError(err, c.Journal.Dir, c.Ledger.Dir, jfirst, jexists))
 	}
 	st.l.Store(l)
 	st.ledgerOpened(l)
@@ -93,8 +93,7 @@ func (st *stores) open() error {
 	// copies were already released, or a journal from elsewhere.
 	jFirst, jLast := j.FirstLSN(), j.LastLSN()
 	if jFirst > ledgerLast+1 {
-		return fmt.Errorf("server: the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store; refusing to start (inspect with `ledgerctl -journal %s -ledger %s segments`)",
-			jFirst, ledgerLast, ledgerLast+1, jFirst-1, c.Journal.Dir, c.Ledger.Dir)
+		return fmt.Errorf("server: %w", gapError(c.Journal.Dir, c.Ledger.Dir, jFirst, ledgerLast))
 	}
 	st.log.Info("stores recovered", "took", time.Since(start).Round(time.Millisecond).String(),
 		"stream_id", l.StreamID(), "ledger_last_lsn", ledgerLast,

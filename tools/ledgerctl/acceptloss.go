@@ -10,10 +10,15 @@ import (
 )
 
 // cmdAcceptLoss accepts, with logpond stopped, the loss of acknowledged
-// journal records damaged past the ledger's last LSN, so that logpond
-// starts again: journal.AcceptLoss keeps every intact record and puts an
-// empty record in each lost LSN's place. It prints exactly which LSNs
-// are lost. With --dry-run it only says what it would do.
+// records in neither store, so that logpond starts again. First the
+// ledger's: records at its end that the journal no longer holds (damage
+// ending the open segment, or a journal that starts after the ledger's
+// last LSN + 1): ledger.SealOpenSegment seals the open segment as it is
+// and starts a new one where the journal goes on (ledgerloss.go). Then
+// the journal's: records damaged past the ledger's last LSN:
+// journal.AcceptLoss keeps every intact record and puts an empty record
+// in each lost LSN's place. It prints exactly which LSNs are lost. With
+// --dry-run it only says what it would do.
 func cmdAcceptLoss(e *env, args []string) int {
 	fs, asJSON := newFlags(e, "accept-loss", "accept-loss [--dry-run] (logpond stopped; needs -journal and -ledger, or -config)")
 	dry := fs.Bool("dry-run", false, "only report what would be lost; change nothing")
@@ -39,10 +44,25 @@ func cmdAcceptLoss(e *env, args []string) int {
 			defer lock.Release()
 		}
 	}
+	lp, err := planLedgerLoss(e)
+	if err != nil {
+		e.errorf("accept-loss: %v", permissionOr(e.ledgerDir, err))
+		return exitFailed
+	}
+	if lp != nil && !*dry {
+		if err := ledger.SealOpenSegment(e.ledgerDir, lp.Next); err != nil {
+			e.errorf("accept-loss: %v", permissionOr(e.ledgerDir, err))
+			return exitFailed
+		}
+	}
 	settled, err := ledgerLastLSN(e)
 	if err != nil {
 		e.errorf("accept-loss: %v", permissionOr(e.ledgerDir, err))
 		return exitFailed
+	}
+	if lp != nil {
+		// The ledger's last LSN once its open segment is sealed.
+		settled = lp.Next - 1
 	}
 	var rep *journal.LossReport
 	if *dry {
@@ -58,13 +78,16 @@ func cmdAcceptLoss(e *env, args []string) int {
 		return exitFailed
 	}
 	if *asJSON {
-		writeJSON(e.stdout, acceptLossJSON(rep, *dry))
+		writeJSON(e.stdout, acceptLossJSON(rep, lp, *dry))
 		return exitOK
 	}
 	w := e.stdout
-	if len(rep.Lost) == 0 && rep.Tail == nil && rep.Held == 0 {
-		fmt.Fprintf(w, "no journal damage after the ledger's last LSN %d: nothing to accept\n", settled)
+	if lp == nil && len(rep.Lost) == 0 && rep.Tail == nil && rep.Held == 0 {
+		fmt.Fprintf(w, "no ledger records the journal no longer holds, and no journal damage after the ledger's last LSN %d: nothing to accept\n", settled)
 		return exitOK
+	}
+	if lp != nil {
+		printLedgerLoss(e, lp, *dry)
 	}
 	lost, would := "lost", ""
 	if *dry {
@@ -113,7 +136,7 @@ func ledgerLastLSN(e *env) (uint64, error) {
 }
 
 // acceptLossJSON is the --json form of a report.
-func acceptLossJSON(rep *journal.LossReport, dry bool) any {
+func acceptLossJSON(rep *journal.LossReport, lp *ledgerLoss, dry bool) any {
 	type span struct {
 		File     string `json:"file"`
 		Offset   int64  `json:"offset"`
@@ -131,7 +154,9 @@ func acceptLossJSON(rep *journal.LossReport, dry bool) any {
 		Reason   string `json:"reason"`
 	}
 	out := struct {
-		DryRun        bool     `json:"dry_run"`
+		DryRun bool `json:"dry_run"`
+		// Ledger is the ledger's part (null: nothing lost there).
+		Ledger        any      `json:"ledger"`
 		LedgerLastLSN uint64   `json:"ledger_last_lsn"`
 		Lost          []span   `json:"lost"`
 		LostRecords   uint64   `json:"lost_records"`
@@ -140,7 +165,7 @@ func acceptLossJSON(rep *journal.LossReport, dry bool) any {
 		TornTail      *tail    `json:"torn_tail"`
 		Rewritten     []string `json:"rewritten"`
 		SetAside      []string `json:"set_aside"`
-	}{DryRun: dry, LedgerLastLSN: rep.Settled, Lost: []span{}, LostRecords: rep.LostRecords(), HeldByLedger: rep.Held,
+	}{DryRun: dry, Ledger: ledgerLossJSON(lp), LedgerLastLSN: rep.Settled, Lost: []span{}, LostRecords: rep.LostRecords(), HeldByLedger: rep.Held,
 		Rewritten: append([]string{}, rep.Rewritten...), SetAside: append([]string{}, rep.SetAside...)}
 	known := func(n int) *int {
 		if n < 0 {

@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/logpond/logpond/internal/dirlock"
 )
 
 // checkStoreDir says why dir cannot be read as logpond's store of the given
@@ -16,12 +19,14 @@ import (
 // is refused, so that no command reports "OK" about something it did not
 // check; and a file or directory ledgerctl may not read is named, with who
 // owns it, instead of being reported as damage later. An empty directory
-// is an empty store.
+// is an empty store, and so is one that holds only the lock file (logpond
+// or accept-loss locked it while it was empty).
 func checkStoreDir(kind, dir string) error {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return permissionOr(dir, err)
 	}
+	des = slices.DeleteFunc(des, func(de os.DirEntry) bool { return de.Name() == dirlock.FileName })
 	if len(des) > 0 && !slicesContainsStoreFile(kind, des) {
 		what := "a STREAM file or <20-digit LSN>.seg segments"
 		if kind == "journal" {

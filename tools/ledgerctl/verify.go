@@ -109,7 +109,8 @@ func cmdVerify(e *env, args []string) int {
 					t.File, t.Offset, t.LSN, t.Reason, t.LSN))
 			default:
 				loc := &location{Store: "ledger", File: t.File, Offset: &t.Offset, LSN: t.LSN, Error: t.Reason,
-					Hint: fmt.Sprintf("the end of the open segment is damaged and the journal no longer holds LSN %d: those records are lost, and logpond will refuse to start", t.LSN)}
+					Hint: fmt.Sprintf("the end of the open segment is damaged and the journal no longer holds LSN %d: those records are lost, and logpond will refuse to start; with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+						t.LSN, e.journalDir, e.ledgerDir)}
 				rep.Damage = append(rep.Damage, loc)
 				ledgerOK = false
 			}
@@ -146,7 +147,8 @@ func cmdVerify(e *env, args []string) int {
 		if e.ledgerDir != "" && ledgerOK && jexists && jfirst > ledgerLast+1 {
 			rep.Damage = append(rep.Damage, &location{Store: "journal", LSN: ledgerLast + 1,
 				Error: fmt.Sprintf("the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store", jfirst, ledgerLast, ledgerLast+1, jfirst-1),
-				Hint:  "logpond will refuse to start"})
+				Hint: fmt.Sprintf("logpond will refuse to start; with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+					e.journalDir, e.ledgerDir)})
 			c.OK = false
 		}
 	}
