@@ -375,16 +375,30 @@ func checkBacklog(gens []generation, settled uint64) error {
 		if lastLSNOf(gens, i) <= settled {
 			continue
 		}
-		data, err := os.ReadFile(g.segment())
-		if err != nil {
-			return fmt.Errorf("journal: read %s: %w", g.segment(), err)
-		}
-		s := newScanner(g.segment(), data, g.base+1, lastLSNOf(gens, i), false)
-		for s.Next() {
-		}
-		if _, err := stopped(g.segment(), s, len(data)); err != nil {
+		if err := checkGeneration(g, lastLSNOf(gens, i)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkGeneration verifies every entry of closed generation g, whose last
+// LSN is last. It reads the file a chunk at a time (framelog.File): a
+// generation is up to segment_bytes, and Open must stay within the
+// journal's share of memory.
+func checkGeneration(g generation, last uint64) error {
+	f, err := os.Open(g.segment())
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	s := framelog.NewScanner(framelog.File(f, st.Size()), entries{}, framelog.Scan{File: g.segment(), Want: g.base + 1, Last: last})
+	for s.Next() {
+	}
+	_, err = stopped(g.segment(), s, int(st.Size()))
+	return err
 }

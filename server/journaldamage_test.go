@@ -24,34 +24,14 @@ import (
 // the same journal file, still reach it.
 func TestStartsOverJournalDamageTheLedgerHolds(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
-	r := start(t, cfg)
-	appendN(t, r.s.journal(), 0, 100)
-	r.shutdown(t) // the final flush: the ledger holds LSNs 1–100
 	// LSNs 101–120, which the ledger lacks, in the same journal file.
-	j, err := journal.Open(cfg.Journal.Dir, journal.Options{SegmentBytes: 1 << 20, MaxBytes: 64 << 20, MaxGroupBytes: 1 << 20,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, j, 100, 20)
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Damage LSN 50's journal copy; later write groups follow it, so
 	// without the ledger's word it is damage to acknowledged records.
-	dr, err := journal.NewDirReader(cfg.Journal.Dir, 50)
-	if err != nil || !dr.Next() || dr.LSN() != 50 {
-		t.Fatalf("finding LSN 50 in the journal: %v", err)
-	}
-	file, off := dr.File(), dr.Offset()
-	for dr.Next() {
-		if dr.File() != file {
-			t.Fatal("the journal has more than one generation: the test expects LSNs 50–120 in one file")
-		}
-	}
+	file, offsets := journalWithBacklog(t, cfg, 20, 50)
+	off := offsets[50]
 	storetest.Flip(t, file, off+40)
 
-	r = start(t, cfg) // fails the test if Open refuses
+	r := start(t, cfg) // fails the test if Open refuses
 	deadline := time.Now().Add(30 * time.Second)
 	for r.s.ledger().LastLSN() < 120 {
 		if time.Now().After(deadline) {
@@ -75,9 +55,9 @@ func TestStartsOverJournalDamageTheLedgerHolds(t *testing.T) {
 }
 
 // journalWithBacklog leaves the stores of cfg with LSNs 1–100 in the
-// ledger and 101–300 in the journal only, in one journal file, and
-// returns where each journal record is.
-func journalWithBacklog(t *testing.T, cfg *conf.Config) (file string, offsets map[uint64]int64) {
+// ledger and 101–(100+backlog) in the journal only, all in one journal
+// file, and returns where each journal record from LSN from on is.
+func journalWithBacklog(t *testing.T, cfg *conf.Config, backlog int, from uint64) (file string, offsets map[uint64]int64) {
 	t.Helper()
 	r := start(t, cfg)
 	appendN(t, r.s.journal(), 0, 100)
@@ -87,23 +67,23 @@ func journalWithBacklog(t *testing.T, cfg *conf.Config) (file string, offsets ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, j, 100, 200)
+	appendN(t, j, 100, uint64(backlog))
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
 	offsets = map[uint64]int64{}
-	dr, err := journal.NewDirReader(cfg.Journal.Dir, 101)
+	dr, err := journal.NewDirReader(cfg.Journal.Dir, from)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for dr.Next() {
 		if file != "" && dr.File() != file {
-			t.Fatal("the journal has more than one generation: the test expects LSNs 101–300 in one file")
+			t.Fatalf("the journal has more than one generation: the test expects LSNs %d–%d in one file", from, 100+backlog)
 		}
 		file, offsets[dr.LSN()] = dr.File(), dr.Offset()
 	}
-	if dr.Err() != nil || len(offsets) != 200 {
-		t.Fatalf("journal: %d records after the ledger, %v", len(offsets), dr.Err())
+	if want := 100 + backlog - int(from) + 1; dr.Err() != nil || len(offsets) != want {
+		t.Fatalf("journal: %d records from LSN %d, want %d: %v", len(offsets), from, want, dr.Err())
 	}
 	return file, offsets
 }
@@ -117,7 +97,7 @@ func journalWithBacklog(t *testing.T, cfg *conf.Config) (file string, offsets ma
 // once the loss is accepted, every other record reaches the ledger.
 func TestFlusherMeetsJournalDamage(t *testing.T) {
 	cfg := pipelineConfig(t, t.TempDir())
-	file, offsets := journalWithBacklog(t, cfg)
+	file, offsets := journalWithBacklog(t, cfg, 200, 101)
 
 	lb := &syncbuf.Buffer{}
 	s, err := Open(cfg, slog.New(slog.NewTextHandler(lb, nil)))

@@ -1,24 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	lj "github.com/elastic/go-lumber/client/v2"
-	"github.com/tidwall/gjson"
-
 	"github.com/logpond/logpond/internal/estest"
 	"github.com/logpond/logpond/internal/syncbuf"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/record"
 )
 
 // TestDamagedLedgerRecordEndToEnd: a backlog waits in the ledger (the
@@ -59,62 +52,18 @@ func TestDamagedLedgerRecordEndToEnd(t *testing.T) {
 }
 
 func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, lostForGood bool, wantLog []string) {
-	root := t.TempDir()
-	ldir := filepath.Join(root, "ledger")
-	config := func(output string) string {
-		path := filepath.Join(root, "logpond.toml")
-		if err := os.WriteFile(path, fmt.Appendf(nil, `
-[journal]
-dir = %q
-[ledger]
-dir = %q
-segment_bytes = "1MiB"
-flush_interval = "10ms"
-[input.beats]
-listen = "127.0.0.1:0"
-[output.elasticsearch]
-%s
-[admin]
-listen = ""
-`, filepath.Join(root, "journal"), ldir, output), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	addrOf := func(log string) string {
-		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
-		if m == nil {
-			t.Fatalf("no listening address in the log:\n%s", log)
-		}
-		return m[1]
-	}
+	rig := newDamageRig(t, srv)
 
 	// The backlog: 40 batches of 250 events, output off.
-	cmd, log := started(t, config("enabled = false"))
-	c, err := lj.SyncDial(addrOf(log.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]bool{}
-	for b := range 40 {
-		var data []interface{}
-		for i := range 250 {
-			p := fmt.Sprintf("b%d-e%d", b, i)
-			all[p] = true
-			data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"payload":%q,"pad":%q}`, p, strings.Repeat("z", 200))))
-		}
-		if n, err := c.Send(data); err != nil || n != len(data) {
-			t.Fatalf("batch %d: acked %d: %v", b, n, err)
-		}
-	}
-	c.Close()
+	cmd, log := started(t, rig.config("10ms", "enabled = false"))
+	rig.send(log.String(), "b", 40, 250, 200)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code := exitCode(t, cmd); code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, log.String())
 	}
 
 	// Damage one record in the middle of a segment.
-	segs, err := ledger.Segments(ldir, ledger.InspectOptions{})
+	segs, err := ledger.Segments(rig.ldir, ledger.InspectOptions{})
 	if err != nil || len(segs) < 2 {
 		t.Fatalf("ledger: %d segments, %v", len(segs), err)
 	}
@@ -126,19 +75,12 @@ listen = ""
 		t.Fatalf("segment %s holds %d records: the test wants 3 or more", s.Path, s.Records())
 	}
 	mid := (s.FirstLSN + s.LastLSN) / 2
-	r, err := ledger.NewDirReader(ldir, mid, ledger.InspectOptions{})
+	r, err := ledger.NewDirReader(rig.ldir, mid, ledger.InspectOptions{})
 	if err != nil || !r.Next() || r.LSN() != mid {
 		t.Fatalf("reading LSN %d: %v", mid, err)
 	}
 	seg, off := r.Segment(), r.Offset()
-	dec, err := record.Decode(r.Record())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := map[string]bool{}
-	for ev := range dec.Events() {
-		lost[gjson.GetBytes(ev, "payload").String()] = true
-	}
+	lost := payloads(t, r.Record())
 	r.Close()
 	b, _ := os.ReadFile(seg)
 	for i := range 4 {
@@ -149,7 +91,7 @@ listen = ""
 	}
 	t.Logf("damaged LSN %d (%d events) in %s at offset %d", mid, len(lost), seg, off)
 	if dropJournal {
-		if err := os.RemoveAll(filepath.Join(root, "journal")); err != nil {
+		if err := os.RemoveAll(rig.jdir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,38 +99,8 @@ listen = ""
 		lost = map[string]bool{}
 	}
 
-	cmd, log2 := startedFull(t, config(fmt.Sprintf(`hosts = [%q]
-flush_interval = "20ms"`, srv.URL())))
-	want := len(all) - len(lost)
-	deadline := time.Now().Add(60 * time.Second)
-	for srv.Count() < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Fatalf("logpond is not running: %v\n%s", err, log2.String())
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd); code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, log2.String())
-	}
-	seen := map[string]bool{}
-	for _, d := range srv.Docs() {
-		p := gjson.GetBytes(d.Source, "payload").String()
-		switch {
-		case seen[p]:
-			t.Errorf("event %s stored twice", p)
-		case lost[p]:
-			t.Errorf("event %s of the damaged record was sent", p)
-		case !all[p]:
-			t.Errorf("unexpected document %s", d.Source)
-		}
-		seen[p] = true
-	}
-	if len(seen) != want {
-		t.Errorf("%d events stored, want %d", len(seen), want)
-	}
-	text := log2.String()
-	if !strings.Contains(text, "level=ERROR") || !strings.Contains(text, "ledgerctl -ledger "+ldir+" verify") {
+	text := rig.deliveredAllBut(rig.config("10ms", rig.withES()), lost)
+	if !strings.Contains(text, "level=ERROR") || !strings.Contains(text, "ledgerctl -ledger "+rig.ldir+" verify") {
 		t.Errorf("no ERROR naming the ledgerctl command:\n%s", text)
 	}
 	for _, w := range wantLog {

@@ -135,17 +135,20 @@ func ledgerLastLSN(e *env) (uint64, error) {
 	return segs[len(segs)-1].LastLSN, nil
 }
 
+// lostJSON is a lost range in accept-loss's --json output, of the journal
+// or the ledger.
+type lostJSON struct {
+	File     string `json:"file"`
+	Offset   int64  `json:"offset"`
+	FirstLSN uint64 `json:"first_lsn"`
+	LastLSN  uint64 `json:"last_lsn"`
+	Records  uint64 `json:"records"`
+	Events   *int   `json:"events"` // null: unknown
+	Reason   string `json:"reason"`
+}
+
 // acceptLossJSON is the --json form of a report.
 func acceptLossJSON(rep *journal.LossReport, lp *ledgerLoss, dry bool) any {
-	type span struct {
-		File     string `json:"file"`
-		Offset   int64  `json:"offset"`
-		FirstLSN uint64 `json:"first_lsn"`
-		LastLSN  uint64 `json:"last_lsn"`
-		Records  uint64 `json:"records"`
-		Events   *int   `json:"events"` // null: unknown
-		Reason   string `json:"reason"`
-	}
 	type tail struct {
 		File     string `json:"file"`
 		Offset   int64  `json:"offset"`
@@ -156,16 +159,16 @@ func acceptLossJSON(rep *journal.LossReport, lp *ledgerLoss, dry bool) any {
 	out := struct {
 		DryRun bool `json:"dry_run"`
 		// Ledger is the ledger's part (null: nothing lost there).
-		Ledger        any      `json:"ledger"`
-		LedgerLastLSN uint64   `json:"ledger_last_lsn"`
-		Lost          []span   `json:"lost"`
-		LostRecords   uint64   `json:"lost_records"`
-		LostEvents    *int     `json:"lost_events"` // null: unknown
-		HeldByLedger  uint64   `json:"held_by_ledger"`
-		TornTail      *tail    `json:"torn_tail"`
-		Rewritten     []string `json:"rewritten"`
-		SetAside      []string `json:"set_aside"`
-	}{DryRun: dry, Ledger: ledgerLossJSON(lp), LedgerLastLSN: rep.Settled, Lost: []span{}, LostRecords: rep.LostRecords(), HeldByLedger: rep.Held,
+		Ledger        any        `json:"ledger"`
+		LedgerLastLSN uint64     `json:"ledger_last_lsn"`
+		Lost          []lostJSON `json:"lost"`
+		LostRecords   uint64     `json:"lost_records"`
+		LostEvents    *int       `json:"lost_events"` // null: unknown
+		HeldByLedger  uint64     `json:"held_by_ledger"`
+		TornTail      *tail      `json:"torn_tail"`
+		Rewritten     []string   `json:"rewritten"`
+		SetAside      []string   `json:"set_aside"`
+	}{DryRun: dry, Ledger: ledgerLossJSON(lp), LedgerLastLSN: rep.Settled, Lost: []lostJSON{}, LostRecords: rep.LostRecords(), HeldByLedger: rep.Held,
 		Rewritten: append([]string{}, rep.Rewritten...), SetAside: append([]string{}, rep.SetAside...)}
 	known := func(n int) *int {
 		if n < 0 {
@@ -174,7 +177,7 @@ func acceptLossJSON(rep *journal.LossReport, lp *ledgerLoss, dry bool) any {
 		return &n
 	}
 	for _, s := range rep.Lost {
-		out.Lost = append(out.Lost, span{s.File, s.Offset, s.FirstLSN, s.LastLSN, s.Records(), known(s.Events), s.Reason})
+		out.Lost = append(out.Lost, lostJSON{s.File, s.Offset, s.FirstLSN, s.LastLSN, s.Records(), known(s.Events), s.Reason})
 	}
 	out.LostEvents = known(rep.LostEvents())
 	if t := rep.Tail; t != nil {

@@ -142,25 +142,16 @@ func ledgerLossJSON(p *ledgerLoss) any {
 	if p == nil {
 		return nil
 	}
-	type span struct {
-		File     string `json:"file"`
-		Offset   int64  `json:"offset"`
-		FirstLSN uint64 `json:"first_lsn"`
-		LastLSN  uint64 `json:"last_lsn"`
-		Records  uint64 `json:"records"`
-		Events   *int   `json:"events"` // null: unknown
-		Reason   string `json:"reason"`
-	}
 	out := struct {
-		Segment    string `json:"segment"`
-		LastLSN    uint64 `json:"last_valid_lsn"`
-		NextLSN    uint64 `json:"next_lsn"`
-		Lost       []span `json:"lost"`
-		Records    uint64 `json:"lost_records"`
-		CountKnown bool   `json:"lost_records_known"`
-	}{Segment: p.Segment, LastLSN: p.LastLSN, NextLSN: p.Next, Lost: []span{}, Records: p.records(), CountKnown: p.CountKnown}
+		Segment    string     `json:"segment"`
+		LastLSN    uint64     `json:"last_valid_lsn"`
+		NextLSN    uint64     `json:"next_lsn"`
+		Lost       []lostJSON `json:"lost"`
+		Records    uint64     `json:"lost_records"`
+		CountKnown bool       `json:"lost_records_known"`
+	}{Segment: p.Segment, LastLSN: p.LastLSN, NextLSN: p.Next, Lost: []lostJSON{}, Records: p.records(), CountKnown: p.CountKnown}
 	for _, r := range p.Lost {
-		out.Lost = append(out.Lost, span{p.Segment, r.Offset, r.FirstLSN, r.LastLSN, r.records(), nil, r.Reason})
+		out.Lost = append(out.Lost, lostJSON{p.Segment, r.Offset, r.FirstLSN, r.LastLSN, r.records(), nil, r.Reason})
 	}
 	return out
 }
