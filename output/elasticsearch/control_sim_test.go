@@ -229,15 +229,11 @@ func TestPacingTakesWhatTheClusterTakes(t *testing.T) {
 	}
 }
 
-// TestRandomRejectionsCostLittle: a cluster that refuses 10% of items and
-// 2% of requests at random, whatever the load, slows a drain by far less
-// than half: rejected items go again within a fraction of
-// retry_initial_interval, not after a backoff of their own.
-func TestRandomRejectionsCostLittle(t *testing.T) {
-	const backlog, workers, perRequest = 600_000, 4, 9000
-	clean := simulateDrain(t, backlog, workers, perRequest, nil)
-	rng := rand.New(rand.NewPCG(1, 2))
-	random := simulateDrain(t, backlog, workers, perRequest, func(now time.Time, n int) (int, bool) {
+// randomCluster is a cluster that fails 2% of requests as a whole and
+// refuses 10% of the items of the others, at random (rng), whatever the
+// rate.
+func randomCluster(rng *rand.Rand) simAnswer {
+	return func(now time.Time, n int) (int, bool) {
 		if rng.Float64() < 0.02 {
 			return 0, true
 		}
@@ -248,7 +244,17 @@ func TestRandomRejectionsCostLittle(t *testing.T) {
 			}
 		}
 		return acc, false
-	})
+	}
+}
+
+// TestRandomRejectionsCostLittle: a cluster that refuses 10% of items and
+// 2% of requests at random, whatever the load, slows a drain by far less
+// than half: rejected items go again within a fraction of
+// retry_initial_interval, not after a backoff of their own.
+func TestRandomRejectionsCostLittle(t *testing.T) {
+	const backlog, workers, perRequest = 600_000, 4, 9000
+	clean := simulateDrain(t, backlog, workers, perRequest, nil)
+	random := simulateDrain(t, backlog, workers, perRequest, randomCluster(rand.New(rand.NewPCG(1, 2))))
 	ratio := random.elapsed.Seconds() / clean.elapsed.Seconds()
 	t.Logf("clean %s, random %s (×%.2f; %d items rejected, %d requests failed, %d requests)", clean.elapsed, random.elapsed, ratio, random.rejected, random.failed, random.requests)
 	if ratio > 1.5 {
@@ -264,19 +270,7 @@ func TestRandomRejectionsCostLittle(t *testing.T) {
 // few refusals would take it down to the floor, and there it would stay.
 func TestRandomRejectionsDoNotHoldThePaceDown(t *testing.T) {
 	const backlog, workers, perRequest = 600_000, 4, 9000
-	rng := rand.New(rand.NewPCG(3, 4))
-	randomly := func(now time.Time, n int) (int, bool) {
-		if rng.Float64() < 0.02 {
-			return 0, true
-		}
-		acc := 0
-		for range n {
-			if rng.Float64() >= 0.10 {
-				acc++
-			}
-		}
-		return acc, false
-	}
+	randomly := randomCluster(rand.New(rand.NewPCG(3, 4)))
 	random := simulateDrain(t, backlog, workers, perRequest, randomly)
 	const storm = 2 * time.Second
 	stormEnd := time.Unix(1e9, 0).Add(storm)
