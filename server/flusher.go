@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +62,9 @@ type flusher struct {
 	// acceptLoss is the command that accepts the loss of damaged journal
 	// records, for the message ("" in tests).
 	acceptLoss string
+	// journalDir is the journal's directory, read again to say exactly
+	// what damage lost ("" in tests: the message names the damaged LSN).
+	journalDir string
 	// damage is the journal damage that stopped the records at its LSN:
 	// nothing moves past it until a restart (which refuses to start over
 	// it, naming acceptLoss).
@@ -283,8 +285,10 @@ func (f *flusher) journalDamaged(ce *journal.CorruptionError) error {
 		f.journalDamage.Inc()
 	}
 	lost := fmt.Sprintf("LSN %d in %s at offset %d: %v", ce.LSN, ce.File, ce.Offset, ce.Err)
-	if rep, err := journal.FindLoss(filepath.Dir(filepath.Dir(ce.File)), l.LastLSN()); err == nil && len(rep.Lost) > 0 {
-		lost = rep.Summary()
+	if f.journalDir != "" {
+		if rep, err := journal.FindLoss(f.journalDir, l.LastLSN()); err == nil && len(rep.Lost) > 0 {
+			lost = rep.Summary()
+		}
 	}
 	todo := "stop logpond and run `ledgerctl accept-loss` (docs/operations.md), then start it"
 	if f.acceptLoss != "" {

@@ -262,7 +262,7 @@ func (s *Server) startPipeline() *pipeline {
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
-		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir),
+		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir), journalDir: c.Journal.Dir,
 		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	p.stopFlusher = stopFlusher
