@@ -294,13 +294,15 @@ func (f *flusher) journalDamaged(ce *journal.CorruptionError) error {
 	if f.acceptLoss != "" {
 		todo = "stop logpond and run `" + f.acceptLoss + "` (docs/operations.md, \"Journal damage past the ledger\"), then start it"
 	}
-	f.log.Error("flusher: journal records the ledger lacks do not verify on disk: these acknowledged records are lost, and no record after them can move to the ledger until the loss is accepted; "+
-		"the output keeps delivering what the ledger holds, and the journal acknowledges until it is full, then ingest stops; to go on, "+todo+": it keeps every other record",
-		"lost", lost, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+	// /readyz says why before the log does, so that whoever reads the
+	// log finds the readiness that goes with it.
 	if f.damaged != nil {
 		f.damaged(fmt.Sprintf("journal damaged at LSN %d (%s at offset %d): records stop moving to the ledger and ingest stops when the journal is full; %s",
 			ce.LSN, ce.File, ce.Offset, todo))
 	}
+	f.log.Error("flusher: journal records the ledger lacks do not verify on disk: these acknowledged records are lost, and no record after them can move to the ledger until the loss is accepted; "+
+		"the output keeps delivering what the ledger holds, and the journal acknowledges until it is full, then ingest stops; to go on, "+todo+": it keeps every other record",
+		"lost", lost, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 	return nil
 }
 
