@@ -115,16 +115,6 @@ func stopped(path string, sc *framelog.Scanner, size int) (*Repair, error) {
 	return nil, nil
 }
 
-// entryAt parses and verifies the tidwall entry at the start of b,
-// returning the frame and the entry's total size.
-func entryAt(b []byte) (frame, int, error) {
-	f, reason, _ := entries{}.Frame(framelog.Bytes(b), 0, 0) // memory: no read error
-	if reason != nil {
-		return frame{}, 0, reason
-	}
-	return frame{lsn: f.Pos, group: f.Write, rec: f.Payload}, int(f.Size), nil
-}
-
 // laterGroupAfter looks beyond a damaged entry at off in a segment's data
 // (where LSN want should have started) for an entry of a later write group
 // (framelog.LaterWrite): proof that want had been fsynced. It returns that

@@ -8,12 +8,11 @@ import "sync"
 // are dropped first, and a flusher that fell behind reads the files
 // (Journal.Reader) until it is back within the cache.
 type tailCache struct {
-	mu      sync.Mutex // guards the fields below
-	limit   int64
-	bytes   int64
-	first   uint64   // LSN of recs[0]
-	recs    [][]byte // consecutive LSNs from first
-	dropped bool     // something was evicted (first may be past a reader)
+	mu    sync.Mutex // guards the fields below
+	limit int64
+	bytes int64
+	first uint64   // LSN of recs[0]
+	recs  [][]byte // consecutive LSNs from first
 	// filling is signalled (without blocking) each time the cache has
 	// taken a quarter of its limit since the last signal, so a reader can
 	// come for the records before they are evicted.

@@ -71,7 +71,6 @@ type tidwallSegment struct {
 	opts   segmentOptions
 	logger *slog.Logger
 	batch  wal.Batch
-	frames [][]byte
 	index  uint64 // tidwall's index of the last entry
 	size   int64
 }

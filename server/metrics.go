@@ -31,7 +31,6 @@ type metrics struct {
 	fileRecords prometheus.Counter // records the flusher read from the journal's files
 	esRequest   *prometheus.HistogramVec
 	esItems     *prometheus.CounterVec
-	backlogDesc *prometheus.Desc
 
 	// journalDamage counts journal damage the flusher met: acknowledged
 	// records the ledger lacks that no longer verify on disk.

@@ -100,17 +100,6 @@ func (t *tracker) inflight() int {
 	return len(t.pending)
 }
 
-// oldest returns the receive time of the oldest record read and not yet
-// done, and false when every record read is done.
-func (t *tracker) oldest() (time.Time, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.received) == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, t.received[0]), true
-}
-
 // trackerState is what the tracker knows of the output's lag.
 type trackerState struct {
 	done    uint64 // every record ≤ done is done
