@@ -20,6 +20,24 @@ type generation struct {
 	size int64 // bytes of its segment file (closed generations only)
 }
 
+// IsGenerationDir reports whether name, an entry of a directory, names a
+// journal generation (doc.go): what a journal directory holds, and no
+// other store does.
+func IsGenerationDir(name string) bool {
+	_, ok := parseGenName(name)
+	return ok
+}
+
+// parseGenName returns the base of the generation named name
+// (gen-<20 digits>), and false for any other name.
+func parseGenName(name string) (uint64, bool) {
+	if !strings.HasPrefix(name, genPrefix) || len(name) != len(genPrefix)+20 {
+		return 0, false
+	}
+	base, err := strconv.ParseUint(name[len(genPrefix):], 10, 64)
+	return base, err == nil
+}
+
 func genName(base uint64) string { return fmt.Sprintf("%s%020d", genPrefix, base) }
 
 func (g generation) segment() string { return segmentPath(g.dir) }
@@ -28,14 +46,9 @@ func (g generation) segment() string { return segmentPath(g.dir) }
 // until the releaser has cut it down (release.go).
 func (g generation) releasing() string { return filepath.Join(g.dir, releasingFile) }
 
-// listGenerations returns the journal's generations, oldest first, and
-// completes releases a crash interrupted, syncing directories with syncDir.
-func listGenerations(dir string, syncDir func(string) error) ([]generation, error) {
-	return scanGenerations(dir, syncDir)
-}
-
-// scanGenerations lists generations; with a syncDir it also completes
-// releases a crash interrupted (a read-only caller passes nil).
+// scanGenerations returns the journal's generations, oldest first; with a
+// syncDir it also completes releases a crash interrupted, syncing
+// directories with it (a read-only caller passes nil).
 func scanGenerations(dir string, syncDir func(string) error) ([]generation, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -47,8 +60,8 @@ func scanGenerations(dir string, syncDir func(string) error) ([]generation, erro
 		if !de.IsDir() || !strings.HasPrefix(name, genPrefix) {
 			continue
 		}
-		base, err := strconv.ParseUint(strings.TrimPrefix(name, genPrefix), 10, 64)
-		if err != nil || len(name) != len(genPrefix)+20 {
+		base, ok := parseGenName(name)
+		if !ok {
 			return nil, fmt.Errorf("journal: %s: unexpected directory %q: a journal directory holds only gen-<20 digits> directories", dir, name)
 		}
 		g := generation{base: base, dir: filepath.Join(dir, name), size: -1}

@@ -261,3 +261,19 @@ func TestInspectLiveJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIsGenerationDir: only gen-<20 digits> names a generation.
+func TestIsGenerationDir(t *testing.T) {
+	for name, want := range map[string]bool{
+		genName(0):                     true,
+		genName(12345):                 true,
+		"gen-123":                      false,
+		"gen-0000000000000000000x":     false,
+		"damaged-00000000000000000001": false,
+		"LOCK":                         false,
+	} {
+		if got := IsGenerationDir(name); got != want {
+			t.Errorf("IsGenerationDir(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -294,7 +294,7 @@ func (j *Journal) recover(synced *uint64) ([]generation, uint64, error) {
 	if err := os.MkdirAll(j.dir, 0o750); err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}
-	gens, err := listGenerations(j.dir, j.syncDir)
+	gens, err := scanGenerations(j.dir, j.syncDir)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -304,7 +304,7 @@ func (j *Journal) recover(synced *uint64) ([]generation, uint64, error) {
 			return nil, 0, err
 		}
 		if changed {
-			if gens, err = listGenerations(j.dir, j.syncDir); err != nil {
+			if gens, err = scanGenerations(j.dir, j.syncDir); err != nil {
 				return nil, 0, err
 			}
 		}

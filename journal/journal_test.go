@@ -206,7 +206,7 @@ func TestRotationReleaseAndSpace(t *testing.T) {
 	for i := range 300 {
 		last = mustAppend(t, j, rec(t, 0, i, 1000))
 	}
-	gens, err := listGenerations(dir, fsutil.SyncDir)
+	gens, err := scanGenerations(dir, fsutil.SyncDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestRotationReleaseAndSpace(t *testing.T) {
 		t.Fatalf("after releasing everything and reopening got LSN %d, want %d", lsn, last+1)
 	}
 	var onDisk int64
-	gens, _ = listGenerations(dir, fsutil.SyncDir)
+	gens, _ = scanGenerations(dir, fsutil.SyncDir)
 	for _, g := range gens {
 		st, _ := os.Stat(g.segment())
 		onDisk += st.Size()
@@ -1123,7 +1123,7 @@ func TestInterruptedReleaseIsFinished(t *testing.T) {
 				mustAppend(t, j, rec(t, 0, i, 2000))
 			}
 			j.Close()
-			gens, _ := listGenerations(dir, fsutil.SyncDir)
+			gens, _ := scanGenerations(dir, fsutil.SyncDir)
 			tc.crash(t, gens[0])
 			opts := smallOpts()
 			var synced []string // directories synced, with whether a segment was still in them

@@ -152,7 +152,7 @@ func TestRotationWaitsForTheSyncer(t *testing.T) {
 	if got := readAll(t, j); len(got) != 400 {
 		t.Fatalf("reopened journal holds %d records, want 400", len(got))
 	}
-	gens, err := listGenerations(dir, fsutil.SyncDir)
+	gens, err := scanGenerations(dir, fsutil.SyncDir)
 	if err != nil || len(gens) < 4 {
 		t.Fatalf("%d generations (err %v): the test did not rotate", len(gens), err)
 	}

@@ -225,7 +225,7 @@ func TestClosedGenerationWithStaleTail(t *testing.T) {
 	if err := r.j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	gens, err := listGenerations(dir, func(string) error { return nil })
+	gens, err := scanGenerations(dir, func(string) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

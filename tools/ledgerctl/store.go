@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/journal"
 )
 
 // checkStoreDir says why dir cannot be read as logpond's store of the given
@@ -68,7 +69,7 @@ func slicesContainsStoreFile(kind string, des []os.DirEntry) bool {
 		switch {
 		case kind == "ledger" && (name == "STREAM" || strings.HasSuffix(name, ".seg")):
 			return true
-		case kind == "journal" && de.IsDir() && strings.HasPrefix(name, "gen-"):
+		case kind == "journal" && de.IsDir() && journal.IsGenerationDir(name):
 			return true
 		}
 	}
