@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,12 +54,7 @@ func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, 
 	rig := newDamageRig(t, srv)
 
 	// The backlog: 40 batches of 250 events, output off.
-	cmd, log := started(t, rig.config("10ms", "enabled = false"))
-	rig.send(log.String(), "b", 40, 250, 200)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd); code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, log.String())
-	}
+	rig.backlog("b", 40, 250, 200)
 
 	// Damage one record in the middle of a segment.
 	segs, err := ledger.Segments(rig.ldir, ledger.InspectOptions{})

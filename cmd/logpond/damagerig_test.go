@@ -91,6 +91,18 @@ func (r *damageRig) send(log, tag string, batches, perBatch, pad int) {
 	}
 }
 
+// backlog runs logpond with its output off, sends it batches (send), and
+// stops it with SIGTERM: the events wait in the stores.
+func (r *damageRig) backlog(tag string, batches, perBatch, pad int) {
+	t := r.t
+	cmd, log := started(t, r.config("10ms", "enabled = false"))
+	r.send(log.String(), tag, batches, perBatch, pad)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, log.String())
+	}
+}
+
 // payloads are the payloads of an encoded record's events.
 func payloads(t *testing.T, rec []byte) map[string]bool {
 	t.Helper()

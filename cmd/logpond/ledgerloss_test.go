@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/logpond/logpond/internal/estest"
@@ -32,12 +31,7 @@ func TestDamagedLastLedgerRecordEndToEnd(t *testing.T) {
 	rig := newDamageRig(t, srv)
 
 	// The backlog: 20 batches of 250 events, output off.
-	cmd, log := started(t, rig.config("10ms", "enabled = false"))
-	rig.send(log.String(), "b", 20, 250, 200)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd); code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, log.String())
-	}
+	rig.backlog("b", 20, 250, 200)
 
 	// The journal has released every record the ledger holds: it goes on
 	// after the ledger's last LSN and holds none.
