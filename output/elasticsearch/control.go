@@ -130,15 +130,12 @@ type controller struct {
 	acc, rej float64
 	healthAt time.Time
 
-	// The last answers' accepted items, oldest first, for the rate the
-	// cluster takes (acceptedRateLocked).
-	answers  [rateAnswers]answer
-	nAnswers int
-
+	// The last answers' accepted items, for the rate the cluster takes
+	// (acceptedRateLocked).
+	answers lastN[answer]
 	// The refused shares of the last windows that sent enough items to
-	// tell, oldest first (backgroundLocked).
-	shares  [shareWindows]windowShare
-	nShares int
+	// tell (backgroundLocked).
+	shares lastN[windowShare]
 
 	// Outage: rounds of whole requests that failed in a row since the
 	// last answer. A round is the requests started since the last counted
@@ -153,7 +150,8 @@ type controller struct {
 
 func newController(adaptive bool, max, flushBytes int, retryInitial, retryMax time.Duration) *controller {
 	c := &controller{adaptive: adaptive, max: max, fullBytes: flushBytes / 2, retryInitial: retryInitial, retryMax: retryMax,
-		now: time.Now, limit: max, wake: make(chan struct{})}
+		now: time.Now, limit: max, wake: make(chan struct{}),
+		answers: newLastN[answer](rateAnswers), shares: newLastN[windowShare](shareWindows)}
 	c.winStart = c.now()
 	if adaptive {
 		c.limit = 1 // grows within a few round trips while responses are clean
@@ -266,7 +264,7 @@ func (c *controller) release(r result) time.Duration {
 	c.consecutive, c.gateUntil = 0, time.Time{}
 	c.acc += float64(r.accepted)
 	c.rej += float64(r.rejected)
-	c.noteAnswerLocked(now, r.accepted)
+	c.answers.push(answer{at: now, accepted: r.accepted})
 	sent := r.sent - r.other
 	c.winSent += sent
 	c.winAccepted += r.accepted
@@ -284,14 +282,18 @@ func (c *controller) release(r result) time.Duration {
 	return c.healthDelayLocked()
 }
 
-// noteAnswerLocked remembers an answer for acceptedRateLocked.
-func (c *controller) noteAnswerLocked(now time.Time, accepted int) {
-	if c.nAnswers == rateAnswers {
-		copy(c.answers[:], c.answers[1:])
-		c.nAnswers--
+// lastN holds the last values pushed, oldest first, up to a bound.
+type lastN[T any] struct{ buf []T }
+
+func newLastN[T any](n int) lastN[T] { return lastN[T]{buf: make([]T, 0, n)} }
+
+// push appends v, dropping the oldest value when full.
+func (l *lastN[T]) push(v T) {
+	if len(l.buf) == cap(l.buf) {
+		copy(l.buf, l.buf[1:])
+		l.buf = l.buf[:len(l.buf)-1]
 	}
-	c.answers[c.nAnswers] = answer{at: now, accepted: accepted}
-	c.nAnswers++
+	l.buf = append(l.buf, v)
 }
 
 // acceptedRateLocked is the items/s the cluster accepted over about the
@@ -302,14 +304,15 @@ func (c *controller) noteAnswerLocked(now time.Time, accepted int) {
 // count that included the lump just arrived over a fixed span would
 // overstate the rate by about one request per span.
 func (c *controller) acceptedRateLocked(now time.Time) float64 {
+	answers := c.answers.buf
 	first := -1
-	for i := 0; i < c.nAnswers; i++ {
-		if now.Sub(c.answers[i].at) <= rateSpan {
+	for i := range answers {
+		if now.Sub(answers[i].at) <= rateSpan {
 			first = i
 			break
 		}
 	}
-	if first < 0 || first == c.nAnswers-1 || !now.After(c.answers[first].at) {
+	if first < 0 || first == len(answers)-1 || !now.After(answers[first].at) {
 		// One answer in the span says nothing about a rate: the decayed
 		// count does, roughly.
 		return c.acc / healthTau.Seconds()
@@ -318,10 +321,10 @@ func (c *controller) acceptedRateLocked(now time.Time) float64 {
 		first-- // the span starts at the last answer before it
 	}
 	n := 0
-	for _, a := range c.answers[first+1 : c.nAnswers] {
+	for _, a := range answers[first+1:] {
 		n += a.accepted
 	}
-	return float64(n) / now.Sub(c.answers[first].at).Seconds()
+	return float64(n) / now.Sub(answers[first].at).Seconds()
 }
 
 // decayLocked ages the health counters to now.
@@ -394,7 +397,7 @@ func (c *controller) windowLocked(now time.Time) {
 		share = float64(c.winRejected) / float64(c.winSent)
 	}
 	if c.winSent >= minPaceSample {
-		c.noteShareLocked(now, share)
+		c.shares.push(windowShare{at: now, share: share})
 	}
 	pressure := c.winPressure || share > heavyRejection
 	rising := false
@@ -433,17 +436,6 @@ func (c *controller) windowLocked(now time.Time) {
 	c.winSent, c.winAccepted, c.winRejected, c.winPressure = 0, 0, 0, false
 }
 
-// noteShareLocked remembers a window's refused share for
-// backgroundLocked.
-func (c *controller) noteShareLocked(now time.Time, share float64) {
-	if c.nShares == shareWindows {
-		copy(c.shares[:], c.shares[1:])
-		c.nShares--
-	}
-	c.shares[c.nShares] = windowShare{at: now, share: share}
-	c.nShares++
-}
-
 // backgroundLocked is the share of items the cluster refuses whatever the
 // pace: the least share refused by a window over about the last
 // backgroundSpan. Refusals for load fall when the pace falls below what the
@@ -454,7 +446,7 @@ func (c *controller) noteShareLocked(now time.Time, share float64) {
 // beyond them.
 func (c *controller) backgroundLocked(now time.Time) float64 {
 	bg := -1.0
-	for _, w := range c.shares[:c.nShares] {
+	for _, w := range c.shares.buf {
 		if now.Sub(w.at) <= backgroundSpan && (bg < 0 || w.share < bg) {
 			bg = w.share
 		}
