@@ -478,8 +478,13 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 	// over about the last healthTau (steadier; it lags).
 	window := float64(c.winAccepted) / span.Seconds()
 	recent := c.acceptedRateLocked(now)
-	// What is refused beyond the background share is the load signal.
-	excess := share - c.backgroundLocked(now)
+	// What is refused beyond the background share is the load signal,
+	// less what chance alone makes a window of winSent items refuse
+	// above it (three standard deviations of a binomial share): small
+	// windows vary a lot, and a pace cut at every unlucky one would only
+	// go down.
+	bg := c.backgroundLocked(now)
+	excess := share - bg - 3*math.Sqrt(max(bg, pacedRejection)*(1-bg)/float64(c.winSent))
 	switch {
 	case c.rate == 0:
 		if c.winSent >= minPaceSample && share > heavyRejection {

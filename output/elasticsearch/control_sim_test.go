@@ -1,6 +1,7 @@
 package elasticsearch
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -269,7 +270,14 @@ func TestRandomRejectionsCostLittle(t *testing.T) {
 // it does without the storm. Lowering the pace at every window with a
 // few refusals would take it down to the floor, and there it would stay.
 func TestRandomRejectionsDoNotHoldThePaceDown(t *testing.T) {
-	const backlog, workers, perRequest = 600_000, 4, 9000
+	for _, c := range []struct{ backlog, perRequest int }{{600_000, 9000}, {60_000, 200}} {
+		t.Run(fmt.Sprintf("%d items a request", c.perRequest), func(t *testing.T) {
+			randomRejectionsDoNotHoldThePaceDown(t, c.backlog, 4, c.perRequest)
+		})
+	}
+}
+
+func randomRejectionsDoNotHoldThePaceDown(t *testing.T, backlog, workers, perRequest int) {
 	randomly := randomCluster(rand.New(rand.NewPCG(3, 4)))
 	random := simulateDrain(t, backlog, workers, perRequest, randomly)
 	const storm = 2 * time.Second
