@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/logpond/logpond/internal/buildinfo.Version=$(VERSION)
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test bench bench-beats bench-report run demo soak fuzz clean install
+.PHONY: build test check-deps bench bench-beats bench-report run demo soak fuzz clean install
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
@@ -21,7 +21,16 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@$(MAKE) --no-print-directory check-deps
 	$(GO) test -race -count=1 ./...
+
+# The binaries users install (logpond, ledgerctl) must not link a test rig:
+# internal/testkit holds stand-ins and harnesses that import product
+# packages and would ship their code and flags in the product.
+PRODUCT_BINARIES := ./cmd/logpond ./tools/ledgerctl
+check-deps:
+	@rigs=$$($(GO) list -deps $(PRODUCT_BINARIES) | grep '/internal/testkit/' || true); \
+	if [ -n "$$rigs" ]; then echo "product binaries link test rigs: $$rigs"; exit 1; fi
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -71,7 +80,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./output/sprintf
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./output/sprintf
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./output/sprintf
-	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./internal/estest
+	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./internal/testkit/estest
 
 clean:
 	rm -rf bin

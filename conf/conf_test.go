@@ -15,7 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/logpond/logpond/internal/conftest"
+	"github.com/logpond/logpond/internal/testkit/conftest"
 )
 
 // leafKeys lists the dotted path of every non-table key of Config.

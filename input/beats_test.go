@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/logpond/logpond/input/lumberjack"
-	"github.com/logpond/logpond/internal/lumbertest"
+	"github.com/logpond/logpond/internal/testkit/lumbertest"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/record"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	lj "github.com/elastic/go-lumber/client/v2"
-	"github.com/logpond/logpond/internal/lumbertest"
+	"github.com/logpond/logpond/internal/testkit/lumbertest"
 )
 
 func heapInUse() uint64 {

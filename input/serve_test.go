@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 // flakyListener fails Accept with err while failing is set, then accepts

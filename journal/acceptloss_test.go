@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/record"
 )
 

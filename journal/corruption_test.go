@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/storetest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 // fixture is a journal of 14 records: LSNs 1–11 each written and fsynced

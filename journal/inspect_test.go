@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 )
 
 const inspectPad = 300

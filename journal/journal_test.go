@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/fsutil"
-	"github.com/logpond/logpond/internal/powerloss"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 func TestAppendReadReopen(t *testing.T) {

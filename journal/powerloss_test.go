@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 )
 
 // TestPowerLoss appends from many goroutines on a real ext4, cuts the power

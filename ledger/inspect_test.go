@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 )
 
 // inspectFixture is a closed ledger of LSNs 1..200 in several 64 KiB

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 )
 
 func TestWriteReadReopen(t *testing.T) {

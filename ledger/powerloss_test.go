@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 )
 
 // TestPowerLoss writes and syncs records on a real ext4 (O_DIRECT), cuts

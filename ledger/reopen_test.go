@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 )
 
 // coveredFrom is an Options.Covered for a journal whose first LSN is first.

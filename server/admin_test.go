@@ -22,8 +22,8 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/input"
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 	"github.com/logpond/logpond/journal"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/conftest"
+	"github.com/logpond/logpond/internal/testkit/conftest"
 	"github.com/logpond/logpond/journal"
 )
 

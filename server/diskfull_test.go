@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 	"github.com/logpond/logpond/journal"
 )
 

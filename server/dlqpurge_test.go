@@ -14,7 +14,7 @@ import (
 
 	lj "github.com/elastic/go-lumber/client/v2"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/output/dlq"
 )
 

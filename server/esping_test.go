@@ -10,7 +10,7 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // waitLog waits until the server's log holds want.

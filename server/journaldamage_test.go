@@ -12,8 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/storetest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/storetest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/record"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/lumbertest"
+	"github.com/logpond/logpond/internal/testkit/lumbertest"
 )
 
 // TestIngestStaysWithinItsMemoryShare loads the pipeline (input, journal,

@@ -15,7 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"

@@ -13,8 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/powerloss"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
 )
 
 // TestPowerLossBothDevices puts the journal and the ledger on two

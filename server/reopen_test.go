@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 

@@ -16,7 +16,7 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestCrashEndToEnd is the promise, end to end, through SIGKILLs: go-lumber

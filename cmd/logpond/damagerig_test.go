@@ -15,7 +15,7 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/record"
 )
 

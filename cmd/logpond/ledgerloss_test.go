@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 )

@@ -19,8 +19,8 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/conftest"
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/conftest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
 )

@@ -16,7 +16,7 @@ import (
 
 	lj "github.com/elastic/go-lumber/client/v2"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestOutputOutageKeepsMemoryFlat takes the test Elasticsearch away for a

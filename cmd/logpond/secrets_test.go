@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // startedUntil runs logpond and returns once its log has a line holding

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/internal/promcheck"
+	"github.com/logpond/logpond/internal/testkit/promcheck"
 )
 
 // dashboard is the part of Grafana's dashboard model the tests look at.

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/logpond/logpond/internal/promcheck"
+	"github.com/logpond/logpond/internal/testkit/promcheck"
 )
 
 // rules is the part of Prometheus' rule file format the test looks at.

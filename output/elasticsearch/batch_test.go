@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestBatchBufferReturnsAfterTheLastHold: a batch buffer goes back to the

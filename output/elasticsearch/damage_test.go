@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/ledger"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestUnluckyItemHoldsNothingBack: one item rejected (429) at least ten

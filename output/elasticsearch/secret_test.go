@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 // TestOptionsNeverPrintSecrets: however Options is printed or logged, and

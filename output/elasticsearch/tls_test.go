@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestTLS puts an https front (127.0.0.1, port 0) before the test server:

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
 	"github.com/logpond/logpond/tools/internal/lumberload"

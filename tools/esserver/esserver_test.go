@@ -20,8 +20,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 // binDir holds the binaries the demo tests build once; TestMain removes it.

@@ -1,5 +1,5 @@
 // Command esserver runs the in-repo Elasticsearch test server
-// (internal/estest) as a standalone process, for demos and manual tests of
+// (internal/testkit/estest) as a standalone process, for demos and manual tests of
 // logpond's Elasticsearch output:
 //
 //	esserver -listen 127.0.0.1:9200 -reject429 0.02 -seed 1
@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 func main() {
@@ -60,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	maxContent := fs.String("max-content-length", "100MiB", "largest request body accepted (Elasticsearch's http.max_content_length); binary units")
 	fs.Int64Var(&c.opts.Seed, "seed", 1, "seed of the fault decisions (same seed and requests, same faults)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: esserver [flags]\n\nRuns the in-repo Elasticsearch test server (internal/estest) until SIGINT or SIGTERM.")
+		fmt.Fprintln(fs.Output(), "usage: esserver [flags]\n\nRuns the in-repo Elasticsearch test server (internal/testkit/estest) until SIGINT or SIGTERM.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

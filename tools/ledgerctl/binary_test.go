@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 )
 
 // TestBinary builds ledgerctl and runs it as an operator would: help, a

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/record"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/dirlock"
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/ledger"
 )
 

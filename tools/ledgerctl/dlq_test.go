@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/output/dlq"
 )
 

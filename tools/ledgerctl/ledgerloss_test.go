@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logpond/logpond/internal/storetest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/ledger"
 )
 

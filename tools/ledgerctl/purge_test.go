@@ -13,9 +13,9 @@ import (
 
 	lj "github.com/elastic/go-lumber/client/v2"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/servertest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/servertest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/output/dlq"
 )
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/servertest"
-	"github.com/logpond/logpond/internal/storetest"
-	"github.com/logpond/logpond/internal/syncbuf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/servertest"
+	"github.com/logpond/logpond/internal/testkit/storetest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 )

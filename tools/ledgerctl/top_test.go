@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/servertest"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/servertest"
 	"github.com/logpond/logpond/server"
 )
 

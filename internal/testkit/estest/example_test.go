@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/logpond/logpond/internal/estest"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // A test starts a server, points its client at URL, injects faults and

@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logpond/logpond/conf"
-	"github.com/logpond/logpond/internal/estest"
-	"github.com/logpond/logpond/internal/servertest"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/servertest"
 )
 
 // Funcs are the PromQL functions and aggregations the shipped
