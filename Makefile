@@ -2,19 +2,34 @@
 # README's quick start; .ci/run calls `make test`.
 
 GO      ?= go
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/logpond/logpond/internal/buildinfo.Version=$(VERSION)
+# The build's identity, asked of git and stamped into logpond
+# (internal/buildinfo): the Go toolchain's own VCS stamping finds no
+# checkout in a linked git worktree, git does. Outside a checkout: "dev"
+# and no revision.
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+REVISION_TIME ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+MODIFIED ?= $(shell git rev-parse --verify -q HEAD >/dev/null && { git diff --quiet HEAD -- 2>/dev/null && echo false || echo true; })
+BUILDINFO := github.com/logpond/logpond/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION) \
+	-X $(BUILDINFO).RevisionTime=$(REVISION_TIME) -X $(BUILDINFO).Modified=$(MODIFIED)
+# Where build puts the binaries, and run and install take them from
+# (tools/*.sh, behind bench-beats and demo, expect the default).
+BIN     ?= bin
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build test check-deps bench bench-beats bench-report run demo soak fuzz clean install
+.PHONY: build logpond test check-deps bench bench-beats bench-report run demo soak fuzz clean install
 
-build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/logpond ./cmd/logpond
-	$(GO) build -o bin/beatsbench ./tools/beatsbench
-	$(GO) build -o bin/ledgerctl ./tools/ledgerctl
-	$(GO) build -o bin/esserver ./tools/esserver
-	$(GO) build -o bin/benchreport ./tools/benchreport
+build: logpond
+	$(GO) build -o $(BIN)/beatsbench ./tools/beatsbench
+	$(GO) build -o $(BIN)/ledgerctl ./tools/ledgerctl
+	$(GO) build -o $(BIN)/esserver ./tools/esserver
+	$(GO) build -o $(BIN)/benchreport ./tools/benchreport
+
+# The server alone, stamped with the build's identity (logpond -version).
+logpond:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logpond ./cmd/logpond
 
 # gofmt and vet first: they are fast and catch what review would.
 test:
@@ -48,12 +63,12 @@ bench-beats: build
 bench-report: build
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || true
-	bin/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png
+	$(BIN)/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png
 
 # The example configuration keeps its data under ./data.
 run: build
 	mkdir -p data
-	./bin/logpond -config $(CONFIG)
+	$(BIN)/logpond -config $(CONFIG)
 
 # The whole path for about 15 s in a temporary directory: beatsbench →
 # logpond → the in-repo Elasticsearch test server (tools/esserver); prints
@@ -102,7 +117,7 @@ DESTDIR ?=
 CONFIG_GROUP ?= logpond
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/logpond $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/sysusers.d
-	install -m 0755 bin/logpond bin/ledgerctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BIN)/logpond $(BIN)/ledgerctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 deploy/logpond.sysusers $(DESTDIR)/etc/sysusers.d/logpond.conf
 	@if [ -z "$(DESTDIR)" ] && ! getent group $(CONFIG_GROUP) >/dev/null 2>&1 && command -v systemd-sysusers >/dev/null; then \
 		echo "systemd-sysusers /etc/sysusers.d/logpond.conf"; \

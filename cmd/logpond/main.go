@@ -128,31 +128,30 @@ func newLogger(w io.Writer, c conf.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// printVersion writes the version and what the Go toolchain recorded about
-// the build: the main module's version and, when built from a checkout,
-// the VCS revision, commit time and whether the tree had local changes.
+// printVersion writes the version, what the Go toolchain recorded about
+// the build (the main module's version, the Go version) and the VCS state
+// it was built from: revision, commit time and whether the tree had local
+// changes, as the Makefile stamped them, else as the toolchain recorded
+// them (internal/buildinfo).
 func printVersion(w io.Writer) {
-	fmt.Fprintln(w, "logpond", buildinfo.Get().Version)
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	bi := buildinfo.Get()
+	fmt.Fprintln(w, "logpond", bi.Version)
+	if info, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(w, "module: %s %s\n", info.Main.Path, info.Main.Version)
+		fmt.Fprintf(w, "go: %s\n", info.GoVersion)
+	} else {
 		fmt.Fprintln(w, "build information: not available (binary built without module support)")
+	}
+	if bi.VCS == "" {
+		fmt.Fprintln(w, "vcs: none recorded (built neither with make in a git checkout nor by a go build that stamps VCS state)")
 		return
 	}
-	fmt.Fprintf(w, "module: %s %s\n", info.Main.Path, info.Main.Version)
-	fmt.Fprintf(w, "go: %s\n", info.GoVersion)
-	settings := map[string]string{}
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
+	fmt.Fprintf(w, "vcs: %s\n", bi.VCS)
+	fmt.Fprintf(w, "vcs.revision: %s\n", bi.Revision)
+	if bi.RevisionTime != "" {
+		fmt.Fprintf(w, "vcs.time: %s\n", bi.RevisionTime)
 	}
-	if settings["vcs"] == "" {
-		fmt.Fprintln(w, "vcs: none recorded (not built from a checkout, or with -buildvcs=false)")
-		return
-	}
-	for _, k := range []string{"vcs", "vcs.revision", "vcs.time", "vcs.modified"} {
-		if v, ok := settings[k]; ok {
-			fmt.Fprintf(w, "%s: %s\n", k, v)
-		}
-	}
+	fmt.Fprintf(w, "vcs.modified: %t\n", bi.Modified)
 }
 
 // checkConfig is logpond -check-config: it loads and validates the file,

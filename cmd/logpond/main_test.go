@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -466,8 +467,12 @@ func TestCheckConfigUsage(t *testing.T) {
 }
 
 // TestVersion: -version prints the version, the main module and the Go
-// version; a binary built from a git checkout with VCS stamping also
-// prints the revision, its time and whether the tree was modified.
+// version. Built as make builds it, in a git checkout, it prints what git
+// says of the checkout: the version git describes, the revision, its
+// commit time and whether tracked files were modified — in a linked
+// worktree too, where the Go toolchain's own VCS stamping finds no
+// checkout. Built by go build in a (primary) checkout, it prints what the
+// toolchain stamped.
 func TestVersion(t *testing.T) {
 	stdout, stderr, code := runBinary(t, "-version")
 	if code != 0 {
@@ -479,23 +484,66 @@ func TestVersion(t *testing.T) {
 		}
 	}
 
-	// The test binary may be built with -buildvcs=false (GOFLAGS); build
-	// one with stamping, when this is a git checkout.
-	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", args...).Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := exec.Command("git", "rev-parse", "HEAD").Run(); err != nil {
 		t.Skipf("not a git checkout (%v): VCS stamping not checked", err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	rev := git("rev-parse", "HEAD")
+	unix, err := strconv.ParseInt(git("log", "-1", "--format=%ct"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitTime := time.Unix(unix, 0).UTC().Format(time.RFC3339)
+	modified := git("status", "--porcelain", "--untracked-files=no") != ""
+
+	bin := t.TempDir()
+	if out, err := exec.Command("make", "-s", "-C", "../..", "logpond", "BIN="+bin).CombinedOutput(); err != nil {
+		t.Fatalf("make logpond: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(bin, "logpond"), "-version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"logpond " + git("describe", "--always", "--dirty") + "\n",
+		"vcs: git\n",
+		"vcs.revision: " + rev + "\n",
+		"vcs.time: " + commitTime + "\n",
+		fmt.Sprintf("vcs.modified: %t\n", modified),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("-version of the build make makes does not print %q:\n%s", want, out)
+		}
+	}
+
+	// The toolchain's stamping, where it works: a primary checkout, whose
+	// .git is the repository's directory. (The test binary may be built
+	// with -buildvcs=false, from GOFLAGS: build one with stamping.)
+	if gitDir, common := git("rev-parse", "--path-format=absolute", "--git-dir"), git("rev-parse", "--path-format=absolute", "--git-common-dir"); gitDir != common {
+		t.Logf("a linked worktree (%s): go build -buildvcs=true stamps no VCS state here, not checked", gitDir)
+		return
 	}
 	stamped := filepath.Join(t.TempDir(), "logpond")
 	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", stamped, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
 	}
-	out, err := exec.Command(stamped, "-version").Output()
+	out, err = exec.Command(stamped, "-version").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"vcs: git\n", "vcs.revision: " + strings.TrimSpace(string(rev)) + "\n", "vcs.time: ", "vcs.modified: "} {
+	for _, want := range []string{"vcs: git\n", "vcs.revision: " + rev + "\n", "vcs.time: " + commitTime + "\n", "vcs.modified: "} {
 		if !strings.Contains(string(out), want) {
-			t.Errorf("-version of a stamped build does not print %q:\n%s", want, out)
+			t.Errorf("-version of a go build -buildvcs=true does not print %q:\n%s", want, out)
 		}
 	}
 }
