@@ -304,10 +304,14 @@ func LoadFile(path string, checks ...Check) (*Loaded, error) {
 // Check is a check of a whole configuration that needs more than conf
 // knows: how the stores lay out records, how index names are templated.
 // Its problems are reported with conf's own, by file and line, in the same
-// order; a problem about a key that did not decode is left out, as it
-// would be about the key's default. A check runs also when conf found
-// problems (every problem is reported at once), so it must cope with any
-// value: a negative size, a segment larger than the store.
+// order. A check runs also when conf found problems (every problem of a
+// file is reported at once), so it must cope with any value: a negative
+// size, a segment larger than the store. A key that did not decode keeps
+// its default, so a problem that involves one is left out until it is
+// fixed: a problem involves the key it is about and every key its message
+// names, dotted ("journal.segment_bytes") or, for a key of the problem's
+// own section, by its last part ("segment_bytes"). A message must
+// therefore name every key the check compared.
 type Check func(*Config) []*KeyError
 
 // ParseFile is LoadFile for bytes already read; name is used in messages.
@@ -318,12 +322,56 @@ type Check func(*Config) []*KeyError
 // out: journal.max_group_bytes defaults to the smaller of 2MiB and
 // journal.segment_bytes.
 func ParseFile(name string, data []byte, checks ...Check) (*Loaded, error) {
-	// A syntax error leaves no document to check further: it is the one
-	// problem reported alone.
+	l, ps, err := parse(name, data, checks)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		return nil, joinProblems(ps)
+	}
+	return l, nil
+}
+
+// CheckFile is what logpond -check-config does: it loads the file at path
+// as LoadFile does and, with host, checks what the configuration needs from
+// this host as CheckHost does, so that one run reports every problem. The
+// host checks run also when the file has problems, each one whose key the
+// file sets without a problem (the value of a key with a problem is about
+// to change, or is its default when it did not decode). fileErr is
+// LoadFile's error; hostErr lists the host's problems. l is nil when
+// fileErr is set.
+func CheckFile(path string, host bool, checks ...Check) (l *Loaded, fileErr, hostErr error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("conf: %w", err), nil
+	}
+	l, ps, err := parse(path, data, checks)
+	if err != nil {
+		return nil, err, nil
+	}
+	if host {
+		withProblem := map[string]bool{}
+		for _, p := range ps {
+			withProblem[p.Key] = true
+		}
+		hostErr = l.checkHost(withProblem)
+	}
+	if len(ps) > 0 {
+		return nil, joinProblems(ps), hostErr
+	}
+	return l, nil, hostErr
+}
+
+// parse decodes and validates a document. err is a syntax error, which
+// leaves no document to check further: it is the one problem reported
+// alone. Otherwise l holds the configuration as far as it decoded
+// (defaults for keys that did not) and ps every problem, with file and
+// line, ordered by line and key.
+func parse(name string, data []byte, checks []Check) (l *Loaded, ps []*KeyError, err error) {
 	var raw map[string]any
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
 	if err != nil {
-		return nil, decodeError(name, data, err)
+		return nil, nil, decodeError(name, data, err)
 	}
 	cfg := Default()
 	d := &decoder{env: os.LookupEnv, defined: map[string]bool{}, keys: md.Keys()}
@@ -331,7 +379,7 @@ func ParseFile(name string, data []byte, checks ...Check) (*Loaded, error) {
 	if !d.defined["journal.max_group_bytes"] {
 		cfg.Journal.MaxGroupBytes = min(cfg.Journal.MaxGroupBytes, cfg.Journal.SegmentBytes)
 	}
-	ps := d.problems
+	ps = d.problems
 	es := &cfg.Output.Elasticsearch
 	user, pass := es.Username, es.Password
 	lifted := cfg.liftHostCredentials()
@@ -344,37 +392,49 @@ func ParseFile(name string, data []byte, checks ...Check) (*Loaded, error) {
 		// A key that did not decode kept its default: a check about it, or
 		// one that compares another key with it, would report a problem
 		// of the default, not of the file. Those checks wait until it is
-		// fixed.
+		// fixed; every other one is reported now.
 		if !involvesAny(p, d.failed) {
 			ps = append(ps, p)
 		}
 	}
-	if len(ps) > 0 {
-		for _, p := range ps {
-			p.File = name
-			p.Line = keyLine(data, splitKey(p.Key))
-		}
-		sortProblems(ps)
-		errs := make([]error, len(ps))
-		for i, p := range ps {
-			errs[i] = p
-		}
-		return nil, errors.Join(errs...)
+	for _, p := range ps {
+		p.File = name
+		p.Line = keyLine(data, splitKey(p.Key))
 	}
-	return &Loaded{Config: &cfg, name: name, data: data, subst: d.subst, liftedCreds: liftedCreds}, nil
+	sortProblems(ps)
+	return &Loaded{Config: &cfg, name: name, data: data, subst: d.subst, liftedCreds: liftedCreds}, ps, nil
 }
 
-// involvesAny reports whether p is about one of keys or mentions one
-// (dotted, or by its last part, as messages name keys of the same
-// section).
+// joinProblems is the error listing ps, one per line.
+func joinProblems(ps []*KeyError) error {
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+// involvesAny reports whether p involves one of keys (see Check): it is
+// about one, or its message names one, dotted, or by its last part when
+// the key is in p's section. The last part alone says nothing about a key
+// of another section: "lower segment_bytes" in a problem of
+// ledger.max_bytes means ledger.segment_bytes, not journal.segment_bytes.
 func involvesAny(p *KeyError, keys []string) bool {
 	for _, k := range keys {
-		last := k[strings.LastIndexByte(k, '.')+1:]
-		if p.Key == k || strings.Contains(p.Msg, k) || containsWord(p.Msg, last) {
+		if p.Key == k || strings.Contains(p.Msg, k) {
+			return true
+		}
+		if section(k) == section(p.Key) && containsWord(p.Msg, k[strings.LastIndexByte(k, '.')+1:]) {
 			return true
 		}
 	}
 	return false
+}
+
+// section is the section of a dotted key: "journal" for
+// "journal.segment_bytes", "" for a top-level key.
+func section(key string) string {
+	return key[:max(strings.LastIndexByte(key, '.'), 0)]
 }
 
 // containsWord reports whether s contains w not as part of a longer

@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +107,64 @@ func TestChecksOfFailedKeysWait(t *testing.T) {
 	_, err := Parse("x.toml", []byte("[journal]\nsegment_bytes = \"1XB\"\nmax_bytes = \"100MiB\"\n"))
 	if err == nil || strings.Contains(err.Error(), "journal.max_bytes") {
 		t.Fatalf("got %v, want only the segment_bytes problem", err)
+	}
+}
+
+// TestChecksOfParsedKeysRunBesideFailedOnes: a key that does not decode
+// holds back only the checks that involve it; every other problem of the
+// file, across keys too, is reported in the same run. A key of one section
+// named by its last part in a problem of another section ("raise
+// max_bytes" about ledger.max_bytes) is not the failed key of that name.
+func TestChecksOfParsedKeysRunBesideFailedOnes(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		want       []string // keys reported, in this order
+	}{
+		{"journal segment unit, ledger max below two segments",
+			"[journal]\nsegment_bytes = \"64MB\"\n[ledger]\nmax_bytes = \"300MiB\"\n",
+			[]string{"journal.segment_bytes", "ledger.max_bytes"}},
+		{"ledger segment unit, journal max below two segments",
+			"[journal]\nmax_bytes = \"100MiB\"\n[ledger]\nsegment_bytes = \"1XB\"\n",
+			[]string{"journal.max_bytes", "ledger.segment_bytes"}},
+		{"journal max unit, ledger max below two segments",
+			"[journal]\nmax_bytes = \"10GB\"\n[ledger]\nmax_bytes = \"300MiB\"\n",
+			[]string{"journal.max_bytes", "ledger.max_bytes"}},
+		{"negative ledger max, journal max below two segments",
+			"[journal]\nmax_bytes = \"100MiB\"\n[ledger]\nmax_bytes = -1\n",
+			[]string{"journal.max_bytes", "ledger.max_bytes"}},
+		{"ledger flush interval without unit, retry bounds",
+			"[ledger]\nflush_interval = 100\n[output.elasticsearch]\nretry_max_interval = \"1s\"\n",
+			[]string{"ledger.flush_interval", "output.elasticsearch.retry_max_interval"}},
+		{"admin listen type, batch below event",
+			"[input.beats]\nmax_batch_bytes = \"1MiB\"\n[admin]\nlisten = 9600\n",
+			[]string{"input.beats.max_batch_bytes", "admin.listen"}},
+		{"event size unit, retry bounds",
+			"[input.beats]\nmax_event_bytes = \"1XB\"\n[output.elasticsearch]\nretry_max_interval = \"1s\"\n",
+			[]string{"input.beats.max_event_bytes", "output.elasticsearch.retry_max_interval"}},
+		// The checks that compare with the failed key wait.
+		{"journal segment unit, journal max waits",
+			"[journal]\nsegment_bytes = \"1XB\"\nmax_bytes = \"100MiB\"\n",
+			[]string{"journal.segment_bytes"}},
+		{"request limit unit, flush bytes wait",
+			"[output.elasticsearch]\nmax_request_bytes = \"1XB\"\nflush_bytes = \"200MiB\"\n",
+			[]string{"output.elasticsearch.max_request_bytes"}},
+		{"event size unit, dead-letter size waits",
+			"[input.beats]\nmax_event_bytes = \"1XB\"\n[output.elasticsearch]\ndead_letter_max_bytes = \"16MiB\"\n",
+			[]string{"input.beats.max_event_bytes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tc.toml))
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			var got []string
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				got = append(got, e.(*KeyError).Key)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems of %v, want %v:\n%v", got, tc.want, err)
+			}
+		})
 	}
 }
 

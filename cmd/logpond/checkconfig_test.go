@@ -187,3 +187,64 @@ func TestCheckConfigHost(t *testing.T) {
 		t.Errorf("-skip-host-checks: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestCheckConfigReportsEveryProblemAtOnce: -check-config reports in one
+// run every problem of a file — a key that does not decode, a problem
+// across keys elsewhere, what this host lacks — except checks of a key
+// with a problem: its value is about to change.
+func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		toml    string   // ROOT: a fresh directory
+		want    []string // in this order on stderr; FILE: the file
+		notWant []string
+	}{
+		{
+			name: "bad size, ledger max below two segments, missing parent",
+			toml: "[journal]\ndir = \"ROOT/missing/journal\"\nsegment_bytes = \"64MB\"\n[ledger]\ndir = \"ROOT/ledger\"\nmax_bytes = \"300MiB\"\n",
+			want: []string{
+				"FILE:3: journal.segment_bytes: invalid size \"64MB\"",
+				"FILE:6: ledger.max_bytes: 300MiB is less than 2 × ledger.segment_bytes (256MiB)",
+				"FILE:2: journal.dir: ROOT/missing/journal does not exist, nor does its parent",
+				"logpond: the last problem above is of this host",
+			},
+		},
+		{
+			name: "bad unit, journal max below two segments, listen port out of range",
+			toml: "[journal]\ndir = \"ROOT/journal\"\nmax_bytes = \"100MiB\"\n[ledger]\ndir = \"ROOT/ledger\"\nsegment_bytes = \"1XB\"\n[admin]\nlisten = \"127.0.0.1:99999\"\n",
+			want: []string{
+				"FILE:3: journal.max_bytes: 100MiB is less than (2 + journal.spare_segments 2) × journal.segment_bytes (64MiB)",
+				"FILE:6: ledger.segment_bytes: invalid size \"1XB\"",
+				"FILE:8: admin.listen: \"127.0.0.1:99999\": port \"99999\" is not a number",
+			},
+			notWant: []string{"cannot listen", "of this host"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, "check.toml")
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(tc.toml, "ROOT", root)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := runBinary(t, "-check-config", path)
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q; want 1 and nothing:\n%s", code, stdout, stderr)
+			}
+			at := 0
+			for _, w := range tc.want {
+				w = strings.NewReplacer("FILE", path, "ROOT", root).Replace(w)
+				i := strings.Index(stderr[at:], w)
+				if i < 0 {
+					t.Errorf("stderr does not say %q (after the previous problem):\n%s", w, stderr)
+					continue
+				}
+				at += i
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr says %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}

@@ -154,26 +154,41 @@ func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "vcs.modified: %t\n", bi.Modified)
 }
 
+// problems counts the problems an error of conf lists.
+func problems(err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return len(j.Unwrap())
+	}
+	return 1
+}
+
 // checkConfig is logpond -check-config: it loads and validates the file,
-// with host checks what the configuration needs from this host
-// (conf.Loaded.CheckHost: nothing is created), and prints the effective
-// configuration as TOML (every key, defaults filled in; secrets and values
-// from the environment redacted), or every problem found. It returns the
-// exit code: 0 valid, 1 not.
+// with host checks what the configuration needs from this host, also
+// when the file has problems (conf.CheckFile: nothing is created), and
+// prints the effective configuration as TOML (every key, defaults filled
+// in; secrets and values from the environment redacted), or every problem
+// found: the file's, then the host's. It returns the exit code: 0 valid, 1
+// not.
 func checkConfig(path string, host bool, stdout, stderr io.Writer) int {
-	l, err := conf.LoadFile(path, server.ConfigChecks)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	l, fileErr, hostErr := conf.CheckFile(path, host, server.ConfigChecks)
+	if fileErr != nil {
+		fmt.Fprintln(stderr, fileErr)
+	}
+	if hostErr != nil {
+		fmt.Fprintln(stderr, hostErr)
+		which := "the file is valid; the problems above are of this host"
+		if fileErr != nil {
+			which = "the last problem above is of this host"
+			if n := problems(hostErr); n > 1 {
+				which = fmt.Sprintf("the last %d problems above are of this host", n)
+			}
+		}
+		fmt.Fprintf(stderr, "logpond: %s, checked as uid %d (the service may run as another user); -skip-host-checks checks the file only\n", which, os.Getuid())
+	}
+	if fileErr != nil || hostErr != nil {
 		return 1
 	}
 	cfg := l.Config
-	if host {
-		if err := l.CheckHost(); err != nil {
-			fmt.Fprintln(stderr, err)
-			fmt.Fprintf(stderr, "logpond: the file is valid; the problems above are of this host, checked as uid %d (the service may run as another user); -skip-host-checks checks the file only\n", os.Getuid())
-			return 1
-		}
-	}
 	// Insecure settings are warnings, on stderr: the exit code says
 	// whether the file is valid, and stdout stays TOML.
 	for _, w := range cfg.Warnings() {
