@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 type docKey struct {
 	section, key string
 	def, example string // TOML values, without the backticks
+	meaning      string
 	line         int
 }
 
@@ -57,7 +59,7 @@ func readConfigDoc(t *testing.T) []docKey {
 			}
 			return c[1 : len(c)-1]
 		}
-		keys = append(keys, docKey{section: section, key: code(0), def: code(1), example: code(4), line: n})
+		keys = append(keys, docKey{section: section, key: code(0), def: code(1), example: code(4), meaning: cells[3], line: n})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -153,6 +155,121 @@ func TestConfigurationDocDefaults(t *testing.T) {
 		}
 		if len(md.Undecoded()) > 0 {
 			t.Errorf("docs/configuration.md:%d: the example for %s.%s sets an unknown key", k.line, k.section, k.key)
+		}
+	}
+}
+
+// readREADMEKeys parses the key table of README.md's Configuration
+// section: rows "| `[section]` | `key`, `key`, … |". It returns the line of
+// each dotted key and of each section row.
+func readREADMEKeys(t *testing.T) (keys, sections map[string]int) {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, sections = map[string]int{}, map[string]int{}
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Configuration"
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "| `[") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 2 {
+			t.Errorf("README.md:%d: a key-table row has %d cells, want 2 (section, keys): %s", n, len(cells), line)
+			continue
+		}
+		section := strings.Trim(strings.TrimSpace(cells[0]), "`[]")
+		sections[section] = n
+		for _, k := range strings.Split(cells[1], ",") {
+			k = strings.TrimSpace(k)
+			if len(k) < 3 || k[0] != '`' || k[len(k)-1] != '`' {
+				t.Errorf("README.md:%d: %q is not a `key`", n, k)
+				continue
+			}
+			path := section + "." + strings.Trim(k, "`")
+			if prev, ok := keys[path]; ok {
+				t.Errorf("README.md:%d: %s is already listed at line %d", n, path, prev)
+			}
+			keys[path] = n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sections) == 0 {
+		t.Fatal("README.md has no key table under \"## Configuration\"")
+	}
+	return keys, sections
+}
+
+// TestREADMEKeyTableIsComplete fails when the key table of README.md's
+// Configuration section leaves a key out, naming it and the row to add it
+// to, or lists one logpond does not have.
+func TestREADMEKeyTableIsComplete(t *testing.T) {
+	listed, sections := readREADMEKeys(t)
+	want := leafPaths("")
+	for _, k := range want {
+		if _, ok := listed[k]; ok {
+			continue
+		}
+		section, key := k[:strings.LastIndexByte(k, '.')], k[strings.LastIndexByte(k, '.')+1:]
+		if line, ok := sections[section]; ok {
+			t.Errorf("README.md's key table does not list %s: add `%s` to its `[%s]` row (line %d)", k, key, section, line)
+		} else {
+			t.Errorf("README.md's key table does not list %s: add a `[%s]` row with `%s`", k, section, key)
+		}
+	}
+	for k, line := range listed {
+		if !slices.Contains(want, k) {
+			t.Errorf("README.md:%d lists %s, which is not a key of logpond's configuration", line, k)
+		}
+	}
+}
+
+// TestMigrationGuideNamesEquivalents: where docs/configuration.md says a
+// key is like a Logstash setting ("Logstash's `client_inactivity_timeout`"),
+// the row of docs/migration-from-logstash.md for that setting maps it to
+// that key, not to "no equivalent". Logstash names the guide has no row
+// for (values, like `1gb`) are not settings and are not checked.
+func TestMigrationGuideNamesEquivalents(t *testing.T) {
+	data, err := os.ReadFile("../docs/migration-from-logstash.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		logstash, logpond string
+		line              int
+	}
+	var rows []row
+	for n, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) >= 2 {
+			rows = append(rows, row{logstash: cells[0], logpond: cells[1], line: n + 1})
+		}
+	}
+	cited := regexp.MustCompile("Logstash's `([^`]+)`")
+	for _, k := range readConfigDoc(t) {
+		for _, m := range cited.FindAllStringSubmatch(k.meaning, -1) {
+			setting := "`" + m[1] + "`"
+			for _, r := range rows {
+				if !strings.Contains(r.logstash, setting) {
+					continue
+				}
+				if !strings.Contains(r.logpond, "`"+k.section+"."+k.key+"`") && !strings.Contains(r.logpond, "`"+k.key+"`") {
+					t.Errorf("docs/migration-from-logstash.md:%d maps %s to %q; docs/configuration.md:%d says %s.%s is its equivalent",
+						r.line, setting, strings.TrimSpace(r.logpond), k.line, k.section, k.key)
+				}
+			}
 		}
 	}
 }
