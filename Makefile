@@ -9,7 +9,7 @@ GO      ?= go
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 REVISION_TIME ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
-MODIFIED ?= $(shell git rev-parse --verify -q HEAD >/dev/null && { git diff --quiet HEAD -- 2>/dev/null && echo false || echo true; })
+MODIFIED ?= $(shell git rev-parse --verify -q HEAD >/dev/null 2>&1 && { git diff --quiet HEAD -- 2>/dev/null && echo false || echo true; })
 BUILDINFO := github.com/logpond/logpond/internal/buildinfo
 LDFLAGS := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION) \
 	-X $(BUILDINFO).RevisionTime=$(REVISION_TIME) -X $(BUILDINFO).Modified=$(MODIFIED)
@@ -106,28 +106,50 @@ clean:
 # ledger.dir set to /var/lib/logpond/...), the unit to /etc/systemd/system.
 # The configuration holds password and api_key: it is installed 0640, group
 # $(CONFIG_GROUP) (the service's, deploy/logpond.sysusers), so only root and
-# the service read it. Installing into / creates that user and group first
-# with systemd-sysusers when they are missing (elsewhere create them
-# beforehand, e.g. useradd --system). DESTDIR stages into a directory
-# (packaging): the group is set when this machine has it, else the package
-# must set it. It never runs systemctl; the next steps are at the top of
+# the service read it; one line says what it was installed as.
+#
+# Installing into / creates the service's user and group when the group is
+# missing: with $(SYSUSERS) and the sysusers.d entry, or, when that is not
+# installed (or SYSUSERS is empty), with groupadd and useradd. It stops
+# before writing the configuration when the file cannot be given the group.
+#
+# DESTDIR stages into a directory for a package: nothing on this machine
+# changes, no user or group is created here. The staged file gets the group
+# when this machine has it; otherwise it keeps the installing user's group,
+# make says so, and the package must give it the group once its
+# sysusers.d entry created it (e.g. chgrp in a post-install step).
+#
+# It never runs systemctl; the next steps are at the top of
 # deploy/logpond.service.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CONFIG_GROUP ?= logpond
+SYSUSERS ?= systemd-sysusers
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/logpond $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/sysusers.d
 	install -m 0755 $(BIN)/logpond $(BIN)/ledgerctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 deploy/logpond.sysusers $(DESTDIR)/etc/sysusers.d/logpond.conf
-	@if [ -z "$(DESTDIR)" ] && ! getent group $(CONFIG_GROUP) >/dev/null 2>&1 && command -v systemd-sysusers >/dev/null; then \
-		echo "systemd-sysusers /etc/sysusers.d/logpond.conf"; \
-		systemd-sysusers /etc/sysusers.d/logpond.conf; \
+	@if [ -z "$(DESTDIR)" ] && ! getent group $(CONFIG_GROUP) >/dev/null 2>&1; then \
+		if [ "$(CONFIG_GROUP)" != logpond ]; then \
+			echo "make install: the group $(CONFIG_GROUP) does not exist: create it, or leave CONFIG_GROUP at logpond to have make install create the service's user and group" >&2; \
+			exit 1; \
+		elif [ -n "$(SYSUSERS)" ] && command -v $(SYSUSERS) >/dev/null; then \
+			echo "$(SYSUSERS) /etc/sysusers.d/logpond.conf"; \
+			$(SYSUSERS) /etc/sysusers.d/logpond.conf; \
+		else \
+			echo "groupadd --system logpond && useradd --system --gid logpond --home-dir /var/lib/logpond --no-create-home --shell /usr/sbin/nologin logpond"; \
+			groupadd --system logpond && \
+			{ getent passwd logpond >/dev/null || \
+			  useradd --system --gid logpond --home-dir /var/lib/logpond --no-create-home --shell /usr/sbin/nologin --comment "logpond ingest server" logpond; }; \
+		fi; \
 	fi
 	@conf=$(DESTDIR)/etc/logpond/logpond.toml; \
 	if [ -e $$conf ]; then \
-		echo "$$conf exists: left as it is"; \
+		echo "$$conf exists: left as it is ($$(stat -c '%04a %U:%G' $$conf))"; \
 		if [ -n "$$(find $$conf -perm -0004)" ]; then \
 			echo "WARNING: $$conf is readable by every user and may hold password or api_key: chmod 0640 $$conf && chgrp $(CONFIG_GROUP) $$conf"; \
+		elif [ -z "$(DESTDIR)" ] && [ "$$(stat -c %G $$conf)" != $(CONFIG_GROUP) ]; then \
+			echo "WARNING: $$conf is not in group $(CONFIG_GROUP): the service may not read it: chgrp $(CONFIG_GROUP) $$conf"; \
 		fi; \
 	else \
 		sed -e 's|^dir = "data/journal"|dir = "/var/lib/logpond/journal"|' \
@@ -135,17 +157,18 @@ install: build
 		    conf/logpond.example.toml > $$conf.tmp && \
 		grep -q '^dir = "/var/lib/logpond/journal"' $$conf.tmp && \
 		grep -q '^dir = "/var/lib/logpond/ledger"' $$conf.tmp && \
-		chmod 0640 $$conf.tmp && \
-		if chgrp $(CONFIG_GROUP) $$conf.tmp 2>/dev/null; then :; \
-		elif [ -n "$(DESTDIR)" ]; then \
-			echo "note: $$conf is 0640 but not in group $(CONFIG_GROUP) (not on this machine, or not yours to give): the package must give it that group"; \
-		else \
-			rm -f $$conf.tmp; \
-			echo "make install: cannot give $$conf the group $(CONFIG_GROUP): create the service user first (systemd-sysusers /etc/sysusers.d/logpond.conf, or useradd --system --home-dir /var/lib/logpond --shell /usr/sbin/nologin logpond), then run make install again" >&2; \
-			exit 1; \
-		fi && \
+		chmod 0640 $$conf.tmp || { rm -f $$conf.tmp; exit 1; }; \
+		note=; \
+		if ! why=$$(chgrp $(CONFIG_GROUP) $$conf.tmp 2>&1); then \
+			if [ -z "$(DESTDIR)" ]; then \
+				rm -f $$conf.tmp; \
+				echo "make install: cannot give $$conf the group $(CONFIG_GROUP): $$why" >&2; \
+				exit 1; \
+			fi; \
+			note="; the package must give it the group $(CONFIG_GROUP), which this machine cannot: $$why"; \
+		fi; \
 		mv $$conf.tmp $$conf && \
-		echo "installed $$conf (0640, group $(CONFIG_GROUP))"; \
+		echo "installed $$conf ($$(stat -c '%04a %U:%G' $$conf))$$note"; \
 	fi
 	sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' deploy/logpond.service > $(DESTDIR)/etc/systemd/system/logpond.service
 	chmod 0644 $(DESTDIR)/etc/systemd/system/logpond.service
