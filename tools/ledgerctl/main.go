@@ -13,7 +13,8 @@
 // renames files), and never writes. A purge never writes a dead-letter
 // store a running logpond holds: it asks that logpond, on its admin
 // listener, to purge under its own lock, and opens the store itself
-// (taking its lock) only when no process holds it. A torn or partial write at the end of the newest journal
+// (taking its lock) only when no process holds it. The commands that write
+// run only as the user that owns the store (owner.go). A torn or partial write at the end of the newest journal
 // generation or of the open ledger segment is the end of the data (a write
 // in progress), as each store's recovery rule says; anything else that does
 // not verify is damage, reported with file, offset and LSN.
@@ -52,7 +53,9 @@ Inspects logpond's journal, ledger and dead letters. Read-only and safe while
 logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
 logpond to purge on its admin listener, or purge themselves when it is stopped;
 and for "cursors set", "cursors rewind" and "accept-loss", which refuse to run
-while logpond runs.
+while logpond runs. What writes a store runs only as the user that owns it
+(the user logpond runs as): run as another user, root included, it changes
+nothing and prints the command that runs it as the owner (sudo -u USER ...).
 
 Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
@@ -115,7 +118,7 @@ Exit status: 0 ok, 1 damage or failure found, 2 usage error.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runProg(os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // env is what every command gets: where the stores are and where to write.
@@ -130,6 +133,11 @@ type env struct {
 	stderr     io.Writer
 	progress   bool             // stderr is a terminal: draw progress bars there
 	now        func() time.Time // for ages
+	// prog and globals start the command lines ledgerctl prints for the
+	// operator to run (commandLine): the program as it was called and the
+	// global flags, with the stores' paths made absolute.
+	prog    string
+	globals []string
 }
 
 // dlqDir is where the Elasticsearch output keeps its dead letters.
@@ -234,16 +242,23 @@ func splitArgs(args []string) (g globalFlags, cmd string, rest []string, err err
 	return g, cmd, rest, nil
 }
 
-// run is the whole program: it parses args, finds the stores and runs the
-// command, writing to stdout and stderr, and returns the exit status.
+// run is the whole program, called as "ledgerctl".
 func run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr)}
+	return runProg("ledgerctl", args, stdout, stderr)
+}
+
+// runProg is the whole program, called as prog: it parses args, finds the
+// stores and runs the command, writing to stdout and stderr, and returns
+// the exit status.
+func runProg(prog string, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr), prog: prog}
 	g, name, rest, err := splitArgs(args)
 	if err != nil {
 		e.errorf("%v; see ledgerctl -h", err)
 		return exitUsage
 	}
 	e.json = g.json
+	e.globals = globalArgs(g)
 	switch {
 	case g.help && name == "":
 		fmt.Fprint(stderr, usageText)
