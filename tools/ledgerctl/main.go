@@ -40,6 +40,11 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 )
 
+// defaultConfigPath is where `make install` puts logpond's configuration,
+// and what the packaged systemd unit runs logpond -config with (logpond
+// itself has no default: -config is required).
+const defaultConfigPath = "/etc/logpond/logpond.toml"
+
 // Exit statuses.
 const (
 	exitOK     = 0
@@ -109,7 +114,8 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    $LEDGERCTL_ES_API_KEY
   top [--admin HOST:PORT] [--interval D] [--once]
                    a live view of a running logpond, from GET / on its admin
-                   listener ([admin] listen of -config, or --admin): per
+                   listener (--admin, or [admin] listen of -config, else of
+                   /etc/logpond/logpond.toml, else 127.0.0.1:9600): per
                    stage its state, events, bytes and records per second and
                    fill, the output's lag; refreshed every --interval (2s)
                    until Ctrl-C, or once with --once
@@ -128,11 +134,16 @@ type env struct {
 	directIO   bool   // read ledger segments with O_DIRECT (falls back when refused)
 	es         *conf.Elasticsearch
 	admin      string // logpond's [admin] listen from -config, "" when not known
-	json       bool   // --json given among the global flags
-	stdout     io.Writer
-	stderr     io.Writer
-	progress   bool             // stderr is a terminal: draw progress bars there
-	now        func() time.Time // for ages
+	config     string // -config as given, "" when not given
+	// defaultConfig is where logpond's configuration is installed
+	// (defaultConfigPath), read by top when given neither -config nor
+	// --admin.
+	defaultConfig string
+	json          bool // --json given among the global flags
+	stdout        io.Writer
+	stderr        io.Writer
+	progress      bool             // stderr is a terminal: draw progress bars there
+	now           func() time.Time // for ages
 	// prog and globals start the command lines ledgerctl prints for the
 	// operator to run (commandLine): the program as it was called and the
 	// global flags, with the stores' paths made absolute.
@@ -251,7 +262,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // stores and runs the command, writing to stdout and stderr, and returns
 // the exit status.
 func runProg(prog string, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr), prog: prog}
+	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr), prog: prog,
+		defaultConfig: defaultConfigPath}
 	g, name, rest, err := splitArgs(args)
 	if err != nil {
 		e.errorf("%v; see ledgerctl -h", err)
@@ -296,6 +308,7 @@ func runProg(prog string, args []string, stdout, stderr io.Writer) int {
 		e.journalDir, e.ledgerDir, e.directIO = cfg.Journal.Dir, cfg.Ledger.Dir, cfg.Ledger.DirectIO
 		e.es = &cfg.Output.Elasticsearch
 		e.admin = cfg.Admin.Listen
+		e.config = g.config
 	}
 	if g.journal != "" {
 		e.journalDir = g.journal
