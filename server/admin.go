@@ -144,7 +144,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /{$}", s.serveNodeInfo)
 	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.dlq, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
 	l := adminLimits
-	paths := "/metrics /livez /healthz /readyz /api/dlq/purge"
+	paths := "/ /metrics /livez /healthz /readyz /api/dlq/purge"
 	if s.cfg.Admin.Pprof {
 		mountPprof(mux)
 		l.write = pprofWriteTimeout

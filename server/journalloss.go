@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/logpond/logpond/internal/dirowner"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 )
@@ -12,7 +13,9 @@ import (
 // acceptLossCommand is the command that accepts the loss of acknowledged
 // records in neither store: journal records damaged past the ledger's last
 // LSN, or ledger records at the end of the ledger that the journal no
-// longer holds (docs/operations.md).
+// longer holds (docs/operations.md). It runs as the ledger's owner (sudo -u
+// USER), the user logpond runs as: ledgerctl refuses to write stores as
+// another user, whose files logpond could not open.
 func acceptLossCommand(journalDir, ledgerDir string) string {
 	abs := func(d string) string {
 		if a, err := filepath.Abs(d); err == nil {
@@ -20,7 +23,11 @@ func acceptLossCommand(journalDir, ledgerDir string) string {
 		}
 		return d
 	}
-	return fmt.Sprintf("ledgerctl -journal %s -ledger %s accept-loss", abs(journalDir), abs(ledgerDir))
+	cmd := fmt.Sprintf("ledgerctl -journal %s -ledger %s accept-loss", dirowner.Quote(abs(journalDir)), dirowner.Quote(abs(ledgerDir)))
+	if o, err := dirowner.Of(ledgerDir); err == nil {
+		cmd = o.Command(cmd)
+	}
+	return cmd
 }
 
 // journalLossError turns the journal's refusal to open over damage past

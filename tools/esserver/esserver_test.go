@@ -137,6 +137,26 @@ func TestRunSummary(t *testing.T) {
 	post(`{"create":{"_index":"a","_id":"1"}}` + "\n{}\n" + `{"create":{"_index":"a","_id":"2"}}` + "\n{}\n" +
 		`{"create":{"_index":"b","_id":"1"}}` + "\n{}\n")
 	post(`{"create":{"_index":"a","_id":"1"}}` + "\n{}\n") // 409
+	// What the quick start shows: the indices, and the documents.
+	get := func(path string) string {
+		t.Helper()
+		res, err := client.Get(srv.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %v", path, res.Status, err)
+		}
+		return string(b)
+	}
+	if got, want := get("/_cat/indices?v&h=index,docs.count"), "index docs.count\na              2\nb              1\n"; got != want {
+		t.Errorf("_cat/indices: %q, want %q", got, want)
+	}
+	if got := get("/_search?size=1&sort=_id:desc"); !strings.Contains(got, `"total":{"value":3,"relation":"eq"}`) || !strings.Contains(got, `"_id":"2"`) {
+		t.Errorf("_search: %s", got)
+	}
 	// Every item rejected from now on.
 	srv.SetFaults(estest.Faults{ItemReject429: 1})
 	post(`{"create":{"_index":"c","_id":"1"}}` + "\n{}\n")
@@ -150,7 +170,7 @@ func TestRunSummary(t *testing.T) {
 		"esserver summary: 3 documents in 2 indices\n",
 		"  index a: 2 documents\n",
 		"  index b: 1 documents\n",
-		"  requests: 3 (bulk 3, ",
+		"  requests: 5 (bulk 3, ", // and the two reads
 		"  items: 5 201=3 409=1 429=1\n",
 		"  injected: 1 items rejected 429, 0 requests failed 503\n",
 		"  other: 1 conflicts 409, 0 request errors (0 too large 413), 0 dropped\n",

@@ -11,7 +11,10 @@
 //	level=INFO msg="esserver listening" url=http://127.0.0.1:9200 ...
 //
 // so that scripts can wait for it and, with -listen 127.0.0.1:0, learn the
-// port it picked. GET /_count answers the number of stored documents. On
+// port it picked. What it holds can be read as from Elasticsearch: GET
+// /_count, GET /_cat/indices?v (or ?format=json) for the documents and
+// bytes per index, and GET /_search?size=N&sort=_id:asc (or a JSON body
+// {"size":N,"sort":[{"_id":"asc"}]}) for the documents themselves. On
 // SIGINT or SIGTERM it stops, prints a summary on stdout (documents per
 // index, requests, items by status, injected 429s and 503s) and exits 0.
 //

@@ -30,6 +30,12 @@ func cmdAcceptLoss(e *env, args []string) int {
 		return exitUsage
 	}
 	if !*dry {
+		// As the stores' owner only: it creates the lock files, rewrites
+		// journal generations and starts a ledger segment.
+		if err := checkOwner(e.commandLine(append([]string{"accept-loss"}, args...)...), e.journalDir, e.ledgerDir); err != nil {
+			e.errorf("accept-loss: %v", err)
+			return exitFailed
+		}
 		for _, dir := range []string{e.journalDir, e.ledgerDir} {
 			lock, err := dirlock.Acquire(dir)
 			var locked *dirlock.LockedError

@@ -29,7 +29,7 @@ func cmdCursorSet(e *env, args []string) int {
 		e.errorf("cursors set: position %q: want an LSN (a number)", pos[1])
 		return exitUsage
 	}
-	return moveCursor(e, pos[0], lsn, false)
+	return moveCursor(e, pos[0], lsn, false, append([]string{"cursors", "set"}, args...))
 }
 
 // cmdCursorRewind moves a cursor back so that its output sends again from
@@ -59,7 +59,7 @@ func cmdCursorRewind(e *env, args []string) int {
 			return exitFailed
 		}
 	}
-	return moveCursor(e, pos[0], from-1, true)
+	return moveCursor(e, pos[0], from-1, true, append([]string{"cursors", "rewind"}, args...))
 }
 
 // firstReceivedAtOrAfter is the LSN of the first record (in LSN order)
@@ -89,8 +89,15 @@ func firstReceivedAtOrAfter(e *env, t time.Time) (uint64, error) {
 // moveCursor writes cursor name at position, after checking that logpond
 // is stopped (the ledger directory's lock is free: it is held while
 // ledgerctl writes), that the cursor exists and that position is within
-// the ledger. back refuses a move forward.
-func moveCursor(e *env, name string, position uint64, back bool) int {
+// the ledger. back refuses a move forward. words are the command and its
+// arguments, for the command line that runs it as the ledger's owner when
+// ledgerctl runs as another user (checkOwner): it refuses then, before
+// it creates the lock file or a cursor file.
+func moveCursor(e *env, name string, position uint64, back bool, words []string) int {
+	if err := checkOwner(e.commandLine(words...), e.ledgerDir); err != nil {
+		e.errorf("cursors: %v", err)
+		return exitFailed
+	}
 	lock, err := dirlock.Acquire(e.ledgerDir)
 	var locked *dirlock.LockedError
 	if errors.As(err, &locked) {

@@ -129,6 +129,18 @@ func TestPermissionDeniedIsNotDamage(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 	if os.Geteuid() == 0 {
+		// The message names the owner, in the command to run.
+		seg := filepath.Join(t.TempDir(), "00000000000000000001.seg")
+		if err := os.WriteFile(seg, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(seg, otherUID, otherUID); err != nil {
+			t.Fatal(err)
+		}
+		err := permissionOr(seg, &fs.PathError{Op: "open", Path: seg, Err: syscall.EACCES})
+		if want := "e.g. " + sudoAs(otherUID) + "ledgerctl …"; !strings.Contains(err.Error(), want) {
+			t.Fatalf("message %q lacks %q", err, want)
+		}
 		t.Skip("root reads every file: the end-to-end part needs another user")
 	}
 	s := buildStores(t)

@@ -13,7 +13,8 @@
 // renames files), and never writes. A purge never writes a dead-letter
 // store a running logpond holds: it asks that logpond, on its admin
 // listener, to purge under its own lock, and opens the store itself
-// (taking its lock) only when no process holds it. A torn or partial write at the end of the newest journal
+// (taking its lock) only when no process holds it. The commands that write
+// run only as the user that owns the store (owner.go). A torn or partial write at the end of the newest journal
 // generation or of the open ledger segment is the end of the data (a write
 // in progress), as each store's recovery rule says; anything else that does
 // not verify is damage, reported with file, offset and LSN.
@@ -39,6 +40,11 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 )
 
+// defaultConfigPath is where `make install` puts logpond's configuration,
+// and what the packaged systemd unit runs logpond -config with (logpond
+// itself has no default: -config is required).
+const defaultConfigPath = "/etc/logpond/logpond.toml"
+
 // Exit statuses.
 const (
 	exitOK     = 0
@@ -52,7 +58,9 @@ Inspects logpond's journal, ledger and dead letters. Read-only and safe while
 logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
 logpond to purge on its admin listener, or purge themselves when it is stopped;
 and for "cursors set", "cursors rewind" and "accept-loss", which refuse to run
-while logpond runs.
+while logpond runs. What writes a store runs only as the user that owns it
+(the user logpond runs as): run as another user, root included, it changes
+nothing and prints the command that runs it as the owner (sudo -u USER ...).
 
 Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
@@ -106,7 +114,8 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    $LEDGERCTL_ES_API_KEY
   top [--admin HOST:PORT] [--interval D] [--once]
                    a live view of a running logpond, from GET / on its admin
-                   listener ([admin] listen of -config, or --admin): per
+                   listener (--admin, or [admin] listen of -config, else of
+                   /etc/logpond/logpond.toml, else 127.0.0.1:9600): per
                    stage its state, events, bytes and records per second and
                    fill, the output's lag; refreshed every --interval (2s)
                    until Ctrl-C, or once with --once
@@ -115,7 +124,7 @@ Exit status: 0 ok, 1 damage or failure found, 2 usage error.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runProg(os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // env is what every command gets: where the stores are and where to write.
@@ -125,11 +134,21 @@ type env struct {
 	directIO   bool   // read ledger segments with O_DIRECT (falls back when refused)
 	es         *conf.Elasticsearch
 	admin      string // logpond's [admin] listen from -config, "" when not known
-	json       bool   // --json given among the global flags
-	stdout     io.Writer
-	stderr     io.Writer
-	progress   bool             // stderr is a terminal: draw progress bars there
-	now        func() time.Time // for ages
+	config     string // -config as given, "" when not given
+	// defaultConfig is where logpond's configuration is installed
+	// (defaultConfigPath), read by top when given neither -config nor
+	// --admin.
+	defaultConfig string
+	json          bool // --json given among the global flags
+	stdout        io.Writer
+	stderr        io.Writer
+	progress      bool             // stderr is a terminal: draw progress bars there
+	now           func() time.Time // for ages
+	// prog and globals start the command lines ledgerctl prints for the
+	// operator to run (commandLine): the program as it was called and the
+	// global flags, with the stores' paths made absolute.
+	prog    string
+	globals []string
 }
 
 // dlqDir is where the Elasticsearch output keeps its dead letters.
@@ -234,16 +253,24 @@ func splitArgs(args []string) (g globalFlags, cmd string, rest []string, err err
 	return g, cmd, rest, nil
 }
 
-// run is the whole program: it parses args, finds the stores and runs the
-// command, writing to stdout and stderr, and returns the exit status.
+// run is the whole program, called as "ledgerctl".
 func run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr)}
+	return runProg("ledgerctl", args, stdout, stderr)
+}
+
+// runProg is the whole program, called as prog: it parses args, finds the
+// stores and runs the command, writing to stdout and stderr, and returns
+// the exit status.
+func runProg(prog string, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, directIO: true, now: time.Now, progress: isTerminal(stderr), prog: prog,
+		defaultConfig: defaultConfigPath}
 	g, name, rest, err := splitArgs(args)
 	if err != nil {
 		e.errorf("%v; see ledgerctl -h", err)
 		return exitUsage
 	}
 	e.json = g.json
+	e.globals = globalArgs(g)
 	switch {
 	case g.help && name == "":
 		fmt.Fprint(stderr, usageText)
@@ -281,6 +308,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		e.journalDir, e.ledgerDir, e.directIO = cfg.Journal.Dir, cfg.Ledger.Dir, cfg.Ledger.DirectIO
 		e.es = &cfg.Output.Elasticsearch
 		e.admin = cfg.Admin.Listen
+		e.config = g.config
 	}
 	if g.journal != "" {
 		e.journalDir = g.journal

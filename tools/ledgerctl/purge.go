@@ -88,11 +88,27 @@ func purgeThrough(e *env, through string) (purged, error) {
 		}
 		return p, nil
 	}
+	if err := checkOwner(e.commandLine("dlq", "purge", "--through", through), dir); err != nil {
+		var notOwner *notOwnerError
+		if !errors.As(err, &notOwner) {
+			return p, err
+		}
+		// Another user's store: ledgerctl writes nothing in it (its
+		// lock file included), but a running logpond may purge it.
+		if e.admin == "" {
+			return p, fmt.Errorf("ledgerctl knows no admin listener on which to ask a running logpond to purge (-config FILE with [admin] listen, or --admin HOST:PORT), and %w", err)
+		}
+		p, perr := purgeByLogpond(e, dir, through, "owned by "+notOwner.owner.String())
+		if errors.Is(perr, errNotReached) {
+			return p, fmt.Errorf("%v, so ledgerctl would purge the store itself, but %w", perr, err)
+		}
+		return p, perr
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store, err := dlq.Open(dir, dlq.Options{Logger: log})
 	var locked *dirlock.LockedError
 	if errors.As(err, &locked) {
-		return purgeByLogpond(e, dir, through, locked)
+		return purgeByLogpond(e, dir, through, "in use by a running logpond ("+holder(locked)+")")
 	}
 	if err != nil {
 		return p, err
@@ -114,11 +130,17 @@ func purgeThrough(e *env, through string) (purged, error) {
 	return p, err
 }
 
-// purgeByLogpond asks the running logpond that holds the store to purge.
-func purgeByLogpond(e *env, dir, through string, locked *dirlock.LockedError) (purged, error) {
+// errNotReached marks a purge request that reached no logpond.
+var errNotReached = errors.New("no logpond answered")
+
+// purgeByLogpond asks the running logpond that holds the store to purge;
+// why says why ledgerctl does not purge itself (the store is in use, or
+// another user's). An error that says no logpond answered wraps
+// errNotReached.
+func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
 	p := purged{Dir: dir}
 	if e.admin == "" {
-		return p, fmt.Errorf("the dead-letter store %s is in use by a running logpond (%s), which ledgerctl can only ask to purge on its admin listener, and it knows none: give -config with logpond's configuration, whose [admin] listen must be set (then restart logpond), or --admin HOST:PORT; or stop logpond and run this again", dir, holder(locked))
+		return p, fmt.Errorf("the dead-letter store %s is %s, and ledgerctl can only ask a running logpond to purge it on its admin listener, and it knows none: give -config with logpond's configuration, whose [admin] listen must be set (then restart logpond), or --admin HOST:PORT; or stop logpond and run this again", dir, why)
 	}
 	addr, err := dialAddr(e.admin)
 	if err != nil {
@@ -138,7 +160,7 @@ func purgeByLogpond(e *env, dir, through string, locked *dirlock.LockedError) (p
 	defer client.CloseIdleConnections()
 	res, err := client.Do(req)
 	if err != nil {
-		return p, fmt.Errorf("the dead-letter store %s is in use by a running logpond (%s); asking it to purge on its admin listener %s failed: %w", dir, holder(locked), addr, err)
+		return p, fmt.Errorf("the dead-letter store %s is %s; asking logpond to purge it on its admin listener %s: %w: %w", dir, why, addr, errNotReached, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))

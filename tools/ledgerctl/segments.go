@@ -114,8 +114,10 @@ func cmdSegments(e *env, args []string) int {
 		switch {
 		case r.Damage != nil:
 			state += ", DAMAGED: " + r.Damage.String()
+		case r.Tail != nil && r.Store == "journal":
+			state += fmt.Sprintf(", not synced yet from offset %d (LSN %d on; expected, not damage)", r.Tail.Offset, r.Tail.LSN)
 		case r.Tail != nil:
-			state += fmt.Sprintf(", ends in a torn or partial write at offset %d (LSN %d)", r.Tail.Offset, r.Tail.LSN)
+			state += fmt.Sprintf(", not synced yet from offset %d (LSN %d on; stat or verify says whether the journal still holds it)", r.Tail.Offset, r.Tail.LSN)
 		case r.Indexed != nil && !*r.Indexed:
 			state += " (no index)"
 		}

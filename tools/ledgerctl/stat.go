@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 )
 
@@ -28,7 +29,11 @@ type storeStat struct {
 	OldestAgeS  float64    `json:"oldest_age_seconds,omitempty"` // the same in seconds
 	StreamID    string     `json:"stream_id,omitempty"`          // the ledger's stream id
 	Tail        *tailInfo  `json:"tail,omitempty"`
-	Damage      *location  `json:"damage,omitempty"`
+	// TailState says what Tail is (tailState): "unsynced" (expected: not
+	// damage), "unchecked" (the ledger's, without the journal to judge it)
+	// or "lost" (the ledger's, and the journal no longer holds it).
+	TailState string    `json:"tail_state,omitempty"`
+	Damage    *location `json:"damage,omitempty"`
 	// Damaged are the damaged ranges passed (the totals go on after each);
 	// DamagedRecords the records lost in them.
 	Damaged        []*location `json:"damaged,omitempty"`
@@ -86,8 +91,31 @@ func cmdStat(e *env, args []string) int {
 		st.DamagedRecords = s.DamagedRecords
 		return st
 	}
+	// The journal's first LSN is read before the ledger, so that a
+	// ledger write in progress is not judged against a journal that
+	// released its records meanwhile.
+	var jfirst uint64
+	jexists := false
+	if e.journalDir != "" {
+		var err error
+		if jfirst, jexists, err = journal.FirstLSNOnDisk(e.journalDir); err != nil {
+			e.errorf("%v", err)
+			status = exitFailed
+		}
+	}
 	if e.ledgerDir != "" {
 		rep.Ledger = fill(e.ledgerDir, scanLedger(e, p), "ledger")
+		if t := rep.Ledger.Tail; t != nil {
+			switch {
+			case e.journalDir == "":
+				rep.Ledger.TailState = tailUnchecked
+			case jexists && jfirst <= t.LSN:
+				rep.Ledger.TailState = tailUnsynced
+			default:
+				rep.Ledger.TailState = tailLost
+				status = exitFailed
+			}
+		}
 		id, err := ledger.ReadStreamID(e.ledgerDir)
 		switch {
 		case err == nil:
@@ -111,6 +139,10 @@ func cmdStat(e *env, args []string) int {
 	}
 	if e.journalDir != "" {
 		rep.Journal = fill(e.journalDir, scanJournal(e, p), "journal")
+		if rep.Journal.Tail != nil {
+			// The newest generation's: never acknowledged (journal/doc.go).
+			rep.Journal.TailState = tailUnsynced
+		}
 	}
 	for _, s := range []*storeStat{rep.Ledger, rep.Journal} {
 		if s == nil || s.Records == 0 {
@@ -161,7 +193,7 @@ func cmdStat(e *env, args []string) int {
 			fmt.Fprintf(w, "  oldest record   -\n")
 		}
 		if st.Tail != nil {
-			fmt.Fprintf(w, "  tail            torn or partial write at offset %d of %s (LSN %d)\n", st.Tail.Offset, relPath(st.Dir, st.Tail.File), st.Tail.LSN)
+			printTail(e, st, s.name)
 		}
 		for _, d := range st.Damaged {
 			fmt.Fprintf(w, "  DAMAGE          %s\n", d)
@@ -181,6 +213,45 @@ func cmdStat(e *env, args []string) int {
 		fmt.Fprintf(w, "unflushed         %d journal records after the ledger's last LSN\n", *rep.Unflushed)
 	}
 	return status
+}
+
+// What the end of a store's newest file is, when it is not a whole record
+// (storeStat.TailState).
+const (
+	// tailUnsynced: bytes not (yet) synced, as every live store has at
+	// its end: the journal's newest generation (a write in progress, the
+	// stale rest of a recycled file, or after a crash a write that was
+	// never acknowledged), or the ledger's open segment while the journal
+	// still holds those records.
+	tailUnsynced = "unsynced"
+	// tailUnchecked: the ledger's, read without the journal, which alone
+	// can say whether the records are still there to write again.
+	tailUnchecked = "unchecked"
+	// tailLost: the ledger's, and the journal no longer holds the records:
+	// they are lost, and logpond refuses to start.
+	tailLost = "lost"
+)
+
+// printTail prints what the end of a store's newest file is: expected, to
+// be checked with the journal, or damage.
+func printTail(e *env, st *storeStat, store string) {
+	t := st.Tail
+	w := e.stdout
+	// The reader's reason is given where it matters (damage, or not
+	// known yet); --json always has it.
+	where := fmt.Sprintf("from offset %d of %s (LSN %d on)", t.Offset, relPath(st.Dir, t.File), t.LSN)
+	why := fmt.Sprintf("from offset %d of %s (LSN %d on: %s)", t.Offset, relPath(st.Dir, t.File), t.LSN, t.Reason)
+	switch {
+	case st.TailState == tailLost:
+		fmt.Fprintf(w, "  DAMAGE          the open segment ends in a damaged write %s, and the journal no longer holds LSN %d: those records are lost and logpond will refuse to start; `%s` accepts the loss (run verify first; docs/operations.md)\n",
+			why, t.LSN, e.acceptLossCommand())
+	case store == "journal":
+		fmt.Fprintf(w, "  tail            not synced yet %s: expected at the end of the newest generation (a write in progress while logpond runs, or the unused rest of a recycled file; after a crash, a write that was never acknowledged, which logpond cuts at start); not damage\n", where)
+	case st.TailState == tailUnsynced:
+		fmt.Fprintf(w, "  tail            not synced yet %s: expected at the end of the open segment (a write in progress while logpond runs; after a crash, logpond cuts it at start and writes LSN %d on again from the journal, which holds them); not damage\n", where, t.LSN)
+	default:
+		fmt.Fprintf(w, "  tail            not synced yet %s: the end of the open segment, a write in progress while logpond runs; after a crash logpond writes LSN %d on again from the journal, if it still holds them: give -journal (or -config) to check\n", why, t.LSN)
+	}
 }
 
 // diskUse is the disk space allocated to the files under dir (0 when dir

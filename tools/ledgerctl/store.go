@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/dirowner"
 	"github.com/logpond/logpond/journal"
 )
 
@@ -82,15 +82,11 @@ func permissionOr(path string, err error) error {
 	if !errors.Is(err, os.ErrPermission) {
 		return err
 	}
-	owner := ""
-	if st, serr := os.Stat(path); serr == nil {
-		if s, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = fmt.Sprintf(" (owned by uid %d)", s.Uid)
-		}
-	} else if st, serr := os.Stat(filepath.Dir(path)); serr == nil {
-		if s, ok := st.Sys().(*syscall.Stat_t); ok {
-			owner = fmt.Sprintf(" (its directory is owned by uid %d)", s.Uid)
-		}
+	owner, example := "", "sudo -u logpond ledgerctl …"
+	if o, oerr := dirowner.Of(path); oerr == nil {
+		owner, example = fmt.Sprintf(" (owned by %s)", o), o.Command("ledgerctl …")
+	} else if o, oerr := dirowner.Of(filepath.Dir(path)); oerr == nil {
+		owner, example = fmt.Sprintf(" (its directory is owned by %s)", o), o.Command("ledgerctl …")
 	}
-	return fmt.Errorf("%s: permission denied — run as the user that owns the store%s, e.g. sudo -u logpond ledgerctl …", path, owner)
+	return fmt.Errorf("%s: permission denied — run as the user that owns the store%s, e.g. %s", path, owner, example)
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/server"
 )
 
@@ -39,19 +40,18 @@ type topRates struct {
 // state, its rates and how full it is.
 func cmdTop(e *env, args []string) int {
 	fs, asJSON := newFlags(e, "top", "top [--admin HOST:PORT] [--interval D] [--once] [--json]")
-	admin := fs.String("admin", "", "logpond's admin listener (default: [admin] listen of -config)")
+	admin := fs.String("admin", "", "logpond's admin listener (default: [admin] listen of -config, else of "+defaultConfigPath+", else "+conf.Default().Admin.Listen+")")
 	interval := fs.Duration("interval", 2*time.Second, "time between refreshes (and between the two answers rates come from)")
 	once := fs.Bool("once", false, "print one view (after one interval, for the rates) and exit")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
-	if *admin != "" {
-		e.admin = *admin
-	}
-	if e.admin == "" {
-		e.errorf("top: say where logpond's admin listener is: --admin HOST:PORT, or -config FILE with [admin] listen set")
+	listen, err := topAdmin(e, *admin)
+	if err != nil {
+		e.errorf("top: %v", err)
 		return exitUsage
 	}
+	e.admin = listen
 	if *interval <= 0 {
 		e.errorf("top: --interval %s: want a positive duration", *interval)
 		return exitUsage
@@ -105,6 +105,41 @@ func cmdTop(e *env, args []string) int {
 		}
 		prev = cur
 	}
+}
+
+// topAdmin is the admin listener top reads: flag (--admin) when given, else
+// [admin] listen of -config, else of the installed configuration
+// (e.defaultConfig) when it exists, else the default listen address
+// (127.0.0.1:9600). An installed configuration that cannot be read is
+// passed over with a note on stderr: the default address may still be
+// right. A configuration that turns the admin listener off is an error:
+// there is nothing to read.
+func topAdmin(e *env, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if e.config != "" {
+		if e.admin == "" {
+			return "", fmt.Errorf("%s turns logpond's admin listener off ([admin] listen = \"\"): set it and restart logpond, or give --admin HOST:PORT", e.config)
+		}
+		return e.admin, nil
+	}
+	def := conf.Default().Admin.Listen
+	if e.defaultConfig == "" {
+		return def, nil
+	}
+	if _, err := os.Stat(e.defaultConfig); errors.Is(err, os.ErrNotExist) {
+		return def, nil
+	}
+	cfg, err := conf.Load(e.defaultConfig)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "ledgerctl: top: %v; trying the default admin listener %s (-config FILE or --admin HOST:PORT say where it is)\n", err, def)
+		return def, nil
+	}
+	if cfg.Admin.Listen == "" {
+		return "", fmt.Errorf("%s turns logpond's admin listener off ([admin] listen = \"\"): set it and restart logpond, or give --admin HOST:PORT", e.defaultConfig)
+	}
+	return cfg.Admin.Listen, nil
 }
 
 // fetchNode reads GET / of the admin listener.

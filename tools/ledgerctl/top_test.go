@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,12 +52,70 @@ func TestTop(t *testing.T) {
 	if v.Node.Input.EventsTotal != 40 || v.Rates.Seconds <= 0 {
 		t.Errorf("top --json: %d events in, rates over %vs", v.Node.Input.EventsTotal, v.Rates.Seconds)
 	}
+
+	// Without -config or --admin: the admin listener of the installed
+	// configuration.
+	installed := filepath.Join(t.TempDir(), "logpond.toml")
+	if err := os.WriteFile(installed, []byte(fmt.Sprintf("[admin]\nlisten = %q\n", admin)), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	e, stdout, stderr := testEnv(stores{}, time.Now())
+	e.defaultConfig = installed
+	if code := cmdTop(e, []string{"--once", "--interval", "20ms"}); code != exitOK || !strings.Contains(stdout.String(), "STAGE") {
+		t.Fatalf("top with the installed configuration: exit %d:\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestTopAdminAddress: where top looks for logpond without --admin: the
+// configuration given, else the installed one, else the default address.
+func TestTopAdminAddress(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	installed := write("installed.toml", "[admin]\nlisten = \"0.0.0.0:9700\"\n")
+	off := write("off.toml", "[admin]\nlisten = \"\"\n")
+	broken := write("broken.toml", "[admin\n")
+	for _, tc := range []struct {
+		name                  string
+		flag, config, admin   string // --admin; -config and its [admin] listen
+		defaultConfig         string
+		want, wantErr, stderr string
+	}{
+		{name: "--admin wins", flag: "127.0.0.1:1234", config: installed, admin: "127.0.0.1:9700", defaultConfig: installed, want: "127.0.0.1:1234"},
+		{name: "-config", config: "/etc/x.toml", admin: "127.0.0.1:9800", defaultConfig: installed, want: "127.0.0.1:9800"},
+		{name: "-config turns it off", config: off, defaultConfig: installed, wantErr: off + " turns logpond's admin listener off"},
+		{name: "the installed configuration", defaultConfig: installed, want: "0.0.0.0:9700"},
+		{name: "none installed: the default address", defaultConfig: filepath.Join(dir, "missing.toml"), want: "127.0.0.1:9600"},
+		{name: "installed turns it off", defaultConfig: off, wantErr: off + " turns logpond's admin listener off"},
+		{name: "installed unreadable: the default address, with a note", defaultConfig: broken, want: "127.0.0.1:9600", stderr: "trying the default admin listener 127.0.0.1:9600"},
+	} {
+		e, _, stderr := testEnv(stores{}, time.Now())
+		e.config, e.admin, e.defaultConfig = tc.config, tc.admin, tc.defaultConfig
+		got, err := topAdmin(e, tc.flag)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: %q, %v; want the error %q", tc.name, got, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		case !strings.Contains(stderr.String(), tc.stderr) || (tc.stderr == "" && stderr.Len() > 0):
+			t.Errorf("%s: stderr %q, want %q", tc.name, stderr, tc.stderr)
+		}
+	}
 }
 
 // TestTopRefusals: top needs an admin listener that is logpond's.
 func TestTopRefusals(t *testing.T) {
-	if _, errOut, code := ctl(t, "top"); code != exitUsage || !strings.Contains(errOut, "--admin") {
-		t.Errorf("top without an admin listener: exit %d, %q", code, errOut)
+	off := filepath.Join(t.TempDir(), "logpond.toml")
+	if err := os.WriteFile(off, []byte("[admin]\nlisten = \"\"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := ctl(t, "-config", off, "top"); code != exitUsage || !strings.Contains(errOut, "--admin") {
+		t.Errorf("top with the admin listener off: exit %d, %q", code, errOut)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -109,8 +109,8 @@ func cmdVerify(e *env, args []string) int {
 					t.File, t.Offset, t.LSN, t.Reason, t.LSN))
 			default:
 				loc := &location{Store: "ledger", File: t.File, Offset: &t.Offset, LSN: t.LSN, Error: t.Reason,
-					Hint: fmt.Sprintf("the end of the open segment is damaged and the journal no longer holds LSN %d: those records are lost, and logpond will refuse to start; with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
-						t.LSN, e.journalDir, e.ledgerDir)}
+					Hint: fmt.Sprintf("the end of the open segment is damaged and the journal no longer holds LSN %d: those records are lost, and logpond will refuse to start; with logpond stopped, `%s` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+						t.LSN, e.acceptLossCommand())}
 				rep.Damage = append(rep.Damage, loc)
 				ledgerOK = false
 			}
@@ -127,8 +127,8 @@ func cmdVerify(e *env, args []string) int {
 			switch {
 			case e.ledgerDir == "" || !ledgerOK || loc.LSN == 0:
 			case loc.LSN > ledgerLast:
-				loc.Hint = fmt.Sprintf("the ledger ends at LSN %d: this acknowledged record is in neither store and is lost, and logpond refuses to start over it (a running logpond stops moving records to the ledger here); with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
-					ledgerLast, e.journalDir, e.ledgerDir)
+				loc.Hint = fmt.Sprintf("the ledger ends at LSN %d: this acknowledged record is in neither store and is lost, and logpond refuses to start over it (a running logpond stops moving records to the ledger here); with logpond stopped, `%s` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+					ledgerLast, e.acceptLossCommand())
 			case s.GenEnd != 0 && s.GenEnd <= ledgerLast:
 				loc.Hint = fmt.Sprintf("the ledger already holds every LSN of this closed generation (up to %d, the ledger's last LSN is %d): this loses nothing; logpond releases the generation at start without reading it, and the damage with it",
 					s.GenEnd, ledgerLast)
@@ -147,8 +147,8 @@ func cmdVerify(e *env, args []string) int {
 		if e.ledgerDir != "" && ledgerOK && jexists && jfirst > ledgerLast+1 {
 			rep.Damage = append(rep.Damage, &location{Store: "journal", LSN: ledgerLast + 1,
 				Error: fmt.Sprintf("the journal starts at LSN %d but the ledger ends at LSN %d: records %d–%d are in neither store", jfirst, ledgerLast, ledgerLast+1, jfirst-1),
-				Hint: fmt.Sprintf("logpond will refuse to start; with logpond stopped, `ledgerctl -journal %s -ledger %s accept-loss` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
-					e.journalDir, e.ledgerDir)})
+				Hint: fmt.Sprintf("logpond will refuse to start; with logpond stopped, `%s` accepts the loss and keeps every other record (--dry-run first shows what is lost)",
+					e.acceptLossCommand())})
 			c.OK = false
 		}
 	}

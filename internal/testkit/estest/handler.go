@@ -55,6 +55,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.handleCount(w, segs)
+	case len(segs) >= 2 && len(segs) <= 3 && segs[0] == "_cat" && segs[1] == "indices":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, "GET")
+			return
+		}
+		s.handleCatIndices(w, r, segs)
+	case len(segs) == 1 && segs[0] == "_search", len(segs) == 2 && segs[1] == "_search":
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			methodNotAllowed(w, r, "GET, POST")
+			return
+		}
+		s.handleSearch(w, r, segs)
 	case len(segs) == 3 && segs[1] == "_doc" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		s.handleGetDoc(w, r, segs[0], segs[2])
 	default:
