@@ -57,9 +57,12 @@ type BeatsOptions struct {
 	TLS    *tls.Config
 	Logger *slog.Logger
 	// Acked, when set, is called after each batch is acknowledged with
-	// how long it took from its window's first frame to the ACK, and its
-	// events. It is called from connection handlers, concurrently, and
-	// must not block.
+	// the latency logpond added, and its events: the time from the
+	// batch's last byte to its ACK, plus the time reading the batch
+	// stood still waiting for logpond (memory budget, journal space). The
+	// time the batch took to cross the network is left out: a slow link
+	// is not a busy logpond. It is called from connection handlers,
+	// concurrently, and must not block.
 	Acked func(latency time.Duration, events int)
 }
 
@@ -92,6 +95,10 @@ type Beats struct {
 	wg   sync.WaitGroup // the accept loop and every connection handler
 	logs *logLimiter    // lines about violations and accept failures
 
+	// now is the clock acknowledgement latencies are measured with
+	// (Acked); tests set a clock of their own before Serve.
+	now func() time.Time
+
 	// testHookDeadline, when set, runs before a handler sets its
 	// connection's read deadline: tests widen the window a Close can hit.
 	testHookDeadline func()
@@ -123,7 +130,7 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
 		conns: map[net.Conn]struct{}{}, violations: map[string]int64{},
-		logs: newLogLimiter(opts.Logger, logInterval)}, nil
+		logs: newLogLimiter(opts.Logger, logInterval), now: time.Now}, nil
 }
 
 // Addr is the address the input listens on.

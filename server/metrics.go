@@ -58,7 +58,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_journal_fsyncs_total", Help: "Journal group fsyncs.",
 	})
 	m.ack = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "logpond_input_ack_seconds", Help: "Time from a batch's window to its ACK, the wait Beats clients see: reading and decoding the batch, and the journal's group fsync.",
+		Name: "logpond_input_ack_seconds", Help: "Time from a batch's last byte to its ACK, plus any wait for logpond while the batch was read: the wait logpond adds for Beats clients (the journal's group fsync, mostly), without the time the batch took to cross the network.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
 	m.fileRecords = prometheus.NewCounter(prometheus.CounterOpts{
