@@ -16,6 +16,10 @@ type Memory struct {
 	// JournalWrite is 4 × journal.max_group_bytes: the group being
 	// written and the one being fsynced, each with its write buffer.
 	JournalWrite int64
+	// JournalRead is JournalReadBytes: the journal's file reads, one at
+	// a time, its recovery scan at open and the flusher's reads of its
+	// files.
+	JournalRead int64
 	// Ledger is LedgerBuffersBytes: the ledger's write buffer and the
 	// flusher's batch held for it.
 	Ledger int64
@@ -48,6 +52,21 @@ func (c *Config) JournalTailBytes() int64 {
 	return min(8*int64(c.Journal.MaxGroupBytes), int64(c.Journal.SegmentBytes))
 }
 
+// JournalReadChunkBytes is the size of one read of a journal file (the
+// journal's framelog.ReadChunk): its recovery scan at open, and the
+// flusher's reads of its files, read a file this much at a time.
+const JournalReadChunkBytes = 1 << 20
+
+// JournalReadBytes is what a read of the journal's files holds: one
+// chunk, or the largest record when that is larger (the input's records
+// are at most 2 × journal.max_group_bytes). The journal's files are read
+// one at a time: at open (and at the reopen of a failed journal, which
+// the flusher runs) the journal verifies its newest segment, and the
+// flusher reads them when it fell behind the in-memory tail.
+func (c *Config) JournalReadBytes() int64 {
+	return max(JournalReadChunkBytes, 2*int64(c.Journal.MaxGroupBytes))
+}
+
 // Memory returns the memory formula's parts for c.
 func (c *Config) Memory() Memory {
 	b := c.Input.Beats
@@ -56,6 +75,7 @@ func (c *Config) Memory() Memory {
 		Connections:  int64(b.MaxConnections) * ConnectionBytes,
 		JournalTail:  c.JournalTailBytes(),
 		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
+		JournalRead:  c.JournalReadBytes(),
 		Ledger:       LedgerBuffersBytes,
 		Overhead:     RuntimeOverheadBytes,
 	}
@@ -68,5 +88,5 @@ func (c *Config) Memory() Memory {
 // Total is the sum of the parts: about the most memory logpond uses with
 // this configuration, whatever its backlog.
 func (m Memory) Total() int64 {
-	return m.Input + m.Connections + m.JournalTail + m.JournalWrite + m.Ledger + m.Output + m.Overhead
+	return m.Input + m.Connections + m.JournalTail + m.JournalWrite + m.JournalRead + m.Ledger + m.Output + m.Overhead
 }

@@ -13,7 +13,7 @@ import (
 func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c := Default()
 	m := c.Memory()
-	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.Output != 16<<20 {
+	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.JournalRead != 4<<20 || m.Output != 16<<20 {
 		t.Errorf("default parts: %+v", m)
 	}
 	if m.Total() > 256<<20 {
@@ -33,5 +33,9 @@ func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c.Journal.SegmentBytes = 4 << 20
 	if got := c.Memory().JournalTail; got != 4<<20 {
 		t.Errorf("the journal's tail is %d with segment_bytes 4MiB, want at most the segment", got)
+	}
+	c.Journal.MaxGroupBytes = 256 << 10
+	if got := c.Memory().JournalRead; got != JournalReadChunkBytes {
+		t.Errorf("the journal's reads hold %d with max_group_bytes 256KiB, want one read chunk (records are smaller)", got)
 	}
 }

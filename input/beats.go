@@ -57,9 +57,12 @@ type BeatsOptions struct {
 	TLS    *tls.Config
 	Logger *slog.Logger
 	// Acked, when set, is called after each batch is acknowledged with
-	// how long it took from its window's first frame to the ACK, and its
-	// events. It is called from connection handlers, concurrently, and
-	// must not block.
+	// the latency logpond added, and its events: the time from the
+	// batch's last byte to its ACK, plus the time reading the batch
+	// stood still waiting for logpond (memory budget, journal space). The
+	// time the batch took to cross the network is left out: a slow link
+	// is not a busy logpond. It is called from connection handlers,
+	// concurrently, and must not block.
 	Acked func(latency time.Duration, events int)
 }
 
@@ -81,6 +84,7 @@ type Beats struct {
 	mu         sync.Mutex // guards the fields below
 	conns      map[net.Conn]struct{}
 	violations map[string]int64
+	closes     map[string]int64 // connections that ended without a violation, by reason (closeWith)
 	events     int64
 	batches    int64
 	bytes      int64 // event bytes acknowledged
@@ -91,6 +95,10 @@ type Beats struct {
 
 	wg   sync.WaitGroup // the accept loop and every connection handler
 	logs *logLimiter    // lines about violations and accept failures
+
+	// now is the clock acknowledgement latencies are measured with
+	// (Acked); tests set a clock of their own before Serve.
+	now func() time.Time
 
 	// testHookDeadline, when set, runs before a handler sets its
 	// connection's read deadline: tests widen the window a Close can hit.
@@ -122,8 +130,8 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 	stop, cancel := context.WithCancel(context.Background())
 	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
-		conns: map[net.Conn]struct{}{}, violations: map[string]int64{},
-		logs: newLogLimiter(opts.Logger, logInterval)}, nil
+		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}, closes: map[string]int64{},
+		logs: newLogLimiter(opts.Logger, logInterval), now: time.Now}, nil
 }
 
 // Addr is the address the input listens on.
@@ -330,6 +338,17 @@ func (b *Beats) Violations() map[string]int64 {
 	return out
 }
 
+// Reasons a connection ends without a violation (BeatsStats.Closed).
+const (
+	// CloseIdle: logpond closed a connection on which no batch began
+	// within IdleTimeout after the last one (Logstash's
+	// client_inactivity_timeout). Beats send nothing while they have
+	// nothing to send, so this is normal on a quiet client.
+	CloseIdle = "idle_timeout"
+	// CloseClient: the client closed the connection between batches.
+	CloseClient = "client_closed"
+)
+
 // BeatsStats is a snapshot of the input's counters and state.
 type BeatsStats struct {
 	Events, Batches, Bytes int64 // acknowledged
@@ -337,15 +356,30 @@ type BeatsStats struct {
 	InflightBytes          int64 // budget held by events read but not yet durable
 	MaxInflightBytes       int64
 	BudgetWaiters          int // connections waiting for budget (backpressure)
+	// Closed counts the connections that ended without a violation, by
+	// reason (CloseIdle, CloseClient); violations are counted apart
+	// (Violations). Connections that Close ends are in neither.
+	Closed map[string]int64
 }
 
 // Stats returns the input's counters and state. Safe for concurrent use.
 func (b *Beats) Stats() BeatsStats {
 	b.mu.Lock()
-	st := BeatsStats{Events: b.events, Batches: b.batches, Bytes: b.bytes, Connections: len(b.conns)}
+	st := BeatsStats{Events: b.events, Batches: b.batches, Bytes: b.bytes, Connections: len(b.conns),
+		Closed: make(map[string]int64, len(b.closes))}
+	for k, v := range b.closes {
+		st.Closed[k] = v
+	}
 	b.mu.Unlock()
 	st.InflightBytes, st.MaxInflightBytes, st.BudgetWaiters = b.budget.state()
 	return st
+}
+
+// closedNormally counts a connection that ended without a violation.
+func (b *Beats) closedNormally(reason string) {
+	b.mu.Lock()
+	b.closes[reason]++
+	b.mu.Unlock()
 }
 
 func (b *Beats) violation(c net.Conn, reason string, err error) {
@@ -357,13 +391,17 @@ func (b *Beats) violation(c net.Conn, reason string, err error) {
 	}
 }
 
-// closeWith logs and counts why a connection ends; a clean close between
-// batches is not a violation.
+// closeWith logs and counts why a connection ends. A clean close by the
+// client between batches, and an idle connection closed after
+// IdleTimeout, are normal ends, not violations; a batch that stops
+// arriving (slowloris) is one.
 func (b *Beats) closeWith(conn net.Conn, err error) {
 	var pe *lumberjack.ProtocolError
 	var ne net.Error
 	switch {
-	case errors.Is(err, errEOF), errors.Is(err, errClosing):
+	case errors.Is(err, errClosing):
+	case errors.Is(err, errEOF):
+		b.closedNormally(CloseClient)
 	case errors.As(err, &pe):
 		b.violation(conn, pe.Reason, err)
 	case errors.Is(err, errNoBudget):
@@ -372,8 +410,18 @@ func (b *Beats) closeWith(conn net.Conn, err error) {
 		b.mu.Lock()
 		closed := b.closed
 		b.mu.Unlock()
-		if !closed {
-			b.violation(conn, "timeout", err)
+		switch {
+		case closed: // Close interrupted the read
+		case errors.Is(err, lumberjack.ErrBetweenBatches):
+			// Nothing arrived since the last ACK: a quiet client. Beats
+			// have no keepalive of their own; a Filebeat finds the
+			// connection closed when it next sends, and sends again on
+			// a new one (docs/filebeat.md).
+			b.closedNormally(CloseIdle)
+			b.log.Debug("beats: closing idle connection", "remote", conn.RemoteAddr().String(),
+				"reason", CloseIdle, "idle_timeout", b.opts.IdleTimeout.String())
+		default:
+			b.violation(conn, "batch_timeout", err)
 		}
 	default:
 		if b.logs.allow("ended", slog.LevelWarn, "beats: more connections ended on errors") {

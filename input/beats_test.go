@@ -210,7 +210,7 @@ func TestKeepaliveWhileWaitingForTheJournal(t *testing.T) {
 func TestViolationsCloseOnlyThatConnection(t *testing.T) {
 	j := openJournal(t)
 	opts := testOptions()
-	opts.IdleTimeout = 200 * time.Millisecond
+	opts.BatchTimeout = 200 * time.Millisecond
 	opts.MaxConnections = 3
 	b := startBeats(t, opts, journalInput{j})
 
@@ -221,7 +221,7 @@ func TestViolationsCloseOnlyThatConnection(t *testing.T) {
 		{lumberjack.ReasonWindowTooLarge, []byte("2W\xff\xff\xff\xff")},
 		{lumberjack.ReasonBadVersion, []byte("1W\x00\x00\x00\x01")},
 		{lumberjack.ReasonInvalidJSON, lumbertest.Window(`{"a":`)},
-		{"timeout", nil}, // idle: sends nothing
+		{"batch_timeout", lumbertest.Window(`{"a":1}`)[:10]}, // stops inside its batch
 	}
 	for _, h := range hostile {
 		conn, err := net.Dial("tcp", b.Addr().String())

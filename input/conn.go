@@ -54,7 +54,7 @@ type beatsConn struct {
 	held        int64           // budget held for events read into bl
 	pending     []Durable       // records of this batch submitted, not yet known durable
 	pendingHeld int64           // budget held for their events
-	windowAt    time.Time       // when the current batch's window began
+	stalled     time.Duration   // reading this batch stood still for logpond (budget, journal space) this long
 	wmu         sync.Mutex      // serializes ACK writes (keepalives come from a timer)
 }
 
@@ -69,16 +69,23 @@ func (c *beatsConn) serveBatch() bool {
 	c.bl = builders.Get().(*record.Builder)
 	c.bl.Reset(time.Now())
 	c.parts = 0
+	c.stalled = 0
 	var batchBytes int64
 	n, seq, err := c.r.ReadBatch(func(ev []byte) error {
 		batchBytes += int64(len(ev))
 		if c.bl.Count() > 0 && c.bl.Size()+record.EventOverhead+len(ev) > b.opts.MaxRecordBytes {
-			if err := c.submit(false); err != nil {
+			start := b.now()
+			err := c.submit(false) // may wait for journal space
+			c.stalled += b.now().Sub(start)
+			if err != nil {
 				return err
 			}
 		}
 		return c.bl.Add(ev)
 	})
+	// The batch's last byte is read: from here on the client only waits
+	// for logpond.
+	readAt := b.now()
 	if err == nil {
 		err = c.submit(true)
 	}
@@ -102,7 +109,11 @@ func (c *beatsConn) serveBatch() bool {
 		return false
 	}
 	if b.opts.Acked != nil {
-		b.opts.Acked(time.Since(c.windowAt), n)
+		// Measured from the batch's last byte, plus the time reading it
+		// stood still for logpond: how long the batch took to cross the
+		// network is the link's, and counted here it would make a slow
+		// link look like a busy logpond (internal/ackwatch).
+		b.opts.Acked(b.now().Sub(readAt)+c.stalled, n)
 	}
 	b.mu.Lock()
 	b.events += int64(n)
@@ -115,7 +126,6 @@ func (c *beatsConn) serveBatch() bool {
 // onWindow is the reader's OnWindow hook: the window started, and from now
 // on the whole batch must arrive within BatchTimeout.
 func (c *beatsConn) onWindow(int) error {
-	c.windowAt = time.Now()
 	return c.b.readDeadline(c.conn, c.b.opts.BatchTimeout)
 }
 
@@ -130,6 +140,10 @@ func (c *beatsConn) reserve(n int) error {
 		c.held += size
 		return nil
 	}
+	// Reading stops here for logpond: that wait is acknowledgement
+	// latency (serveBatch).
+	start := b.now()
+	defer func() { c.stalled += b.now().Sub(start) }()
 	// Never wait for budget this connection holds itself: submit the
 	// record being built (its events hold budget too, and the record limit
 	// may exceed the whole budget) and wait for its submitted records to

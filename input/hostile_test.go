@@ -76,7 +76,7 @@ func TestSlowloris(t *testing.T) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
-		if b.Violations()["timeout"] > 0 {
+		if b.Violations()["batch_timeout"] > 0 {
 			closed = true
 			break
 		}

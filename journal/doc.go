@@ -105,8 +105,10 @@
 // Before tidwall opens the newest generation (tidwall fails on a torn length
 // prefix, reads zero bytes as valid empty entries, and a recycled file's
 // stale bytes as whatever they parse to), the journal scans its
-// segment and verifies every entry: length prefix within the file, frame
-// CRC, expected LSN, non-decreasing group, record CRC. At the first bad entry
+// segment, a chunk at a time, and verifies every entry: length prefix
+// within the file, frame CRC, expected LSN, non-decreasing group, record
+// CRC. (tidwall itself then does not read it: it would read it whole;
+// tidwall.go, openUnread.) At the first bad entry
 // (offset P, expected LSN L) it looks for any valid entry beyond P:
 //
 //   - none, or only entries written before L was fsynced (group ≤ L): the
@@ -179,7 +181,10 @@
 // while the records' share of it is full, and a record that could never fit
 // (more than max_bytes − (1 + spare_segments) × segment_bytes) is refused.
 // Memory: tidwall would keep the newest generation's segment in memory;
-// the journal empties that copy after every write (tidwall.go), so it holds
+// the journal empties that copy after every write, and opens a generation
+// that holds records without tidwall reading it (tidwall.go), so it holds
 // one group's buffer (about 2 × max_group_bytes), the tail cache
-// (Options.TailBytes) and the queued records.
+// (Options.TailBytes) and the queued records; reading its files (Open's
+// verification, Reader) holds a chunk of framelog.ReadChunk bytes, or the
+// largest record when that is larger.
 package journal

@@ -3,6 +3,8 @@ package journal
 import (
 	"errors"
 	"testing"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // FuzzExamineTail feeds arbitrary segment bytes to recovery's decision. It
@@ -13,7 +15,7 @@ func FuzzExamineTail(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, 64))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		kept, rep, err := examineTail("seg", data, 1)
+		kept, rep, err := examineTail("seg", framelog.Bytes(data), 1)
 		if err != nil {
 			var ce *CorruptionError
 			if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset >= int64(len(data)) {

@@ -2,9 +2,11 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"testing"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/framelog"
 )
 
@@ -76,5 +78,57 @@ func TestReaderReadsInChunks(t *testing.T) {
 	}
 	if alloc := int64(ms1.TotalAlloc - ms0.TotalAlloc); alloc > int64(4*framelog.ReadChunk) {
 		t.Fatalf("reading %d MiB allocated %d MiB: more than a chunk and the largest record", total>>20, alloc>>20)
+	}
+}
+
+// TestOpenReadsTheNewestSegmentInChunks opens a journal whose newest
+// generation holds 48 MiB: verifying its tail and opening it for writing
+// allocate what the memory formula gives the journal's writes and reads
+// (conf.Memory's JournalWrite and JournalRead), not the segment: neither
+// the journal nor tidwall reads it whole.
+func TestOpenReadsTheNewestSegmentInChunks(t *testing.T) {
+	if conf.JournalReadChunkBytes != framelog.ReadChunk {
+		t.Fatalf("the memory formula counts journal reads of %d bytes, the journal reads %d", conf.JournalReadChunkBytes, framelog.ReadChunk)
+	}
+	const size = 48 << 20
+	opts := Options{SegmentBytes: 64 << 20, MaxBytes: 256 << 20, MaxGroupBytes: 1 << 20}
+	dir := t.TempDir()
+	j := mustOpen(t, dir, opts)
+	r := rec(t, 1, 1, 64<<10)
+	var pending []*Pending
+	for written := 0; written < size; written += len(r) {
+		p, err := j.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	for _, p := range pending {
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := j.LastLSN()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := conf.Default()
+	c.Journal.MaxGroupBytes = conf.Size(opts.MaxGroupBytes)
+	m := c.Memory()
+	share := m.JournalWrite + m.JournalRead
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	j = mustOpen(t, dir, opts)
+	runtime.ReadMemStats(&ms1)
+	defer j.Close()
+	if j.LastLSN() != last {
+		t.Fatalf("reopened at LSN %d, want %d", j.LastLSN(), last)
+	}
+	alloc := int64(ms1.TotalAlloc - ms0.TotalAlloc)
+	t.Logf("Open allocated %.1f MiB over a %d MiB newest segment", float64(alloc)/(1<<20), size>>20)
+	if alloc > share {
+		t.Fatalf("opening a journal whose newest segment holds %d MiB allocated %.1f MiB, more than its share of %.1f MiB (write buffers and reads)",
+			size>>20, float64(alloc)/(1<<20), float64(share)/(1<<20))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+
+	"github.com/logpond/logpond/internal/framelog"
 )
 
 // Repair describes a torn tail that Open cut from the newest generation.
@@ -17,22 +19,37 @@ type Repair struct {
 }
 
 // repairTail verifies every entry of generation g's segment (the newest
-// generation) and cuts a torn tail, before tidwall opens it. It returns the
-// number of valid records, and a *Repair when it cut something. Damage that
-// a later write group follows is a *CorruptionError and nothing is cut.
-// synced (Reopen only) is the last LSN the failed instance made durable:
-// everything after it is cut, however it reads (see Reopen).
+// generation) and cuts a torn tail, before the journal opens the
+// generation. It returns the number of valid records, and a *Repair when
+// it cut something. Damage that a later write group follows is a
+// *CorruptionError and nothing is cut. synced (Reopen only) is the last
+// LSN the failed instance made durable: everything after it is cut,
+// however it reads (see Reopen).
+//
+// It reads the segment a chunk at a time (framelog.File), not whole: the
+// segment is up to segment_bytes, and Reopen runs while logpond serves,
+// within the journal's share of memory (conf.Memory's JournalRead).
 func repairTail(g generation, log *slog.Logger, synced *uint64) (int, *Repair, error) {
 	path := g.segment()
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil, nil // a generation whose segment was never created
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("journal: read %s: %w", path, err)
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, nil, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	src := framelog.File(f, st.Size())
 	if synced != nil {
-		if kept, rep := cutUnsynced(path, data, g.base, *synced); rep != nil {
+		kept, rep, err := cutUnsynced(path, src, g.base, *synced)
+		if err != nil {
+			return 0, nil, err
+		}
+		if rep != nil {
 			if err := cutFile(path, rep.Offset); err != nil {
 				return kept, nil, err
 			}
@@ -41,7 +58,7 @@ func repairTail(g generation, log *slog.Logger, synced *uint64) (int, *Repair, e
 			return kept, rep, nil
 		}
 	}
-	kept, rep, err := examineTail(path, data, g.base+1)
+	kept, rep, err := examineTail(path, src, g.base+1)
 	if err != nil || rep == nil {
 		return kept, nil, err
 	}
@@ -75,30 +92,37 @@ func cutFile(path string, size int64) error {
 
 // examineTail decides what recovery does with a segment's bytes (doc.go,
 // Recovery): keep everything (nil, nil), cut a torn tail (a *Repair), or
-// refuse (a *CorruptionError). It does no I/O.
-func examineTail(path string, data []byte, firstLSN uint64) (int, *Repair, error) {
-	s := newScanner(path, data, firstLSN, 0, true)
+// refuse (a *CorruptionError). It reads src only.
+func examineTail(path string, src framelog.Source, firstLSN uint64) (int, *Repair, error) {
+	s := framelog.NewScanner(src, entries{}, framelog.Scan{File: path, Want: firstLSN, Tail: true})
 	kept := 0
 	for s.Next() {
 		kept++
 	}
-	rep, err := stopped(path, s, len(data))
+	rep, err := stopped(path, s, int(src.Size()))
 	return kept, rep, err
 }
 
-// cutUnsynced finds, in the segment data of the generation after base, the
+// cutUnsynced finds, in the segment src of the generation after base, the
 // end of the entries up to LSN synced, and returns the records kept and
 // the cut of everything after them (nil when nothing follows). When the
 // entries up to synced do not all verify, it returns nil: the recovery
-// rule of examineTail applies to that damage.
-func cutUnsynced(path string, data []byte, base, synced uint64) (int, *Repair) {
+// rule of examineTail applies to that damage. An error is a failed read.
+func cutUnsynced(path string, src framelog.Source, base, synced uint64) (int, *Repair, error) {
 	keep := max(synced, base)
-	s := newScanner(path, data, base+1, 0, false)
+	s := framelog.NewScanner(src, entries{}, framelog.Scan{File: path, Want: base + 1})
 	for s.Want() <= keep && s.Next() {
 	}
-	if s.Want() <= keep || s.Offset() >= int64(len(data)) {
-		return 0, nil
+	if s.Want() <= keep {
+		var ce *framelog.CorruptionError
+		if err := s.Err(); err != nil && !errors.As(err, &ce) {
+			return 0, nil, fmt.Errorf("journal: %w", err)
+		}
+		return 0, nil, nil
 	}
-	return int(keep - base), &Repair{File: path, Offset: s.Offset(), Bytes: int64(len(data)) - s.Offset(), FirstLSN: keep + 1,
-		Reason: "written before the journal failed, never fsynced"}
+	if s.Offset() >= src.Size() {
+		return 0, nil, nil
+	}
+	return int(keep - base), &Repair{File: path, Offset: s.Offset(), Bytes: src.Size() - s.Offset(), FirstLSN: keep + 1,
+		Reason: "written before the journal failed, never fsynced"}, nil
 }

@@ -103,7 +103,7 @@ func setAsideSettled(dir string, gens []generation, settled uint64, syncDir func
 		return false, err
 	}
 	if last == 0 && from == to {
-		if _, rep, err := examineTail(path, data, g.base+1); err == nil && rep != nil {
+		if _, rep, err := examineTail(path, framelog.Bytes(data), g.base+1); err == nil && rep != nil {
 			// Nothing after settled, and by the recovery rule the bad
 			// entry is a torn tail (or a recycled file's stale rest),
 			// never acknowledged: the journal just ends before the
@@ -169,7 +169,7 @@ func settledRest(path string, data []byte, off int, settled, last uint64) (int, 
 		return q, int(s.Offset()), nil
 	}
 	// The newest generation: what follows is judged by the recovery rule.
-	_, rep, err := examineTail(path, rest, want)
+	_, rep, err := examineTail(path, framelog.Bytes(rest), want)
 	var ce *CorruptionError
 	switch {
 	case errors.As(err, &ce):

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -19,7 +20,8 @@ import (
 // generation through [segmentLog] and knows nothing of tidwall's types,
 // its entry indexes or its layout. It also holds the workarounds for
 // tidwall's traps, which reach unexported fields with reflect and unsafe;
-// TestTidwallLayout and TestTidwallWritesIntoReplacedFile guard them, so
+// TestTidwallLayout, TestTidwallWritesIntoReplacedFile and
+// TestTidwallContinuesAdoptedFile guard them, so
 // that a tidwall upgrade that changes the layout fails a test instead of
 // silently leaking, slowing down or writing elsewhere. docs/design.md
 // (§4, "tidwall/wal workarounds") has what each one is measured to earn.
@@ -64,6 +66,69 @@ type segmentOptions struct {
 	tidwallSync bool
 }
 
+// tidwallOptions open a generation's log.
+var tidwallOptions = &wal.Options{
+	NoSync:           true,        // the committer fsyncs once per group
+	SegmentSize:      math.MaxInt, // never cycle: one segment per generation
+	SegmentCacheSize: 1,
+	NoCopy:           true,
+	DirPerms:         0o750,
+	FilePerms:        0o640,
+}
+
+// openingDir is a scratch directory in the journal directory, where
+// openUnread has tidwall create an empty log; a crash can leave it
+// behind, and the next openUnread removes it.
+const openingDir = "opening"
+
+// openUnread opens generation g, whose segment holds entries entries
+// (verified by repairTail), for writing after them without tidwall reading
+// the segment. tidwall's Open reads a log's last segment whole into memory
+// (to serve reads the journal never makes; forgetWritten would drop it at
+// once): up to segment_bytes, at every start and at every Reopen, which
+// runs while logpond serves. So tidwall opens an empty log in a scratch
+// directory instead and is handed a descriptor of g's segment, positioned
+// at its end, with its last index set to entries: the state in which
+// forgetWritten leaves a log after every write. It returns nil, nil when
+// tidwall's layout changed; the caller then opens the generation the
+// plain way.
+func openUnread(g generation, entries uint64, logger *slog.Logger) (*wal.Log, error) {
+	scratch := filepath.Join(filepath.Dir(g.dir), openingDir)
+	if err := os.RemoveAll(scratch); err != nil {
+		return nil, err
+	}
+	w, err := wal.Open(scratch, tidwallOptions)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*wal.Log, error) {
+		w.Close()
+		os.RemoveAll(scratch)
+		return nil, err
+	}
+	f, err := os.OpenFile(g.segment(), os.O_WRONLY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return fail(err)
+	}
+	created, ok := adoptSegmentFile(w, f, entries)
+	if !ok {
+		f.Close()
+		logger.Warn("journal: cannot open the segment without tidwall reading it whole (its layout changed): opening it holds up to segment_bytes", "file", g.segment())
+		return fail(nil)
+	}
+	if err := created.Close(); err != nil {
+		logger.Warn("journal: close the scratch file tidwall created", "dir", scratch, "err", err)
+	}
+	if err := os.RemoveAll(scratch); err != nil {
+		logger.Warn("journal: remove the scratch directory tidwall opened in", "dir", scratch, "err", err)
+	}
+	return w, nil
+}
+
 // tidwallSegment is a generation's tidwall log, opened for writing.
 type tidwallSegment struct {
 	log    *wal.Log
@@ -76,22 +141,23 @@ type tidwallSegment struct {
 }
 
 // openSegment opens generation g's segment for writing after its entries,
-// of which the journal's verification counted entries (tidwall must count
-// the same). When recycle names a file and g is new, the segment is that
+// of which the journal's verification counted entries: tidwall is told
+// that count (openUnread), or, where it reads the segment itself, must
+// count the same. When recycle names a file and g is new, the segment is that
 // file, renamed over the one tidwall creates, and g writes into it from
 // offset 0. spareErr, wrapping errSpareUnused, says the file could not be
 // used and is still where it was; the segment is then a new file.
 func openSegment(g generation, entries uint64, recycle string, opts segmentOptions, logger *slog.Logger) (seg *tidwallSegment, spareErr, err error) {
-	w, err := wal.Open(g.dir, &wal.Options{
-		NoSync:           true,        // the committer fsyncs once per group
-		SegmentSize:      math.MaxInt, // never cycle: one segment per generation
-		SegmentCacheSize: 1,
-		NoCopy:           true,
-		DirPerms:         0o750,
-		FilePerms:        0o640,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", g.dir, err)
+	var w *wal.Log
+	if entries > 0 {
+		if w, err = openUnread(g, entries, logger); err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", g.dir, err)
+		}
+	}
+	if w == nil {
+		if w, err = wal.Open(g.dir, tidwallOptions); err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", g.dir, err)
+		}
 	}
 	s := &tidwallSegment{log: w, opts: opts, logger: logger}
 	fail := func(err error) (*tidwallSegment, error, error) {
@@ -109,8 +175,10 @@ func openSegment(g generation, entries uint64, recycle string, opts segmentOptio
 			return fail(err)
 		}
 	}
-	// tidwall loads a reopened segment whole into memory; the journal
-	// never reads through tidwall, so that copy goes at once.
+	// tidwall keeps what it reads and writes of the segment in memory
+	// (all of a segment it read itself, when openUnread could not be
+	// used); the journal never reads through tidwall, so that copy goes
+	// at once.
 	if opts.noForget {
 		// Left as tidwall has it.
 	} else if !forgetWritten(w, opts.bufferCap) {
@@ -266,6 +334,23 @@ func replaceEmptySegmentFile(l *wal.Log, f *os.File) (*os.File, bool) {
 	old, _ := tidwallFile(l)
 	v := reflect.ValueOf(l).Elem().FieldByName("sfile")
 	reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Set(reflect.ValueOf(f))
+	return old, true
+}
+
+// adoptSegmentFile makes a log that holds no entry continue the segment
+// file f, which holds entries entries, positioned at its end: the log
+// writes through f, as replaceEmptySegmentFile, and numbers its next entry
+// entries+1. It returns the file tidwall created (the caller closes it),
+// or false, changing nothing, when the log is not empty or tidwall's
+// layout changed. The log holds no copy of f's entries, as after
+// forgetWritten: it can write, not read them.
+func adoptSegmentFile(l *wal.Log, f *os.File, entries uint64) (*os.File, bool) {
+	last := reflect.ValueOf(l).Elem().FieldByName("lastIndex")
+	if !last.IsValid() || last.Kind() != reflect.Uint64 || !canReplaceSegmentFile(l) {
+		return nil, false
+	}
+	old, _ := replaceEmptySegmentFile(l, f)
+	reflect.NewAt(last.Type(), unsafe.Pointer(last.UnsafeAddr())).Elem().SetUint(entries)
 	return old, true
 }
 

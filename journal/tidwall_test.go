@@ -110,3 +110,96 @@ func takeTailBuffer(l *wal.Log) []byte {
 	}
 	return ebuf.Bytes()
 }
+
+// TestTidwallContinuesAdoptedFile guards openUnread: an empty log handed a
+// segment file of another log, holding three entries and positioned at
+// its end, numbers its next entry 4 and writes it after them, so that the
+// file reads back as one log of four entries; a log holding entries
+// refuses.
+func TestTidwallContinuesAdoptedFile(t *testing.T) {
+	dir := t.TempDir()
+	orig, err := wal.Open(filepath.Join(dir, "orig"), tidwallOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range []string{"one", "two", "three"} {
+		if err := orig.Write(uint64(i+1), []byte(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := orig.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := wal.Open(filepath.Join(dir, "scratch"), tidwallOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	f, err := os.OpenFile(filepath.Join(dir, "orig", segmentFile), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	created, ok := adoptSegmentFile(w, f, 3)
+	if !ok {
+		t.Fatal("tidwall's segment file or last index field is gone: openUnread cannot work")
+	}
+	created.Close()
+	if last, err := w.LastIndex(); err != nil || last != 3 {
+		t.Fatalf("adopted log's last index %d, %v; want 3", last, err)
+	}
+	if err := w.Write(4, []byte("four")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "scratch", segmentFile)); st.Size() != 0 {
+		t.Fatalf("tidwall's own file got %d bytes", st.Size())
+	}
+	if _, ok := adoptSegmentFile(w, f, 4); ok {
+		t.Fatal("a log that holds an entry adopted a file")
+	}
+	back, err := wal.Open(filepath.Join(dir, "orig"), tidwallOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	for i, want := range []string{"one", "two", "three", "four"} {
+		if got, err := back.Read(uint64(i + 1)); err != nil || string(got) != want {
+			t.Fatalf("entry %d reads %q, %v; want %q", i+1, got, err, want)
+		}
+	}
+}
+
+// TestOpenRemovesScratchLeftovers: a scratch directory a crash left in the
+// journal directory while a generation was opened is removed by the next
+// Open, which continues the generation.
+func TestOpenRemovesScratchLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	j := mustOpen(t, dir, smallOpts())
+	mustAppend(t, j, rec(t, 1, 1, 10))
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scratch := filepath.Join(dir, openingDir)
+	if err := os.MkdirAll(scratch, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(scratch, segmentFile), []byte("left by a crash"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	j = mustOpen(t, dir, smallOpts())
+	defer j.Close()
+	if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+		t.Fatalf("the scratch directory is still there: %v", err)
+	}
+	if lsn := mustAppend(t, j, rec(t, 1, 2, 10)); lsn != 2 {
+		t.Fatalf("appended at LSN %d, want 2", lsn)
+	}
+	if got := readAll(t, j); len(got) != 2 {
+		t.Fatalf("read %d records, want 2", len(got))
+	}
+	if gens := j.gensSnapshot(); len(gens) != 1 {
+		t.Fatalf("%d generations, want the one reopened", len(gens))
+	}
+}

@@ -91,6 +91,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		{"logpond_input_batches_total", nil, batches},
 		{"logpond_input_bytes_total", nil, float64(bytes)},
 		{"logpond_input_connections", nil, 0},
+		{"logpond_input_connections_closed_total", []string{"reason", "client_closed"}, 1},
 		{"logpond_backpressure", []string{"reason", "journal_full"}, 0},
 		{"logpond_backpressure", []string{"reason", "elasticsearch"}, 0},
 	} {

@@ -58,7 +58,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_journal_fsyncs_total", Help: "Journal group fsyncs.",
 	})
 	m.ack = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "logpond_input_ack_seconds", Help: "Time from a batch's window to its ACK, the wait Beats clients see: reading and decoding the batch, and the journal's group fsync.",
+		Name: "logpond_input_ack_seconds", Help: "Time from a batch's last byte to its ACK, plus any wait for logpond while the batch was read: the wait logpond adds for Beats clients (the journal's group fsync, mostly), without the time the batch took to cross the network.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
 	m.fileRecords = prometheus.NewCounter(prometheus.CounterOpts{
@@ -180,6 +180,7 @@ var (
 	descInputBatches     = prometheus.NewDesc("logpond_input_batches_total", "Batches acknowledged to Beats clients.", nil, nil)
 	descInputConns       = prometheus.NewDesc("logpond_input_connections", "Open Beats connections.", nil, nil)
 	descInputViolations  = prometheus.NewDesc("logpond_input_violations_total", "Connections closed for breaking the protocol or a limit, by reason.", []string{"reason"}, nil)
+	descInputClosed      = prometheus.NewDesc("logpond_input_connections_closed_total", "Connections that ended without a violation, by reason: idle_timeout (logpond closed it: no batch began within input.beats.idle_timeout), client_closed (the client closed it between batches).", []string{"reason"}, nil)
 	descInputInflight    = prometheus.NewDesc("logpond_input_inflight_bytes", "Event bytes read but not yet durable (max_inflight_bytes budget in use).", nil, nil)
 	descInputInflightMax = prometheus.NewDesc("logpond_input_inflight_max_bytes", "The max_inflight_bytes budget.", nil, nil)
 	descJournalBytes     = prometheus.NewDesc("logpond_journal_bytes", "Bytes the journal holds on disk.", nil, nil)
@@ -218,7 +219,7 @@ var (
 )
 
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations,
+	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations, descInputClosed,
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
@@ -246,6 +247,9 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		gauge(descInputInflightMax, float64(in.MaxInflightBytes))
 		for reason, n := range st.violations {
 			counter(descInputViolations, float64(n), reason)
+		}
+		for reason, n := range in.Closed {
+			counter(descInputClosed, float64(n), reason)
 		}
 	}
 	cfg := c.s.cfg

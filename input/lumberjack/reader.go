@@ -69,6 +69,15 @@ const (
 	ReasonTruncated      = "truncated"
 )
 
+// ErrBetweenBatches marks an error ReadBatch met while it waited for the
+// first byte of a batch, when nothing of one had arrived: the client sent
+// nothing after its last batch. A read deadline that expires there is an
+// idle connection, which is normal (Beats send nothing while they have
+// nothing to send); one that expires once a batch has begun is a stalled
+// batch. ReadBatch wraps such errors with it; a clean close there is
+// io.EOF, unwrapped.
+var ErrBetweenBatches = errors.New("lumberjack: no batch began")
+
 // ProtocolError is a client's violation of the protocol or of a limit. The
 // connection must be closed; nothing of the batch was acknowledged.
 type ProtocolError struct {
@@ -122,8 +131,8 @@ func NewReader(r io.Reader, limits Limits) *Reader {
 
 // batchReader returns the buffer to read a batch through, borrowing one
 // once the batch has begun to arrive. An error comes from the wait for
-// its first byte and is returned as frameType would: io.EOF for a clean
-// close.
+// its first byte: io.EOF for a clean close, anything else wrapped with
+// ErrBetweenBatches.
 func (r *Reader) batchReader() (*bufio.Reader, error) {
 	if r.batch != nil {
 		return r.batch, nil
@@ -132,7 +141,7 @@ func (r *Reader) batchReader() (*bufio.Reader, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
-		return nil, truncated(err)
+		return nil, fmt.Errorf("%w: %w", ErrBetweenBatches, err)
 	}
 	r.batch = batchBuffers.Get().(*bufio.Reader)
 	r.batch.Reset(r.idle)
@@ -168,7 +177,9 @@ type batchState struct {
 // ReadBatch reads the next window and its events, calling fn once per
 // event in order with the event's bytes, valid only during the call (copy
 // what you keep). It returns the number of events and the sequence number
-// to acknowledge. io.EOF means the client closed cleanly between batches.
+// to acknowledge. io.EOF means the client closed cleanly between batches;
+// any other error met before the batch's first byte wraps
+// ErrBetweenBatches.
 func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 	br, err := r.batchReader()
 	if err != nil {

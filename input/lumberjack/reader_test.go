@@ -278,3 +278,63 @@ func TestBatchBufferOnlyWhileNeeded(t *testing.T) {
 		t.Fatalf("after the last batch: %v, want io.EOF", err)
 	}
 }
+
+// failingReader returns its bytes, then err.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+// TestErrorBetweenBatches: an error met while waiting for a batch's first
+// byte (an idle connection's read deadline) wraps ErrBetweenBatches, after
+// a batch as on a new connection; the same error once a batch has begun,
+// even inside its window frame, does not; a clean close between batches
+// is io.EOF.
+func TestErrorBetweenBatches(t *testing.T) {
+	one := (&frames{}).window(1).json(1, `{"a":1}`).Bytes()
+	timeout := os.ErrDeadlineExceeded
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		batches int // read whole before the error
+		between bool
+	}{
+		{"nothing sent", nil, 0, true},
+		{"after a batch", one, 1, true},
+		{"inside the window frame", one[:3], 0, false},
+		{"inside the events", one[:len(one)-2], 0, false},
+		{"after a batch, inside the next", append(append([]byte(nil), one...), one[:8]...), 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReader(&failingReader{data: tc.data, err: timeout}, DefaultLimits())
+			defer r.Release()
+			for range tc.batches {
+				if _, _, err := r.ReadBatch(func([]byte) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, _, err := r.ReadBatch(func([]byte) error { return nil })
+			if !errors.Is(err, timeout) {
+				t.Fatalf("got %v, want the reader's error", err)
+			}
+			if got := errors.Is(err, ErrBetweenBatches); got != tc.between {
+				t.Errorf("%v: between batches %v, want %v", err, got, tc.between)
+			}
+		})
+	}
+	r := NewReader(bytes.NewReader(one), DefaultLimits())
+	defer r.Release()
+	r.ReadBatch(func([]byte) error { return nil })
+	if _, _, err := r.ReadBatch(func([]byte) error { return nil }); err != io.EOF {
+		t.Errorf("a clean close between batches: %v, want io.EOF", err)
+	}
+}

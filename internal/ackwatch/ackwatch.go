@@ -66,8 +66,11 @@ func New(slack Slack) *Watch {
 	return &Watch{slack: slack, now: time.Now}
 }
 
-// Acked records a batch of events acknowledged latency after its window
-// began to arrive.
+// Acked records a batch of events acknowledged with latency: the time
+// logpond took, from the batch's last byte to its ACK (plus any wait for
+// logpond while the batch was read), not the time the batch took to
+// arrive, which says how fast the client's link is, not how busy logpond
+// is.
 func (w *Watch) Acked(latency time.Duration, events int) {
 	now := w.now()
 	w.mu.Lock()
