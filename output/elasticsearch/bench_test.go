@@ -112,11 +112,13 @@ func benchRun(b *testing.B, l *ledger.Ledger, cursor string, opts Options, done 
 var benchWorkers = conf.Default().Output.Elasticsearch.Workers
 
 // BenchmarkDrainPushback drains one backlog of 512 B events into an estest
-// server three times: accepting everything, refusing 10% of items (429) and
-// 2% of requests (503) at random, and overloaded (a token bucket accepting
-// a third of the clean drain rate, 429 beyond). It reports each profile's
-// time as a ratio (random/clean, overload/ideal n/C) and the rejected items
-// per delivered event, the figures the controller is judged by. The
+// server four times: accepting everything, refusing 10% of items (429) and
+// 2% of requests (503) at random, overloaded (a token bucket accepting a
+// third of the clean drain rate, 429 beyond), and in a storm (every item
+// refused for 10 s, then overloaded). It reports each profile's time as a
+// ratio (random/clean, overload/ideal n/C, storm/ideal 10 s + n/C) and the
+// rejected items per delivered event, the figures the controller is judged
+// by. The
 // report's drain benchmark (tools/benchreport -parts drain) measures the
 // same through the whole server.
 //
@@ -134,24 +136,33 @@ func BenchmarkDrainPushback(b *testing.B) {
 	}
 	defer s.Close()
 	run := 0
-	drain := func(f estest.Faults) (time.Duration, estest.Stats) {
+	// drain drains the backlog with faults f, then from after on (when
+	// positive) with then.
+	drain := func(f estest.Faults, after time.Duration, then estest.Faults) (time.Duration, estest.Stats) {
 		run++
 		s.Reset()
 		s.SetFaults(f)
+		if after > 0 {
+			t := time.AfterFunc(after, func() { s.SetFaults(then) })
+			defer t.Stop()
+		}
 		el := benchRun(b, l, fmt.Sprintf("bench%d", run), Options{
 			Hosts: []string{s.URL()}, Index: mustCompile(b, "logs"), RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
 		}, func() bool { return s.Count() >= events })
 		return el, s.Stats()
 	}
 	for range b.N {
-		clean, _ := drain(estest.Faults{})
-		random, _ := drain(estest.Faults{ItemReject429: 0.10, Request503: 0.02})
+		clean, _ := drain(estest.Faults{}, 0, estest.Faults{})
+		random, _ := drain(estest.Faults{ItemReject429: 0.10, Request503: 0.02}, 0, estest.Faults{})
 		c := float64(events) / clean.Seconds() / 3
-		overload, st := drain(estest.Faults{AcceptRate: c})
+		overload, st := drain(estest.Faults{AcceptRate: c}, 0, estest.Faults{})
 		ideal := float64(events) / c
+		const refusal = 10 * time.Second
+		storm, _ := drain(estest.Faults{ItemReject429: 1}, refusal, estest.Faults{AcceptRate: c})
 		b.ReportMetric(clean.Seconds(), "clean-s")
 		b.ReportMetric(random.Seconds()/clean.Seconds(), "random/clean")
 		b.ReportMetric(overload.Seconds()/ideal, "overload/ideal")
 		b.ReportMetric(float64(st.Rejected429)/float64(events), "overload-429/event")
+		b.ReportMetric(storm.Seconds()/(refusal.Seconds()+ideal), "storm/ideal")
 	}
 }

@@ -34,6 +34,8 @@ const (
 	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
 	yieldFloor         = 2.0             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive)
 	backgroundSpan     = 3 * time.Second // the background share of refusals is the least refused over about this long
+	paceMaxWait        = time.Second     // while pacing: one request holds the next back at most this long (floorLocked)
+	backgroundMax      = 0.5             // the background share of refusals is at most this: a cluster refusing more is overloaded or down
 )
 
 // LocalLoad tells the output how logpond itself is doing: whether its
@@ -121,9 +123,10 @@ type controller struct {
 	next       time.Time
 	cleanSince time.Time // start of the current run of windows with nothing refused while pacing
 	pacedAt    time.Time // when the pace last held a request back
-	ceiling    float64   // the rate when items were last refused heavily enough to lower it
+	ceiling    float64   // the rate when items were last refused heavily enough to lower it (0: unknown, nothing was accepted before)
 	aboveSince time.Time // when the rate rose above ceiling again (zero: below it)
 	cutting    bool      // the last window lowered the rate
+	lastItems  int       // items of the last request started (floorLocked)
 
 	// Health: accepted and rejected items, decayed with time constant
 	// healthTau.
@@ -219,11 +222,17 @@ func (c *controller) tryAcquireLocked(items int) (round uint64, wait time.Durati
 	}
 	if pace == 0 && c.inflight < limit && !now.Before(c.gateUntil) {
 		c.inflight++
+		c.lastItems = items
 		c.winMaxUsed = max(c.winMaxUsed, c.inflight)
 		if c.rate > 0 {
 			// The next request waits until this one's items are paid for
 			// at the rate. Time spent idle earns no credit, so a burst
-			// after a pause is one request, not a second's worth.
+			// after a pause is one request, not a second's worth. The
+			// rate is at least the floor this request sets: it books at
+			// most paceMaxWait.
+			if f := c.floorLocked(); c.rate < f {
+				c.setRateLocked(now, f)
+			}
 			c.next = later(c.next, now).Add(time.Duration(float64(items) / c.rate * float64(time.Second)))
 		}
 		return c.failRound, 0, true
@@ -443,7 +452,10 @@ func (c *controller) windowLocked(now time.Time) {
 // within seconds; refusals that stay whatever the pace (a node that is
 // always short of something, a share of documents refused at random) are
 // no reason to slow down further: the pace answers only what is refused
-// beyond them.
+// beyond them. It is at most backgroundMax: a cluster that refuses most of
+// the work for seconds is overloaded or down, and counted as background
+// such a refusal would stop every cut, and raise the pace at every window
+// while everything is refused.
 func (c *controller) backgroundLocked(now time.Time) float64 {
 	bg := -1.0
 	for _, w := range c.shares.buf {
@@ -451,7 +463,7 @@ func (c *controller) backgroundLocked(now time.Time) float64 {
 			bg = w.share
 		}
 	}
-	return max(bg, 0)
+	return min(max(bg, 0), backgroundMax)
 }
 
 // pace adjusts the pacing rate (items/s) at the end of a window. Fewer
@@ -459,13 +471,14 @@ func (c *controller) backgroundLocked(now time.Time) float64 {
 // what it cannot take; pacing does. It starts when a window's items were
 // refused heavily (startPaceLocked). While pacing, a window with more
 // than a few items refused beyond the background share (backgroundLocked)
-// lowers the rate by 5% at least, towards a bit
-// below what the cluster accepted over the last seconds (or, refused
-// heavily, what it accepted in the window); a window with few refused
-// raises it: by paceGrowth per second near the rate the last refusals
-// began at, fast far below it, and ever faster above it. Near that rate
-// the rise is slow on purpose: a cluster's write queue absorbs a rate
-// above its capacity for a while before it refuses, so a fast rise
+// lowers the rate by 5% at least, towards a bit below what the cluster
+// accepted over the last seconds (or, refused heavily, what it accepted
+// in the window), never below the floor (floorLocked); a window with few
+// refused raises it, in proportion to its span (time the pace kept the
+// output idle counts): by paceGrowth per second near the rate the last
+// refusals began at, fast far below it, and ever faster above it. Near
+// that rate the rise is slow on purpose: a cluster's write queue absorbs
+// a rate above its capacity for a while before it refuses, so a fast rise
 // overshoots far before the first refusal says so. Pacing stops when it
 // no longer holds anything back: paceStop with nothing refused and no
 // request waiting for the pace.
@@ -501,7 +514,7 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 			// can hold just one request that found the queue full.
 			target = max(window*(1-share/2), recent*0.5)
 		}
-		c.lowerPaceLocked(now, max(minPaceRate, min(c.rate*0.95, target)))
+		c.lowerPaceLocked(now, max(c.floorLocked(), min(c.rate*0.95, target)))
 	default:
 		c.cutting = false
 		if excess > pacedRejection/2 {
@@ -510,13 +523,15 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 			c.cleanSince = c.winStart
 		}
 		// Far below the rate of the last refusals the rise is fast (a
-		// storm has ended, or a cut went deep); nearer, it stays slow: the
+		// storm has ended, or a cut went deep), and so it is when that
+		// rate is unknown (the cluster refused everything from the start:
+		// nothing says where its limit is); nearer, it stays slow: the
 		// cluster's limit is near. Above it, the cluster takes more than
 		// it did, and the rise speeds up, doubling every
 		// paceGrowthDoubling, so that after a storm the pace is back at
 		// full speed within seconds.
 		growth := paceGrowth
-		if c.rate < c.ceiling*paceFar {
+		if c.ceiling == 0 || c.rate < c.ceiling*paceFar {
 			growth = paceFarGrowth
 		} else if c.rate >= c.ceiling {
 			if c.aboveSince.IsZero() {
@@ -538,7 +553,7 @@ func (c *controller) pace(now time.Time, span time.Duration, share float64) {
 // acknowledgements are quick again, the pace rises as after refusals: fast
 // far below the rate the yielding began at, slowly near it.
 func (c *controller) yieldLocked(now time.Time, incoming float64) {
-	floor := max(minPaceRate, yieldFloor*incoming)
+	floor := max(c.floorLocked(), yieldFloor*incoming)
 	if c.rate == 0 {
 		// Straight down to the floor: the drain was going flat out, and
 		// acknowledgements are already slowed. It rises again fast (far
@@ -555,7 +570,7 @@ func (c *controller) yieldLocked(now time.Time, incoming float64) {
 // takes less now).
 func (c *controller) startPaceLocked(now time.Time, share float64) {
 	recent := c.acceptedRateLocked(now)
-	c.beginPaceLocked(now, recent, max(minPaceRate, recent*(1-share/2)))
+	c.beginPaceLocked(now, recent, max(c.floorLocked(), recent*(1-share/2)))
 }
 
 // beginPaceLocked starts pacing at rate, the drain having gone at about
@@ -586,6 +601,18 @@ func (c *controller) setRateLocked(now time.Time, rate float64) {
 		c.next = now
 	}
 	c.rate = rate
+}
+
+// floorLocked is the lowest pacing rate: minPaceRate, or the rate at
+// which the last request's items take paceMaxWait if that is more. A rate
+// below it would let one large request hold every other back for long:
+// after a storm that refused everything the pace is at its floor, and at
+// minPaceRate a request of thousands of items would book minutes, during
+// which nothing is sent, so no answer can show that the cluster takes
+// work again. One request per paceMaxWait is little for a cluster that
+// refuses everything.
+func (c *controller) floorLocked() float64 {
+	return max(minPaceRate, float64(c.lastItems)/paceMaxWait.Seconds())
 }
 
 // later returns the later of two times.

@@ -343,3 +343,100 @@ func TestDrainYieldsToAcknowledgements(t *testing.T) {
 		t.Errorf("acknowledgements slowed above %.0f events/s: drained in %s, want about %s", limit, above.elapsed, ideal)
 	}
 }
+
+// TestPacingTakesWhatTheClusterTakesInSmallRequests: the same with
+// requests of a few hundred items, whose windows refuse a share that
+// varies a lot by chance alone, and a cluster that takes half of what the
+// output could send as well: the pace settles near the cluster's rate and
+// is not cut down by unlucky windows.
+func TestPacingTakesWhatTheClusterTakesInSmallRequests(t *testing.T) {
+	const backlog, workers = 200_000, 4
+	for _, perRequest := range []int{1000, 500, 200} {
+		clean := simulateDrain(t, backlog, workers, perRequest, nil)
+		cleanRate := float64(backlog) / clean.elapsed.Seconds()
+		for _, share := range []float64{1.0 / 2, 1.0 / 3, 1.0 / 10} {
+			c := &simCluster{rate: math.Round(cleanRate * share)}
+			r := simulateDrain(t, backlog, workers, perRequest, c.answer)
+			ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
+			perDelivered := float64(r.rejected) / backlog
+			t.Logf("%d items a request, cluster takes %.0f items/s (%.2f of clean %.0f/s): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
+				perRequest, c.rate, share, cleanRate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, r.requests)
+			if r.elapsed > ideal*11/10 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: drained in %s, more than 1.1 × the ideal %s", perRequest, share, r.elapsed, ideal)
+			}
+			if perDelivered > 0.1 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: %.3f rejected items sent per delivered event, more than 0.1", perRequest, share, perDelivered)
+			}
+		}
+	}
+}
+
+// TestPacingTakesWhatTheClusterTakesDespiteRandomRefusals: a cluster that
+// takes a third of what the output could send and also refuses 10% of the
+// items it takes, at random: the pace settles near what it takes (the
+// random refusals are its background share, no reason to slow down), and
+// beyond them few items are sent only to be refused for load.
+func TestPacingTakesWhatTheClusterTakesDespiteRandomRefusals(t *testing.T) {
+	const backlog, workers, refused = 300_000, 4, 0.10
+	for _, perRequest := range []int{9000, 2000, 200} {
+		clean := simulateDrain(t, backlog, workers, perRequest, nil)
+		cleanRate := float64(backlog) / clean.elapsed.Seconds()
+		rng := rand.New(rand.NewPCG(5, 6))
+		c := &simCluster{rate: math.Round(cleanRate / 3)}
+		r := simulateDrain(t, backlog, workers, perRequest, func(now time.Time, n int) (int, bool) {
+			took := c.take(now, n)
+			acc := 0
+			for range took {
+				if rng.Float64() >= refused {
+					acc++
+				}
+			}
+			c.tokens += float64(took - acc) // refused at random: not taken
+			return acc, false
+		})
+		ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
+		perDelivered := float64(r.rejected) / backlog
+		// Every delivered event was refused at random 1/(1-refused)-1
+		// times on average, whatever the pace.
+		random := 1/(1-refused) - 1
+		t.Logf("%d items a request, cluster takes %.0f items/s (a third of clean) and refuses %.0f%% at random: drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered, %.3f of them at random), %d requests",
+			perRequest, c.rate, 100*refused, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, random, r.requests)
+		if r.elapsed > ideal*12/10 {
+			t.Errorf("%d items a request: drained in %s, more than 1.2 × the ideal %s", perRequest, r.elapsed, ideal)
+		}
+		if perDelivered > random+0.1 {
+			t.Errorf("%d items a request: %.3f rejected items sent per delivered event, more than the %.3f refused at random + 0.1", perRequest, perDelivered, random)
+		}
+	}
+}
+
+// TestPacingRecoversAfterTotalRefusal: a cluster that refuses every item
+// for seconds and then takes a third of what the output could send is
+// drained within 1.1 × the ideal time (the refusal, then the backlog at
+// the cluster's rate). The refusal takes the pace down to its floor; a
+// large request booked at minPaceRate would hold every request back for
+// minutes once the cluster takes work again, with no answer meanwhile to
+// raise the pace. A refusal of everything is no background share (the
+// pace would rise while everything is refused), and a cluster that took
+// nothing before gives no limit to rise slowly near.
+func TestPacingRecoversAfterTotalRefusal(t *testing.T) {
+	const backlog, workers, refusal = 300_000, 4, 10 * time.Second
+	for _, perRequest := range []int{9000, 2000, 200} {
+		clean := simulateDrain(t, backlog, workers, perRequest, nil)
+		cleanRate := float64(backlog) / clean.elapsed.Seconds()
+		refusalEnd := time.Unix(1e9, 0).Add(refusal)
+		c := &simCluster{rate: math.Round(cleanRate / 3)}
+		r := simulateDrain(t, backlog, workers, perRequest, func(now time.Time, n int) (int, bool) {
+			if now.Before(refusalEnd) {
+				return 0, false
+			}
+			return c.take(now, n), false
+		})
+		ideal := refusal + time.Duration(float64(backlog)/c.rate*float64(time.Second))
+		t.Logf("%d items a request, every item refused for %s, then the cluster takes %.0f items/s (a third of clean): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
+			perRequest, refusal, c.rate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, float64(r.rejected)/backlog, r.requests)
+		if r.elapsed > ideal*11/10 {
+			t.Errorf("%d items a request: drained in %s, more than 1.1 × the ideal %s: the pace stayed down after the refusal", perRequest, r.elapsed, ideal)
+		}
+	}
+}

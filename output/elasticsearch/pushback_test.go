@@ -260,8 +260,9 @@ func TestRetryQueueTakesReadyItemsWithinItsBound(t *testing.T) {
 }
 
 // TestPacingPaysForEachRequest: while pacing, a request books the time
-// its items take at the pace, however large it is, and a change of pace
-// rescales what is still owed.
+// its items take at the pace, and a change of pace rescales what is still
+// owed; a request too large to pay for within paceMaxWait raises the pace
+// to its floor (one such request per paceMaxWait) and books paceMaxWait.
 func TestPacingPaysForEachRequest(t *testing.T) {
 	c, clk := newTestController(true, 8)
 	const n = 10000
@@ -278,18 +279,104 @@ func TestPacingPaysForEachRequest(t *testing.T) {
 		t.Fatal("no pacing after a 429 storm")
 	}
 	clk.step(c.nextWait())
-	if _, err := c.acquire(t.Context(), 10*n); err != nil {
+	items := int(rate * paceMaxWait.Seconds() / 2)
+	if _, err := c.acquire(t.Context(), items); err != nil {
 		t.Fatal(err)
 	}
-	want := time.Duration(10 * n / rate * float64(time.Second))
+	want := time.Duration(float64(items) / rate * float64(time.Second))
 	if got := c.nextWait(); got < want*99/100 || got > want*101/100 {
-		t.Errorf("a request of %d items at %.0f items/s holds the next back %s, want %s", 10*n, rate, got, want)
+		t.Errorf("a request of %d items at %.0f items/s holds the next back %s, want %s", items, rate, got, want)
 	}
 	c.mu.Lock()
 	c.setRateLocked(clk.now(), 2*rate)
 	c.mu.Unlock()
 	if got := c.nextWait(); got < want/2*99/100 || got > want/2*101/100 {
 		t.Errorf("after the pace doubled the next waits %s, want %s", got, want/2)
+	}
+
+	c.release(result{}) // nothing sent: only the slot comes back
+	clk.step(c.nextWait())
+	large := 10 * items
+	if _, err := c.acquire(t.Context(), large); err != nil {
+		t.Fatal(err)
+	}
+	floor := float64(large) / paceMaxWait.Seconds()
+	if got := c.nextWait(); got < paceMaxWait*99/100 || got > paceMaxWait*101/100 {
+		t.Errorf("a request of %d items at %.0f items/s holds the next back %s, want paceMaxWait (%s)", large, 2*rate, got, paceMaxWait)
+	}
+	if _, _, rate := c.state(); rate < floor*99/100 || rate > floor*101/100 {
+		t.Errorf("after a request of %d items the pace is %.0f items/s, want its floor %.0f", large, rate, floor)
+	}
+}
+
+// TestPaceHoldsNoRequestLongAfterTotalRefusal: after seconds in which the
+// cluster refused every item the pace is at its floor; once the cluster
+// takes work again, a large request must not have booked its items at
+// that floor (at minPaceRate, 9000 items hold the next request back for
+// a minute and a half, and nothing is answered meanwhile to raise the
+// pace): the first request goes within paceMaxWait, and the clean answers
+// that follow raise the pace fast.
+func TestPaceHoldsNoRequestLongAfterTotalRefusal(t *testing.T) {
+	c, clk := newTestController(true, 4)
+	const items, rtt = 9000, 200 * time.Millisecond
+	// send sends as many requests of items as the controller lets go
+	// now, answers them after rtt with accepted items of each taken, and
+	// returns how many went; when none may go, it waits as long as the
+	// controller says (on the simulated clock) and returns 0.
+	send := func(accepted int) int {
+		t.Helper()
+		var rounds []uint64
+		for {
+			c.mu.Lock()
+			round, wait, ok := c.tryAcquireLocked(items)
+			c.mu.Unlock()
+			if ok {
+				rounds = append(rounds, round)
+				continue
+			}
+			if len(rounds) == 0 {
+				if wait <= 0 {
+					t.Fatal("no request may go, with nothing in flight and no wait")
+				}
+				clk.step(wait)
+			}
+			break
+		}
+		if len(rounds) > 0 {
+			clk.step(rtt)
+		}
+		for _, r := range rounds {
+			c.release(result{rtt: rtt, bytes: 5 << 20, sent: items, accepted: accepted, rejected: items - accepted, round: r})
+		}
+		return len(rounds)
+	}
+	for end := clk.now().Add(5 * time.Second); clk.now().Before(end); {
+		send(items)
+	}
+	for end := clk.now().Add(10 * time.Second); clk.now().Before(end); {
+		send(0)
+	}
+	_, _, floor := c.state()
+	recovered := clk.now()
+	first := time.Duration(-1)
+	for sent := 0; sent < 10; {
+		n := send(items)
+		if n > 0 && first < 0 {
+			first = clk.now().Sub(recovered) - rtt
+		}
+		sent += n
+	}
+	_, _, rate := c.state()
+	t.Logf("after 10 s of refusals the pace was %.0f items/s; once the cluster took work the first request went after %s, and after ten clean answers (%s) the pace is %.0f items/s",
+		floor, first, clk.now().Sub(recovered), rate)
+	if atFloor := float64(items) / paceMaxWait.Seconds(); floor > atFloor*1.01 {
+		t.Errorf("after 10 s of refusals the pace is %.0f items/s, above its floor %.0f: refusing everything raised it", floor, atFloor)
+	}
+	if first > paceMaxWait {
+		t.Errorf("the first request after the refusals waited %s, more than paceMaxWait (%s)", first, paceMaxWait)
+	}
+	if rate < 4*floor {
+		t.Errorf("after ten clean answers the pace is %.0f items/s, less than 4 × the %.0f it had after the refusals", rate, floor)
 	}
 }
 

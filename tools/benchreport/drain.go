@@ -28,17 +28,27 @@ type drainRun struct {
 	Rejected      int64         // items answered 429
 	Failed503     int64         // requests answered 503
 	Requests      int64         // bulk requests the server saw
-	AcceptRate    float64       // overload: the server's items/s; 0 otherwise
+	AcceptRate    float64       // overload and storm: the server's items/s; 0 otherwise
+	Refusal       time.Duration // storm: how long every item was refused first
 	PeakRSS       int64
 	Formula       int64 // logpond's memory formula
 }
 
 // drainProfiles are the fault sets, in the order they run; the overload
-// rate is set from the clean run.
+// and storm rates are set from the clean run.
 var drainProfiles = []struct{ name, what string }{
 	{"clean", "every item accepted"},
 	{"random", "10% of items 429, 2% of requests 503, at random"},
 	{"overload", "the server accepts C items/s (a token bucket holding one second's worth) and answers 429 beyond"},
+	{"storm", "every item 429 for the first R, then as overload: C items/s, 429 beyond"},
+}
+
+// drainFaults is what the estest server of one drain profile injects:
+// first from logpond's start, then, when after is positive, then from
+// after on.
+type drainFaults struct {
+	first, then estest.Faults
+	after       time.Duration
 }
 
 // drain builds a backlog of o.drainEvents events of o.drainSize bytes with
@@ -69,20 +79,29 @@ func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
 		if err := restoreStores(saved, b.journalDir(), b.ledgerDir()); err != nil {
 			return nil, err
 		}
-		var f estest.Faults
+		var f drainFaults
 		rate := 0.0
+		what := pr.what
 		switch pr.name {
 		case "random":
-			f = estest.Faults{ItemReject429: 0.10, Request503: 0.02}
+			f.first = estest.Faults{ItemReject429: 0.10, Request503: 0.02}
 		case "overload":
 			rate = float64(events) / clean.Seconds() / 3
-			f = estest.Faults{AcceptRate: rate}
+			f.first = estest.Faults{AcceptRate: rate}
+		case "storm":
+			// A cluster that refuses everything for a while (a node
+			// restarting, a full write queue) and then comes back with a
+			// third of the capacity: the pace sinks to its floor during
+			// the refusal and must climb back within seconds.
+			rate = float64(events) / clean.Seconds() / 3
+			f = drainFaults{first: estest.Faults{ItemReject429: 1}, then: estest.Faults{AcceptRate: rate}, after: b.o.drainRefusal}
+			what = strings.Replace(what, "first R", "first "+b.o.drainRefusal.String(), 1)
 		}
-		r, err := b.drainOnce(ctx, pr.name, pr.what, events, f)
+		r, err := b.drainOnce(ctx, pr.name, what, events, f)
 		if err != nil {
 			return nil, err
 		}
-		r.AcceptRate = rate
+		r.AcceptRate, r.Refusal = rate, f.after
 		if pr.name == "clean" {
 			clean = r.Elapsed
 		}
@@ -96,14 +115,14 @@ func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
 // drainOnce starts logpond over the restored stores with its output
 // pointed at a fresh estest server with faults f, and waits until the
 // server holds every event of the backlog.
-func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, f estest.Faults) (drainRun, error) {
+func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, f drainFaults) (drainRun, error) {
 	r := drainRun{Profile: name, What: what, Events: events}
 	srv, err := estest.Start(estest.Options{Seed: 1})
 	if err != nil {
 		return r, err
 	}
 	defer srv.Close()
-	srv.SetFaults(f)
+	srv.SetFaults(f.first)
 	cfg, err := b.config("drain-"+name, srv.URL())
 	if err != nil {
 		return r, err
@@ -112,6 +131,12 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 		return r, err
 	}
 	start := time.Now()
+	if f.after > 0 {
+		// SetFaults starts the token bucket full, as a cluster that comes
+		// back has empty write queues.
+		t := time.AfterFunc(f.after, func() { srv.SetFaults(f.then) })
+		defer t.Stop()
+	}
 	p, _, err := b.logpond(cfg)
 	if err != nil {
 		return r, err
@@ -244,20 +269,20 @@ func drainMarkdown(runs []drainRun, o options) string {
 		return b.String()
 	}
 	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"1MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
-	p("| profile | what | drain s | × clean | ideal n/C s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB | formula MiB |\n")
+	p("| profile | what | drain s | × clean | ideal s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB | formula MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	clean := runs[0].Elapsed
 	for _, r := range runs {
 		ideal, vsIdeal := "–", "–"
 		what := r.What
 		if r.AcceptRate > 0 {
-			id := float64(r.Events) / r.AcceptRate
+			id := r.Refusal.Seconds() + float64(r.Events)/r.AcceptRate
 			ideal, vsIdeal = fmt.Sprintf("%.1f", id), fmt.Sprintf("%.2f×", r.Elapsed.Seconds()/id)
 			what = strings.Replace(what, "C items/s", fmt.Sprintf("C = %.0f items/s", r.AcceptRate), 1)
 		}
 		p("| %s | %s | %.1f | %.2f× | %s | %s | %d | %.3f | %d | %d | %d | %s | %s |\n", r.Profile, what, r.Elapsed.Seconds(),
 			r.Elapsed.Seconds()/clean.Seconds(), ideal, vsIdeal, r.Rejected, float64(r.Rejected)/float64(r.Events), r.Failed503, r.Requests, r.Conflicts, mib(r.PeakRSS), mib(r.Formula))
 	}
-	p("\nGoals: random ≤ 1.5× clean; overload ≤ 1.1× n/C with ≤ 0.1 rejected items per delivered event. C is a third of the clean run's rate.\n\n")
+	p("\nThe ideal time is n/C for overload (the backlog of n events at the server's rate) and R + n/C for storm (R: the time every item was refused). Goals: random ≤ 1.5× clean; overload ≤ 1.1× ideal with ≤ 0.1 rejected items per delivered event; storm ≤ 1.2× ideal. C is a third of the clean run's rate.\n\n")
 	return b.String()
 }

@@ -12,8 +12,9 @@
 //     (a PNG beside the report);
 //   - drain: a backlog of -drain-events events drained into an estest
 //     server that accepts everything, rejects at random (10% of items
-//     429, 2% of requests 503), or accepts only a third of the clean
-//     rate (a token bucket, 429 beyond);
+//     429, 2% of requests 503), accepts only a third of the clean rate (a
+//     token bucket, 429 beyond), or refuses every item for -drain-refusal
+//     and then accepts a third of the clean rate;
 //   - many small clients: -small-conns connections each sending windows of
 //     50 events, records per journal fsync counted from /metrics and, under
 //     strace, at the syscall.
@@ -58,6 +59,7 @@ type options struct {
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
+	drainRefusal  time.Duration // the storm profile refuses every item this long first
 }
 
 func defaultOptions() options {
@@ -67,7 +69,7 @@ func defaultOptions() options {
 		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
 		settle: 5 * time.Second, parts: "ingest,isolation,small,drain",
-		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute,
+		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 	}
 }
 
@@ -87,10 +89,11 @@ func main() {
 	flag.DurationVar(&o.smallDuration, "small-duration", o.smallDuration, "length of the many-small-clients runs")
 	flag.Int64Var(&o.drainEvents, "drain-events", o.drainEvents, "events in the drain run's backlog")
 	flag.IntVar(&o.drainSize, "drain-size", o.drainSize, "bytes per event of the drain run's backlog")
+	flag.DurationVar(&o.drainRefusal, "drain-refusal", o.drainRefusal, "how long the drain run's storm profile refuses every item before it accepts a third of the clean rate")
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog and -throttle must be positive")
 		os.Exit(2)
 	}

@@ -71,6 +71,27 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestDrainMarkdown: the drain table gives each paced profile its ideal
+// time, n/C for overload and the refusal plus n/C for storm, and the
+// drain time over it.
+func TestDrainMarkdown(t *testing.T) {
+	runs := []drainRun{
+		{Profile: "clean", What: "every item accepted", Events: 300000, Elapsed: 6 * time.Second, Stored: 300000, Created: 300000},
+		{Profile: "overload", What: drainProfiles[2].what, Events: 300000, Elapsed: 29 * time.Second, AcceptRate: 10000, Rejected: 3000},
+		{Profile: "storm", What: strings.Replace(drainProfiles[3].what, "first R", "first 10s", 1), Events: 300000, Elapsed: 44 * time.Second, AcceptRate: 10000, Refusal: 10 * time.Second, Rejected: 60000},
+	}
+	md := drainMarkdown(runs, defaultOptions())
+	for _, want := range []string{
+		"| overload | the server accepts C = 10000 items/s (a token bucket holding one second's worth) and answers 429 beyond | 29.0 | 4.83× | 30.0 | 0.97× | 3000 | 0.010 |",
+		"| storm | every item 429 for the first 10s, then as overload: C = 10000 items/s, 429 beyond | 44.0 | 7.33× | 40.0 | 1.10× | 60000 | 0.200 |",
+		"storm ≤ 1.2× ideal",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("drain section lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 // TestCountFsyncs counts each call on the journal's and the ledger's files
 // once, including calls strace split into unfinished and resumed lines,
 // and nothing else.
@@ -155,7 +176,7 @@ func TestQuickReport(t *testing.T) {
 	o.backlog, o.isoDuration, o.throttleBPS = 64<<20, time.Second, 1<<20
 	o.smallConns, o.smallDuration, o.settle = 20, 500*time.Millisecond, 0
 	o.ledgerImage = 2 << 30
-	o.drainEvents = 20000
+	o.drainEvents, o.drainRefusal = 20000, time.Second
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +200,7 @@ func TestQuickReport(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |"} {
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

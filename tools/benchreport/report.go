@@ -53,8 +53,8 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize)
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
 	p("## Ingest: logpond beside the baselines\n\n")
@@ -147,7 +147,7 @@ func (r *report) markdown() string {
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
 	p("go test -run '^$' -bench 'Drain$' -benchtime 1x -count 3 ./output/elasticsearch   # the output alone\n")
-	p("go test -run '^$' -bench DrainPushback -benchtime 1x ./output/elasticsearch        # the output alone, clean / random / overload\n")
+	p("go test -run '^$' -bench DrainPushback -benchtime 1x ./output/elasticsearch        # the output alone, clean / random / overload / storm\n")
 	p("go test -run 'TestPacing|TestRandomRejections|TestDrainYields' -v ./output/elasticsearch  # the controller in simulated drains\n```\n")
 	return b.String()
 }
@@ -156,6 +156,6 @@ func (r *report) markdown() string {
 func estimate(o options) time.Duration {
 	ingest := time.Duration(len(o.sizes)*2*3*o.rounds) * (o.duration + 700*time.Millisecond)
 	iso := 3*(o.isoDuration+2*time.Second) + time.Duration(o.backlog/(300<<20))*time.Second
-	drain := 2*time.Minute + time.Duration(o.drainEvents/5000)*time.Second
+	drain := 2*time.Minute + o.drainRefusal + time.Duration(o.drainEvents/3000)*time.Second
 	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain
 }
