@@ -74,7 +74,14 @@
 // Reopen also cuts records after the last synced LSN that read back intact
 // (their fdatasync never succeeded, so nothing proves they are on disk),
 // at the block boundary after the last synced record, again only when
-// Covered says the journal holds them.
+// Covered says the journal holds them. Damage before that point follows
+// the rule above, one code path for both (settleOpenDamage), with what
+// the failed instance knew: its bytes were synced, and the segment's last
+// record is the last LSN it synced. So Reopen seals a damaged segment
+// whose records the journal no longer holds even when no later write
+// follows the damage (cutting first what was written after the last
+// synced record and never synced), where Open, which cannot tell such
+// damage from a torn write, refuses.
 //
 // # Readers, cursors and retention
 //
