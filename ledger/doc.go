@@ -52,7 +52,11 @@
 // whose LSN is the expected one or later (up to the segment's last LSN,
 // the next segment's first - 1), and reports the range in between as a
 // [Damage]: its records are lost. [Ledger.Quarantine] keeps such a range's
-// bytes and description in DIR/quarantine.
+// bytes and description in DIR/quarantine. A Reader passes damage in the
+// synced records of the open segment the same way (bytes that changed on
+// disk while the ledger runs), looking no further than LastLSN and where
+// the last Sync left the segment: a write in progress after that is
+// neither a valid frame yet nor damage.
 //
 // On open, the newest segment is scanned. If it ends in damage at offset P
 // (expected LSN L), the tail is cut: the file is truncated at the block

@@ -38,12 +38,22 @@ func (l *Ledger) Reader(from uint64) *Reader {
 	return &Reader{l: l, next: max(from, 1)}
 }
 
-// SkipDamage makes the Reader pass damage in sealed segments instead of
-// stopping at it: Next then also stops at each damaged range, with Damage
-// set (LSN is the range's last LSN, Record is nil), and goes on from the
-// next valid record. Records of the range the Reader had already passed
-// (a start after its first LSN) are not reported again. Damage in the open
-// segment still stops the Reader ([Ledger.Open] repairs the open segment).
+// SkipDamage makes the Reader pass damage instead of stopping at it: Next
+// then also stops at each damaged range, with Damage set (LSN is the
+// range's last LSN, Record is nil), and goes on from the next valid
+// record. Records of the range the Reader had already passed (a start
+// after its first LSN) are not reported again.
+//
+// It passes damage in the open segment too: synced bytes that changed on
+// disk while the ledger runs (a media error) are lost records as in a
+// sealed segment, and the writer goes on after them. There the search for
+// the next valid record stays within the records up to LastLSN (where the
+// last Sync left the segment), so a write in progress after them is never
+// taken for damage; damage that runs to their end loses the records up to
+// LastLSN, and the Reader goes on with the next write. A damaged range
+// may reach past LastLSN only in a segment that was sealed (its records
+// fdatasynced) while its last records wait for the next Sync to be
+// announced; no record past LastLSN is returned.
 func (r *Reader) SkipDamage() { r.skipDamage = true }
 
 // Damage is the damaged range Next stopped at, or nil when it stopped at a
@@ -76,6 +86,9 @@ func (r *Reader) Next() bool {
 			// that are durable now: read them again.
 			r.sc.refresh()
 			r.sc.limit = durable
+		}
+		if r.skipDamage {
+			r.sc.within(damageBounds(segs, durable, r.segFirst))
 		}
 		if r.sc.nextFrame() {
 			if r.sc.lsn < r.next {
@@ -147,10 +160,31 @@ func (r *Reader) open(segs []segment, i int) bool {
 		}
 	}
 	r.sc = newSegScanner(f, s.path, fromLSN, from)
-	if r.skipDamage && !isLast {
-		r.sc.withResync(segs[i+1].first - 1)
+	if r.skipDamage {
+		r.sc.withResync(0) // bounded by Next (damageBounds)
 	}
 	return true
+}
+
+// damageBounds returns, for the segment whose first LSN is first, the last
+// LSN a reader passing damage may look for in it and where its records
+// end: for a sealed segment the next one's first LSN - 1 and its size (0
+// when retention deleted it since: the scanner then reads the file's
+// size); for the open segment LastLSN (durable) and where the last Sync
+// left it, since bytes after that may be a write in progress.
+func damageBounds(segs []segment, durable, first uint64) (maxLSN uint64, size int64) {
+	for i, s := range segs {
+		switch {
+		case s.first < first:
+		case s.first > first:
+			return s.first - 1, 0
+		case i < len(segs)-1:
+			return segs[i+1].first - 1, s.size
+		default:
+			return durable, s.size
+		}
+	}
+	return durable, 0
 }
 
 func (r *Reader) closeSegment() {
