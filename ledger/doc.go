@@ -90,7 +90,11 @@
 // # Readers, cursors and retention
 //
 // A [Reader] seeks with the sparse index of a sealed segment (rebuilt by a
-// scan when missing or damaged), reads with large aligned reads, and never
+// scan when missing or damaged) or with the open segment's, which the
+// writer keeps in memory (Open rebuilds it by its scan, each Sync
+// publishes it up to the synced records), so that starting at any LSN
+// costs about one index interval of reading, not a scan of the segment.
+// It reads with large aligned reads, and never
 // returns a record beyond [Ledger.LastLSN]; a caught-up Reader waits with
 // [Reader.Wait]. It reads straight from the segment files; it does not keep
 // a copy of the recent tail in memory.

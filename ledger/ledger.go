@@ -63,7 +63,14 @@ const writeBuffer = 1 << 20
 type segment struct {
 	first uint64 // LSN of its first record (its name)
 	path  string
-	size  int64 // bytes on disk
+	// size is the bytes on disk of a sealed segment; of the open one, where
+	// its synced records end (Sync keeps it with durable).
+	size int64
+	// index is the open segment's sparse index up to its synced records,
+	// published by Sync, so that a Reader seeks in the open segment as in a
+	// sealed one (whose index is its .idx file; nil here). Entries are only
+	// ever appended: a copy of the slice stays valid.
+	index []indexEntry
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, segmentSuffix) }
@@ -430,9 +437,10 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 			return fmt.Errorf("ledger: cut %s at %d: %w", seg.path, l.writeOff, err)
 		}
 	}
-	// The open segment's size is where its synced records end, as Sync
-	// keeps it: readers bound their search for the next valid frame there.
-	seg.size = l.writeOff
+	// The open segment's size is where its synced records end, and its
+	// index theirs, as Sync keeps them: readers bound their search for the
+	// next valid frame there, and seek with the index.
+	seg.size, seg.index = l.writeOff, l.index
 	l.f = f
 	return nil
 }

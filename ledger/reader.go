@@ -28,6 +28,7 @@ type Reader struct {
 	dec    record.Record // rec decoded
 	damage *Damage       // the damaged range Next stopped at, or nil
 	err    error
+	read   int64 // bytes read from the segments closed so far
 
 	skipDamage bool
 }
@@ -147,13 +148,17 @@ func (r *Reader) open(segs []segment, i int) bool {
 	}
 	r.f, r.segFirst = f, s.first
 	from, fromLSN := int64(0), s.first
-	if r.next > s.first && !isLast {
-		// Seek with the sealed segment's sparse index.
-		entries, err := r.l.loadIndex(s)
-		if err != nil {
-			f.Close()
-			r.f, r.err = nil, err
-			return false
+	if r.next > s.first {
+		// Seek with the segment's sparse index: the open segment's is in
+		// memory, a sealed one's in its .idx file.
+		entries := s.index
+		if !isLast {
+			var err error
+			if entries, err = r.l.loadIndex(s); err != nil {
+				f.Close()
+				r.f, r.err = nil, err
+				return false
+			}
 		}
 		if e, ok := seekPoint(entries, r.next); ok {
 			from, fromLSN = e.off, e.lsn
@@ -191,7 +196,22 @@ func (r *Reader) closeSegment() {
 	if r.f != nil {
 		r.f.Close()
 	}
+	if r.sc != nil {
+		r.read += r.sc.read
+	}
 	r.f, r.sc = nil, nil
+}
+
+// BytesRead is the bytes the Reader has read from segment files: what it
+// cost the ledger's device. A Reader seeks with the sparse index of the
+// segment holding its start, the open one included, so that reading a
+// record costs about the index interval (256 KiB) and one read (1 MiB) at
+// most, however large the segment.
+func (r *Reader) BytesRead() int64 {
+	if r.sc == nil {
+		return r.read
+	}
+	return r.read + r.sc.read
 }
 
 // LSN is the current record's LSN.

@@ -35,6 +35,7 @@ type segScanner struct {
 
 	damage *CorruptionError // set when scanning stopped at damage
 	ioErr  error
+	read   int64 // bytes read from the file so far
 
 	// resync: at damage, find the next valid frame instead of stopping
 	// (sealed segments only) and report what was passed in skipped.
@@ -117,6 +118,7 @@ func (s *segScanner) fill(n int) bool {
 			return false
 		}
 		s.end += got
+		s.read += int64(got)
 		if got < want {
 			s.eof = true
 		}
