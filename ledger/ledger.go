@@ -105,6 +105,7 @@ type Ledger struct {
 
 	cursorMu sync.Mutex // serializes cursor file updates
 	retainMu sync.Mutex // serializes retention (Retain, and Append when full)
+	asideMu  sync.Mutex // serializes measures of the files kept aside (aside.go)
 
 	mu        sync.Mutex // guards the fields below
 	cursors   map[string]uint64
@@ -113,6 +114,8 @@ type Ledger struct {
 	full      waitlog.Episode      // the ledger is full (waiting is set)
 	segs      []segment            // oldest first; the last is open
 	durable   uint64               // last LSN made durable by Sync
+	aside     int64                // bytes of the files kept aside (aside.go)
+	asideAt   time.Time            // when aside was measured
 	advanced  chan struct{}
 	poisoned  error
 	closed    bool
@@ -238,6 +241,9 @@ func open(dir string, opts Options, prior *priorSync) (*Ledger, error) {
 		}
 	}
 	if l.cursors, err = l.loadCursors(); err != nil {
+		return nil, err
+	}
+	if err := l.measureAside(); err != nil {
 		return nil, err
 	}
 	l.segs = segs
