@@ -38,10 +38,12 @@ type segScanner struct {
 	read   int64 // bytes read from the file so far
 
 	// resync: at damage, find the next valid frame instead of stopping
-	// (sealed segments only) and report what was passed in skipped.
-	resync  bool
-	maxLSN  uint64 // the segment's last LSN when known (sealed); 0 = unknown
-	goodEnd int64  // file offset just past the last valid frame (or the start)
+	// and report what was passed in skipped (readers that pass damage).
+	resync bool
+	// maxLSN is the last LSN to look for: a sealed segment's last, or the
+	// open segment's last synced (within); 0 = unknown.
+	maxLSN  uint64
+	goodEnd int64 // file offset just past the last valid frame (or the start)
 	// size bounds the search for the next valid frame: the file size, read
 	// when a resync starts, or, when set by within, where the records up
 	// to maxLSN end.
@@ -141,7 +143,7 @@ func (s *segScanner) nextFrame() bool {
 				// The file ends (in zeros) before the segment's last
 				// record: the rest of its records are gone.
 				s.skipped = &Damage{Segment: s.path, Start: s.goodEnd, End: s.pos(), FirstLSN: s.next, LastLSN: s.maxLSN,
-					Reason: fmt.Sprintf("the segment ends at LSN %d, before its last record (LSN %d: the next segment begins at %d): records are missing", s.next-1, s.maxLSN, s.maxLSN+1)}
+					Reason: fmt.Sprintf("the segment ends at LSN %d, before its last record (LSN %d): records are missing", s.next-1, s.maxLSN)}
 				s.next = s.maxLSN + 1
 			}
 			return false // clean end of file
