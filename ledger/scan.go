@@ -143,7 +143,7 @@ func (s *segScanner) nextFrame() bool {
 				// The file ends (in zeros) before the segment's last
 				// record: the rest of its records are gone.
 				s.skipped = &Damage{Segment: s.path, Start: s.goodEnd, End: s.pos(), FirstLSN: s.next, LastLSN: s.maxLSN,
-					Reason: fmt.Sprintf("the segment ends at LSN %d, before its last record (LSN %d): records are missing", s.next-1, s.maxLSN)}
+					Reason: fmt.Sprintf("the segment ends at LSN %d, before its last record (LSN %d: the next segment begins at %d): records are missing", s.next-1, s.maxLSN, s.maxLSN+1)}
 				s.next = s.maxLSN + 1
 			}
 			return false // clean end of file
