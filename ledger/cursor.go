@@ -58,7 +58,7 @@ func (l *Ledger) loadCursors() (map[string]uint64, error) {
 			// oldest record the ledger holds (Cursor), which sends again
 			// what it had delivered but loses nothing. The file is kept
 			// aside for inspection.
-			aside := path + ".damaged"
+			aside := path + damagedSuffix
 			if rerr := os.Rename(path, aside); rerr != nil {
 				return nil, fmt.Errorf("ledger: set the damaged cursor file %s aside: %w", path, rerr)
 			}

@@ -52,7 +52,11 @@
 // whose LSN is the expected one or later (up to the segment's last LSN,
 // the next segment's first - 1), and reports the range in between as a
 // [Damage]: its records are lost. [Ledger.Quarantine] keeps such a range's
-// bytes and description in DIR/quarantine.
+// bytes and description in DIR/quarantine. A Reader passes damage in the
+// synced records of the open segment the same way (bytes that changed on
+// disk while the ledger runs), looking no further than LastLSN and where
+// the last Sync left the segment: a write in progress after that is
+// neither a valid frame yet nor damage.
 //
 // On open, the newest segment is scanned. If it ends in damage at offset P
 // (expected LSN L), the tail is cut: the file is truncated at the block
@@ -74,12 +78,23 @@
 // Reopen also cuts records after the last synced LSN that read back intact
 // (their fdatasync never succeeded, so nothing proves they are on disk),
 // at the block boundary after the last synced record, again only when
-// Covered says the journal holds them.
+// Covered says the journal holds them. Damage before that point follows
+// the rule above, one code path for both (settleOpenDamage), with what
+// the failed instance knew: its bytes were synced, and the segment's last
+// record is the last LSN it synced. So Reopen seals a damaged segment
+// whose records the journal no longer holds even when no later write
+// follows the damage (cutting first what was written after the last
+// synced record and never synced), where Open, which cannot tell such
+// damage from a torn write, refuses.
 //
 // # Readers, cursors and retention
 //
 // A [Reader] seeks with the sparse index of a sealed segment (rebuilt by a
-// scan when missing or damaged), reads with large aligned reads, and never
+// scan when missing or damaged) or with the open segment's, which the
+// writer keeps in memory (Open rebuilds it by its scan, each Sync
+// publishes it up to the synced records), so that starting at any LSN
+// costs about one index interval of reading, not a scan of the segment.
+// It reads with large aligned reads, and never
 // returns a record beyond [Ledger.LastLSN]; a caught-up Reader waits with
 // [Reader.Wait]. It reads straight from the segment files; it does not keep
 // a copy of the recent tail in memory.

@@ -80,3 +80,55 @@ func decodeIndexFile(path string) ([]indexEntry, error) {
 	}
 	return decodeIndex(b)
 }
+
+// TestReaderSeeksInOpenSegment: a Reader that starts deep in a large open
+// segment seeks with the segment's in-memory sparse index, as in a sealed
+// one, rather than scanning the segment from its start: reading one record
+// costs about the index interval and one read, however large the segment
+// — after Syncs, and after an Open that rebuilt the index by its scan.
+// (Lag probes read the oldest pending record at every scrape.)
+func TestReaderSeeksInOpenSegment(t *testing.T) {
+	const pad = 8000
+	dir := t.TempDir()
+	opts := testOpts(t, true)
+	opts.SegmentBytes = 64 << 20
+	l := mustOpen(t, dir, opts)
+	const last = 2000 // about 16 MiB, in one open segment
+	for lsn := uint64(1); lsn <= last; lsn++ {
+		if err := l.Append(lsn, rec(t, lsn, pad)); err != nil {
+			t.Fatal(err)
+		}
+		if lsn%16 == 0 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.segs); n != 1 {
+		t.Fatalf("%d segments, want one open segment", n)
+	}
+	const bound = indexInterval + readChunk + 2*BlockSize
+	check := func(l *Ledger, when string) {
+		t.Helper()
+		for _, lsn := range []uint64{1, 1000, 1999, last} {
+			r := l.Reader(lsn)
+			if !r.Next() || r.LSN() != lsn || string(r.Record()) != string(rec(t, lsn, pad)) {
+				t.Fatalf("%s: Reader(%d) read LSN %d, err %v", when, lsn, r.LSN(), r.Err())
+			}
+			t.Logf("%s: reading LSN %d read %d bytes", when, lsn, r.BytesRead())
+			if n := r.BytesRead(); n > bound {
+				t.Errorf("%s: reading LSN %d of the open segment (%d bytes) read %d bytes, want at most %d",
+					when, lsn, l.UsedBytes(), n, bound)
+			}
+			r.Close()
+		}
+	}
+	check(l, "after Syncs")
+	l.Close()
+	l = mustOpen(t, dir, opts)
+	defer l.Close()
+	check(l, "after Open")
+}

@@ -63,7 +63,14 @@ const writeBuffer = 1 << 20
 type segment struct {
 	first uint64 // LSN of its first record (its name)
 	path  string
-	size  int64 // bytes on disk
+	// size is the bytes on disk of a sealed segment; of the open one, where
+	// its synced records end (Sync keeps it with durable).
+	size int64
+	// index is the open segment's sparse index up to its synced records,
+	// published by Sync, so that a Reader seeks in the open segment as in a
+	// sealed one (whose index is its .idx file; nil here). Entries are only
+	// ever appended: a copy of the slice stays valid.
+	index []indexEntry
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, segmentSuffix) }
@@ -98,6 +105,7 @@ type Ledger struct {
 
 	cursorMu sync.Mutex // serializes cursor file updates
 	retainMu sync.Mutex // serializes retention (Retain, and Append when full)
+	asideMu  sync.Mutex // serializes measures of the files kept aside (aside.go)
 
 	mu        sync.Mutex // guards the fields below
 	cursors   map[string]uint64
@@ -106,6 +114,8 @@ type Ledger struct {
 	full      waitlog.Episode      // the ledger is full (waiting is set)
 	segs      []segment            // oldest first; the last is open
 	durable   uint64               // last LSN made durable by Sync
+	aside     int64                // bytes of the files kept aside (aside.go)
+	asideAt   time.Time            // when aside was measured
 	advanced  chan struct{}
 	poisoned  error
 	closed    bool
@@ -164,23 +174,39 @@ func Open(dir string, opts Options) (*Ledger, error) { return open(dir, opts, ni
 // synced; synced bytes are never rewritten) and the writer appends them
 // again from the journal, which still holds them: it releases only what a
 // successful Sync covered. Records of a segment that was sealed (fdatasync
-// succeeded) before the failure are kept. Reopen does not probe O_DIRECT
-// again: the file system is the same, and the probe needs free space.
+// succeeded) before the failure are kept. Damage in the synced bytes of
+// the open segment follows the rule Open follows (doc.go), with what l
+// knows besides: where its synced records end. Reopen does not probe
+// O_DIRECT again: the file system is the same, and the probe needs free
+// space.
 func (l *Ledger) Reopen(covered func(lsn uint64) bool) (*Ledger, error) {
 	l.mu.Lock()
-	closed, synced := l.closed, l.durable
+	closed := l.closed
+	prior := &priorSync{lsn: l.durable}
+	if n := len(l.segs); n > 0 {
+		prior.segFirst, prior.segBytes = l.segs[n-1].first, l.segs[n-1].size
+	}
 	l.mu.Unlock()
 	if !closed {
 		return nil, fmt.Errorf("ledger: reopen %s: close the failed instance first", l.dir)
 	}
 	opts := l.opts
 	opts.Covered = covered
-	return open(l.dir, opts, &synced)
+	return open(l.dir, opts, prior)
 }
 
-// open opens the ledger in dir. synced is nil for Open; for Reopen, the
-// last LSN the failed instance synced.
-func open(dir string, opts Options, synced *uint64) (*Ledger, error) {
+// priorSync is what a failed instance had made durable, for Reopen: the
+// last LSN it synced, and how many bytes of its open segment (the one whose
+// first LSN is segFirst) held synced records then.
+type priorSync struct {
+	lsn      uint64
+	segFirst uint64
+	segBytes int64
+}
+
+// open opens the ledger in dir. prior is nil for Open; for Reopen, what the
+// failed instance had synced.
+func open(dir string, opts Options, prior *priorSync) (*Ledger, error) {
 	if opts.SegmentBytes <= 0 || opts.SegmentBytes%BlockSize != 0 {
 		return nil, fmt.Errorf("ledger: segment bytes %d must be a positive multiple of %d", opts.SegmentBytes, BlockSize)
 	}
@@ -209,7 +235,7 @@ func open(dir string, opts Options, synced *uint64) (*Ledger, error) {
 	if l.stream, err = l.loadStream(len(segs) > 0); err != nil {
 		return nil, err
 	}
-	if opts.DirectIO && synced == nil {
+	if opts.DirectIO && prior == nil {
 		if err := probeDirectIO(dir); err != nil {
 			return nil, err
 		}
@@ -217,9 +243,12 @@ func open(dir string, opts Options, synced *uint64) (*Ledger, error) {
 	if l.cursors, err = l.loadCursors(); err != nil {
 		return nil, err
 	}
+	if err := l.measureAside(); err != nil {
+		return nil, err
+	}
 	l.segs = segs
 	if len(segs) > 0 {
-		if err := l.recoverOpenSegment(synced); err != nil {
+		if err := l.recoverOpenSegment(prior); err != nil {
 			return nil, err
 		}
 		// The open segment's directory entry may never have been fsynced:
@@ -337,11 +366,13 @@ func replaceFile(path string, data []byte, sync func(*os.File) error) error {
 	return nil
 }
 
-// recoverOpenSegment scans the newest segment, cuts a torn tail the journal
-// covers, and opens the segment for writing after its last record. synced
-// (Reopen only) is the last LSN the failed instance synced: records after
-// it and after the segment's first LSN - 1 are cut too (see Reopen).
-func (l *Ledger) recoverOpenSegment(synced *uint64) error {
+// recoverOpenSegment scans the newest segment up to the first record it
+// does not keep, settles what follows with settleOpenDamage (one rule for
+// Open and Reopen), and opens the segment for writing after its last
+// record. prior (Reopen only) is what the failed instance had synced:
+// records after it and after the segment's first LSN - 1 are not kept
+// (see Reopen).
+func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 	seg := &l.segs[len(l.segs)-1]
 	f, err := openSegmentFile(seg.path, os.O_RDWR, l.opts.DirectIO)
 	if err != nil {
@@ -353,16 +384,23 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 		f.Close()
 		return fmt.Errorf("ledger: remove the index of the open segment: %w", err)
 	}
-	keep := ^uint64(0) // keep records up to this LSN
-	if synced != nil {
+	keep := ^uint64(0)     // keep records up to this LSN
+	syncedEnd := int64(-1) // the segment's bytes known synced; -1: unknown (Open)
+	if prior != nil {
+		if prior.segFirst != seg.first {
+			f.Close()
+			return fmt.Errorf("ledger: reopen %s: the newest segment is %s, but the failed instance was writing the one of LSN %d",
+				l.dir, seg.path, prior.segFirst)
+		}
 		// A newest segment exists only once the one before it was sealed,
 		// and sealing fdatasyncs: what precedes seg.first is synced.
-		keep = max(*synced, seg.first-1)
+		keep = max(prior.lsn, seg.first-1)
+		syncedEnd = prior.segBytes
 	}
 	sc := newSegScanner(f, seg.path, seg.first, 0)
 	var end int64 // just past the last valid frame kept
 	last := seg.first - 1
-	unsynced := uint64(0) // first LSN cut for never having been synced
+	unsynced := uint64(0) // first LSN not kept for never having been synced
 	for sc.nextFrame() {
 		if sc.lsn > keep {
 			unsynced = sc.lsn
@@ -378,38 +416,20 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 	}
 	l.last = last
 	l.writeOff = alignUp(end)
-	switch d := sc.damage; {
-	case unsynced > 0:
+	stop := sc.damage
+	if unsynced > 0 {
 		// The write that held unsynced began at the block boundary after
-		// the last synced record: cutting at writeOff cuts no synced byte.
-		if l.opts.Covered == nil || !l.opts.Covered(unsynced) {
+		// the last synced record.
+		stop = &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: unsynced, Err: errNeverSynced}
+	}
+	if stop != nil {
+		seal, err := l.settleOpenDamage(f, seg, stop, keep, syncedEnd)
+		if err != nil {
 			f.Close()
-			return &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: unsynced,
-				Err: fmt.Errorf("records from LSN %d on were written but never synced before the ledger failed, and the journal no longer holds them", unsynced)}
+			return err
 		}
-		l.repair = &Repair{Segment: seg.path, Offset: l.writeOff, CutAt: l.writeOff, FirstLSN: unsynced,
-			Reason: "written before the ledger failed, never synced"}
-		l.log.Warn("ledger: cut records written before the failure but never synced (the journal still holds them)",
-			"segment", seg.path, "cut_at", l.writeOff, "first_lsn_cut", unsynced)
-	case d != nil:
-		if l.opts.Covered == nil || !l.opts.Covered(d.LSN) {
-			if synced == nil && laterWriteAfter(f, seg.path, d.Offset, d.LSN) {
-				return l.sealDamaged(f, seg, d)
-			}
-			f.Close()
-			d.Err = fmt.Errorf("%w; the journal no longer holds LSN %d, so these records cannot be replayed", d.Err, d.LSN)
-			return d
-		}
-		l.writeOff = alignUp(d.Offset)
-		l.repair = &Repair{Segment: seg.path, Offset: d.Offset, CutAt: l.writeOff, FirstLSN: d.LSN, Reason: d.Err.Error()}
-		if laterWriteAfter(f, seg.path, d.Offset, d.LSN) {
-			l.repair.Damage = true
-			l.log.Error("ledger: damage in the middle of the open segment (synced bytes changed: a media error); the records from the damage on are cut and replayed from the journal, which still holds them",
-				"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err,
-				"inspect", fmt.Sprintf("check the device (dmesg, SMART); ledgerctl -ledger %s verify", l.dir))
-		} else {
-			l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
-				"segment", seg.path, "offset", d.Offset, "cut_at", l.writeOff, "first_lsn_cut", d.LSN, "reason", d.Err)
+		if seal {
+			return l.sealDamaged(f, seg, stop, keep, syncedEnd)
 		}
 	}
 	if seg.size > l.writeOff {
@@ -422,33 +442,127 @@ func (l *Ledger) recoverOpenSegment(synced *uint64) error {
 			f.Close()
 			return fmt.Errorf("ledger: cut %s at %d: %w", seg.path, l.writeOff, err)
 		}
-		seg.size = l.writeOff
 	}
+	// The open segment's size is where its synced records end, and its
+	// index theirs, as Sync keeps them: readers bound their search for the
+	// next valid frame there, and seek with the index.
+	seg.size, seg.index = l.writeOff, l.index
 	l.f = f
 	return nil
 }
 
-// sealDamaged handles damage in the middle of the open segment f (synced
-// bytes changed: a later write follows) whose records the journal no
-// longer holds, so that they cannot be replayed, while the records after
-// the damage are intact. The segment is sealed as it is, unchanged, so that
-// readers pass the damaged range as in any sealed segment (SkipDamage,
-// Quarantine) and deliver the rest, and a new open segment starts after
-// its last valid record.
-func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError) error {
-	sc := newSegScanner(f, seg.path, d.LSN, d.Offset).withResync(0)
-	last := d.LSN - 1
-	for {
-		for sc.nextFrame() {
-			last = sc.lsn
+// errNeverSynced: records the failed instance wrote but never synced.
+var errNeverSynced = errors.New("written before the ledger failed, never synced")
+
+// settleOpenDamage is the rule, for Open and Reopen alike, for the open
+// segment's valid records ending at stop (the offset and the first LSN not
+// kept) before the file does. It cuts the segment there (l.writeOff,
+// l.repair) or says that it must be sealed as it is; an error when
+// neither may be done. keep and syncedEnd are what Reopen knows of the
+// failed instance (the last LSN and the segment bytes it synced); for Open
+// they are "everything" and -1 (unknown).
+//
+//   - Records never synced (stop.LSN > keep: Reopen only) are cut; the
+//     journal must still hold them.
+//   - Otherwise the bytes at stop may have been synced: Reopen knows they
+//     were; Open knows it when a later complete write follows them (only
+//     the last write can be torn), and cannot tell a torn last write from
+//     damage. When the journal still holds stop.LSN, the segment is cut at
+//     the block boundary after the damage and the records are replayed,
+//     logged as damage (ERROR) when the bytes were synced, as a torn tail
+//     (WARN) when not.
+//   - When it does not, those records are lost. If the segment's last
+//     record is known — a later complete write follows the damage, or
+//     Reopen knows the last LSN synced — the segment is sealed as it is
+//     and readers pass the damaged range as in any sealed segment (seal is
+//     true). If it is not known, no new segment can start without risking
+//     an LSN that was used: a *CorruptionError (Open refuses to start;
+//     SealOpenSegment, through ledgerctl accept-loss, accepts the loss).
+func (l *Ledger) settleOpenDamage(f *os.File, seg *segment, stop *CorruptionError, keep uint64, syncedEnd int64) (seal bool, err error) {
+	covered := l.opts.Covered != nil && l.opts.Covered(stop.LSN)
+	if stop.LSN > keep {
+		// Cutting at l.writeOff, the block boundary after the last synced
+		// record, cuts no synced byte.
+		if !covered {
+			return false, &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: stop.LSN,
+				Err: fmt.Errorf("records from LSN %d on were written but never synced before the ledger failed, and the journal no longer holds them", stop.LSN)}
 		}
-		if sc.takeSkipped() == nil {
-			break
+		l.repair = &Repair{Segment: seg.path, Offset: l.writeOff, CutAt: l.writeOff, FirstLSN: stop.LSN, Reason: errNeverSynced.Error()}
+		l.log.Warn("ledger: cut records written before the failure but never synced (the journal still holds them)",
+			"segment", seg.path, "cut_at", l.writeOff, "first_lsn_cut", stop.LSN)
+		return false, nil
+	}
+	synced := syncedEnd >= 0 || laterWriteAfter(f, seg.path, stop.Offset, stop.LSN)
+	if !covered {
+		if synced {
+			return true, nil
+		}
+		stop.Err = fmt.Errorf("%w; the journal no longer holds LSN %d, so these records cannot be replayed", stop.Err, stop.LSN)
+		return false, stop
+	}
+	l.writeOff = alignUp(stop.Offset)
+	l.repair = &Repair{Segment: seg.path, Offset: stop.Offset, CutAt: l.writeOff, FirstLSN: stop.LSN, Reason: stop.Err.Error(), Damage: synced}
+	if synced {
+		l.log.Error("ledger: damage in the middle of the open segment (synced bytes changed: a media error); the records from the damage on are cut and replayed from the journal, which still holds them",
+			"segment", seg.path, "offset", stop.Offset, "cut_at", l.writeOff, "first_lsn_cut", stop.LSN, "reason", stop.Err,
+			"inspect", fmt.Sprintf("check the device (dmesg, SMART); ledgerctl -ledger %s verify", l.dir))
+	} else {
+		l.log.Warn("ledger: cut torn tail of the open segment (the journal still holds it)",
+			"segment", seg.path, "offset", stop.Offset, "cut_at", l.writeOff, "first_lsn_cut", stop.LSN, "reason", stop.Err)
+	}
+	return false, nil
+}
+
+// sealDamaged handles damage d in synced bytes of the open segment f whose
+// records the journal no longer holds, so that they cannot be replayed,
+// while the segment's last record is known (settleOpenDamage). The segment
+// is sealed as it is, so that readers pass the damaged range as in any
+// sealed segment (SkipDamage, Quarantine) and deliver the rest, and a new
+// open segment starts after its last record.
+//
+// For Open (syncedEnd < 0) the last record is the last valid frame after
+// the damage. For Reopen it is keep, the last LSN the failed instance
+// synced, whose records end within the first syncedEnd bytes: what follows
+// them was written but never synced, and is cut (no synced byte changes),
+// so that no reader of the sealed segment meets a record after keep; the
+// journal must hold those records, as for any never-synced write.
+func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError, keep uint64, syncedEnd int64) error {
+	last := d.LSN - 1
+	if syncedEnd < 0 {
+		sc := newSegScanner(f, seg.path, d.LSN, d.Offset).withResync(0)
+		for {
+			for sc.nextFrame() {
+				last = sc.lsn
+			}
+			if sc.takeSkipped() == nil {
+				break
+			}
+		}
+		if sc.ioErr != nil {
+			f.Close()
+			return sc.ioErr
+		}
+	} else {
+		last = keep
+		if seg.size > syncedEnd {
+			if l.opts.Covered == nil || !l.opts.Covered(keep+1) {
+				f.Close()
+				return &CorruptionError{Segment: seg.path, Offset: syncedEnd, LSN: keep + 1,
+					Err: fmt.Errorf("bytes were written after LSN %d but never synced before the ledger failed, and the journal no longer holds LSN %d", keep, keep+1)}
+			}
+			err := f.Truncate(syncedEnd)
+			if err == nil {
+				err = l.fdatasync(f)
+			}
+			if err != nil {
+				f.Close()
+				return fmt.Errorf("ledger: cut %s at %d: %w", seg.path, syncedEnd, err)
+			}
+			seg.size = syncedEnd
 		}
 	}
-	f.Close() // read only since Open
-	if sc.ioErr != nil {
-		return sc.ioErr
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("ledger: close %s: %w", seg.path, err)
 	}
 	l.log.Error("ledger: damage in the middle of the open segment (synced bytes changed: a media error), and the journal no longer holds those records: the segment is sealed as it is and a new one started; the output skips the damaged range (quarantined, logged with its LSNs) and delivers every other record",
 		"segment", seg.path, "offset", d.Offset, "first_damaged_lsn", d.LSN, "segment_last_lsn", last, "reason", d.Err,

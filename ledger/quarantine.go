@@ -15,7 +15,8 @@ import (
 // QuarantineDir is the directory, inside the ledger directory, where
 // damaged ranges passed by readers are kept: for each range a .bin file
 // with its raw bytes and a .json file describing it (QuarantineEntry).
-// Retention never deletes them; an operator does, once inspected.
+// Retention never deletes them; an operator does, once inspected. They
+// count toward Options.MaxBytes (aside.go).
 const QuarantineDir = "quarantine"
 
 // QuarantineEntry is the description of one quarantined range, the .json
@@ -45,7 +46,8 @@ func quarantineName(d Damage) string {
 // Quarantine keeps the raw bytes of damaged range d and its description in
 // the ledger's quarantine directory, durably (fsynced files and
 // directory), and returns the description's path. Finding the same range
-// again replaces its files.
+// again replaces its files. They count toward Options.MaxBytes
+// (AsideBytes) until an operator deletes them.
 func (l *Ledger) Quarantine(d Damage) (string, error) {
 	dir := filepath.Join(l.dir, QuarantineDir)
 	if err := os.Mkdir(dir, 0o750); err == nil {
@@ -68,6 +70,10 @@ func (l *Ledger) Quarantine(d Damage) (string, error) {
 	path := filepath.Join(dir, name+".json")
 	if err := writeFileAtomic(path, append(b, '\n'), l.syncDir); err != nil {
 		return "", fmt.Errorf("ledger: quarantine: %w", err)
+	}
+	if err := l.measureAside(); err != nil {
+		// Kept all the same; Retain measures again.
+		l.log.Warn("ledger: cannot measure the files kept aside for inspection after a quarantine; ledger.max_bytes counts their last measure", "err", err)
 	}
 	return path, nil
 }

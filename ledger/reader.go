@@ -28,6 +28,7 @@ type Reader struct {
 	dec    record.Record // rec decoded
 	damage *Damage       // the damaged range Next stopped at, or nil
 	err    error
+	read   int64 // bytes read from the segments closed so far
 
 	skipDamage bool
 }
@@ -38,12 +39,22 @@ func (l *Ledger) Reader(from uint64) *Reader {
 	return &Reader{l: l, next: max(from, 1)}
 }
 
-// SkipDamage makes the Reader pass damage in sealed segments instead of
-// stopping at it: Next then also stops at each damaged range, with Damage
-// set (LSN is the range's last LSN, Record is nil), and goes on from the
-// next valid record. Records of the range the Reader had already passed
-// (a start after its first LSN) are not reported again. Damage in the open
-// segment still stops the Reader ([Ledger.Open] repairs the open segment).
+// SkipDamage makes the Reader pass damage instead of stopping at it: Next
+// then also stops at each damaged range, with Damage set (LSN is the
+// range's last LSN, Record is nil), and goes on from the next valid
+// record. Records of the range the Reader had already passed (a start
+// after its first LSN) are not reported again.
+//
+// It passes damage in the open segment too: synced bytes that changed on
+// disk while the ledger runs (a media error) are lost records as in a
+// sealed segment, and the writer goes on after them. There the search for
+// the next valid record stays within the records up to LastLSN (where the
+// last Sync left the segment), so a write in progress after them is never
+// taken for damage; damage that runs to their end loses the records up to
+// LastLSN, and the Reader goes on with the next write. A damaged range
+// may reach past LastLSN only in a segment that was sealed (its records
+// fdatasynced) while its last records wait for the next Sync to be
+// announced; no record past LastLSN is returned.
 func (r *Reader) SkipDamage() { r.skipDamage = true }
 
 // Damage is the damaged range Next stopped at, or nil when it stopped at a
@@ -76,6 +87,9 @@ func (r *Reader) Next() bool {
 			// that are durable now: read them again.
 			r.sc.refresh()
 			r.sc.limit = durable
+		}
+		if r.skipDamage {
+			r.sc.within(damageBounds(segs, durable, r.segFirst))
 		}
 		if r.sc.nextFrame() {
 			if r.sc.lsn < r.next {
@@ -134,30 +148,70 @@ func (r *Reader) open(segs []segment, i int) bool {
 	}
 	r.f, r.segFirst = f, s.first
 	from, fromLSN := int64(0), s.first
-	if r.next > s.first && !isLast {
-		// Seek with the sealed segment's sparse index.
-		entries, err := r.l.loadIndex(s)
-		if err != nil {
-			f.Close()
-			r.f, r.err = nil, err
-			return false
+	if r.next > s.first {
+		// Seek with the segment's sparse index: the open segment's is in
+		// memory, a sealed one's in its .idx file.
+		entries := s.index
+		if !isLast {
+			var err error
+			if entries, err = r.l.loadIndex(s); err != nil {
+				f.Close()
+				r.f, r.err = nil, err
+				return false
+			}
 		}
 		if e, ok := seekPoint(entries, r.next); ok {
 			from, fromLSN = e.off, e.lsn
 		}
 	}
 	r.sc = newSegScanner(f, s.path, fromLSN, from)
-	if r.skipDamage && !isLast {
-		r.sc.withResync(segs[i+1].first - 1)
+	if r.skipDamage {
+		r.sc.withResync(0) // bounded by Next (damageBounds)
 	}
 	return true
+}
+
+// damageBounds returns, for the segment whose first LSN is first, the last
+// LSN a reader passing damage may look for in it and where its records
+// end: for a sealed segment the next one's first LSN - 1 and its size (0
+// when retention deleted it since: the scanner then reads the file's
+// size); for the open segment LastLSN (durable) and where the last Sync
+// left it, since bytes after that may be a write in progress.
+func damageBounds(segs []segment, durable, first uint64) (maxLSN uint64, size int64) {
+	for i, s := range segs {
+		switch {
+		case s.first < first:
+		case s.first > first:
+			return s.first - 1, 0
+		case i < len(segs)-1:
+			return segs[i+1].first - 1, s.size
+		default:
+			return durable, s.size
+		}
+	}
+	return durable, 0
 }
 
 func (r *Reader) closeSegment() {
 	if r.f != nil {
 		r.f.Close()
 	}
+	if r.sc != nil {
+		r.read += r.sc.read
+	}
 	r.f, r.sc = nil, nil
+}
+
+// BytesRead is the bytes the Reader has read from segment files: what it
+// cost the ledger's device. A Reader seeks with the sparse index of the
+// segment holding its start, the open one included, so that reading a
+// record costs about the index interval (256 KiB) and one read (1 MiB) at
+// most, however large the segment.
+func (r *Reader) BytesRead() int64 {
+	if r.sc == nil {
+		return r.read
+	}
+	return r.read + r.sc.read
 }
 
 // LSN is the current record's LSN.

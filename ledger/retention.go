@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 )
 
-// usedBytesLocked is the ledger's size on disk plus what the writer holds
-// in its buffer. l.mu must be held.
+// usedBytesLocked is the ledger's size on disk — its segments and the
+// files kept aside for inspection — plus what the writer holds in its
+// buffer. l.mu must be held.
 func (l *Ledger) usedBytesLocked() int64 {
-	var n int64
+	n := l.aside
 	for _, s := range l.segs[:max(len(l.segs)-1, 0)] {
 		n += s.size
 	}
 	return n + l.openBytes.Load()
 }
 
-// UsedBytes is the ledger's size on disk, including buffered records.
+// UsedBytes is the ledger's size on disk, including buffered records and
+// the files kept aside for inspection (AsideBytes): what MaxBytes bounds.
 func (l *Ledger) UsedBytes() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,6 +67,10 @@ func (l *Ledger) makeRoom(n int64) error {
 		l.log.Info("ledger full: deleted drained segments before ledger.retention ended, to make room for new records",
 			"segments", deleted, "retention", l.opts.Retention)
 	}
+	// Files kept aside that an operator deleted make room too.
+	if err := l.remeasureAside(); err != nil {
+		l.log.Warn("ledger full: cannot measure the files kept aside for inspection; counting their last measure", "err", err)
+	}
 	used, ok := l.fits(n)
 	if ok {
 		l.leaveFull(used)
@@ -71,8 +78,12 @@ func (l *Ledger) makeRoom(n int64) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.full.Enter(l.log, slog.LevelWarn, "ledger full: the flusher waits for outputs to drain", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "cursors", l.cursors) {
+	if l.full.Enter(l.log, slog.LevelWarn, "ledger full: the flusher waits for outputs to drain", "used_bytes", used, "max_bytes", l.opts.MaxBytes, "aside_bytes", l.aside, "cursors", l.cursors) {
 		l.waiting = fmt.Sprintf("ledger full: %d of max_bytes %d used; waiting for outputs to drain (cursors %v) so that segments can be deleted", used, l.opts.MaxBytes, l.cursors)
+		if l.aside > 0 {
+			l.waiting += fmt.Sprintf("; %d of those bytes are damaged data kept aside for inspection in %s and %s (*%s): delete them once inspected",
+				l.aside, filepath.Join(l.dir, QuarantineDir), filepath.Join(l.dir, cursorDir), damagedSuffix)
+		}
 	}
 	return fmt.Errorf("%w: %d of max_bytes %d used, %d more needed", ErrFull, used, l.opts.MaxBytes, n)
 }
@@ -102,7 +113,14 @@ func (l *Ledger) leaveFull(used int64) {
 // a deleted segment open keeps reading it (the file is unlinked, not
 // truncated). It returns the number of segments deleted. Safe for
 // concurrent use with the writer and other Retain calls.
-func (l *Ledger) Retain() (int, error) { return l.retain(false) }
+//
+// It also measures the files kept aside for inspection again, when there
+// are some (at most every second), so that UsedBytes drops once an
+// operator deleted them.
+func (l *Ledger) Retain() (int, error) {
+	n, err := l.retain(false)
+	return n, errors.Join(err, l.remeasureAside())
+}
 
 // retain deletes drained sealed segments, oldest first: those drained for
 // Retention, or, with force, every drained one.

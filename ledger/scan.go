@@ -35,13 +35,19 @@ type segScanner struct {
 
 	damage *CorruptionError // set when scanning stopped at damage
 	ioErr  error
+	read   int64 // bytes read from the file so far
 
 	// resync: at damage, find the next valid frame instead of stopping
-	// (sealed segments only) and report what was passed in skipped.
-	resync  bool
-	maxLSN  uint64  // the segment's last LSN when known (sealed); 0 = unknown
-	goodEnd int64   // file offset just past the last valid frame (or the start)
-	size    int64   // file size, read when a resync starts
+	// and report what was passed in skipped (readers that pass damage).
+	resync bool
+	// maxLSN is the last LSN to look for: a sealed segment's last, or the
+	// open segment's last synced (within); 0 = unknown.
+	maxLSN  uint64
+	goodEnd int64 // file offset just past the last valid frame (or the start)
+	// size bounds the search for the next valid frame: the file size, read
+	// when a resync starts, or, when set by within, where the records up
+	// to maxLSN end.
+	size    int64
 	skipped *Damage // set when nextFrame stopped at a damaged range it passed
 }
 
@@ -62,6 +68,16 @@ func newSegScanner(f *os.File, path string, firstLSN uint64, from int64) *segSca
 func (s *segScanner) withResync(maxLSN uint64) *segScanner {
 	s.resync, s.maxLSN = true, maxLSN
 	return s
+}
+
+// within bounds what a resyncing scanner passes to the records up to
+// maxLSN, which end within the first size bytes of the file. For the open
+// segment these are its synced records (LastLSN, and where the last Sync
+// left the segment): a write in progress after them is then neither taken
+// for the next valid frame nor passed as damage. The bounds grow as the
+// ledger does.
+func (s *segScanner) within(maxLSN uint64, size int64) {
+	s.maxLSN, s.size = maxLSN, size
 }
 
 // takeSkipped returns and clears the damaged range nextFrame stopped at.
@@ -104,6 +120,7 @@ func (s *segScanner) fill(n int) bool {
 			return false
 		}
 		s.end += got
+		s.read += int64(got)
 		if got < want {
 			s.eof = true
 		}
@@ -225,7 +242,7 @@ func (s *segScanner) resyncFrom(d *CorruptionError) {
 	// there that checks whole but carries a later LSN is the next one (the
 	// records between are missing); one with the expected LSN cannot be
 	// there, or it would not have failed.
-	for {
+	for s.pos() < s.size {
 		if !s.fill(frameHeader) {
 			return
 		}

@@ -89,7 +89,8 @@ func (l *Ledger) Sync() error {
 	}
 	l.mu.Lock()
 	l.durable = l.last
-	l.segs[len(l.segs)-1].size = l.writeOff
+	seg := &l.segs[len(l.segs)-1]
+	seg.size, seg.index = l.writeOff, l.index
 	close(l.advanced)
 	l.advanced = make(chan struct{})
 	l.mu.Unlock()
@@ -139,7 +140,8 @@ func (l *Ledger) seal() error {
 		l.log.Warn("ledger: cannot write segment index; readers will rebuild it", "err", err)
 	}
 	l.mu.Lock()
-	l.segs[len(l.segs)-1].size = l.writeOff
+	sealed := &l.segs[len(l.segs)-1]
+	sealed.size, sealed.index = l.writeOff, nil // its index is on disk now
 	l.mu.Unlock()
 	l.f = nil
 	return nil

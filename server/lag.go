@@ -2,7 +2,10 @@ package server
 
 import (
 	"math"
+	"sync"
 	"time"
+
+	"github.com/logpond/logpond/ledger"
 )
 
 // lag is how far the Elasticsearch output is behind the ledger.
@@ -49,11 +52,48 @@ func (s *Server) outputLag(st state) lag {
 	unread := last - min(read, last)
 	lg.events = g.PendingEvents + int64(math.Round(float64(unread)*perRecord))
 	if lg.oldest.IsZero() {
-		r := l.Reader(done + 1)
-		if r.Next() {
-			lg.oldest = r.Decoded().Received()
-		}
-		r.Close()
+		lg.oldest = s.oldest.received(l, done+1)
 	}
 	return lg
+}
+
+// oldestProbe remembers the receive time of the last record the lag
+// probes read from the ledger. Every /metrics scrape, GET / and summary
+// asks for the oldest record the output has not done, which does not move
+// while Elasticsearch is down (the backlog waits unread), so the ledger is
+// read only when the output's position moved; and a read seeks with the
+// segment's sparse index, so it costs about the index interval and one
+// read, not a scan of the segment. An LSN's record never changes once it
+// is in the ledger (a reopened ledger rewrites only records it had not
+// synced, from the same journal records), so what was read stays true.
+// Safe for concurrent use: probes run one at a time.
+type oldestProbe struct {
+	mu sync.Mutex // guards the fields below
+	// lsn is the LSN asked for, and at the receive time of the record
+	// read (the oldest the ledger holds from lsn on); lsn is 0 until a
+	// read found one.
+	lsn uint64
+	at  time.Time
+	// bytesRead counts what the probes read from the ledger, in total.
+	bytesRead int64
+}
+
+// received returns the receive time of the record at lsn in l (or of the
+// oldest one after it that l holds), zero when l holds none that is
+// readable.
+func (p *oldestProbe) received(l *ledger.Ledger, lsn uint64) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lsn == lsn && lsn > 0 {
+		return p.at
+	}
+	r := l.Reader(lsn)
+	defer r.Close()
+	found := r.Next()
+	p.bytesRead += r.BytesRead()
+	if !found {
+		return time.Time{} // not remembered: the next probe tries again
+	}
+	p.lsn, p.at = lsn, r.Decoded().Received()
+	return p.at
 }

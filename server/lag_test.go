@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/record"
 )
 
 // closedAddr is a loopback address nothing listens on: connecting to it
@@ -150,5 +152,61 @@ func TestLagOfRecordsNotYetRead(t *testing.T) {
 	}
 	if want := time.Unix(1_800_000_000, 0); !lg.oldest.Equal(want) {
 		t.Errorf("oldest pending received %v, want %v (the first record's)", lg.oldest, want)
+	}
+}
+
+// TestLagProbeReadsOnlyWhatMoved: the age of the oldest pending event,
+// which /metrics, GET / and the summary ask for at every call, reads the
+// ledger only when the output's position moved, and then seeks with the
+// open segment's sparse index instead of scanning the segment from its
+// start. Counted in bytes read, over a large open segment.
+func TestLagProbeReadsOnlyWhatMoved(t *testing.T) {
+	cfg := lagConfig(t, "http://"+closedAddr(t))
+	cfg.Ledger.SegmentBytes = 64 << 20 // every record in the open segment
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := s.ledger()
+	t0 := time.Unix(1_800_000_000, 0)
+	const last = 2000 // about 16 MiB
+	for lsn := uint64(1); lsn <= last; lsn++ {
+		rec, err := record.Encode(nil, t0.Add(time.Duration(lsn)*time.Second),
+			[][]byte{fmt.Appendf(nil, `{"n":%d,"pad":"%s"}`, lsn, strings.Repeat("x", 8000))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(lsn, rec); err != nil {
+			t.Fatal(err)
+		}
+		if lsn%16 == 0 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// One seek: about the index interval and one read, at most.
+	const bound = 256<<10 + 1<<20 + 2*4096
+	for _, done := range []uint64{1000, 1990} {
+		if err := l.SetCursor(elasticsearchCursor, done); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			before := s.oldest.bytesRead
+			lg := s.outputLag(s.snapshot())
+			if want := t0.Add(time.Duration(done+1) * time.Second); !lg.oldest.Equal(want) || lg.records != int64(last-done) {
+				t.Fatalf("cursor %d, probe %d: lag %+v, want %d records, the oldest received %v", done, i, lg, last-done, want)
+			}
+			switch read := s.oldest.bytesRead - before; {
+			case i == 0 && read > bound:
+				t.Errorf("cursor %d: the probe read %d bytes of a %d-byte open segment, want at most %d", done, read, l.UsedBytes(), bound)
+			case i > 0 && read != 0:
+				t.Fatalf("cursor %d: probe %d read %d bytes again, with nothing moved", done, i, read)
+			}
+		}
 	}
 }

@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/internal/testkit/storetest"
 	"github.com/logpond/logpond/ledger"
 )
@@ -77,4 +79,77 @@ func TestOpenSegmentDamageIsCounted(t *testing.T) {
 	if log := r.log.String(); !strings.Contains(log, "cut torn tail of the open segment") {
 		t.Fatalf("no torn tail in the log:\n%s", log)
 	}
+}
+
+// TestOpenSegmentDamageWhileRunningIsPassed: a record of the open ledger
+// segment, synced and not yet read by the output (Elasticsearch is down),
+// changes on disk while logpond runs (a media error). The output passes it
+// as damage, as in a sealed segment — quarantined, logged, counted — and
+// delivers every other event once Elasticsearch is back; logpond keeps
+// running and stops cleanly.
+func TestOpenSegmentDamageWhileRunningIsPassed(t *testing.T) {
+	srv, err := estest.Start(estest.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := lagConfig(t, srv.URL())
+	cfg.Ledger.SegmentBytes = 64 << 20 // one open segment
+	// A small read-ahead: the output reads about 1.5 MiB ahead of what
+	// Elasticsearch took (its 1 MiB read window, a few requests), far less
+	// than the ~3 MiB of records below.
+	es := &cfg.Output.Elasticsearch
+	es.Workers, es.FlushBytes = 1, 64<<10
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	running := func() {
+		t.Helper()
+		select {
+		case err := <-r.done:
+			r.done <- err // for shutdown
+			t.Fatalf("logpond stopped: %v", err)
+		default:
+		}
+	}
+	const n = 3000
+	appendN(t, r.s.journal(), 0, n)
+	waitUntil(t, "the ledger holds every record", func() bool { running(); return r.s.ledger().LastLSN() >= n })
+
+	const damaged = n - 100
+	dr, err := ledger.NewDirReader(cfg.Ledger.Dir, damaged, ledger.InspectOptions{})
+	if err != nil || !dr.Next() || dr.LSN() != damaged {
+		t.Fatalf("finding LSN %d in the ledger: %v", damaged, err)
+	}
+	seg, off := dr.Segment(), dr.Offset()
+	dr.Close()
+	if seg != filepath.Join(cfg.Ledger.Dir, "00000000000000000001.seg") {
+		t.Fatalf("LSN %d is in %s, want it in the open segment", damaged, seg)
+	}
+	if read := r.s.output.Gauges().ReadLSN; read >= damaged {
+		t.Fatalf("the output read LSN %d already: the test cannot tell", read)
+	}
+	storetest.Flip(t, seg, off+16+30)
+
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "every other event in Elasticsearch", func() bool { running(); return srv.Count() >= n-1 })
+	waitUntil(t, "the output done with every record", func() bool { running(); return r.s.output.Gauges().DoneLSN >= n })
+	if got := srv.Count(); got != n-1 {
+		t.Fatalf("Elasticsearch holds %d events, want %d (all but the damaged record's)", got, n-1)
+	}
+	if st := r.s.output.Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
+		t.Fatalf("damaged ranges %d, records %d; want 1, 1", st.DamagedRanges, st.DamagedRecords)
+	}
+	q, err := ledger.ReadQuarantine(cfg.Ledger.Dir)
+	if err != nil || len(q) != 1 || q[0].FirstLSN != damaged || q[0].LastLSN != damaged || q[0].Segment != seg {
+		t.Fatalf("quarantine %+v (%v), want LSN %d of %s", q, err, damaged, seg)
+	}
+	if log := r.log.String(); !strings.Contains(log, "damaged ledger records skipped") {
+		t.Fatalf("no damage in the log:\n%s", log)
+	}
+	running()
 }

@@ -62,6 +62,8 @@ type Server struct {
 	// journalDamage says why records stopped moving to the ledger: the
 	// flusher met journal damage (nil: it did not).
 	journalDamage atomic.Pointer[string]
+	// oldest is the lag probes' last read of the ledger (lag.go).
+	oldest oldestProbe
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
