@@ -51,8 +51,20 @@ func (r *Reader) SkipDamage() { r.skipDamage = true }
 func (r *Reader) Damage() *Damage { return r.damage }
 
 // Next advances to the next record (or, with SkipDamage, damaged range).
+// After it stopped at a [*ReadError] (Err), the next call retries the
+// read that failed; any other error stops the Reader for good.
 func (r *Reader) Next() bool {
 	r.damage = nil
+	var re *ReadError
+	if errors.As(r.err, &re) {
+		r.err = nil
+		if r.sc != nil {
+			// Read again from where the scan stood: the bytes read
+			// before the failure were used already.
+			r.sc.ioErr = nil
+			r.sc.refresh()
+		}
+	}
 	for r.err == nil {
 		durable, segs := r.l.snapshot()
 		if r.next > durable {
@@ -128,7 +140,7 @@ func (r *Reader) open(segs []segment, i int) bool {
 		if errors.Is(err, os.ErrNotExist) {
 			r.err = fmt.Errorf("ledger: segment %s was deleted before it was read (LSN %d)", s.path, r.next)
 		} else {
-			r.err = fmt.Errorf("ledger: %w", err)
+			r.err = &ReadError{Segment: s.path, Offset: -1, Err: err}
 		}
 		return false
 	}
@@ -139,6 +151,12 @@ func (r *Reader) open(segs []segment, i int) bool {
 		entries, err := r.l.loadIndex(s)
 		if err != nil {
 			f.Close()
+			// Every failure of loadIndex is the device's: a damaged
+			// index is rebuilt, not an error.
+			var re *ReadError
+			if !errors.As(err, &re) {
+				err = &ReadError{Segment: indexPath(s.path), Offset: -1, Err: err}
+			}
 			r.f, r.err = nil, err
 			return false
 		}
@@ -171,7 +189,8 @@ func (r *Reader) Record() []byte { return r.rec }
 // aliases the same buffer as Record and is valid as long.
 func (r *Reader) Decoded() record.Record { return r.dec }
 
-// Err is the error that stopped the Reader, or nil.
+// Err is the error that stopped the Reader, or nil. A [*ReadError] stops
+// it only until the next call to Next.
 func (r *Reader) Err() error { return r.err }
 
 // Wait blocks until the ledger holds a record at the Reader's position or
