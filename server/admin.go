@@ -20,10 +20,12 @@ import (
 )
 
 // backpressureReasons are the wait states logpond reports, in the order
-// a backlog travels upstream: a stalled output fills the ledger, a full
-// (or failed) ledger stops the flusher, a full journal stops
-// acknowledgements, and then the input's budget runs out.
-var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_full", "ledger_failed", "journal_full", "input_budget"}
+// a backlog travels upstream: a stalled output (Elasticsearch failing,
+// or the ledger's device failing its reads) fills the ledger, a full (or
+// failed) ledger stops the flusher, and so does a journal whose device
+// fails its reads; a full journal stops acknowledgements, and then the
+// input's budget runs out.
+var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_unreadable", "ledger_full", "ledger_failed", "journal_unreadable", "journal_full", "input_budget"}
 
 // state is a snapshot of every component, for /metrics and the health
 // endpoints.
@@ -80,6 +82,7 @@ func (s *Server) snapshot() state {
 		st.output = &o
 		st.outputGauges = s.output.Gauges()
 		st.waiting["elasticsearch"] = s.output.Waiting()
+		st.waiting["ledger_unreadable"] = s.output.LedgerUnreadable()
 	}
 	if s.dlq != nil {
 		st.deadLetterBytes = s.dlq.UsedBytes()
@@ -214,10 +217,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // notReady lists why new batches are not accepted and acknowledged right
 // away. A failed ledger counts: batches are still acknowledged, but into a
 // journal that only fills until the ledger is back, and Beats sent
-// elsewhere meanwhile keep that headroom.
+// elsewhere meanwhile keep that headroom. So does a store whose device
+// fails its reads: what is acknowledged waits until it reads again.
 func (st state) notReady() []string {
 	var why []string
-	for _, r := range []string{"journal_damaged", "ledger_failed", "journal_full", "input_budget"} {
+	for _, r := range []string{"journal_damaged", "ledger_failed", "ledger_unreadable", "journal_unreadable", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
 		}

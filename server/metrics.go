@@ -207,6 +207,7 @@ var (
 	descOutputDamRanges  = prometheus.NewDesc("logpond_output_damaged_ranges_total", "Damaged ranges of the ledger the output passed: each quarantined under <ledger.dir>/quarantine and logged once as an ERROR naming it (inspect with ledgerctl verify).", nil, nil)
 	descOutputDamRecords = prometheus.NewDesc("logpond_output_damaged_records_total", "Ledger records lost in those damaged ranges: their events could not be trusted and were not sent.", nil, nil)
 	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", nil, nil)
+	descLedgerReadErrors = prometheus.NewDesc("logpond_ledger_read_errors_total", "Reads of the ledger its device failed (EIO, …): the output's reads, each retried with backoff and nothing skipped, and attempts to open the ledger, retried likewise. Check the ledger's device.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
 	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", nil, nil)
 	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", nil, nil)
@@ -214,7 +215,7 @@ var (
 	descJournalRatio     = prometheus.NewDesc("logpond_journal_fill_ratio", "logpond_journal_bytes / logpond_journal_max_bytes: near 1, acknowledgements wait for the flusher.", nil, nil)
 	descLedgerMax        = prometheus.NewDesc("logpond_ledger_max_bytes", "The ledger's bound (ledger.max_bytes).", nil, nil)
 	descLedgerRatio      = prometheus.NewDesc("logpond_ledger_fill_ratio", "logpond_ledger_bytes / logpond_ledger_max_bytes: at 1 the flusher waits and the journal fills.", nil, nil)
-	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_full, ledger_failed (the ledger failed and is being reopened), journal_full, input_budget.", []string{"reason"}, nil)
+	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_unreadable (the ledger's device fails the output's reads, retried), ledger_full, ledger_failed (the ledger failed, or could not be opened, and is being reopened), journal_unreadable (the journal's device fails the flusher's reads, retried), journal_full, input_budget.", []string{"reason"}, nil)
 )
 
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
@@ -222,7 +223,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
-		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
+		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure} {
 		ch <- d
 	}
@@ -287,6 +288,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		counter(descOutputDead, float64(st.output.DeadLettered))
 		counter(descOutputDamRanges, float64(st.output.DamagedRanges))
 		counter(descOutputDamRecords, float64(st.output.DamagedRecords))
+		counter(descLedgerReadErrors, float64(st.output.LedgerReadErrors))
 		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
 		gauge(descDeadLetterMax, float64(cfg.Output.Elasticsearch.DeadLetterMaxBytes))
 		gauge(descDeadLetterRatio, ratio(st.deadLetterBytes, int64(cfg.Output.Elasticsearch.DeadLetterMaxBytes)))

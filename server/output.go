@@ -161,6 +161,17 @@ func (out *outputRunner) Waiting() string {
 	return out.cur.o.Waiting()
 }
 
+// LedgerUnreadable is the running Output's LedgerUnreadable ("" while
+// stopped).
+func (out *outputRunner) LedgerUnreadable() string {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.cur == nil {
+		return ""
+	}
+	return out.cur.o.LedgerUnreadable()
+}
+
 // addStats adds b's counters to a's; the cursor is b's, when it has one
 // (a restarted Output reports 0 until it persists its cursor).
 func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
@@ -177,6 +188,7 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Delivered += b.Delivered
 	a.DamagedRanges += b.DamagedRanges
 	a.DamagedRecords += b.DamagedRecords
+	a.LedgerReadErrors += b.LedgerReadErrors
 	if b.CursorLSN > a.CursorLSN {
 		a.CursorLSN = b.CursorLSN
 	}

@@ -158,6 +158,9 @@ type Output struct {
 
 	live atomic.Pointer[live] // the running drain's state, for Stats
 
+	// unreadable is the state of reads of the ledger failing.
+	unreadable readFault
+
 	mu         sync.Mutex      // guards the outage state below
 	down       waitlog.Episode // the last request failed as a whole
 	downReason string

@@ -20,6 +20,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Op is a set of file operations a Fault fails.
@@ -75,6 +77,7 @@ type FS struct {
 	Backing string
 
 	server *fuse.Server
+	dev    uint64 // the mount's device: its minor number names its FUSE connection
 	mu     sync.RWMutex
 	faults []Fault // guarded by mu
 	failed atomic.Int64
@@ -117,16 +120,40 @@ func Mount(t testing.TB) *FS {
 		t.Skipf("faultfs: skipped: the kernel refused the FUSE mount: %v", err)
 	}
 	t.Cleanup(f.unmount)
+	var st unix.Stat_t
+	if err := unix.Stat(f.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	f.dev = st.Dev
 	return f
 }
 
 func (f *FS) unmount() {
 	f.Heal()
 	if err := f.server.Unmount(); err != nil {
-		// A file is still open (a test that failed half-way): detach.
+		// A file is still open there (a test that failed half-way).
+		// Abort the connection first: a lazily detached mount is served
+		// until its last file closes, and a process exiting with a file
+		// open on a mount it serves itself would wait for ever for the
+		// answer to its own close.
+		f.abort()
 		syscall.Unmount(f.Dir, syscall.MNT_DETACH)
 	}
 	f.server.Wait()
+}
+
+// fuseControl is where the kernel's FUSE control file system is mounted.
+const fuseControl = "/sys/fs/fuse/connections"
+
+// abort aborts the mount's FUSE connection (named by the minor number of
+// its device), mounting the control file system when it is not: every
+// request waiting for an answer, and every later one, fails.
+func (f *FS) abort() {
+	abort := filepath.Join(fuseControl, strconv.FormatUint(uint64(unix.Minor(f.dev)), 10), "abort")
+	if _, err := os.Stat(abort); err != nil {
+		syscall.Mount("fusectl", fuseControl, "fusectl", 0, "")
+	}
+	os.WriteFile(abort, []byte("1"), 0)
 }
 
 // Fail sets the faults in effect, replacing those set before.

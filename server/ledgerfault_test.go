@@ -1,0 +1,189 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/faultfs"
+)
+
+// beatsLoad sends batches of events from go-lumber clients, as Beats
+// would, until stopped, and remembers which events were acknowledged.
+type beatsLoad struct {
+	mu    sync.Mutex
+	acked map[string]bool // "client/seq"
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startBeatsLoad starts clients numbered from first, each sending
+// batches of 50 events to addr.
+func startBeatsLoad(t *testing.T, addr string, first, clients int) *beatsLoad {
+	b := &beatsLoad{acked: map[string]bool{}, stop: make(chan struct{})}
+	for c := first; c < first+clients; c++ {
+		b.wg.Go(func() {
+			cl, err := lj.SyncDial(addr)
+			if err != nil {
+				t.Errorf("client %d: %v", c, err)
+				return
+			}
+			defer cl.Close()
+			for seq := 0; ; {
+				select {
+				case <-b.stop:
+					return
+				default:
+				}
+				var batch []interface{}
+				for i := range 50 {
+					batch = append(batch, json.RawMessage(fmt.Sprintf(`{"client":%d,"seq":%d,"message":"%s"}`, c, seq+i, strings.Repeat("m", 200))))
+				}
+				n, err := cl.Send(batch)
+				if err != nil || n != len(batch) {
+					t.Errorf("client %d: %d of %d acknowledged: %v", c, n, len(batch), err)
+					return
+				}
+				b.mu.Lock()
+				for i := range n {
+					b.acked[fmt.Sprintf("%d/%d", c, seq+i)] = true
+				}
+				b.mu.Unlock()
+				seq += n
+			}
+		})
+	}
+	return b
+}
+
+// count is the number of events acknowledged so far.
+func (b *beatsLoad) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.acked)
+}
+
+// end stops the clients after their batch in flight is acknowledged.
+func (b *beatsLoad) end() {
+	close(b.stop)
+	b.wg.Wait()
+}
+
+// waitDeliveredOnce waits until Elasticsearch holds every acknowledged
+// event of loads, then checks that it holds each once and nothing else.
+func waitDeliveredOnce(t *testing.T, es *estest.Server, loads ...*beatsLoad) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, b := range loads {
+		b.mu.Lock()
+		for k := range b.acked {
+			want[k] = true
+		}
+		b.mu.Unlock()
+	}
+	var have map[string]int
+	waitUntil(t, fmt.Sprintf("the %d acknowledged events in Elasticsearch", len(want)), func() bool {
+		have = map[string]int{}
+		for _, d := range es.Docs() {
+			have[gjson.GetBytes(d.Source, "client").String()+"/"+gjson.GetBytes(d.Source, "seq").String()]++
+		}
+		for k := range want {
+			if have[k] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for k, n := range have {
+		if n != 1 || !want[k] {
+			t.Errorf("event %s stored %d times (acknowledged: %v)", k, n, want[k])
+		}
+	}
+}
+
+// ledgerFaultConfig puts the ledger on the fault-injecting mount m and
+// the journal on a healthy directory, with the admin endpoint and the
+// Elasticsearch output sending to es.
+func ledgerFaultConfig(t *testing.T, es *estest.Server, m *faultfs.FS) *conf.Config {
+	cfg := crashConfig(t.TempDir())
+	cfg.Ledger.Dir = filepath.Join(m.Dir, "ledger")
+	cfg.Admin.Listen = "127.0.0.1:0"
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+	return cfg
+}
+
+// mustRun fails the test at once when Run returned: logpond stopped.
+func (r *running) mustRun(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for shutdown
+		t.Fatalf("logpond stopped: %v\n%s", err, r.log.String())
+	default:
+	}
+}
+
+// TestLedgerReadFaultKeepsServing makes every read of the ledger's device
+// fail for a few seconds while Beats clients send: logpond keeps running
+// and acknowledging (the journal's device is healthy), says why delivery
+// waits (/readyz, GET /, metrics), and once reads work again delivers
+// every acknowledged event exactly once.
+func TestLedgerReadFaultKeepsServing(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 21})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	m := faultfs.Mount(t)
+	r := start(t, ledgerFaultConfig(t, es, m))
+	base := "http://" + r.s.AdminAddr().String()
+	load := startBeatsLoad(t, r.s.BeatsAddr().String(), 0, 4)
+	waitUntil(t, "deliveries before the fault", func() bool { return es.Count() > 2000 })
+
+	m.Fail(faultfs.Fault{Ops: faultfs.Read})
+	failedAt := time.Now()
+	waitUntil(t, "the output to say it cannot read the ledger", func() bool {
+		r.mustRun(t)
+		return r.s.snapshot().waiting["ledger_unreadable"] != ""
+	})
+	code, body := httpGet(t, base+"/readyz")
+	if code != 503 || !strings.Contains(body, "ledger_unreadable") {
+		t.Errorf("/readyz while the ledger is unreadable: %d %q", code, body)
+	}
+	if code, _ := httpGet(t, base+"/livez"); code != 200 {
+		t.Errorf("/livez while the ledger is unreadable: %d, want 200", code)
+	}
+	if _, body := httpGet(t, base+"/"); !strings.Contains(body, "reading the ledger has failed") {
+		t.Errorf("GET / does not say the ledger is unreadable:\n%s", body)
+	}
+	if v := value(scrape(t, base+"/metrics"), "logpond_ledger_read_errors_total"); v < 1 {
+		t.Errorf("logpond_ledger_read_errors_total %v while reads fail", v)
+	}
+	held := load.count()
+	waitUntil(t, "acknowledgements while the ledger is unreadable", func() bool { r.mustRun(t); return load.count() > held+2000 })
+	time.Sleep(time.Until(failedAt.Add(3 * time.Second))) // a fault of a few seconds at least
+	r.mustRun(t)
+	t.Logf("%d events acknowledged during the fault (%d reads failed)", load.count()-held, m.Failures())
+	m.Heal()
+	waitUntil(t, "the output to read again", func() bool { return r.s.snapshot().waiting["ledger_unreadable"] == "" })
+	load.end()
+	waitDeliveredOnce(t, es, load)
+	r.shutdown(t)
+	log := r.log.String()
+	for msg, n := range map[string]int{"reading the ledger failed": 1, "reading the ledger works again": 1} {
+		if got := strings.Count(log, msg); got != n {
+			t.Errorf("%q logged %d times, want %d", msg, got, n)
+		}
+	}
+}
