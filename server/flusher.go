@@ -81,11 +81,12 @@ type flusher struct {
 // flusherStores is what the flusher sees of the stores (stores): the
 // journal and the ledger in use, and the replacement of a failed one.
 type flusherStores interface {
-	journal() *journal.Journal // the journal in use
-	reopenJournal() error      // opens a fresh journal and makes it the one in use
-	ledger() *ledger.Ledger    // the ledger in use
-	closeLedger()              // stops the ledger's readers (the output), then closes it
-	reopenLedger() error       // opens a fresh ledger, makes it the one in use and restarts its readers
+	journal() *journal.Journal     // the journal in use
+	reopenJournal() error          // opens a fresh journal and makes it the one in use
+	ledger() *ledger.Ledger        // the ledger in use; nil while it could not be opened yet
+	ledgerPending() *pendingLedger // why the ledger could not be opened yet; nil once it is
+	closeLedger()                  // stops the ledger's readers (the output), then closes it
+	reopenLedger() error           // opens a fresh ledger, makes it the one in use and restarts its readers
 }
 
 // newFlusher returns a flusher with its reopeners' messages.
@@ -121,7 +122,9 @@ func (f *flusher) run(ctx context.Context) error {
 			// it, rather than read them back from its files.
 		}
 		// The ledger first: moving a failed journal's records needs it.
-		f.recoverLedger()
+		if err := f.recoverLedger(); err != nil {
+			return err
+		}
 		f.recoverJournal()
 		if f.jr.down || f.lr.down {
 			continue // nothing moves until both are open again
@@ -156,27 +159,41 @@ func (f *flusher) retain() {
 
 // recoverLedger handles a failed ledger: the first time, it stops the
 // ledger's readers and closes it; then it tries a fresh open when the
-// backoff allows.
-func (f *flusher) recoverLedger() {
+// backoff allows. A ledger that could not be opened at start is down
+// from the first tick on (pendingLedger), and opened the same way. It
+// returns an error only for what no retry fixes (fatalError).
+func (f *flusher) recoverLedger() error {
 	l := f.ledger()
-	f.lr.check(l.Err() == nil, l.LastLSN())
+	if l == nil && !f.lr.down {
+		// Not opened at start.
+		f.lr.failed(f.ledgerPending().err)
+		f.lr.closed()
+	}
+	if l != nil {
+		f.lr.check(l.Err() == nil, l.LastLSN())
+	}
 	if !f.lr.down {
 		lerr := l.Err()
 		if lerr == nil {
-			return
+			return nil
 		}
 		f.lr.failed(lerr)
 		f.closeLedger()
 		f.lr.closed()
 	}
 	if !f.lr.due() {
-		return
+		return nil
 	}
 	if err := f.reopenLedger(); err != nil {
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return err
+		}
 		f.lr.retry(err)
-		return
+		return nil
 	}
 	f.lr.reopened(f.ledger().LastLSN())
+	return nil
 }
 
 // recoverJournal handles a failed journal: the first time, it moves what
@@ -223,12 +240,16 @@ func (f *flusher) recoverJournal() {
 func (f *flusher) finish() error {
 	// The input has stopped: a batch still open will never be completed.
 	f.bat.endRun(f.journal().LastLSN())
+	l := f.ledger()
+	if l == nil {
+		f.log.Warn("final flush skipped: the ledger could not be opened; the journal keeps every record and the next start moves them")
+		return nil
+	}
 	err := f.flush()
 	if f.damage != nil {
 		f.log.Warn("final flush stopped at the journal damage logged before: the journal keeps the records after it; the next start refuses to start over the damage until its loss is accepted",
-			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", f.ledger().LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 	}
-	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
 		return nil

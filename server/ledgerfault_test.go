@@ -187,3 +187,70 @@ func TestLedgerReadFaultKeepsServing(t *testing.T) {
 		}
 	}
 }
+
+// TestStartWhileTheLedgerIsUnreadable starts logpond, twice, while every
+// read of the ledger's device fails (its STREAM file too): it starts
+// anyway, acknowledges into the journal, says why the ledger is not open
+// (/readyz, GET /, metrics) while /livez stays OK, and opens the ledger
+// by itself once reads work again; every event acknowledged before,
+// during and after reaches Elasticsearch exactly once.
+func TestStartWhileTheLedgerIsUnreadable(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 22})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	m := faultfs.Mount(t)
+	cfg := ledgerFaultConfig(t, es, m)
+	r := start(t, cfg)
+	before := startBeatsLoad(t, r.s.BeatsAddr().String(), 0, 2)
+	waitUntil(t, "deliveries", func() bool { return es.Count() > 1000 })
+	before.end()
+	r.shutdown(t)
+
+	m.Fail(faultfs.Fault{Ops: faultfs.Read})
+	failedAt := time.Now()
+	var loads []*beatsLoad
+	for round := range 2 {
+		// A restart during the fault: the second start finds the
+		// first one's acknowledged records in the journal only.
+		r = start(t, cfg)
+		base := "http://" + r.s.AdminAddr().String()
+		load := startBeatsLoad(t, r.s.BeatsAddr().String(), 10*(round+1), 2)
+		loads = append(loads, load)
+		waitUntil(t, "acknowledgements with the ledger unreadable", func() bool { r.mustRun(t); return load.count() > 2000 })
+		code, body := httpGet(t, base+"/readyz")
+		if code != 503 || !strings.Contains(body, "ledger_failed") || !strings.Contains(body, "could not be opened") {
+			t.Errorf("/readyz with the ledger unopened: %d %q", code, body)
+		}
+		if code, _ := httpGet(t, base+"/livez"); code != 200 {
+			t.Errorf("/livez with the ledger unopened: %d, want 200", code)
+		}
+		if _, body := httpGet(t, base+"/"); !strings.Contains(body, `"state": "failed"`) || !strings.Contains(body, "input/output error") {
+			t.Errorf("GET / does not say the ledger failed:\n%s", body)
+		}
+		if v := value(scrape(t, base+"/metrics"), "logpond_ledger_read_errors_total"); v < 1 {
+			t.Errorf("logpond_ledger_read_errors_total %v while the ledger cannot be opened", v)
+		}
+		load.end()
+		r.shutdown(t)
+	}
+	r = start(t, cfg)
+	load := startBeatsLoad(t, r.s.BeatsAddr().String(), 100, 2)
+	loads = append(loads, load)
+	waitUntil(t, "acknowledgements with the ledger unreadable", func() bool { r.mustRun(t); return load.count() > 1000 })
+	time.Sleep(time.Until(failedAt.Add(4 * time.Second))) // a fault of a few seconds at least
+	acked := 0
+	for _, l := range loads {
+		acked += l.count()
+	}
+	t.Logf("%d events acknowledged over 3 starts while the ledger's reads failed (%d reads failed)", acked, m.Failures())
+	m.Heal()
+	waitUntil(t, "the ledger to open", func() bool { r.mustRun(t); return r.s.ledger() != nil })
+	load.end()
+	waitDeliveredOnce(t, es, append(loads, before)...)
+	r.shutdown(t)
+	if log := r.log.String(); strings.Count(log, "ledger failed") != 1 || strings.Count(log, "ledger opened") != 1 {
+		t.Errorf("want one failure and one late open logged:\n%s", log)
+	}
+}

@@ -258,6 +258,11 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLedgerMax, float64(cfg.Ledger.MaxBytes))
 	gauge(descLedgerRatio, ratio(st.ledgerBytes, int64(cfg.Ledger.MaxBytes)))
 	gauge(descLedgerLast, float64(st.ledgerLast))
+	readErrors := st.ledgerOpenFailures
+	if st.output != nil {
+		readErrors += st.output.LedgerReadErrors
+	}
+	counter(descLedgerReadErrors, float64(readErrors))
 	for name, lsn := range st.cursors {
 		gauge(descCursor, float64(lsn), name)
 		gauge(descLag, float64(st.ledgerLast-min(lsn, st.ledgerLast)), name)
@@ -288,7 +293,6 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		counter(descOutputDead, float64(st.output.DeadLettered))
 		counter(descOutputDamRanges, float64(st.output.DamagedRanges))
 		counter(descOutputDamRecords, float64(st.output.DamagedRecords))
-		counter(descLedgerReadErrors, float64(st.output.LedgerReadErrors))
 		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
 		gauge(descDeadLetterMax, float64(cfg.Output.Elasticsearch.DeadLetterMaxBytes))
 		gauge(descDeadLetterRatio, ratio(st.deadLetterBytes, int64(cfg.Output.Elasticsearch.DeadLetterMaxBytes)))
