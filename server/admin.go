@@ -66,6 +66,9 @@ func (s *Server) snapshot() state {
 	if why := s.journalDamage.Load(); why != nil {
 		st.waiting["journal_damaged"] = *why
 	}
+	if why := s.journalUnreadable.Load(); why != nil {
+		st.waiting["journal_unreadable"] = *why
+	}
 	if j := s.journal(); j != nil {
 		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
 		st.journalErr = j.Err()

@@ -71,6 +71,8 @@ type flusher struct {
 	damage *journal.CorruptionError
 
 	jr, lr reopener // the journal's and the ledger's failure state
+	// reads is the state of reads of the journal's files failing.
+	reads journalReads
 
 	// bat holds the records of batches still open and voids those of
 	// failed ones (batches.go); voidBuf is resolve's buffer.
@@ -100,6 +102,7 @@ func newFlusher(f flusher) *flusher {
 	if f.bat == nil {
 		f.bat = newBatches(0, defaultHoldLimit, f.log)
 	}
+	f.reads.log = f.log
 	return &f
 }
 
@@ -130,6 +133,9 @@ func (f *flusher) run(ctx context.Context) error {
 			continue // nothing moves until both are open again
 		}
 		f.retain()
+		if !f.reads.due() {
+			continue // the journal's device failed a read: backing off
+		}
 		if err := f.flush(); err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -138,10 +144,35 @@ func (f *flusher) run(ctx context.Context) error {
 				continue // the ledger failed: recoverLedger takes it at the next tick
 			case errors.Is(err, ledger.ErrFull):
 				continue // synced what it took; tries again at the next tick
+			case readFailure(err):
+				f.reads.failed(err)
+				// What was appended before the failure goes out now,
+				// rather than after the device heals.
+				if err := f.syncAppended(); err != nil && f.ledger().Err() == nil {
+					return err
+				}
+				continue
 			}
 			return err
 		}
+		f.reads.worked()
 	}
+}
+
+// syncAppended syncs the records appended to the ledger and not synced
+// yet, and releases them from the journal.
+func (f *flusher) syncAppended() error {
+	l := f.ledger()
+	if l.AppendedLSN() == l.LastLSN() {
+		return nil
+	}
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	if err := f.journal().Release(l.LastLSN()); err != nil {
+		f.log.Warn("flusher: journal release failed; will retry", "err", err)
+	}
+	return nil
 }
 
 // retain lets the ledger delete the segments every persisted cursor has
@@ -259,6 +290,11 @@ func (f *flusher) finish() error {
 			"ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 		return nil
 	}
+	if err != nil && readFailure(err) {
+		f.log.Warn("final flush cut short: reading the journal failed; the journal keeps the records the ledger lacks and the next start moves them",
+			"err", err, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+		return f.syncAppended()
+	}
 	return err
 }
 
@@ -293,13 +329,8 @@ func (f *flusher) flush() error {
 // accepts the loss (docs/operations.md).
 func (f *flusher) journalDamaged(ce *journal.CorruptionError) error {
 	l := f.ledger()
-	if l.AppendedLSN() > l.LastLSN() {
-		if err := l.Sync(); err != nil {
-			return err
-		}
-		if err := f.journal().Release(l.LastLSN()); err != nil {
-			f.log.Warn("flusher: journal release failed; will retry", "err", err)
-		}
+	if err := f.syncAppended(); err != nil {
+		return err
 	}
 	f.damage = ce
 	if f.journalDamage != nil {

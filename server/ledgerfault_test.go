@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/internal/testkit/faultfs"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
 // beatsLoad sends batches of events from go-lumber clients, as Beats
@@ -252,5 +255,87 @@ func TestStartWhileTheLedgerIsUnreadable(t *testing.T) {
 	r.shutdown(t)
 	if log := r.log.String(); strings.Count(log, "ledger failed") != 1 || strings.Count(log, "ledger opened") != 1 {
 		t.Errorf("want one failure and one late open logged:\n%s", log)
+	}
+}
+
+// TestJournalReadFaultIsRetried makes the journal's device fail every read
+// while the flusher must read the journal's files (a backlog left by a
+// stop before the ledger took it): logpond keeps running and
+// acknowledging (the journal's writes and fsyncs work), says why records
+// wait (/readyz, metrics), and once reads work again moves everything to
+// the ledger and Elasticsearch, each record once.
+func TestJournalReadFaultIsRetried(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 23})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	m := faultfs.Mount(t)
+	cfg := crashConfig(t.TempDir())
+	cfg.Journal.Dir = filepath.Join(m.Dir, "journal")
+	cfg.Admin.Listen = "127.0.0.1:0"
+	o := &cfg.Output.Elasticsearch
+	o.Enabled, o.Hosts = true, []string{es.URL()}
+	o.FlushInterval, o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(2*time.Millisecond), conf.Duration(50*time.Millisecond)
+
+	// A backlog in the journal's files only: appended without Run.
+	s, err := Open(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backlog := &ackLoad{acked: map[string]bool{}}
+	for seq := range 3000 {
+		rec := crashRecord(99, seq)
+		if _, err := s.journal().Append(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		backlog.acked[payloadKey(rec)] = true
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	lb := &syncbuf.Buffer{}
+	s, err = Open(cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Fail(faultfs.Fault{Ops: faultfs.Read})
+	failedAt := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{s: s, stop: cancel, done: make(chan error, 1), log: lb}
+	go func() { r.done <- s.Run(ctx) }()
+	base := "http://" + s.AdminAddr().String()
+
+	load := startAckLoad(t, s, 0)
+	waitUntil(t, "the flusher to say it cannot read the journal", func() bool {
+		r.mustRun(t)
+		return s.snapshot().waiting["journal_unreadable"] != ""
+	})
+	if code, body := httpGet(t, base+"/readyz"); code != 503 || !strings.Contains(body, "journal_unreadable") {
+		t.Errorf("/readyz while the journal is unreadable: %d %q", code, body)
+	}
+	if v := value(scrape(t, base+"/metrics"), "logpond_journal_read_errors_total"); v < 1 {
+		t.Errorf("logpond_journal_read_errors_total %v while reads fail", v)
+	}
+	waitUntil(t, "acknowledgements while the journal is unreadable", func() bool { r.mustRun(t); return load.count() > 2000 })
+	time.Sleep(time.Until(failedAt.Add(3 * time.Second))) // a fault of a few seconds at least
+	r.mustRun(t)
+	if last := s.ledger().LastLSN(); last != 0 {
+		t.Errorf("the ledger holds %d records while the journal could not be read", last)
+	}
+	m.Heal()
+	waitUntil(t, "the flusher to read again", func() bool { return s.snapshot().waiting["journal_unreadable"] == "" })
+	load.stop()
+	waitStored(t, es, backlog, load)
+	r.shutdown(t)
+	if n, want := es.Count(), len(backlog.acked)+load.count(); n != want {
+		t.Errorf("%d documents, want each of the %d acknowledged records once", n, want)
+	}
+	log := lb.String()
+	for msg, n := range map[string]int{"reading the journal failed": 1, "reading the journal works again": 1} {
+		if got := strings.Count(log, msg); got != n {
+			t.Errorf("%q logged %d times, want %d", msg, got, n)
+		}
 	}
 }

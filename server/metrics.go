@@ -35,6 +35,9 @@ type metrics struct {
 	// journalDamage counts journal damage the flusher met: acknowledged
 	// records the ledger lacks that no longer verify on disk.
 	journalDamage prometheus.Counter
+	// journalReadErrors counts the flusher's reads of the journal's files
+	// that their device failed.
+	journalReadErrors prometheus.Counter
 	// ledgerDamage counts damage in the middle of the open ledger segment
 	// that opening the ledger repaired from the journal.
 	ledgerDamage prometheus.Counter
@@ -69,6 +72,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_flusher_journal_damage_total",
 		Help: "Times the flusher met journal records the ledger lacks that no longer verify on disk (acknowledged records lost; records stop moving to the ledger until the loss is accepted with ledgerctl accept-loss and logpond restarted).",
 	})
+	m.journalReadErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_journal_read_errors_total",
+		Help: "Reads of the journal's files its device failed (EIO, …) while the flusher moved records to the ledger: each retried with backoff, nothing skipped; the journal acknowledges meanwhile until it is full. Check the journal's device.",
+	})
 	m.ledgerDamage = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_ledger_damage_repaired_total",
 		Help: "Times opening the ledger found damage in the middle of its open segment (bytes that had been synced changed: a media error) and repaired it from the journal: the segment was cut there and its records replayed. Nothing is lost; logged as an ERROR naming the segment and offset. Check the ledger device.",
@@ -93,7 +100,7 @@ func newMetrics(s *Server) *metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
 	})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

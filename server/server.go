@@ -61,6 +61,9 @@ type Server struct {
 	// journalDamage says why records stopped moving to the ledger: the
 	// flusher met journal damage (nil: it did not).
 	journalDamage atomic.Pointer[string]
+	// journalUnreadable says why records wait in the journal: its device
+	// fails the flusher's reads ("" or nil: it does not).
+	journalUnreadable atomic.Pointer[string]
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -286,7 +289,8 @@ func (s *Server) startPipeline() *pipeline {
 	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
 		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir), journalDir: c.Journal.Dir,
-		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
+		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log),
+		reads: journalReads{unreadable: func(why string) { s.journalUnreadable.Store(&why) }, failures: s.metrics.journalReadErrors.Inc}})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	p.stopFlusher = stopFlusher
 	go func() { p.flusherDone <- p.flusher.run(fctx) }()
