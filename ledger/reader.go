@@ -30,6 +30,9 @@ type Reader struct {
 	err    error
 
 	skipDamage bool
+	// wide is the scanner's large buffer while it reads in small reads
+	// up to bytes PassUnreadable is to pass (nil otherwise).
+	wide []byte
 }
 
 // Reader returns a Reader positioned at from (at the oldest retained record
@@ -175,7 +178,7 @@ func (r *Reader) closeSegment() {
 	if r.f != nil {
 		r.f.Close()
 	}
-	r.f, r.sc = nil, nil
+	r.f, r.sc, r.wide = nil, nil, nil
 }
 
 // LSN is the current record's LSN.

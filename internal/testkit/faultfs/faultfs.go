@@ -52,7 +52,8 @@ type Fault struct {
 	// point (slash-separated, e.g. "ledger/STREAM"); "" is every file.
 	Path string
 	// Off and Len limit Read and Write faults to calls that touch the
-	// bytes [Off, Off+Len) of the file; Len 0 is the whole file.
+	// bytes [Off, Off+Len) of the file; Len 0 is the whole file. A read
+	// touches only bytes the file has: one at or past its end succeeds.
 	Off, Len int64
 }
 
@@ -257,7 +258,16 @@ var (
 )
 
 func (h *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if h.n.fs.fails(Read, h.n.path(), off, int64(len(buf))) {
+	// Only the bytes that exist are read from a device: a read at or
+	// past the end of the file touches none.
+	n := int64(len(buf))
+	if fd, ok := h.lf.PassthroughFd(); ok {
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) == nil {
+			n = max(0, min(n, st.Size-off))
+		}
+	}
+	if n > 0 && h.n.fs.fails(Read, h.n.path(), off, n) {
 		return nil, syscall.EIO
 	}
 	// Read into buf here rather than splice from the descriptor: the
