@@ -63,6 +63,14 @@ type Options struct {
 	RetryMax        time.Duration
 	// Cursor names the output's ledger cursor.
 	Cursor string
+	// UnreadableAfter is how long the ledger's device must have failed
+	// every read of the same sealed segment, while answering reads
+	// elsewhere, before the output takes the bytes it will not return
+	// for damage and passes them (ledger.Reader.PassUnreadable): their
+	// records are lost, logged, quarantined as far as they can be and
+	// counted like damaged ones. Until then, and for ever when it is 0,
+	// the read is retried and nothing is skipped (docs/design.md, §7).
+	UnreadableAfter time.Duration
 	// DeadLetters keeps events Elasticsearch rejects for good. The Output
 	// appends to it; its owner closes it after Run returned.
 	DeadLetters *dlq.Store

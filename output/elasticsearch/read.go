@@ -102,7 +102,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			if len(c.recs) > 0 && !send() {
 				return nil
 			}
-			if !o.readFailed(ctx, re, r.LSN()) {
+			if !o.readFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
 			continue

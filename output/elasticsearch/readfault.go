@@ -33,16 +33,37 @@ type readFault struct {
 	episode waitlog.Episode
 	last    error         // the last attempt's error
 	wait    time.Duration // the current backoff
+	// segment is the segment whose reads have failed since stuckSince
+	// without a read working in between.
+	segment    string
+	stuckSince time.Time
 }
 
-// readFailed handles a failed read of the ledger: it counts it, logs the
-// episode's start once, and waits the backoff. It returns false when ctx
-// ended meanwhile.
-func (o *Output) readFailed(ctx context.Context, err *ledger.ReadError, lastLSN uint64) bool {
+// readFailed handles a failed read of the ledger by r: it counts it, logs
+// the episode's start once, and waits the backoff; or, once the same
+// segment's reads have failed for Options.UnreadableAfter, has r pass what
+// the device will not return (ledger.Reader.PassUnreadable), which it
+// does only while the device answers reads elsewhere. It returns false
+// when ctx ended meanwhile.
+func (o *Output) readFailed(ctx context.Context, r *ledger.Reader, err *ledger.ReadError) bool {
 	o.stats.readErrors.Add(1)
+	lastLSN := r.LSN()
 	f := &o.unreadable
 	f.mu.Lock()
 	f.last = err
+	if f.segment != err.Segment {
+		f.segment, f.stuckSince = err.Segment, time.Now()
+	}
+	if after := o.opts.UnreadableAfter; after > 0 && time.Since(f.stuckSince) >= after {
+		perr := r.PassUnreadable()
+		if perr == nil {
+			f.mu.Unlock()
+			o.log.Warn("reading the ledger has failed in one segment for longer than the output waits: passing the bytes the device will not return as damage, while it answers reads elsewhere (the records touching them are lost, logged next with their LSNs)",
+				"segment", err.Segment, "failing_for", time.Since(f.stuckSince).Round(time.Second).String(), "last_lsn_read", lastLSN)
+			return true
+		}
+		o.log.Debug("the unreadable bytes are not passed", "err", perr)
+	}
 	f.wait = min(max(2*f.wait, minReadRetry), maxReadRetry)
 	wait := f.wait
 	if f.episode.Enter(o.log, slog.LevelError, "reading the ledger failed: its device answers errors; retrying the same read with backoff (100ms up to 5s) until it works, skipping nothing: delivery waits meanwhile, ingest goes on (check the ledger's device: dmesg, SMART)",
@@ -72,7 +93,7 @@ func (o *Output) readWorks() {
 	defer f.mu.Unlock()
 	f.episode.Leave(o.log, "reading the ledger works again: delivery resumes where it stopped", "failing_for", f.episode.Lasted().Round(time.Millisecond).String())
 	f.active.Store(false)
-	f.wait, f.last = 0, nil
+	f.wait, f.last, f.segment = 0, nil, ""
 }
 
 // LedgerUnreadable says why the output cannot read the ledger right now
