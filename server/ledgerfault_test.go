@@ -339,3 +339,33 @@ func TestJournalReadFaultIsRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerDeviceFailsWholly makes every read, write and fsync of the
+// ledger's device fail for a few seconds while Beats clients send: the
+// ledger is poisoned and reopened, the output waits, logpond keeps running
+// and acknowledging from the journal, and every acknowledged event reaches
+// Elasticsearch exactly once.
+func TestLedgerDeviceFailsWholly(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	m := faultfs.Mount(t)
+	r := start(t, ledgerFaultConfig(t, es, m))
+	load := startBeatsLoad(t, r.s.BeatsAddr().String(), 0, 4)
+	waitUntil(t, "deliveries before the fault", func() bool { return es.Count() > 2000 })
+	m.Fail(faultfs.Fault{Ops: faultfs.Read | faultfs.Write | faultfs.Fsync})
+	failedAt := time.Now()
+	waitUntil(t, "the ledger to fail", func() bool { r.mustRun(t); return r.s.snapshot().waiting["ledger_failed"] != "" })
+	held := load.count()
+	waitUntil(t, "acknowledgements while the ledger's device fails", func() bool { r.mustRun(t); return load.count() > held+2000 })
+	time.Sleep(time.Until(failedAt.Add(4 * time.Second))) // a fault of a few seconds at least
+	r.mustRun(t)
+	t.Logf("%d events acknowledged during the fault (%d operations failed)", load.count()-held, m.Failures())
+	m.Heal()
+	waitUntil(t, "the ledger to recover", func() bool { r.mustRun(t); return strings.Contains(r.log.String(), "ledger recovered") })
+	load.end()
+	waitDeliveredOnce(t, es, load)
+	r.shutdown(t)
+}
