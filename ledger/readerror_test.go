@@ -123,7 +123,7 @@ func readPassing(t *testing.T, r *Reader, want int) (map[uint64]bool, []Damage) 
 		if r.Err() == nil {
 			break
 		}
-		if err := r.PassUnreadable(); err != nil {
+		if _, err := r.PassUnreadable(); err != nil {
 			t.Fatalf("PassUnreadable: %v", err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestPassUnreadablePassesOnlyWhatTheDeviceWillNotReturn(t *testing.T) {
 		for r.Next() { // the rest of the first segment, read before
 		}
 		at := r.LSN()
-		if err := r.PassUnreadable(); err == nil || !errors.Is(err, syscall.EIO) {
+		if _, err := r.PassUnreadable(); err == nil || !errors.Is(err, syscall.EIO) {
 			t.Fatalf("PassUnreadable with the whole device failing: %v, want it refused", err)
 		}
 		if r.Next() || r.LSN() != at {
@@ -198,7 +198,7 @@ func TestPassUnreadablePassesOnlyWhatTheDeviceWillNotReturn(t *testing.T) {
 		if at = r.LSN(); at != segs[len(segs)-1].first-1 {
 			t.Fatalf("stopped at %d, want the end of the sealed segments", at)
 		}
-		if err := r.PassUnreadable(); err == nil || !strings.Contains(err.Error(), "open segment") {
+		if _, err := r.PassUnreadable(); err == nil || !strings.Contains(err.Error(), "open segment") {
 			t.Fatalf("PassUnreadable in the open segment: %v, want it refused", err)
 		}
 		m.Heal()

@@ -25,22 +25,25 @@ var errUnreadable = errors.New("the device failed every read of these bytes (pas
 // the next segment. Otherwise, and when the Reader did not stop reading a
 // sealed segment's bytes (the open segment, which only Open repairs, or
 // opening a file), it returns an error and changes nothing: the read is
-// retried at the next Next. When the bytes read again it returns nil and
-// passes nothing: Next reads them.
-func (r *Reader) PassUnreadable() error {
+// retried at the next Next. It reports whether it passed a range: it
+// passes nothing when the bytes read again (Next reads them), nor the
+// first time readable bytes precede the unreadable ones in the read that
+// failed (Next reads those in small reads and stops right before the
+// unreadable bytes; call it again then).
+func (r *Reader) PassUnreadable() (bool, error) {
 	var re *ReadError
 	s := r.sc
 	switch {
 	case !errors.As(r.err, &re):
-		return fmt.Errorf("ledger: PassUnreadable: the Reader did not stop at a read error (err: %v)", r.err)
+		return false, fmt.Errorf("ledger: PassUnreadable: the Reader did not stop at a read error (err: %v)", r.err)
 	case s == nil || re.Offset < 0:
-		return fmt.Errorf("%w; the file cannot be opened: nothing to pass", re)
+		return false, fmt.Errorf("%w; the file cannot be opened: nothing to pass", re)
 	case !r.skipDamage || s.maxLSN == 0:
-		return fmt.Errorf("%w; in the open segment, which readers cannot pass (only opening the ledger repairs it)", re)
+		return false, fmt.Errorf("%w; in the open segment, which readers cannot pass (only opening the ledger repairs it)", re)
 	}
 	st, err := s.f.Stat()
 	if err != nil {
-		return &ReadError{Segment: s.path, Offset: -1, Err: err}
+		return false, &ReadError{Segment: s.path, Offset: -1, Err: err}
 	}
 	size := st.Size()
 	from := s.goodEnd
@@ -54,13 +57,13 @@ func (r *Reader) PassUnreadable() error {
 		}
 		r.err, s.ioErr = nil, nil
 		s.refresh()
-		return nil
+		return false, nil
 	}
 	if readable >= size {
 		// Nothing of the segment reads after the damage: the device
 		// must read elsewhere, and the rest of the segment is lost.
 		if err := r.nextSegmentReads(); err != nil {
-			return fmt.Errorf("%w; the next segment does not read either (%v): the device fails as a whole", re, err)
+			return false, fmt.Errorf("%w; the next segment does not read either (%v): the device fails as a whole", re, err)
 		}
 		if r.wide != nil {
 			s.buf, r.wide = r.wide, nil
@@ -71,7 +74,7 @@ func (r *Reader) PassUnreadable() error {
 		s.start = int(size - s.fileOff)
 		s.end, s.eof, s.ioErr = s.start, false, nil
 		r.err = nil
-		return nil
+		return true, nil
 	}
 	// Look for the next valid frame from the first readable block, block
 	// by block (a small window), so that an unreadable block further on
@@ -105,7 +108,7 @@ func (r *Reader) PassUnreadable() error {
 		err := s.ioErr
 		s.buf, s.goodEnd, s.ioErr, s.skipped = big, from, nil, nil
 		s.refresh()
-		return err
+		return false, err
 	}
 	s.skipped.Start, s.skipped.Reason = from, errUnreadable.Error()
 	// Back to large reads, keeping the window.
@@ -114,7 +117,7 @@ func (r *Reader) PassUnreadable() error {
 		s.buf = big
 	}
 	r.err = nil
-	return nil
+	return true, nil
 }
 
 // unreadableRun looks, block by block from off (a block boundary), for

@@ -55,11 +55,13 @@ func (o *Output) readFailed(ctx context.Context, r *ledger.Reader, err *ledger.R
 		f.segment, f.stuckSince = err.Segment, time.Now()
 	}
 	if after := o.opts.UnreadableAfter; after > 0 && time.Since(f.stuckSince) >= after {
-		perr := r.PassUnreadable()
+		passed, perr := r.PassUnreadable()
 		if perr == nil {
 			f.mu.Unlock()
-			o.log.Warn("reading the ledger has failed in one segment for longer than the output waits: passing the bytes the device will not return as damage, while it answers reads elsewhere (the records touching them are lost, logged next with their LSNs)",
-				"segment", err.Segment, "failing_for", time.Since(f.stuckSince).Round(time.Second).String(), "last_lsn_read", lastLSN)
+			if passed {
+				o.log.Warn("reading the ledger has failed in one segment for longer than the output waits, while the device answers reads elsewhere: the bytes it will not return are passed as damage (the records touching them are lost, logged next with their LSNs)",
+					"segment", err.Segment, "failing_for", time.Since(f.stuckSince).Round(time.Second).String(), "last_lsn_read", lastLSN)
+			}
 			return true
 		}
 		o.log.Debug("the unreadable bytes are not passed", "err", perr)

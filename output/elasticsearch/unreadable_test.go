@@ -77,7 +77,8 @@ func TestUnreadableLedgerBytesArePassedAfterTheirSpan(t *testing.T) {
 	if n := r.es.Count(); n != want {
 		t.Errorf("%d documents, want %d", n, want)
 	}
-	if log := logs.String(); !strings.Contains(log, "failed every read of these bytes") || strings.Count(log, "reading the ledger failed:") != 1 {
+	if log := logs.String(); !strings.Contains(log, "failed every read of these bytes") || strings.Count(log, "reading the ledger failed:") != 1 ||
+		strings.Count(log, "are passed as damage") != 1 {
 		t.Errorf("log does not say once that reads fail, and what was passed:\n%s", log)
 	}
 }
