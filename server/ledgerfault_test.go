@@ -369,3 +369,46 @@ func TestLedgerDeviceFailsWholly(t *testing.T) {
 	waitDeliveredOnce(t, es, load)
 	r.shutdown(t)
 }
+
+// TestStartWhileTheDeadLettersAreUnreadable starts logpond while the
+// device fails reads of the dead-letter store's file (beside the ledger,
+// which reads): it starts, acknowledges into the journal with the ledger
+// waiting for its dead-letter store (ledger_failed), and once reads work
+// again opens both and delivers everything.
+func TestStartWhileTheDeadLettersAreUnreadable(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	// One event Elasticsearch refuses for good makes a dead letter.
+	es.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, source []byte) (int, string, string, bool) {
+		return 400, "mapper_parsing_exception", "refused by the test", strings.Contains(string(source), `"writer":7,"seq":0,`)
+	}})
+	m := faultfs.Mount(t)
+	cfg := ledgerFaultConfig(t, es, m)
+	r := start(t, cfg)
+	if _, err := appendVia(context.Background(), r.s, crashRecord(7, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the dead letter", func() bool { return r.s.deadLetters().UsedBytes() > 0 })
+	r.shutdown(t)
+	files, err := filepath.Glob(filepath.Join(m.Dir, "ledger", "dlq", "elasticsearch", "*.dlq"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("dead-letter files %v: %v", files, err)
+	}
+	rel, _ := filepath.Rel(m.Dir, files[len(files)-1])
+	m.Fail(faultfs.Fault{Ops: faultfs.Read, Path: rel})
+
+	r = start(t, cfg)
+	if st := r.s.snapshot(); !strings.Contains(st.waiting["ledger_failed"], "dlq") || r.s.ledger() != nil {
+		t.Errorf("with the dead letters unreadable: ledger_failed %q, ledger open %v", st.waiting["ledger_failed"], r.s.ledger() != nil)
+	}
+	load := startAckLoad(t, r.s, 1)
+	waitUntil(t, "acknowledgements while the dead letters are unreadable", func() bool { r.mustRun(t); return load.count() > 1000 })
+	m.Heal()
+	waitUntil(t, "the ledger to open", func() bool { r.mustRun(t); return r.s.ledger() != nil })
+	load.stop()
+	waitStored(t, es, load)
+	r.shutdown(t)
+}

@@ -57,7 +57,8 @@ func newOutputRunner(opts elasticsearch.Options, openDeadLetters func() (*dlq.St
 }
 
 // prepare opens the dead-letter store and makes the Output over l that
-// the first start runs, so that Open reports what fails there.
+// the first start runs, so that Open reports what fails there. Its errors
+// start with "server:".
 func (out *outputRunner) prepare(l *ledger.Ledger) error {
 	out.mu.Lock()
 	defer out.mu.Unlock()
@@ -66,7 +67,7 @@ func (out *outputRunner) prepare(l *ledger.Ledger) error {
 	}
 	o, err := elasticsearch.New(l, out.opts)
 	if err != nil {
-		return err
+		return fmt.Errorf("server: %w", err)
 	}
 	out.ready, out.readyFor = o, l
 	return nil

@@ -206,7 +206,12 @@ func (s *Server) openOutput() error {
 		// Otherwise the ledger's device fails: the dead-letter store
 		// there opens with the ledger, later.
 		if err := s.output.prepare(l); err != nil {
-			return fmt.Errorf("server: %w", err)
+			if !deviceFailure(err) {
+				return err
+			}
+			// The dead-letter store is on the ledger's device: the
+			// ledger waits with it, as when it cannot be opened itself.
+			s.stores.deferLedger(err)
 		}
 	}
 	return nil

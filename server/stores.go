@@ -191,6 +191,18 @@ func (st *stores) openLate() (*ledger.Ledger, error) {
 	return l, nil
 }
 
+// deferLedger closes the ledger opened at start, because what must open
+// with it on its device (the dead-letter store) failed with err: the
+// flusher opens them again later, as a ledger that could not be opened
+// (openLate, whose checks pass: the journal opened after this ledger).
+func (st *stores) deferLedger(err error) {
+	if l := st.l.Swap(nil); l != nil {
+		l.Close()
+	}
+	st.openFailures.Add(1)
+	st.pending.Store(&pendingLedger{err: err, since: time.Now()})
+}
+
 // stillPending records another failed attempt to open the pending ledger.
 func (st *stores) stillPending(err error) {
 	st.openFailures.Add(1)
