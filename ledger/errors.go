@@ -36,6 +36,27 @@ func (e *CorruptionError) Error() string {
 // Unwrap returns the kind of damage.
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
+// ReadError reports that reading a segment, or opening it or its index
+// for reading, failed: the device answered an error (EIO, …) instead of
+// bytes. It says nothing about the data: the same read may succeed when
+// tried again (a device fault that passes), and a [Reader] that stopped
+// at one retries the read at the next call to Next.
+type ReadError struct {
+	Segment string // the segment, or its index file
+	Offset  int64  // where the read began; -1 when opening failed
+	Err     error
+}
+
+func (e *ReadError) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("ledger: open %s: %v", e.Segment, e.Err)
+	}
+	return fmt.Sprintf("ledger: read %s at %d: %v", e.Segment, e.Offset, e.Err)
+}
+
+// Unwrap returns the device's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // Damage is a damaged range of a sealed segment that a reader passed: the
 // bytes [Start, End) of Segment, from the end of the last valid frame
 // before it to the start of the next valid frame (or the end of the file).

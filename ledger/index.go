@@ -83,7 +83,9 @@ func (l *Ledger) loadIndex(s segment) ([]indexEntry, error) {
 		}
 		l.log.Warn("ledger: damaged segment index, rebuilding it", "index", indexPath(s.path))
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("ledger: %w", err)
+		// The index is a hint: one the device will not return is
+		// rebuilt from the segment, like a damaged one.
+		l.log.Warn("ledger: cannot read a segment index, rebuilding it", "index", indexPath(s.path), "err", err)
 	}
 	f, err := openSegmentFile(s.path, os.O_RDONLY, l.opts.DirectIO)
 	if err != nil {

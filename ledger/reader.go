@@ -31,6 +31,9 @@ type Reader struct {
 	read   int64 // bytes read from the segments closed so far
 
 	skipDamage bool
+	// wide is the scanner's large buffer while it reads in small reads
+	// up to bytes PassUnreadable is to pass (nil otherwise).
+	wide []byte
 }
 
 // Reader returns a Reader positioned at from (at the oldest retained record
@@ -62,8 +65,20 @@ func (r *Reader) SkipDamage() { r.skipDamage = true }
 func (r *Reader) Damage() *Damage { return r.damage }
 
 // Next advances to the next record (or, with SkipDamage, damaged range).
+// After it stopped at a [*ReadError] (Err), the next call retries the
+// read that failed; any other error stops the Reader for good.
 func (r *Reader) Next() bool {
 	r.damage = nil
+	var re *ReadError
+	if errors.As(r.err, &re) {
+		r.err = nil
+		if r.sc != nil {
+			// Read again from where the scan stood: the bytes read
+			// before the failure were used already.
+			r.sc.ioErr = nil
+			r.sc.refresh()
+		}
+	}
 	for r.err == nil {
 		durable, segs := r.l.snapshot()
 		if r.next > durable {
@@ -142,7 +157,7 @@ func (r *Reader) open(segs []segment, i int) bool {
 		if errors.Is(err, os.ErrNotExist) {
 			r.err = fmt.Errorf("ledger: segment %s was deleted before it was read (LSN %d)", s.path, r.next)
 		} else {
-			r.err = fmt.Errorf("ledger: %w", err)
+			r.err = &ReadError{Segment: s.path, Offset: -1, Err: err}
 		}
 		return false
 	}
@@ -156,6 +171,12 @@ func (r *Reader) open(segs []segment, i int) bool {
 			var err error
 			if entries, err = r.l.loadIndex(s); err != nil {
 				f.Close()
+				// Every failure of loadIndex is the device's: a damaged
+				// index is rebuilt, not an error.
+				var re *ReadError
+				if !errors.As(err, &re) {
+					err = &ReadError{Segment: indexPath(s.path), Offset: -1, Err: err}
+				}
 				r.f, r.err = nil, err
 				return false
 			}
@@ -199,7 +220,7 @@ func (r *Reader) closeSegment() {
 	if r.sc != nil {
 		r.read += r.sc.read
 	}
-	r.f, r.sc = nil, nil
+	r.f, r.sc, r.wide = nil, nil, nil
 }
 
 // BytesRead is the bytes the Reader has read from segment files: what it
@@ -225,7 +246,8 @@ func (r *Reader) Record() []byte { return r.rec }
 // aliases the same buffer as Record and is valid as long.
 func (r *Reader) Decoded() record.Record { return r.dec }
 
-// Err is the error that stopped the Reader, or nil.
+// Err is the error that stopped the Reader, or nil. A [*ReadError] stops
+// it only until the next call to Next.
 func (r *Reader) Err() error { return r.err }
 
 // Wait blocks until the ledger holds a record at the Reader's position or

@@ -116,7 +116,7 @@ func (s *segScanner) fill(n int) bool {
 		want := int(alignDown(int64(len(s.buf) - s.end)))
 		got, err := readAt(s.f, s.buf[s.end:s.end+want], s.fileOff+int64(s.end))
 		if err != nil {
-			s.ioErr = fmt.Errorf("ledger: read %s at %d: %w", s.path, s.fileOff+int64(s.end), err)
+			s.ioErr = &ReadError{Segment: s.path, Offset: s.fileOff + int64(s.end), Err: err}
 			return false
 		}
 		s.end += got

@@ -20,29 +20,34 @@ import (
 )
 
 // backpressureReasons are the wait states logpond reports, in the order
-// a backlog travels upstream: a stalled output fills the ledger, a full
-// (or failed) ledger stops the flusher, a full journal stops
-// acknowledgements, and then the input's budget runs out.
-var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_full", "ledger_failed", "journal_full", "input_budget"}
+// a backlog travels upstream: a stalled output (Elasticsearch failing,
+// or the ledger's device failing its reads) fills the ledger, a full (or
+// failed) ledger stops the flusher, and so does a journal whose device
+// fails its reads; a full journal stops acknowledgements, and then the
+// input's budget runs out.
+var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_unreadable", "ledger_full", "ledger_failed", "journal_unreadable", "journal_full", "input_budget"}
 
 // state is a snapshot of every component, for /metrics and the health
 // endpoints.
 type state struct {
-	input           *input.BeatsStats
-	inputFailed     error  // the Beats input stopped accepting connections for good
-	inputWaiting    string // why the Beats input accepts nothing right now
-	violations      map[string]int64
-	journalBytes    int64
-	journalLast     uint64
-	journalErr      error // the journal failed (poisoned)
-	ledgerErr       error // the ledger failed (poisoned), until it is reopened
-	ledgerBytes     int64
-	ledgerLast      uint64
-	cursors         map[string]uint64
-	output          *elasticsearch.Stats
-	outputGauges    elasticsearch.Gauges
-	deadLetterBytes int64
-	waiting         map[string]string // backpressure reason → what the component says
+	input        *input.BeatsStats
+	inputFailed  error  // the Beats input stopped accepting connections for good
+	inputWaiting string // why the Beats input accepts nothing right now
+	violations   map[string]int64
+	journalBytes int64
+	journalLast  uint64
+	journalErr   error // the journal failed (poisoned)
+	ledgerErr    error // the ledger failed (poisoned), or could not be opened, until it is (re)opened
+	// ledgerOpenFailures counts attempts to open the ledger its device
+	// failed.
+	ledgerOpenFailures int64
+	ledgerBytes        int64
+	ledgerLast         uint64
+	cursors            map[string]uint64
+	output             *elasticsearch.Stats
+	outputGauges       elasticsearch.Gauges
+	deadLetterBytes    int64
+	waiting            map[string]string // backpressure reason → what the component says
 }
 
 // snapshot reads the components' counters. It runs only while Run owns
@@ -61,12 +66,20 @@ func (s *Server) snapshot() state {
 	if why := s.journalDamage.Load(); why != nil {
 		st.waiting["journal_damaged"] = *why
 	}
+	if why := s.journalUnreadable.Load(); why != nil {
+		st.waiting["journal_unreadable"] = *why
+	}
 	if j := s.journal(); j != nil {
 		st.journalBytes, st.journalLast = j.UsedBytes(), j.LastLSN()
 		st.journalErr = j.Err()
 		st.waiting["journal_full"] = j.Waiting()
 	}
-	if l := s.ledger(); l != nil {
+	st.ledgerOpenFailures = s.stores.openFailures.Load()
+	if p := s.stores.ledgerPending(); p != nil {
+		st.ledgerErr = p.err
+		st.waiting["ledger_failed"] = fmt.Sprintf("the ledger could not be opened since %s, its device failing: %v; records wait in the journal, which acknowledges until it is full, until logpond has opened the ledger",
+			p.since.Format(time.RFC3339), p.err)
+	} else if l := s.ledger(); l != nil {
 		st.ledgerBytes, st.ledgerLast = l.UsedBytes(), l.LastLSN()
 		st.cursors = l.Cursors()
 		if st.ledgerErr = l.Err(); st.ledgerErr != nil {
@@ -80,10 +93,11 @@ func (s *Server) snapshot() state {
 		st.output = &o
 		st.outputGauges = s.output.Gauges()
 		st.waiting["elasticsearch"] = s.output.Waiting()
+		st.waiting["ledger_unreadable"] = s.output.LedgerUnreadable()
 	}
-	if s.dlq != nil {
-		st.deadLetterBytes = s.dlq.UsedBytes()
-		st.waiting["dead_letters_full"] = s.dlq.Waiting()
+	if d := s.deadLetters(); d != nil {
+		st.deadLetterBytes = d.UsedBytes()
+		st.waiting["dead_letters_full"] = d.Waiting()
 	}
 	return st
 }
@@ -142,7 +156,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /healthz", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /{$}", s.serveNodeInfo)
-	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.dlq, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
+	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.deadLetters, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
 	l := adminLimits
 	paths := "/ /metrics /livez /healthz /readyz /api/dlq/purge"
 	if s.cfg.Admin.Pprof {
@@ -214,10 +228,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // notReady lists why new batches are not accepted and acknowledged right
 // away. A failed ledger counts: batches are still acknowledged, but into a
 // journal that only fills until the ledger is back, and Beats sent
-// elsewhere meanwhile keep that headroom.
+// elsewhere meanwhile keep that headroom. So does a store whose device
+// fails its reads: what is acknowledged waits until it reads again.
 func (st state) notReady() []string {
 	var why []string
-	for _, r := range []string{"journal_damaged", "ledger_failed", "journal_full", "input_budget"} {
+	for _, r := range []string{"journal_damaged", "ledger_failed", "ledger_unreadable", "journal_unreadable", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
 		}
@@ -265,7 +280,7 @@ type DLQPurged struct {
 // dir, when given, must be this store's directory: a ledgerctl pointed at
 // another store is refused rather than purging this one.
 type dlqPurgeHandler struct {
-	store *dlq.Store // nil when the output is disabled
+	store func() *dlq.Store // nil when the output is disabled or the store is not open yet
 	dir   string
 	log   *slog.Logger
 }
@@ -275,8 +290,9 @@ func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "dlq purge: send the header "+PurgeRequestHeader+" (ledgerctl dlq purge does)", http.StatusForbidden)
 		return
 	}
-	if h.store == nil {
-		http.Error(w, "dlq purge: output.elasticsearch.enabled = false: this logpond holds no dead-letter store (ledgerctl purges it directly)", http.StatusConflict)
+	store := h.store()
+	if store == nil {
+		http.Error(w, "dlq purge: this logpond holds no dead-letter store: output.elasticsearch.enabled = false (ledgerctl purges it directly), or the ledger's device failed and the store is not open yet", http.StatusConflict)
 		return
 	}
 	q := r.URL.Query()
@@ -290,9 +306,9 @@ func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err error
 	)
 	if pos, perr := dlq.ParsePos(through); perr == nil {
-		p, err = h.store.Purge(pos)
+		p, err = store.Purge(pos)
 	} else if t, terr := time.Parse(time.RFC3339Nano, through); terr == nil {
-		p, err = h.store.PurgeFailedBefore(t)
+		p, err = store.PurgeFailedBefore(t)
 	} else {
 		http.Error(w, fmt.Sprintf("dlq purge: through=%q: want a dead letter's id (FILE:OFFSET, as ledgerctl dlq list prints it) or a time (RFC 3339, e.g. 2026-12-02T15:04:05Z)", through), http.StatusBadRequest)
 		return

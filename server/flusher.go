@@ -71,6 +71,8 @@ type flusher struct {
 	damage *journal.CorruptionError
 
 	jr, lr reopener // the journal's and the ledger's failure state
+	// reads is the state of reads of the journal's files failing.
+	reads journalReads
 
 	// bat holds the records of batches still open and voids those of
 	// failed ones (batches.go); voidBuf is resolve's buffer.
@@ -81,11 +83,12 @@ type flusher struct {
 // flusherStores is what the flusher sees of the stores (stores): the
 // journal and the ledger in use, and the replacement of a failed one.
 type flusherStores interface {
-	journal() *journal.Journal // the journal in use
-	reopenJournal() error      // opens a fresh journal and makes it the one in use
-	ledger() *ledger.Ledger    // the ledger in use
-	closeLedger()              // stops the ledger's readers (the output), then closes it
-	reopenLedger() error       // opens a fresh ledger, makes it the one in use and restarts its readers
+	journal() *journal.Journal     // the journal in use
+	reopenJournal() error          // opens a fresh journal and makes it the one in use
+	ledger() *ledger.Ledger        // the ledger in use; nil while it could not be opened yet
+	ledgerPending() *pendingLedger // why the ledger could not be opened yet; nil once it is
+	closeLedger()                  // stops the ledger's readers (the output), then closes it
+	reopenLedger() error           // opens a fresh ledger, makes it the one in use and restarts its readers
 }
 
 // newFlusher returns a flusher with its reopeners' messages.
@@ -99,6 +102,7 @@ func newFlusher(f flusher) *flusher {
 	if f.bat == nil {
 		f.bat = newBatches(0, defaultHoldLimit, f.log)
 	}
+	f.reads.log = f.log
 	return &f
 }
 
@@ -121,12 +125,17 @@ func (f *flusher) run(ctx context.Context) error {
 			// it, rather than read them back from its files.
 		}
 		// The ledger first: moving a failed journal's records needs it.
-		f.recoverLedger()
+		if err := f.recoverLedger(); err != nil {
+			return err
+		}
 		f.recoverJournal()
 		if f.jr.down || f.lr.down {
 			continue // nothing moves until both are open again
 		}
 		f.retain()
+		if !f.reads.due() {
+			continue // the journal's device failed a read: backing off
+		}
 		if err := f.flush(); err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -135,10 +144,35 @@ func (f *flusher) run(ctx context.Context) error {
 				continue // the ledger failed: recoverLedger takes it at the next tick
 			case errors.Is(err, ledger.ErrFull):
 				continue // synced what it took; tries again at the next tick
+			case readFailure(err):
+				f.reads.failed(err)
+				// What was appended before the failure goes out now,
+				// rather than after the device heals.
+				if err := f.syncAppended(); err != nil && f.ledger().Err() == nil {
+					return err
+				}
+				continue
 			}
 			return err
 		}
+		f.reads.worked()
 	}
+}
+
+// syncAppended syncs the records appended to the ledger and not synced
+// yet, and releases them from the journal.
+func (f *flusher) syncAppended() error {
+	l := f.ledger()
+	if l.AppendedLSN() == l.LastLSN() {
+		return nil
+	}
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	if err := f.journal().Release(l.LastLSN()); err != nil {
+		f.log.Warn("flusher: journal release failed; will retry", "err", err)
+	}
+	return nil
 }
 
 // retain lets the ledger delete the segments every persisted cursor has
@@ -156,27 +190,41 @@ func (f *flusher) retain() {
 
 // recoverLedger handles a failed ledger: the first time, it stops the
 // ledger's readers and closes it; then it tries a fresh open when the
-// backoff allows.
-func (f *flusher) recoverLedger() {
+// backoff allows. A ledger that could not be opened at start is down
+// from the first tick on (pendingLedger), and opened the same way. It
+// returns an error only for what no retry fixes (fatalError).
+func (f *flusher) recoverLedger() error {
 	l := f.ledger()
-	f.lr.check(l.Err() == nil, l.LastLSN())
+	if l == nil && !f.lr.down {
+		// Not opened at start.
+		f.lr.failed(f.ledgerPending().err)
+		f.lr.closed()
+	}
+	if l != nil {
+		f.lr.check(l.Err() == nil, l.LastLSN())
+	}
 	if !f.lr.down {
 		lerr := l.Err()
 		if lerr == nil {
-			return
+			return nil
 		}
 		f.lr.failed(lerr)
 		f.closeLedger()
 		f.lr.closed()
 	}
 	if !f.lr.due() {
-		return
+		return nil
 	}
 	if err := f.reopenLedger(); err != nil {
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return err
+		}
 		f.lr.retry(err)
-		return
+		return nil
 	}
 	f.lr.reopened(f.ledger().LastLSN())
+	return nil
 }
 
 // recoverJournal handles a failed journal: the first time, it moves what
@@ -223,12 +271,16 @@ func (f *flusher) recoverJournal() {
 func (f *flusher) finish() error {
 	// The input has stopped: a batch still open will never be completed.
 	f.bat.endRun(f.journal().LastLSN())
+	l := f.ledger()
+	if l == nil {
+		f.log.Warn("final flush skipped: the ledger could not be opened; the journal keeps every record and the next start moves them")
+		return nil
+	}
 	err := f.flush()
 	if f.damage != nil {
 		f.log.Warn("final flush stopped at the journal damage logged before: the journal keeps the records after it; the next start refuses to start over the damage until its loss is accepted",
-			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", f.ledger().LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 	}
-	l := f.ledger()
 	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)
 		return nil
@@ -237,6 +289,11 @@ func (f *flusher) finish() error {
 		f.log.Warn("final flush cut short: the ledger is full; the journal keeps the records the ledger lacks and the next start moves them",
 			"ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
 		return nil
+	}
+	if err != nil && readFailure(err) {
+		f.log.Warn("final flush cut short: reading the journal failed; the journal keeps the records the ledger lacks and the next start moves them",
+			"err", err, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+		return f.syncAppended()
 	}
 	return err
 }
@@ -272,13 +329,8 @@ func (f *flusher) flush() error {
 // accepts the loss (docs/operations.md).
 func (f *flusher) journalDamaged(ce *journal.CorruptionError) error {
 	l := f.ledger()
-	if l.AppendedLSN() > l.LastLSN() {
-		if err := l.Sync(); err != nil {
-			return err
-		}
-		if err := f.journal().Release(l.LastLSN()); err != nil {
-			f.log.Warn("flusher: journal release failed; will retry", "err", err)
-		}
+	if err := f.syncAppended(); err != nil {
+		return err
 	}
 	f.damage = ce
 	if f.journalDamage != nil {

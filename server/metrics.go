@@ -35,6 +35,9 @@ type metrics struct {
 	// journalDamage counts journal damage the flusher met: acknowledged
 	// records the ledger lacks that no longer verify on disk.
 	journalDamage prometheus.Counter
+	// journalReadErrors counts the flusher's reads of the journal's files
+	// that their device failed.
+	journalReadErrors prometheus.Counter
 	// ledgerDamage counts damage in the middle of the open ledger segment
 	// that opening the ledger repaired from the journal.
 	ledgerDamage prometheus.Counter
@@ -69,6 +72,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_flusher_journal_damage_total",
 		Help: "Times the flusher met journal records the ledger lacks that no longer verify on disk (acknowledged records lost; records stop moving to the ledger until the loss is accepted with ledgerctl accept-loss and logpond restarted).",
 	})
+	m.journalReadErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_journal_read_errors_total",
+		Help: "Reads of the journal's files its device failed (EIO, …) while the flusher moved records to the ledger: each retried with backoff, nothing skipped; the journal acknowledges meanwhile until it is full. Check the journal's device.",
+	})
 	m.ledgerDamage = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "logpond_ledger_damage_repaired_total",
 		Help: "Times opening the ledger found damage in the middle of its open segment (bytes that had been synced changed: a media error) and repaired it from the journal: the segment was cut there and its records replayed. Nothing is lost; logged as an ERROR naming the segment and offset. Check the ledger device.",
@@ -93,7 +100,7 @@ func newMetrics(s *Server) *metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
 	})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -208,6 +215,7 @@ var (
 	descOutputDamRanges  = prometheus.NewDesc("logpond_output_damaged_ranges_total", "Damaged ranges of the ledger the output passed: each quarantined under <ledger.dir>/quarantine and logged once as an ERROR naming it (inspect with ledgerctl verify).", nil, nil)
 	descOutputDamRecords = prometheus.NewDesc("logpond_output_damaged_records_total", "Ledger records lost in those damaged ranges: their events could not be trusted and were not sent.", nil, nil)
 	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", nil, nil)
+	descLedgerReadErrors = prometheus.NewDesc("logpond_ledger_read_errors_total", "Reads of the ledger its device failed (EIO, …): the output's reads, each retried with backoff and nothing skipped, and attempts to open the ledger, retried likewise. Check the ledger's device.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
 	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", nil, nil)
 	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", nil, nil)
@@ -215,7 +223,7 @@ var (
 	descJournalRatio     = prometheus.NewDesc("logpond_journal_fill_ratio", "logpond_journal_bytes / logpond_journal_max_bytes: near 1, acknowledgements wait for the flusher.", nil, nil)
 	descLedgerMax        = prometheus.NewDesc("logpond_ledger_max_bytes", "The ledger's bound (ledger.max_bytes).", nil, nil)
 	descLedgerRatio      = prometheus.NewDesc("logpond_ledger_fill_ratio", "logpond_ledger_bytes / logpond_ledger_max_bytes: at 1 the flusher waits and the journal fills.", nil, nil)
-	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_full, ledger_failed (the ledger failed and is being reopened), journal_full, input_budget.", []string{"reason"}, nil)
+	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_unreadable (the ledger's device fails the output's reads, retried), ledger_full, ledger_failed (the ledger failed, or could not be opened, and is being reopened), journal_unreadable (the journal's device fails the flusher's reads, retried), journal_full, input_budget.", []string{"reason"}, nil)
 )
 
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
@@ -223,7 +231,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
-		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
+		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure} {
 		ch <- d
 	}
@@ -261,6 +269,11 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLedgerMax, float64(cfg.Ledger.MaxBytes))
 	gauge(descLedgerRatio, ratio(st.ledgerBytes, int64(cfg.Ledger.MaxBytes)))
 	gauge(descLedgerLast, float64(st.ledgerLast))
+	readErrors := st.ledgerOpenFailures
+	if st.output != nil {
+		readErrors += st.output.LedgerReadErrors
+	}
+	counter(descLedgerReadErrors, float64(readErrors))
 	for name, lsn := range st.cursors {
 		gauge(descCursor, float64(lsn), name)
 		gauge(descLag, float64(st.ledgerLast-min(lsn, st.ledgerLast)), name)

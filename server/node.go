@@ -119,8 +119,8 @@ func (s *Server) nodeInfo() NodeInfo {
 			in.ViolationsTotal += v
 		}
 	}
-	n.Journal = storeInfo(st.journalErr, firstOf(st.waiting["journal_damaged"], st.waiting["journal_full"]), st.journalBytes, int64(s.cfg.Journal.MaxBytes), st.journalLast)
-	n.Ledger = storeInfo(st.ledgerErr, firstOf(st.waiting["ledger_failed"], st.waiting["ledger_full"]), st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes), st.ledgerLast)
+	n.Journal = storeInfo(st.journalErr, firstOf(st.waiting["journal_damaged"], st.waiting["journal_unreadable"], st.waiting["journal_full"]), st.journalBytes, int64(s.cfg.Journal.MaxBytes), st.journalLast)
+	n.Ledger = storeInfo(st.ledgerErr, firstOf(st.waiting["ledger_failed"], st.waiting["ledger_unreadable"], st.waiting["ledger_full"]), st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes), st.ledgerLast)
 	if st.output != nil {
 		o, g, lg := st.output, st.outputGauges, s.outputLag(st)
 		maxDLQ := int64(s.cfg.Output.Elasticsearch.DeadLetterMaxBytes)

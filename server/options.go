@@ -96,9 +96,20 @@ func elasticsearchOptions(cfg *conf.Config) (elasticsearch.Options, error) {
 		FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
 		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
-		Cursor: elasticsearchCursor,
+		Cursor:          elasticsearchCursor,
+		UnreadableAfter: ledgerUnreadableAfter,
 	}, nil
 }
+
+// ledgerUnreadableAfter is how long the ledger's device must have failed
+// every read of one sealed segment, while reading elsewhere, before the
+// output passes the bytes it will not return as damage (docs/design.md,
+// §7). An hour outlasts the faults that pass by themselves (a controller
+// reset, a path failover, a network block device reconnecting: seconds
+// to minutes), leaves an operator alerted by LogpondStoreReadErrors time
+// to act before any record is given up, and bounds how long bad sectors
+// hold the whole output back; ingest goes on meanwhile.
+const ledgerUnreadableAfter = time.Hour
 
 // beatsOptions are the Beats input's options. TLS (read from the
 // certificate files), Logger and Acked are left to the caller.

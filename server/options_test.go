@@ -113,7 +113,7 @@ func TestElasticsearchOptions(t *testing.T) {
 		DerivedIDs: true, Workers: 4,
 		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, Timeout: time.Minute,
 		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
-		Cursor: "elasticsearch",
+		Cursor: "elasticsearch", UnreadableAfter: time.Hour,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -140,7 +140,7 @@ func TestElasticsearchOptions(t *testing.T) {
 			Workers: 8, FixedConcurrency: true,
 			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, Gzip: true, Timeout: time.Second,
 			RetryInitial: time.Second, RetryMax: time.Minute,
-			Cursor: "elasticsearch",
+			Cursor: "elasticsearch", UnreadableAfter: time.Hour,
 		}, ""},
 		{"bad index", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Index = "logs-%{[a]" }), elasticsearch.Options{}, "output.elasticsearch.index"},
 		{"bad pipeline", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Pipeline = "%{}" }), elasticsearch.Options{}, "output.elasticsearch.pipeline"},

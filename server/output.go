@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 
@@ -15,15 +16,22 @@ import (
 // reopened ledger gets a new Output, which resumes from the persisted
 // cursor. Records it sends again keep their document ids: Elasticsearch
 // stores them once. Its Stats add up across restarts.
+//
+// It also opens the output's dead-letter store, which lives on the
+// ledger's device: with the first Output, at Open, or when the ledger
+// could not be opened then, with the ledger. The Server closes it.
 type outputRunner struct {
 	opts elasticsearch.Options
+	// openDeadLetters opens the dead-letter store.
+	openDeadLetters func() (*dlq.Store, error)
 	// failed receives the error of an Output that stopped by itself (the
 	// dead-letter store failing, …), not because it was told to, or that
 	// could not be made: the server stops.
 	failed chan error
 
 	mu       sync.Mutex            // guards the fields below
-	ready    *elasticsearch.Output // made by Open over readyFor, run by the first start over it
+	dlq      *dlq.Store            // nil until opened
+	ready    *elasticsearch.Output // made by prepare over readyFor, run by the first start over it
 	readyFor *ledger.Ledger
 	cur      *runningOutput      // nil while stopped
 	before   elasticsearch.Stats // totals of the Outputs that ran before cur
@@ -40,23 +48,64 @@ type runningOutput struct {
 	reported bool
 }
 
-// newOutputRunner prepares the output over l (it contacts nobody before start).
-func newOutputRunner(l *ledger.Ledger, opts elasticsearch.Options) (*outputRunner, error) {
-	o, err := elasticsearch.New(l, opts)
-	if err != nil {
+// newOutputRunner checks opts (it contacts nobody before start).
+func newOutputRunner(opts elasticsearch.Options, openDeadLetters func() (*dlq.Store, error)) (*outputRunner, error) {
+	if err := elasticsearch.CheckOptions(opts); err != nil {
 		return nil, err
 	}
-	return &outputRunner{opts: opts, failed: make(chan error, 1), ready: o, readyFor: l}, nil
+	return &outputRunner{opts: opts, openDeadLetters: openDeadLetters, failed: make(chan error, 1)}, nil
+}
+
+// prepare opens the dead-letter store and makes the Output over l that
+// the first start runs, so that Open reports what fails there. Its errors
+// start with "server:".
+func (out *outputRunner) prepare(l *ledger.Ledger) error {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if err := out.openDeadLettersLocked(); err != nil {
+		return err
+	}
+	o, err := elasticsearch.New(l, out.opts)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	out.ready, out.readyFor = o, l
+	return nil
+}
+
+// openDeadLettersLocked opens the dead-letter store unless it is open.
+func (out *outputRunner) openDeadLettersLocked() error {
+	if out.dlq != nil {
+		return nil
+	}
+	d, err := out.openDeadLetters()
+	if err != nil {
+		return err
+	}
+	out.dlq, out.opts.DeadLetters = d, d
+	return nil
+}
+
+// deadLetters is the dead-letter store, nil until it is open.
+func (out *outputRunner) deadLetters() *dlq.Store {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	return out.dlq
 }
 
 // start runs an Output over l, unless one runs or the runner was closed.
-// New checked the options at Open, so making another Output for a
-// reopened ledger does not fail; if it did, the error goes to failed.
-func (out *outputRunner) start(l *ledger.Ledger) {
+// It returns an error only when the dead-letter store, not open yet,
+// cannot be opened (the ledger's device failing). New checked the options
+// at Open, so making another Output for a reopened ledger does not fail;
+// if it did, the error goes to failed.
+func (out *outputRunner) start(l *ledger.Ledger) error {
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	if out.closed || out.cur != nil {
-		return
+		return nil
+	}
+	if err := out.openDeadLettersLocked(); err != nil {
+		return err
 	}
 	o := out.ready
 	if o == nil || out.readyFor != l {
@@ -66,7 +115,7 @@ func (out *outputRunner) start(l *ledger.Ledger) {
 			case out.failed <- fmt.Errorf("server: elasticsearch output over the reopened ledger: %w", err):
 			default:
 			}
-			return
+			return nil
 		}
 	}
 	out.ready, out.readyFor = nil, nil
@@ -84,6 +133,7 @@ func (out *outputRunner) start(l *ledger.Ledger) {
 			}
 		}
 	}()
+	return nil
 }
 
 // stop stops the running Output, if any, and waits for it. It returns the
@@ -161,6 +211,17 @@ func (out *outputRunner) Waiting() string {
 	return out.cur.o.Waiting()
 }
 
+// LedgerUnreadable is the running Output's LedgerUnreadable ("" while
+// stopped).
+func (out *outputRunner) LedgerUnreadable() string {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.cur == nil {
+		return ""
+	}
+	return out.cur.o.LedgerUnreadable()
+}
+
 // addStats adds b's counters to a's; the cursor is b's, when it has one
 // (a restarted Output reports 0 until it persists its cursor).
 func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
@@ -177,6 +238,7 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Delivered += b.Delivered
 	a.DamagedRanges += b.DamagedRanges
 	a.DamagedRecords += b.DamagedRecords
+	a.LedgerReadErrors += b.LedgerReadErrors
 	if b.CursorLSN > a.CursorLSN {
 		a.CursorLSN = b.CursorLSN
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/waitlog"
+	"github.com/logpond/logpond/ledger"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,7 +100,11 @@ func (r *reopener) check(healthy bool, last uint64) {
 // failed write or fsync only a fresh instance resumes). Only the flusher
 // calls it, after moving everything the failed journal made durable.
 func (st *stores) reopenJournal() error {
-	j, err := st.journal().Reopen(st.journalOptions(st.ledger().LastLSN()))
+	var ledgerLast uint64 // a ledger not open yet: the journal continues after its own last LSN
+	if l := st.ledger(); l != nil {
+		ledgerLast = l.LastLSN()
+	}
+	j, err := st.journal().Reopen(st.journalOptions(ledgerLast))
 	if err != nil {
 		return err
 	}
@@ -125,7 +130,8 @@ func (st *stores) closeLedger() {
 
 // reopenLedger replaces the failed (and closed) ledger by a fresh open of
 // its directory, which cuts what the failed instance never synced (the
-// journal still holds it), and restarts its readers over it (the output,
+// journal still holds it), or opens the ledger that could not be opened
+// at start (openLate), and (re)starts its readers over it (the output,
 // from its persisted cursor). Only the flusher calls it.
 func (st *stores) reopenLedger() error {
 	// A device that is still full would take the reopened ledger's first
@@ -134,18 +140,37 @@ func (st *stores) reopenLedger() error {
 	if err := enoughRoom(st.cfg.Ledger.Dir, minLedgerFree); err != nil {
 		return err
 	}
-	j := st.journal()
-	// The journal in use holds every record from its FirstLSN on; the
-	// flusher releases it only up to what the ledger synced.
-	l, err := st.ledger().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
+	late := st.ledger() == nil
+	var l *ledger.Ledger
+	var err error
+	if late {
+		l, err = st.openLate()
+	} else {
+		j := st.journal()
+		// The journal in use holds every record from its FirstLSN on; the
+		// flusher releases it only up to what the ledger synced.
+		l, err = st.ledger().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
+		if err != nil {
+			err = fmt.Errorf("server: %w", err)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return err
+	}
+	if st.readers != nil {
+		if err := st.readers.start(l); err != nil {
+			// The same device fails: close the ledger again and retry
+			// both later.
+			l.Close()
+			if late {
+				st.stillPending(err)
+			}
+			return err
+		}
 	}
 	st.l.Store(l)
+	st.pending.Store(nil)
 	st.ledgerOpened(l)
-	if st.readers != nil {
-		st.readers.start(l)
-	}
 	return nil
 }
 

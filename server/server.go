@@ -52,8 +52,7 @@ type Server struct {
 	locks  []*dirlock.Lock // journal, ledger; released by Close
 	stores *stores         // the journal and the ledger in use
 	beats  *input.Beats
-	output *outputRunner // the Elasticsearch output; nil when output.elasticsearch.enabled = false
-	dlq    *dlq.Store    // the Elasticsearch output's dead letters
+	output *outputRunner // the Elasticsearch output and its dead letters; nil when output.elasticsearch.enabled = false
 	// metrics is the Prometheus collector of /metrics.
 	metrics *metrics
 	// acks watches acknowledgement and journal fsync latency; the output
@@ -64,6 +63,9 @@ type Server struct {
 	journalDamage atomic.Pointer[string]
 	// oldest is the lag probes' last read of the ledger (lag.go).
 	oldest oldestProbe
+	// journalUnreadable says why records wait in the journal: its device
+	// fails the flusher's reads ("" or nil: it does not).
+	journalUnreadable atomic.Pointer[string]
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -197,23 +199,50 @@ func (s *Server) openOutput() error {
 			return fmt.Errorf("server: output.elasticsearch.tls.ca: %w", err)
 		}
 	}
+	opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{s.metrics}
+	if s.output, err = newOutputRunner(opts, s.openDeadLetters); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.stores.readers = s.output
+	if l := s.ledger(); l != nil {
+		// Otherwise the ledger's device fails: the dead-letter store
+		// there opens with the ledger, later.
+		if err := s.output.prepare(l); err != nil {
+			if !deviceFailure(err) {
+				return err
+			}
+			// The dead-letter store is on the ledger's device: the
+			// ledger waits with it, as when it cannot be opened itself.
+			s.stores.deferLedger(err)
+		}
+	}
+	return nil
+}
+
+// openDeadLetters opens the Elasticsearch output's dead-letter store.
+func (s *Server) openDeadLetters() (*dlq.Store, error) {
 	dir := deadLetterDir(s.cfg.Ledger.Dir)
 	// dlq.Open creates its own directory (and fsyncs its parent) when the
 	// parent exists: prepare only <ledger.dir>/dlq.
 	if _, err := s.prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
-		return err
+		return nil, err
 	}
 	dopts := deadLetterOptions(s.cfg)
 	dopts.Logger = s.log
-	if s.dlq, err = dlq.Open(dir, dopts); err != nil {
-		return fmt.Errorf("server: %w", err)
+	d, err := dlq.Open(dir, dopts)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	opts.Local, opts.DeadLetters, opts.Logger, opts.Observer = s.acks, s.dlq, s.log, esObserver{s.metrics}
-	if s.output, err = newOutputRunner(s.ledger(), opts); err != nil {
-		return fmt.Errorf("server: %w", err)
+	return d, nil
+}
+
+// deadLetters is the Elasticsearch output's dead-letter store, nil when
+// the output is disabled or the store is not open yet.
+func (s *Server) deadLetters() *dlq.Store {
+	if s.output == nil {
+		return nil
 	}
-	s.stores.readers = s.output
-	return nil
+	return s.output.deadLetters()
 }
 
 // Run runs the pipeline until ctx is done, then stops it in order: the
@@ -258,14 +287,17 @@ func (s *Server) startPipeline() *pipeline {
 	s.startAdmin()
 	if s.output != nil {
 		p.outputFailed = s.output.failed
-		s.output.start(s.ledger())
+		if l := s.ledger(); l != nil {
+			s.output.start(l) // prepared at Open: cannot fail
+		}
 	}
 	go func() { p.beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
 	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
 		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir), journalDir: c.Journal.Dir,
-		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log)})
+		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log),
+		reads: journalReads{unreadable: func(why string) { s.journalUnreadable.Store(&why) }, failures: s.metrics.journalReadErrors.Inc}})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	p.stopFlusher = stopFlusher
 	go func() { p.flusherDone <- p.flusher.run(fctx) }()
@@ -337,11 +369,11 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 		ferr = p.flusher.finish()
 	}
 	var derr error
-	if s.dlq != nil {
-		derr = s.dlq.Close()
+	if d := s.deadLetters(); d != nil {
+		derr = d.Close()
 	}
 	lerr := s.stores.closeLedgerAtStop()
-	s.dlq, s.output = nil, nil
+	s.output = nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
@@ -361,9 +393,9 @@ func (s *Server) Close() error {
 	if s.stores != nil {
 		errs = append(errs, s.stores.close())
 	}
-	if s.dlq != nil {
-		errs = append(errs, s.dlq.Close())
-		s.dlq = nil
+	if d := s.deadLetters(); d != nil {
+		errs = append(errs, d.Close())
+		s.output = nil
 	}
 	for _, l := range s.locks {
 		errs = append(errs, l.Release())

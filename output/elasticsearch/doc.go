@@ -72,6 +72,15 @@
 // says, also those of a request that failed as a whole. Fixed:
 // Workers requests in flight, never paced.
 //
+// # Ledger read errors
+//
+// A read of the ledger its device fails (a ledger.ReadError) stops
+// nothing: the reader retries the same read with backoff, skipping nothing,
+// and LedgerUnreadable says why delivery waits. Only bytes of a sealed
+// segment that have failed every read for Options.UnreadableAfter, while
+// the device answers reads elsewhere, are passed, as damage
+// (ledger.Reader.PassUnreadable; docs/design.md, §7).
+//
 // # Cursor
 //
 // The cursor moves only over a contiguous run of records whose every event

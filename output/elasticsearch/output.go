@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,14 @@ type Options struct {
 	RetryMax        time.Duration
 	// Cursor names the output's ledger cursor.
 	Cursor string
+	// UnreadableAfter is how long the ledger's device must have failed
+	// every read of the same sealed segment, while answering reads
+	// elsewhere, before the output takes the bytes it will not return
+	// for damage and passes them (ledger.Reader.PassUnreadable): their
+	// records are lost, logged, quarantined as far as they can be and
+	// counted like damaged ones. Until then, and for ever when it is 0,
+	// the read is retried and nothing is skipped (docs/design.md, §7).
+	UnreadableAfter time.Duration
 	// DeadLetters keeps events Elasticsearch rejects for good. The Output
 	// appends to it; its owner closes it after Run returned.
 	DeadLetters *dlq.Store
@@ -158,6 +167,9 @@ type Output struct {
 
 	live atomic.Pointer[live] // the running drain's state, for Stats
 
+	// unreadable is the state of reads of the ledger failing.
+	unreadable readFault
+
 	mu         sync.Mutex      // guards the outage state below
 	down       waitlog.Episode // the last request failed as a whole
 	downReason string
@@ -168,17 +180,38 @@ type Output struct {
 // the persisted cursor, under the same document ids.
 var ErrCursorNotSaved = errors.New("elasticsearch: the final cursor could not be persisted")
 
-// New prepares an Output over l. It contacts nobody until Run.
-func New(l *ledger.Ledger, opts Options) (*Output, error) {
-	if bad := opts.incomplete(); len(bad) > 0 {
-		return nil, fmt.Errorf("elasticsearch: incomplete options: %s", strings.Join(bad, ", "))
+// CheckOptions returns the error New would return for opts, but for
+// DeadLetters, which it does not check: a caller can check its
+// configuration before the dead-letter store (and the ledger) are open.
+func CheckOptions(opts Options) error { return opts.check(false) }
+
+// check returns what is wrong with opts; DeadLetters is checked when
+// stores is set.
+func (opts *Options) check(stores bool) error {
+	bad := opts.incomplete()
+	if !stores {
+		bad = slices.DeleteFunc(bad, func(name string) bool { return name == "DeadLetters" })
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("elasticsearch: incomplete options: %s", strings.Join(bad, ", "))
 	}
 	for _, h := range opts.Hosts {
 		if _, ui, err := hosturl.Split(h); err != nil {
-			return nil, fmt.Errorf("elasticsearch: host: %w", err)
+			return fmt.Errorf("elasticsearch: host: %w", err)
 		} else if ui != nil {
-			return nil, fmt.Errorf("elasticsearch: host %q carries credentials: set Username and Password instead", hosturl.Redact(h))
+			return fmt.Errorf("elasticsearch: host %q carries credentials: set Username and Password instead", hosturl.Redact(h))
 		}
+	}
+	if len(opts.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(opts.CACert) {
+		return errors.New("elasticsearch: tls.ca holds no PEM certificate")
+	}
+	return nil
+}
+
+// New prepares an Output over l. It contacts nobody until Run.
+func New(l *ledger.Ledger, opts Options) (*Output, error) {
+	if err := opts.check(true); err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

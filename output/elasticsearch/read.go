@@ -92,8 +92,22 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			}
 		}
 		if err := r.Err(); err != nil {
-			return fmt.Errorf("elasticsearch: reading the ledger: %w", err)
+			var re *ledger.ReadError
+			if !errors.As(err, &re) {
+				return fmt.Errorf("elasticsearch: reading the ledger: %w", err)
+			}
+			// The device failed the read: the Reader reads the same
+			// bytes again at the next Next. What was read goes out
+			// meanwhile.
+			if len(c.recs) > 0 && !send() {
+				return nil
+			}
+			if !o.readFailed(ctx, r, re) {
+				return nil // ctx ended
+			}
+			continue
 		}
+		o.readWorks()
 		// Caught up with the ledger.
 		if len(c.recs) == 0 {
 			if err := r.Wait(ctx); err != nil {

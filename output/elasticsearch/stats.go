@@ -16,6 +16,7 @@ type counters struct {
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
 	damagedRanges, damagedRecords     atomic.Int64
+	readErrors                        atomic.Int64
 	cursor                            atomic.Uint64
 }
 
@@ -38,6 +39,9 @@ type Stats struct {
 	// records they held, whose events were not sent.
 	DamagedRanges  int64
 	DamagedRecords int64
+	// LedgerReadErrors counts the reads of the ledger its device failed
+	// (each retried: nothing is skipped for them).
+	LedgerReadErrors int64
 }
 
 // Gauges is the state of a running drain, for an operator watching it
@@ -81,6 +85,7 @@ func (o *Output) Stats() Stats {
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
 		CursorLSN:     c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
+		LedgerReadErrors: c.readErrors.Load(),
 	}
 }
 
