@@ -45,7 +45,7 @@ func TestBatchBufferReturnsAfterTheLastHold(t *testing.T) {
 		if len(pool.free) != 1 {
 			t.Fatalf("bodyFirst=%v: buffer not returned after the last hold", bodyFirst)
 		}
-		if got := pool.get(32); cap(got) < 64 || len(got) != 0 || pool.reused.Load() != 1 {
+		if got, _ := pool.get(32); cap(got) < 64 || len(got) != 0 || pool.reused.Load() != 1 {
 			t.Fatalf("get after put: len %d cap %d reused %d", len(got), cap(got), pool.reused.Load())
 		}
 	}

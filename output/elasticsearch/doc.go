@@ -51,6 +51,20 @@
 // dead-lettered without being sent. The retry queue is bounded by
 // Workers × FlushBytes: above it no new records are taken.
 //
+// # Dead letters
+//
+// A dead letter holds the event exactly as stored, the record's receive
+// time, the index and id of its action, and Elasticsearch's status, error
+// type and reason. It is built from the request alone (original.go): a
+// request keeps, beside its body and never sent, what its body lacks of
+// each event (the @metadata member and where it was, or the whole event
+// when it was compacted) and the receive time, and these go with the items
+// into the retry queue. The ledger is never read again for a dead letter:
+// the way back to a record can cross damage the drain passed, and a record
+// of the open segment could only be found from the segment's start. Dead
+// letters are appended to the dead-letter store (output/dlq), which syncs
+// them, before their events count as done.
+//
 // # Concurrency
 //
 // A controller (control.go) decides when a request may go. Adaptive (the
