@@ -94,7 +94,8 @@ func elasticsearchOptions(cfg *conf.Config) (elasticsearch.Options, error) {
 		DerivedIDs: c.DocumentID == "auto",
 		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed",
 		FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
-		MaxRequestBytes: int(c.MaxRequestBytes), Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
+		MaxRequestBytes: int(c.MaxRequestBytes), MaxRecordBytes: MaxRecordBytes(cfg),
+		Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
 		Cursor: elasticsearchCursor,
 	}, nil

@@ -118,15 +118,20 @@ func (r *requestBody) Close() error {
 // bufPool keeps up to cap(free) pairs of batch buffers (lines, kept) for
 // reuse, so that the output does not allocate (and zero, and collect) a
 // FlushBytes-sized buffer per request. Buffers it cannot keep are left to
-// the GC.
+// the GC, and so is a pair of which either buffer is larger than maxKeep:
+// grown for events far larger than flush_bytes, such a buffer would hold
+// that memory long after the events went.
 type bufPool struct {
-	free   chan batchBuffers
-	reused atomic.Int64 // buffers handed out again (tests read it)
+	free    chan batchBuffers
+	maxKeep int
+	reused  atomic.Int64 // buffers handed out again (tests read it)
 }
 
 type batchBuffers struct{ buf, kept []byte }
 
-func newBufPool(n int) *bufPool { return &bufPool{free: make(chan batchBuffers, n)} }
+func newBufPool(n, maxKeep int) *bufPool {
+	return &bufPool{free: make(chan batchBuffers, n), maxKeep: maxKeep}
+}
 
 // get returns empty buffers, for lines with room for at least n bytes.
 func (p *bufPool) get(n int) (buf, kept []byte) {
@@ -143,6 +148,9 @@ func (p *bufPool) get(n int) (buf, kept []byte) {
 
 // put offers buf and kept for reuse.
 func (p *bufPool) put(buf, kept []byte) {
+	if cap(buf) > p.maxKeep || cap(kept) > p.maxKeep {
+		return
+	}
 	select {
 	case p.free <- batchBuffers{buf[:0], kept[:0]}:
 	default:

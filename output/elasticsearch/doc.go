@@ -15,7 +15,10 @@
 // re-encoded. Batches of about flush_bytes go to Options.Workers workers
 // over a channel that holds one more: read-ahead, and memory, is bounded
 // by about workers + 2 chunks and one request per worker, each about
-// flush_bytes, plus the retry queue.
+// flush_bytes, plus the retry queue. Chunk and request buffers are reused;
+// one that grew past flush_bytes and one record of several events
+// (Options.MaxRecordBytes), for an outsized event, is left to the GC once
+// used, so that a burst of such events holds no memory after it.
 //
 // # Document ids
 //

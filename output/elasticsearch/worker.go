@@ -70,14 +70,33 @@ func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chu
 				return nil
 			}
 			err := w.process(ctx, c)
-			select {
-			case free <- c:
-			default:
+			if cap(c.data) <= w.o.maxKeep {
+				select {
+				case free <- c:
+				default:
+				}
 			}
+			w.trim()
 			if err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// maxKeptNames bounds the name buffers a worker keeps between chunks.
+// Index and pipeline names, and the @metadata they are made from, are
+// short; an event with a huge @metadata member grows them once and should
+// not leave them that large.
+const maxKeptNames = 64 << 10
+
+// trim drops the worker's name buffers when an outsized event grew them.
+func (w *worker) trim() {
+	if cap(w.scratch) > maxKeptNames {
+		w.scratch = nil
+	}
+	if cap(w.names.meta) > maxKeptNames || cap(w.names.name) > maxKeptNames {
+		w.names = nameCache{}
 	}
 }
 
