@@ -82,6 +82,12 @@ func (r *Reader) Next() bool {
 	for r.err == nil {
 		durable, segs := r.l.snapshot()
 		if r.next > durable {
+			if r.sc != nil {
+				// The last record returned is no longer valid: a window
+				// grown for it need not wait for the next one to shrink.
+				r.rec, r.dec = nil, record.Record{}
+				r.sc.shrink(0)
+			}
 			return false // caught up
 		}
 		if r.sc == nil {

@@ -49,6 +49,12 @@ type segScanner struct {
 	// to maxLSN end.
 	size    int64
 	skipped *Damage // set when nextFrame stopped at a damaged range it passed
+
+	// shrinkNext: the window grew for a large frame and nextFrame has
+	// since returned one that a read chunk holds many times over; the
+	// next fill puts the window back into a read chunk. (Shrinking at
+	// every fill would allocate twice per frame in a run of large ones.)
+	shrinkNext bool
 }
 
 // newSegScanner scans f from the frame at offset from, which must carry
@@ -93,6 +99,10 @@ func (s *segScanner) pos() int64 { return s.fileOff + int64(s.start) }
 // fill makes buf[start:end] hold at least n bytes, or reaches EOF. It
 // returns false on an I/O error.
 func (s *segScanner) fill(n int) bool {
+	if s.shrinkNext {
+		s.shrinkNext = false
+		s.shrink(n)
+	}
 	for s.end-s.start < n && !s.eof {
 		if s.end == len(s.buf) || len(s.buf)-s.end < BlockSize {
 			// Compact: keep the block holding start, so alignment holds.
@@ -126,6 +136,28 @@ func (s *segScanner) fill(n int) bool {
 		}
 	}
 	return true
+}
+
+// shrink puts the window back into a buffer of readChunk bytes when it
+// grew for a frame larger than that and what it still holds, with the n
+// bytes fill wants, fits: that much memory stays only while such frames
+// come, as with the writer's buffer. The record returned last, which
+// aliases the window, must no longer be in use (fill, and a Reader that
+// has caught up, are called only after it).
+func (s *segScanner) shrink(n int) {
+	if len(s.buf) <= readChunk {
+		return
+	}
+	a := int(alignDown(int64(min(s.start, s.end))))
+	if s.end-a+n > readChunk {
+		return
+	}
+	buf := alignedBuffer(readChunk)
+	copy(buf, s.buf[a:s.end])
+	s.buf, s.rec, s.dec = buf, nil, record.Record{}
+	s.fileOff += int64(a)
+	s.start -= a
+	s.end -= a
 }
 
 // nextFrame advances to the next frame. It returns false at the end of the
@@ -165,6 +197,7 @@ func (s *segScanner) nextFrame() bool {
 		if err == nil {
 			s.lsn, s.rec, s.dec, s.recOff = lsn, rec, dec, s.pos()
 			s.start += int(frameSize(len(rec)))
+			s.shrinkNext = len(s.buf) > readChunk && frameSize(len(rec)) <= readChunk/4
 			s.goodEnd = s.pos()
 			s.next++
 			return true

@@ -111,7 +111,7 @@ func TestElasticsearchOptions(t *testing.T) {
 		Hosts: []string{"http://127.0.0.1:9200"},
 		Index: compile("%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "logpond-fallback",
 		DerivedIDs: true, Workers: 4,
-		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, Timeout: time.Minute,
+		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, MaxRecordBytes: 4 << 20, Timeout: time.Minute,
 		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
 		Cursor: "elasticsearch", UnreadableAfter: time.Hour,
 	}
@@ -138,7 +138,7 @@ func TestElasticsearchOptions(t *testing.T) {
 			InsecureSkipVerify: true,
 			Index:              compile("logs-%{+yyyy.MM.dd}"), FallbackIndex: "fallback", Pipeline: compile("%{[@metadata][pipeline]}"),
 			Workers: 8, FixedConcurrency: true,
-			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, Gzip: true, Timeout: time.Second,
+			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, MaxRecordBytes: 4 << 20, Gzip: true, Timeout: time.Second,
 			RetryInitial: time.Second, RetryMax: time.Minute,
 			Cursor: "elasticsearch", UnreadableAfter: time.Hour,
 		}, ""},

@@ -8,24 +8,29 @@ import (
 )
 
 // item is one event in a bulk request: its action line and its source
-// line, both newline-terminated, at buf[start:end] of its batch.
+// line, both newline-terminated, at buf[start:end] of its batch, and what
+// the source line lacks of the event as stored at kept[kept:] (see
+// original.go).
 type item struct {
 	lsn   uint64
 	pos   uint32
 	tries uint16 // times the item was refused with an error other than a rejection (429)
 	start int
 	end   int
+	kept  int
 }
 
 // batch is one bulk request: NDJSON bytes and the items they hold, in LSN
-// order. It belongs to one worker. Its buffer comes from a bufPool and
-// goes back there only when the worker is done with the batch and the
-// HTTP transport has closed every request body sent from it (refs counts
+// order, and for each item what its dead letter needs besides its lines
+// (kept). It belongs to one worker. Its buffers come from a bufPool and
+// go back there only when the worker is done with the batch and the HTTP
+// transport has closed every request body sent from it (refs counts
 // both), so nothing still reads the bytes when they are overwritten: a
 // transport may go on writing a body after the response came (a server
 // may answer 413 early).
 type batch struct {
 	buf   []byte
+	kept  []byte // never sent: see original.go
 	items []item
 	pool  *bufPool
 	refs  atomic.Int32
@@ -35,19 +40,20 @@ type batch struct {
 	tainted atomic.Bool
 }
 
-// newBatch returns a batch with room for about n bytes, held once by the
-// caller (release it when done).
+// newBatch returns a batch with room for about n bytes of lines, held
+// once by the caller (release it when done).
 func newBatch(pool *bufPool, n, events int) *batch {
-	b := &batch{buf: pool.get(n), items: make([]item, 0, events), pool: pool}
+	buf, kept := pool.get(n)
+	b := &batch{buf: buf, kept: kept, items: make([]item, 0, events), pool: pool}
 	b.refs.Store(1)
 	return b
 }
 
-// release drops one hold on b's buffer; the last gives it back to the
+// release drops one hold on b's buffers; the last gives them back to the
 // pool.
 func (b *batch) release() {
 	if b.refs.Add(-1) == 0 && !b.tainted.Load() {
-		b.pool.put(b.buf)
+		b.pool.put(b.buf, b.kept)
 	}
 }
 
@@ -109,33 +115,44 @@ func (r *requestBody) Close() error {
 	return nil
 }
 
-// bufPool keeps up to cap(free) batch buffers for reuse, so that the
-// output does not allocate (and zero, and collect) a FlushBytes-sized
-// buffer per request. Buffers it cannot keep are left to the GC.
+// bufPool keeps up to cap(free) pairs of batch buffers (lines, kept) for
+// reuse, so that the output does not allocate (and zero, and collect) a
+// FlushBytes-sized buffer per request. Buffers it cannot keep are left to
+// the GC, and so is a pair of which either buffer is larger than maxKeep:
+// grown for events far larger than flush_bytes, such a buffer would hold
+// that memory long after the events went.
 type bufPool struct {
-	free   chan []byte
-	reused atomic.Int64 // buffers handed out again (tests read it)
+	free    chan batchBuffers
+	maxKeep int
+	reused  atomic.Int64 // buffers handed out again (tests read it)
 }
 
-func newBufPool(n int) *bufPool { return &bufPool{free: make(chan []byte, n)} }
+type batchBuffers struct{ buf, kept []byte }
 
-// get returns an empty buffer with room for at least n bytes.
-func (p *bufPool) get(n int) []byte {
+func newBufPool(n, maxKeep int) *bufPool {
+	return &bufPool{free: make(chan batchBuffers, n), maxKeep: maxKeep}
+}
+
+// get returns empty buffers, for lines with room for at least n bytes.
+func (p *bufPool) get(n int) (buf, kept []byte) {
 	select {
 	case b := <-p.free:
-		if cap(b) >= n {
+		if cap(b.buf) >= n {
 			p.reused.Add(1)
-			return b[:0]
+			return b.buf[:0], b.kept[:0]
 		}
 	default:
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n), nil
 }
 
-// put offers b for reuse.
-func (p *bufPool) put(b []byte) {
+// put offers buf and kept for reuse.
+func (p *bufPool) put(buf, kept []byte) {
+	if cap(buf) > p.maxKeep || cap(kept) > p.maxKeep {
+		return
+	}
 	select {
-	case p.free <- b[:0]:
+	case p.free <- batchBuffers{buf[:0], kept[:0]}:
 	default:
 	}
 }

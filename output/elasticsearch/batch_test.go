@@ -16,7 +16,7 @@ import (
 // a copy and holds nothing.
 func TestBatchBufferReturnsAfterTheLastHold(t *testing.T) {
 	for _, bodyFirst := range []bool{false, true} {
-		pool := newBufPool(2)
+		pool := newBufPool(2, 1<<20)
 		b := newBatch(pool, 64, 2)
 		b.buf = append(b.buf, "ab\ncd\nef\ngh\n"...)
 		b.items = append(b.items, item{start: 0, end: 6}, item{start: 6, end: 12})
@@ -45,7 +45,7 @@ func TestBatchBufferReturnsAfterTheLastHold(t *testing.T) {
 		if len(pool.free) != 1 {
 			t.Fatalf("bodyFirst=%v: buffer not returned after the last hold", bodyFirst)
 		}
-		if got := pool.get(32); cap(got) < 64 || len(got) != 0 || pool.reused.Load() != 1 {
+		if got, _ := pool.get(32); cap(got) < 64 || len(got) != 0 || pool.reused.Load() != 1 {
 			t.Fatalf("get after put: len %d cap %d reused %d", len(got), cap(got), pool.reused.Load())
 		}
 	}
@@ -87,7 +87,7 @@ func (c *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // the batch buffer until that body too is closed; the caller's request is
 // not changed.
 func TestLengthTransportGivesLengthAndGetBody(t *testing.T) {
-	pool := newBufPool(2)
+	pool := newBufPool(2, 1<<20)
 	b := newBatch(pool, 64, 1)
 	b.buf = append(b.buf, "line\n"...)
 	b.items = append(b.items, item{start: 0, end: 5})
@@ -127,7 +127,7 @@ func TestLengthTransportGivesLengthAndGetBody(t *testing.T) {
 // request, its batch buffer is never handed out again (the transport may
 // still be copying from it).
 func TestFailedRequestBufferIsNotReused(t *testing.T) {
-	pool := newBufPool(2)
+	pool := newBufPool(2, 1<<20)
 	b := newBatch(pool, 64, 1)
 	b.buf = append(b.buf, "line\n"...)
 	b.items = append(b.items, item{start: 0, end: 5})
@@ -137,5 +137,21 @@ func TestFailedRequestBufferIsNotReused(t *testing.T) {
 	b.release()
 	if len(pool.free) != 0 {
 		t.Fatal("a failed request's buffer went back to the pool")
+	}
+}
+
+// TestPoolDropsOutsizedBuffers: a pair of batch buffers of which either
+// grew beyond the pool's bound (for an outsized event) is not kept for
+// reuse; buffers within it are.
+func TestPoolDropsOutsizedBuffers(t *testing.T) {
+	pool := newBufPool(4, 1<<10)
+	pool.put(make([]byte, 0, 2<<10), nil)
+	pool.put(make([]byte, 0, 512), make([]byte, 0, 2<<10))
+	if len(pool.free) != 0 {
+		t.Fatalf("the pool kept %d pairs of outsized buffers", len(pool.free))
+	}
+	pool.put(make([]byte, 0, 1<<10), make([]byte, 0, 64))
+	if got, kept := pool.get(100); len(pool.free) != 0 || cap(got) != 1<<10 || cap(kept) != 64 {
+		t.Fatalf("buffers within the bound were not reused: cap %d and %d", cap(got), cap(kept))
 	}
 }

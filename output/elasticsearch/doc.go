@@ -15,7 +15,10 @@
 // re-encoded. Batches of about flush_bytes go to Options.Workers workers
 // over a channel that holds one more: read-ahead, and memory, is bounded
 // by about workers + 2 chunks and one request per worker, each about
-// flush_bytes, plus the retry queue.
+// flush_bytes, plus the retry queue. Chunk and request buffers are reused;
+// one that grew past flush_bytes and one record of several events
+// (Options.MaxRecordBytes), for an outsized event, is left to the GC once
+// used, so that a burst of such events holds no memory after it.
 //
 // # Document ids
 //
@@ -50,6 +53,20 @@
 // time probes the cluster. An event bigger than max_request_bytes is
 // dead-lettered without being sent. The retry queue is bounded by
 // Workers × FlushBytes: above it no new records are taken.
+//
+// # Dead letters
+//
+// A dead letter holds the event exactly as stored, the record's receive
+// time, the index and id of its action, and Elasticsearch's status, error
+// type and reason. It is built from the request alone (original.go): a
+// request keeps, beside its body and never sent, what its body lacks of
+// each event (the @metadata member and where it was, or the whole event
+// when it was compacted) and the receive time, and these go with the items
+// into the retry queue. The ledger is never read again for a dead letter:
+// the way back to a record can cross damage the drain passed, and a record
+// of the open segment could only be found from the segment's start. Dead
+// letters are appended to the dead-letter store (output/dlq), which syncs
+// them, before their events count as done.
 //
 // # Concurrency
 //

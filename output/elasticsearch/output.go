@@ -57,10 +57,15 @@ type Options struct {
 	FlushBytes      int
 	FlushInterval   time.Duration
 	MaxRequestBytes int
-	Gzip            bool
-	Timeout         time.Duration
-	RetryInitial    time.Duration
-	RetryMax        time.Duration
+	// MaxRecordBytes is the largest record of several events the input
+	// builds (a record of one event may be larger: the event's size).
+	// Buffers that hold FlushBytes and one such record are kept for
+	// reuse; buffers grown larger, for outsized events, are not.
+	MaxRecordBytes int
+	Gzip           bool
+	Timeout        time.Duration
+	RetryInitial   time.Duration
+	RetryMax       time.Duration
 	// Cursor names the output's ledger cursor.
 	Cursor string
 	// UnreadableAfter is how long the ledger's device must have failed
@@ -158,6 +163,7 @@ type Output struct {
 	client    *es.Client
 	transport *http.Transport
 	pool      *bufPool // batch buffers
+	maxKeep   int      // keptBufferBytes
 	log       *slog.Logger
 	idPrefix  string
 	stats     counters
@@ -256,9 +262,26 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	for _, f := range opts.Index.Fields() {
 		metaOnly = metaOnly && strings.HasPrefix(f, "[@metadata]")
 	}
+	maxKeep := keptBufferBytes(opts.FlushBytes, opts.MaxRecordBytes)
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers), metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
+		metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+}
+
+// keptBufferBytes is the largest buffer the output keeps for reuse (a
+// chunk's records, a request's lines or its kept entries): room for
+// flushBytes and one record of maxRecord bytes, the most a chunk of
+// ordinary records holds, and a quarter more (a request adds its action
+// lines; a slice grows by a quarter at a time). A buffer that grew beyond
+// it, for an event larger than a record of several events may be, is left
+// to the GC once used, as the ledger writer does with its buffer:
+// otherwise a burst of such events would leave workers + 2 chunks and
+// workers requests of their size held for good, outside the memory
+// formula.
+func keptBufferBytes(flushBytes, maxRecord int) int {
+	n := flushBytes + maxRecord
+	return n + n/4
 }
 
 // incomplete names the options that are unset or out of range, by name
@@ -273,6 +296,7 @@ func (opts *Options) incomplete() []string {
 		{"Workers", opts.Workers >= 1},
 		{"FlushBytes", opts.FlushBytes >= 1},
 		{"MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes},
+		{"MaxRecordBytes", opts.MaxRecordBytes >= 1},
 		{"Index", opts.Index != nil},
 		{"DeadLetters", opts.DeadLetters != nil},
 		{"Cursor", opts.Cursor != ""},

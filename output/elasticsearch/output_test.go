@@ -93,7 +93,7 @@ func (r *rig) options(mod func(*Options)) Options {
 		Index:         mustCompile(r.t, "%{[@metadata][beat]}-%{[@metadata][version]}"),
 		FallbackIndex: "logpond-fallback",
 		DerivedIDs:    true,
-		Workers:       2, FlushBytes: 64 << 10, FlushInterval: 20 * time.Millisecond, MaxRequestBytes: 1 << 20,
+		Workers:       2, FlushBytes: 64 << 10, FlushInterval: 20 * time.Millisecond, MaxRequestBytes: 1 << 20, MaxRecordBytes: 256 << 10,
 		Timeout: 5 * time.Second, RetryInitial: time.Millisecond, RetryMax: 20 * time.Millisecond,
 		Cursor: "elasticsearch", DeadLetters: r.dlq, Logger: slog.New(slog.DiscardHandler),
 	}

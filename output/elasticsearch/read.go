@@ -201,7 +201,8 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				last := b.items[len(b.items)-1]
 				next := newBatch(o.pool, len(b.buf), 0)
 				next.buf = append(next.buf, b.buf[last.start:last.end]...)
-				b.buf, b.items = b.buf[:last.start], b.items[:len(b.items)-1]
+				next.kept = append(next.kept, b.kept[last.kept:]...) // its entry is the last one
+				b.buf, b.kept, b.items = b.buf[:last.start], b.kept[:last.kept], b.items[:len(b.items)-1]
 				err := w.room(ctx)
 				if err == nil {
 					err = w.deliver(ctx, b, b.items)
@@ -211,7 +212,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				if err != nil {
 					return err
 				}
-				last.start, last.end = 0, len(next.buf)
+				last.start, last.end, last.kept = 0, len(next.buf), 0
 				next.items = append(next.items, last)
 			}
 		}
@@ -288,7 +289,8 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		b.buf = b.buf[:start]
 		return dead
 	}
-	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf)})
+	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf),
+		kept: b.keepEvent(start, ev, meta.cut, received)})
 	return nil
 }
 

@@ -11,7 +11,8 @@ import (
 // waits there, not in the worker that sent it, so one unlucky item holds
 // neither a worker nor the items sent with it.
 //
-// Memory bound (bytes are request bytes: action and source lines): while
+// Memory bound (bytes are the items' action and source lines and their
+// kept entries, see original.go): while
 // the queue holds limit bytes or more, workers take no new records from
 // the ledger and send no request of new records (full reports it); they
 // send only retries, which never grow it (a retry takes its items out
@@ -36,12 +37,14 @@ type retryQueue struct {
 }
 
 // retryGroup is the items of one response that go again at the same time;
-// their action and source lines lie back to back in buf.
+// their action and source lines lie back to back in buf, and their kept
+// entries (original.go) in kept.
 type retryGroup struct {
 	ready time.Time
 	own   bool // the wait is the items' own backoff, not the cluster's
 	buf   []byte
-	items []item // start and end index buf
+	kept  []byte
+	items []item // start and end index buf, kept indexes kept
 }
 
 func newRetryQueue(limit int) *retryQueue {
@@ -55,20 +58,25 @@ func (q *retryQueue) push(b *batch, items []item, ready time.Time, own bool) {
 	if len(items) == 0 {
 		return
 	}
-	n := 0
+	n, k := 0, 0
 	for _, it := range items {
+		e, _ := keptEntry(b.kept, it.kept)
 		n += it.end - it.start
+		k += len(e)
 	}
-	g := &retryGroup{ready: ready, own: own, buf: make([]byte, 0, n), items: make([]item, len(items))}
+	g := &retryGroup{ready: ready, own: own, buf: make([]byte, 0, n), kept: make([]byte, 0, k), items: make([]item, len(items))}
 	for i, it := range items {
-		start := len(g.buf)
+		// A torn entry (a bug) is copied as it is: original refuses it.
+		e, _ := keptEntry(b.kept, it.kept)
+		start, kept := len(g.buf), len(g.kept)
 		g.buf = append(g.buf, b.buf[it.start:it.end]...)
-		g.items[i] = item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(g.buf)}
+		g.kept = append(g.kept, e...)
+		g.items[i] = item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(g.buf), kept: kept}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.groups = append(q.groups, g)
-	q.bytes += n
+	q.bytes += n + k
 	q.items += len(items)
 	q.changedLocked(time.Now())
 }
@@ -93,10 +101,12 @@ func (q *retryQueue) take(pool *bufPool, maxBytes int) *batch {
 		i := 0
 		for ; i < len(g.items) && (len(b.buf) == 0 || len(b.buf)+g.items[i].end-g.items[i].start <= maxBytes); i++ {
 			it := g.items[i]
-			start := len(b.buf)
+			e, _ := keptEntry(g.kept, it.kept)
+			start, kept := len(b.buf), len(b.kept)
 			b.buf = append(b.buf, g.buf[it.start:it.end]...)
-			b.items = append(b.items, item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(b.buf)})
-			q.bytes -= it.end - it.start
+			b.kept = append(b.kept, e...)
+			b.items = append(b.items, item{lsn: it.lsn, pos: it.pos, tries: it.tries, start: start, end: len(b.buf), kept: kept})
+			q.bytes -= it.end - it.start + len(e)
 			q.items--
 		}
 		if i < len(g.items) {

@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/record"
 )
 
 // maxResponseBytes bounds how much of a bulk response is read. With
@@ -71,14 +70,33 @@ func (w *worker) run(ctx context.Context, chunks <-chan *chunk, free chan<- *chu
 				return nil
 			}
 			err := w.process(ctx, c)
-			select {
-			case free <- c:
-			default:
+			if cap(c.data) <= w.o.maxKeep {
+				select {
+				case free <- c:
+				default:
+				}
 			}
+			w.trim()
 			if err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// maxKeptNames bounds the name buffers a worker keeps between chunks.
+// Index and pipeline names, and the @metadata they are made from, are
+// short; an event with a huge @metadata member grows them once and should
+// not leave them that large.
+const maxKeptNames = 64 << 10
+
+// trim drops the worker's name buffers when an outsized event grew them.
+func (w *worker) trim() {
+	if cap(w.scratch) > maxKeptNames {
+		w.scratch = nil
+	}
+	if cap(w.names.meta) > maxKeptNames || cap(w.names.name) > maxKeptNames {
+		w.names = nameCache{}
 	}
 }
 
@@ -373,17 +391,18 @@ func (w *worker) deadLetterItems(ctx context.Context, b *batch, items []item, st
 // neither in Elasticsearch nor in the dead-letter store.
 func (w *worker) deadLetterResults(ctx context.Context, b *batch, items []item, results []itemResult) error {
 	o := w.o
-	events, received, err := o.originals(items)
-	if err != nil {
-		return err
-	}
 	entries := make([]dlq.Entry, len(items))
 	for i, it := range items {
+		// From what the batch kept: the ledger is not read again.
+		event, received, err := b.original(it)
+		if err != nil {
+			return err
+		}
 		index, id := actionTarget(b.buf[it.start:it.end])
 		r := results[i]
 		entries[i] = dlq.Entry{
 			Stream: o.ledger.StreamID(), LSN: it.lsn, Position: it.pos, Index: index, Action: "create", DocID: id,
-			Status: r.status, ErrType: r.errType, Reason: r.reason, Received: received[i], Failed: time.Now(), Event: events[i],
+			Status: r.status, ErrType: r.errType, Reason: r.reason, Received: received, Failed: time.Now(), Event: event,
 		}
 		o.log.Warn("event dead-lettered: Elasticsearch rejected it for good", "lsn", it.lsn, "position", it.pos,
 			"index", index, "status", r.status, "type", r.errType, "reason", r.reason)
@@ -410,42 +429,6 @@ func (o *Output) appendDeadLetters(ctx context.Context, entries []dlq.Entry) err
 	}
 	o.observeDead(entries)
 	return nil
-}
-
-// originals reads the events of items back from the ledger, exactly as
-// stored (the batch holds them without @metadata), with their records'
-// receive times. Dead letters are rare; the extra read keeps batches from
-// carrying a second copy of every event.
-func (o *Output) originals(items []item) ([][]byte, []time.Time, error) {
-	events := make([][]byte, len(items))
-	received := make([]time.Time, len(items))
-	for i := 0; i < len(items); {
-		lsn := items[i].lsn
-		r := o.ledger.Reader(lsn)
-		ok := r.Next()
-		if !ok || r.LSN() != lsn {
-			err := r.Err()
-			r.Close()
-			return nil, nil, fmt.Errorf("elasticsearch: re-reading record %d for its dead letters: %v", lsn, err)
-		}
-		rec, err := record.Decode(r.Record())
-		if err != nil {
-			r.Close()
-			return nil, nil, fmt.Errorf("elasticsearch: re-reading record %d: %w", lsn, err)
-		}
-		evs := make([][]byte, 0, rec.Count())
-		for ev := range rec.Events() {
-			evs = append(evs, ev)
-		}
-		for ; i < len(items) && items[i].lsn == lsn; i++ {
-			if p := int(items[i].pos); p < len(evs) {
-				events[i] = append([]byte(nil), evs[p]...)
-			}
-			received[i] = rec.Received()
-		}
-		r.Close()
-	}
-	return events, received, nil
 }
 
 // actionTarget returns the _index and _id of an action line.
