@@ -38,7 +38,7 @@ func (r *Reader) PassUnreadable() (bool, error) {
 		return false, fmt.Errorf("ledger: PassUnreadable: the Reader did not stop at a read error (err: %v)", r.err)
 	case s == nil || re.Offset < 0:
 		return false, fmt.Errorf("%w; the file cannot be opened: nothing to pass", re)
-	case !r.skipDamage || s.maxLSN == 0:
+	case !r.skipDamage || r.inOpenSegment():
 		return false, fmt.Errorf("%w; in the open segment, which readers cannot pass (only opening the ledger repairs it)", re)
 	}
 	st, err := s.f.Stat()
@@ -159,4 +159,11 @@ func (r *Reader) nextSegmentReads() error {
 		return err
 	}
 	return errors.New("no segment follows")
+}
+
+// inOpenSegment reports whether the Reader stands in the ledger's open
+// segment now (a segment sealed since it was opened is sealed).
+func (r *Reader) inOpenSegment() bool {
+	_, segs := r.l.snapshot()
+	return len(segs) == 0 || segs[len(segs)-1].first == r.segFirst
 }
