@@ -32,28 +32,11 @@ func TestDamagedRecordIsQuarantinedAndTheRestDelivered(t *testing.T) {
 	}
 	const damaged = 150
 	ldir := r.dir + "/ledger"
-	r.ledger.Close()
-	dr, err := ledger.NewDirReader(ldir, damaged, ledger.InspectOptions{})
-	if err != nil || !dr.Next() || dr.LSN() != damaged {
-		t.Fatalf("finding LSN %d: %v", damaged, err)
-	}
-	seg, off := dr.Segment(), dr.Offset()
-	dr.Close()
+	seg, off, b, l := r.damageRecord(t, damaged)
 	segs, _ := ledger.Segments(ldir, ledger.InspectOptions{})
 	if segs[len(segs)-1].Path == seg {
 		t.Fatalf("LSN %d is in the open segment; the test wants a sealed one", damaged)
 	}
-	b, _ := os.ReadFile(seg)
-	b[off+16+40] ^= 0xff
-	if err := os.WriteFile(seg, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(ldir, ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	r.ledger = l
 	prefix, _ := idPrefix(l.StreamID())
 	for i := range 5 {
 		delete(r.events, string(appendDocID(nil, prefix, damaged, i)))
@@ -101,4 +84,34 @@ func TestDamagedRecordIsQuarantinedAndTheRestDelivered(t *testing.T) {
 	if !bytes.Contains(raw, b[off:off+64]) {
 		t.Errorf("quarantined bytes do not hold the damaged frame")
 	}
+}
+
+// damageRecord closes the rig's ledger, flips a byte in the body of the
+// record at lsn on disk, opens the ledger again as the rig's and returns
+// the segment holding the record, the record's offset in it, the
+// segment's bytes as damaged, and the ledger.
+func (r *rig) damageRecord(t *testing.T, lsn uint64) (seg string, off int64, damaged []byte, l *ledger.Ledger) {
+	t.Helper()
+	ldir := r.dir + "/ledger"
+	r.ledger.Close()
+	dr, err := ledger.NewDirReader(ldir, lsn, ledger.InspectOptions{})
+	if err != nil || !dr.Next() || dr.LSN() != lsn {
+		t.Fatalf("finding LSN %d: %v", lsn, err)
+	}
+	seg, off = dr.Segment(), dr.Offset()
+	dr.Close()
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+16+40] ^= 0xff
+	if err := os.WriteFile(seg, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = ledger.Open(ldir, ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	r.ledger = l
+	return seg, off, b, l
 }

@@ -126,29 +126,11 @@ func TestDeadLettersPassQuarantinedDamage(t *testing.T) {
 	}
 	r.es.SetFaults(refuseForGood(ids))
 
-	ldir := r.dir + "/ledger"
-	r.ledger.Close()
-	dr, err := ledger.NewDirReader(ldir, damaged, ledger.InspectOptions{})
-	if err != nil || !dr.Next() || dr.LSN() != damaged {
-		t.Fatalf("finding LSN %d: %v", damaged, err)
-	}
-	seg, off := dr.Segment(), dr.Offset()
-	dr.Close()
-	segs, _ := ledger.Segments(ldir, ledger.InspectOptions{})
+	seg, _, _, l := r.damageRecord(t, damaged)
+	segs, _ := ledger.Segments(r.dir+"/ledger", ledger.InspectOptions{})
 	if segs[len(segs)-1].Path == seg || segs[len(segs)-1].FirstLSN > records-40 {
 		t.Fatalf("LSN %d must be in a sealed segment and the last refused events in the open one: %+v", damaged, segs)
 	}
-	b, _ := os.ReadFile(seg)
-	b[off+16+40] ^= 0xff
-	if err := os.WriteFile(seg, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(ldir, ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	r.ledger = l
 	for i := range 5 {
 		delete(r.events, string(appendDocID(nil, prefix, damaged, i)))
 	}
