@@ -210,24 +210,7 @@ func simulateDrainLocal(t *testing.T, backlog, workers, perRequest int, cluster 
 // the pace settles near the cluster's rate instead of hammering it.
 func TestPacingTakesWhatTheClusterTakes(t *testing.T) {
 	const backlog, workers = 600_000, 4
-	for _, perRequest := range []int{9000, 2000} {
-		clean := simulateDrain(t, backlog, workers, perRequest, nil)
-		cleanRate := float64(backlog) / clean.elapsed.Seconds()
-		for _, share := range []float64{1.0 / 3, 1.0 / 10} {
-			c := &simCluster{rate: math.Round(cleanRate * share)}
-			r := simulateDrain(t, backlog, workers, perRequest, c.answer)
-			ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
-			perDelivered := float64(r.rejected) / backlog
-			t.Logf("%d items a request, cluster takes %.0f items/s (%.2f of clean %.0f/s): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
-				perRequest, c.rate, share, cleanRate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, r.requests)
-			if r.elapsed > ideal*11/10 {
-				t.Errorf("%d items a request, cluster at %.2f of clean: drained in %s, more than 1.1 × the ideal %s", perRequest, share, r.elapsed, ideal)
-			}
-			if perDelivered > 0.1 {
-				t.Errorf("%d items a request, cluster at %.2f of clean: %.3f rejected items sent per delivered event, more than 0.1", perRequest, share, perDelivered)
-			}
-		}
-	}
+	drainAgainstCapacity(t, backlog, workers, []int{9000, 2000}, []float64{1.0 / 3, 1.0 / 10})
 }
 
 // randomCluster is a cluster that fails 2% of requests as a whole and
@@ -351,24 +334,7 @@ func TestDrainYieldsToAcknowledgements(t *testing.T) {
 // is not cut down by unlucky windows.
 func TestPacingTakesWhatTheClusterTakesInSmallRequests(t *testing.T) {
 	const backlog, workers = 200_000, 4
-	for _, perRequest := range []int{1000, 500, 200} {
-		clean := simulateDrain(t, backlog, workers, perRequest, nil)
-		cleanRate := float64(backlog) / clean.elapsed.Seconds()
-		for _, share := range []float64{1.0 / 2, 1.0 / 3, 1.0 / 10} {
-			c := &simCluster{rate: math.Round(cleanRate * share)}
-			r := simulateDrain(t, backlog, workers, perRequest, c.answer)
-			ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
-			perDelivered := float64(r.rejected) / backlog
-			t.Logf("%d items a request, cluster takes %.0f items/s (%.2f of clean %.0f/s): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
-				perRequest, c.rate, share, cleanRate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, r.requests)
-			if r.elapsed > ideal*11/10 {
-				t.Errorf("%d items a request, cluster at %.2f of clean: drained in %s, more than 1.1 × the ideal %s", perRequest, share, r.elapsed, ideal)
-			}
-			if perDelivered > 0.1 {
-				t.Errorf("%d items a request, cluster at %.2f of clean: %.3f rejected items sent per delivered event, more than 0.1", perRequest, share, perDelivered)
-			}
-		}
-	}
+	drainAgainstCapacity(t, backlog, workers, []int{1000, 500, 200}, []float64{1.0 / 2, 1.0 / 3, 1.0 / 10})
 }
 
 // TestPacingTakesWhatTheClusterTakesDespiteRandomRefusals: a cluster that
@@ -395,7 +361,7 @@ func TestPacingTakesWhatTheClusterTakesDespiteRandomRefusals(t *testing.T) {
 			return acc, false
 		})
 		ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
-		perDelivered := float64(r.rejected) / backlog
+		perDelivered := float64(r.rejected) / float64(backlog)
 		// Every delivered event was refused at random 1/(1-refused)-1
 		// times on average, whatever the pace.
 		random := 1/(1-refused) - 1
@@ -437,6 +403,32 @@ func TestPacingRecoversAfterTotalRefusal(t *testing.T) {
 			perRequest, refusal, c.rate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, float64(r.rejected)/backlog, r.requests)
 		if r.elapsed > ideal*11/10 {
 			t.Errorf("%d items a request: drained in %s, more than 1.1 × the ideal %s: the pace stayed down after the refusal", perRequest, r.elapsed, ideal)
+		}
+	}
+}
+
+// drainAgainstCapacity drains backlog, for each request size, into clusters
+// taking each share of the clean drain's rate (429 beyond), and fails when
+// a drain takes more than 1.1 × the ideal backlog/rate or sends more than
+// 0.1 refused items per delivered event.
+func drainAgainstCapacity(t *testing.T, backlog, workers int, perRequests []int, shares []float64) {
+	t.Helper()
+	for _, perRequest := range perRequests {
+		clean := simulateDrain(t, backlog, workers, perRequest, nil)
+		cleanRate := float64(backlog) / clean.elapsed.Seconds()
+		for _, share := range shares {
+			c := &simCluster{rate: math.Round(cleanRate * share)}
+			r := simulateDrain(t, backlog, workers, perRequest, c.answer)
+			ideal := time.Duration(float64(backlog) / c.rate * float64(time.Second))
+			perDelivered := float64(r.rejected) / float64(backlog)
+			t.Logf("%d items a request, cluster takes %.0f items/s (%.2f of clean %.0f/s): drained in %s (ideal %s, ×%.2f), %d rejected (%.3f per delivered), %d requests",
+				perRequest, c.rate, share, cleanRate, r.elapsed, ideal, r.elapsed.Seconds()/ideal.Seconds(), r.rejected, perDelivered, r.requests)
+			if r.elapsed > ideal*11/10 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: drained in %s, more than 1.1 × the ideal %s", perRequest, share, r.elapsed, ideal)
+			}
+			if perDelivered > 0.1 {
+				t.Errorf("%d items a request, cluster at %.2f of clean: %.3f rejected items sent per delivered event, more than 0.1", perRequest, share, perDelivered)
+			}
 		}
 	}
 }
