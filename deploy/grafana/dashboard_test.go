@@ -185,6 +185,7 @@ var required = []string{
 	"logpond_output_concurrency_limit", "logpond_output_requests_in_flight", "logpond_output_pace_events_per_second",
 	"logpond_input_ack_seconds", "logpond_output_yielding",
 	"logpond_output_retry_queue_events", "logpond_output_retry_queue_bytes", "logpond_output_retry_queue_max_bytes",
+	"logpond_ledger_read_errors_total", "logpond_journal_read_errors_total", "logpond_input_connections_closed_total",
 }
 
 // TestDashboardMetricsAreExported runs a real server
