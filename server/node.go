@@ -26,7 +26,28 @@ type NodeInfo struct {
 	Input         InputInfo   `json:"input"`
 	Journal       StoreInfo   `json:"journal"`
 	Ledger        StoreInfo   `json:"ledger"`
-	Output        *OutputInfo `json:"output"` // null when output.elasticsearch.enabled = false
+	// Outputs are the configured outputs, by name (empty when none is
+	// enabled: nothing drains the ledger).
+	Outputs []OutputInfo `json:"outputs"`
+	// OrphanCursors are ledger cursors no configured output owns (an
+	// output removed from the configuration): each still holds the ledger
+	// back until `ledgerctl cursors delete NAME` releases it.
+	OrphanCursors []CursorInfo `json:"orphan_cursors,omitempty"`
+}
+
+// CursorInfo is a ledger cursor that no configured output owns.
+type CursorInfo struct {
+	Name      string `json:"name"`
+	CursorLSN uint64 `json:"cursor_lsn"`
+	// HeldBytes are the ledger bytes after the cursor, which retention
+	// keeps for it.
+	HeldBytes int64 `json:"held_bytes"`
+}
+
+// LSNRange is a range of ledger records, both ends included.
+type LSNRange struct {
+	First uint64 `json:"first_lsn"`
+	Last  uint64 `json:"last_lsn"`
 }
 
 // Stage states in NodeInfo: "ok" (working, or idle), "waiting" (held
@@ -64,10 +85,15 @@ type StoreInfo struct {
 	LastLSN   uint64  `json:"last_lsn"`
 }
 
-// OutputInfo is the Elasticsearch output's state.
+// OutputInfo is one output's state. The request, concurrency and
+// dead-letter fields are an Elasticsearch output's; a Lumberjack output
+// counts its batches as requests and has no dead letters.
 type OutputInfo struct {
+	Name                 string  `json:"name"`
+	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"
 	State                string  `json:"state"`
 	Waiting              string  `json:"waiting,omitempty"`
+	Error                string  `json:"error,omitempty"` // why it sends nothing until its configuration changes (hosts of two clusters, …)
 	EventsDeliveredTotal int64   `json:"events_delivered_total"` // stored, already stored, or dead-lettered
 	DeadLetteredTotal    int64   `json:"dead_lettered_total"`
 	RetriedTotal         int64   `json:"items_retried_total"`
@@ -86,6 +112,14 @@ type OutputInfo struct {
 	DeadLetterBytes      int64   `json:"dead_letter_bytes"`
 	DeadLetterMaxBytes   int64   `json:"dead_letter_max_bytes"`
 	DeadLetterFillRatio  float64 `json:"dead_letter_fill_ratio"`
+	// MaxLagBytes is the output's max_lag (0: none): past it, and with the
+	// ledger full, retention may delete what the output has not sent.
+	MaxLagBytes int64 `json:"max_lag_bytes,omitempty"`
+	// SkippedEventsTotal counts the events retention deleted before this
+	// output sent them (max_lag); SkippedRanges are the latest such ranges,
+	// oldest first.
+	SkippedEventsTotal int64      `json:"skipped_events_total"`
+	SkippedRanges      []LSNRange `json:"skipped_ranges,omitempty"`
 }
 
 // nodeInfo gathers NodeInfo from the components.
@@ -136,7 +170,8 @@ func (s *Server) nodeInfo() NodeInfo {
 		case st.waiting["elasticsearch"] != "" || st.waiting["dead_letters_full"] != "":
 			out.State, out.Waiting = StateWaiting, firstOf(st.waiting["elasticsearch"], st.waiting["dead_letters_full"])
 		}
-		n.Output = out
+		out.Name, out.Type = elasticsearchCursor, "elasticsearch"
+		n.Outputs = append(n.Outputs, *out)
 	}
 	return n
 }

@@ -43,7 +43,7 @@ func TestNodeInfo(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &n); err != nil {
 			t.Fatalf("GET /: %v: %s", err, body)
 		}
-		if n.Output != nil && n.Output.State == StateWaiting && n.Output.PendingEvents == per {
+		if len(n.Outputs) == 1 && n.Outputs[0].State == StateWaiting && n.Outputs[0].PendingEvents == per {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -60,8 +60,8 @@ func TestNodeInfo(t *testing.T) {
 	if n.Journal.State != StateOK || n.Ledger.State != StateOK || n.Ledger.MaxBytes != int64(cfg.Ledger.MaxBytes) || n.Ledger.LastLSN == 0 {
 		t.Errorf("stores: journal %+v, ledger %+v", n.Journal, n.Ledger)
 	}
-	if !strings.Contains(n.Output.Waiting, "elasticsearch failing") || n.Output.OldestPendingSeconds <= 0 || n.Output.PendingBytes <= 0 {
-		t.Errorf("output: %+v", *n.Output)
+	if !strings.Contains(n.Outputs[0].Waiting, "elasticsearch failing") || n.Outputs[0].OldestPendingSeconds <= 0 || n.Outputs[0].PendingBytes <= 0 {
+		t.Errorf("output: %+v", n.Outputs[0])
 	}
 	if !n.Ready {
 		t.Errorf("not ready: %v", n.NotReady)

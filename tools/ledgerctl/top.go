@@ -186,8 +186,8 @@ func rates(a, b server.NodeInfo) topRates {
 	r.InputEvents, r.InputBytes = per(a.Input.EventsTotal, b.Input.EventsTotal), per(a.Input.BytesTotal, b.Input.BytesTotal)
 	r.JournalRecords = per(int64(a.Journal.LastLSN), int64(b.Journal.LastLSN))
 	r.LedgerRecords = per(int64(a.Ledger.LastLSN), int64(b.Ledger.LastLSN))
-	if a.Output != nil && b.Output != nil {
-		ao, bo := a.Output, b.Output
+	if firstOutput(a) != nil && firstOutput(b) != nil {
+		ao, bo := firstOutput(a), firstOutput(b)
 		r.OutputEvents, r.OutputBytes = per(ao.EventsDeliveredTotal, bo.EventsDeliveredTotal), per(ao.BytesSentTotal, bo.BytesSentTotal)
 		r.OutputDeadLettered, r.OutputRetried = per(ao.DeadLetteredTotal, bo.DeadLetteredTotal), per(ao.RetriedTotal, bo.RetriedTotal)
 		r.OutputFailed = per(ao.RequestsFailedTotal, bo.RequestsFailedTotal)
@@ -209,12 +209,12 @@ func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 		fillOf(n.Input.InflightBytes, n.Input.MaxInflightBytes))
 	fmt.Fprintf(tw, "journal\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Journal.State, r.JournalRecords, 100*n.Journal.FillRatio)
 	fmt.Fprintf(tw, "ledger\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Ledger.State, r.LedgerRecords, 100*n.Ledger.FillRatio)
-	if o := n.Output; o != nil {
+	if o := firstOutput(n); o != nil {
 		fmt.Fprintf(tw, "output\t%s\t%.0f\t%s\t-\t%.1f%%\t\n", o.State, r.OutputEvents, humanBytes(int64(r.OutputBytes)), 100*o.DeadLetterFillRatio)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ninput: %d connections, %d violations\n", n.Input.Connections, n.Input.ViolationsTotal)
-	if o := n.Output; o != nil {
+	if o := firstOutput(n); o != nil {
 		fmt.Fprintf(w, "output: lag %d events (%d records, %s), oldest %s; %d of %d requests in flight",
 			o.PendingEvents, o.PendingRecords, humanBytes(o.PendingBytes),
 			time.Duration(o.OldestPendingSeconds*float64(time.Second)).Round(time.Second), o.InFlight, o.ConcurrencyLimit)
@@ -230,7 +230,7 @@ func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 		{"input", firstNonEmpty(n.Input.Error, n.Input.Waiting)},
 		{"journal", firstNonEmpty(n.Journal.Error, n.Journal.Waiting)},
 		{"ledger", firstNonEmpty(n.Ledger.Error, n.Ledger.Waiting)},
-		{"output", outputWhy(n.Output)},
+		{"output", outputWhy(firstOutput(n))},
 	} {
 		if s.why != "" {
 			fmt.Fprintf(w, "%s: %s\n", s.name, s.why)
@@ -259,4 +259,12 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// firstOutput is the node's first output, nil when it has none.
+func firstOutput(n server.NodeInfo) *server.OutputInfo {
+	if len(n.Outputs) == 0 {
+		return nil
+	}
+	return &n.Outputs[0]
 }

@@ -132,8 +132,8 @@ func TestTopRefusals(t *testing.T) {
 // (counters going back) counts from zero.
 func TestRates(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	a := server.NodeInfo{Now: t0, Input: server.InputInfo{EventsTotal: 100}, Output: &server.OutputInfo{EventsDeliveredTotal: 500}}
-	b := server.NodeInfo{Now: t0.Add(2 * time.Second), Input: server.InputInfo{EventsTotal: 300}, Output: &server.OutputInfo{EventsDeliveredTotal: 40}}
+	a := server.NodeInfo{Now: t0, Input: server.InputInfo{EventsTotal: 100}, Outputs: []server.OutputInfo{{EventsDeliveredTotal: 500}}}
+	b := server.NodeInfo{Now: t0.Add(2 * time.Second), Input: server.InputInfo{EventsTotal: 300}, Outputs: []server.OutputInfo{{EventsDeliveredTotal: 40}}}
 	r := rates(a, b)
 	if r.InputEvents != 100 || r.OutputEvents != 20 {
 		t.Errorf("rates %+v, want 100 events/s in and 20 out", r)
