@@ -265,8 +265,8 @@ func Default() Config {
 			TLS:              BeatsTLS{ClientAuth: "none"},
 		}},
 		Output: Output{Elasticsearch: DefaultElasticsearch()},
-		Admin: Admin{Listen: "127.0.0.1:9600"},
-		Log:   Log{Level: "info", Format: "text", SummaryInterval: Duration(30e9)},
+		Admin:  Admin{Listen: "127.0.0.1:9600"},
+		Log:    Log{Level: "info", Format: "text", SummaryInterval: Duration(30e9)},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -36,8 +37,8 @@ func (c Config) MarshalTOML() ([]byte, error) {
 	if len(c.Output.Lumberjack) == 0 {
 		plain.Output.Lumberjack = nil // an empty map would print an empty table
 	}
-	named := len(c.Output.NamedElasticsearch) > 0 || len(c.Output.Lumberjack) > 0
-	if off := DefaultElasticsearch(); named {
+	hasNamed := len(c.Output.NamedElasticsearch) > 0 || len(c.Output.Lumberjack) > 0
+	if off := DefaultElasticsearch(); hasNamed {
 		off.Enabled = false
 		if reflect.DeepEqual(c.Output.Elasticsearch, off) {
 			plain.Output.Elasticsearch = nil
@@ -49,6 +50,9 @@ func (c Config) MarshalTOML() ([]byte, error) {
 	if err := enc.Encode(plain); err != nil {
 		return nil, fmt.Errorf("conf: encoding the configuration: %w", err)
 	}
+	// The named Elasticsearch outputs go with the other outputs, before
+	// [admin] (which the encoder always writes, after [output]).
+	var named bytes.Buffer
 	for _, o := range c.namedElasticsearch() {
 		// Encoded alone, an output's sub-tables come out as [tls]: they
 		// are put under the output's key. The encoder writes every value
@@ -59,7 +63,7 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		if err := enc.Encode(o.Elasticsearch); err != nil {
 			return nil, fmt.Errorf("conf: encoding [%s]: %w", o.Key, err)
 		}
-		fmt.Fprintf(&b, "\n[%s]\n", o.Key)
+		fmt.Fprintf(&named, "[%s]\n", o.Key)
 		sc := bufio.NewScanner(&t)
 		sc.Buffer(nil, t.Len()+1)
 		for sc.Scan() {
@@ -67,12 +71,17 @@ func (c Config) MarshalTOML() ([]byte, error) {
 			if h, ok := strings.CutPrefix(line, "["); ok && !strings.HasPrefix(h, "[") {
 				line = "[" + o.Key + "." + h
 			}
-			b.WriteString(line)
-			b.WriteByte('\n')
+			named.WriteString(line)
+			named.WriteByte('\n')
 		}
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("conf: encoding [%s]: %w", o.Key, err)
 		}
 	}
-	return b.Bytes(), nil
+	doc := b.Bytes()
+	at := bytes.Index(doc, []byte("\n[admin]\n"))
+	if at < 0 {
+		return nil, fmt.Errorf("conf: encoding the configuration: no [admin] table to put the named outputs before")
+	}
+	return slices.Concat(doc[:at+1], named.Bytes(), doc[at+1:]), nil
 }

@@ -16,7 +16,7 @@ import (
 func unknownKeyMessage(k toml.Key) string {
 	// Find the first part of the path that logpond does not know.
 	for i := range len(k) - 1 {
-		if _, ok := sectionType(k[:i+1]); ok {
+		if _, ok := sectionType(k[:i+1]); ok || namedTables(k[:i+1]) {
 			continue
 		}
 		known := Keys(strings.Join(k[:i], "."))
@@ -91,6 +91,20 @@ func sectionType(path []string) (reflect.Type, bool) {
 	return t, true
 }
 
+// namedTables reports whether path is a section of named tables
+// ("output.lumberjack").
+func namedTables(path []string) bool {
+	if len(path) == 0 {
+		return false
+	}
+	parent, ok := sectionType(path[:len(path)-1])
+	if !ok {
+		return false
+	}
+	f, ok := fieldByTag(parent, path[len(path)-1])
+	return ok && f.Type.Kind() == reflect.Map
+}
+
 // fieldByTag returns the field of t with the TOML name tag; fields tagged
 // "-" have none.
 func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
@@ -151,7 +165,9 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func splitKey(dotted string) toml.Key { return strings.Split(dotted, ".") }
+// splitKey splits a dotted key as KeyError holds it; parts that TOML
+// quotes (an output named "my edge") lose their quotes.
+func splitKey(dotted string) toml.Key { return parsePath(dotted) }
 
 // keyLine finds the line where key is set (or, for a table, declared) in a
 // TOML document, or 0. BurntSushi/toml does not expose key positions, so
