@@ -99,8 +99,8 @@ const Redacted = "<redacted>"
 // back, in the same environment, to the same configuration. When a host
 // URL that took a variable carried an output's credentials, that output's
 // username and password are shown as Redacted. Other keys are shown as
-// loaded; password and api_key are left to the caller (Secrets lists
-// them). The copy shares nothing with the loaded configuration.
+// loaded; password and api_key are left to the caller (RedactSecrets
+// hides them). The copy shares nothing with the loaded configuration.
 func (l *Loaded) Printable() Config {
 	out := l.Config.Clone()
 	keys := map[string]bool{}
@@ -141,15 +141,22 @@ func (l *Loaded) Printable() Config {
 	return out
 }
 
-// Secrets returns pointers to every secret value of c (each Elasticsearch
-// output's password and api_key), for a caller that prints c to blank
-// them.
-func (c *Config) Secrets() []*string {
-	var out []*string
+// RedactSecrets replaces every secret of c that is set (each
+// Elasticsearch output's password and api_key) with Redacted, for
+// printing, and reports whether c shows any value as Redacted (these, or
+// credentials Printable hid).
+func (c *Config) RedactSecrets() bool {
+	hidden := false
 	for _, o := range c.elasticsearchOutputs() {
-		out = append(out, &o.Elasticsearch.Password, &o.Elasticsearch.APIKey)
+		es := o.Elasticsearch
+		for _, secret := range []*string{&es.Password, &es.APIKey} {
+			if *secret != "" {
+				*secret = Redacted
+			}
+		}
+		hidden = hidden || es.Username == Redacted || es.Password == Redacted || es.APIKey == Redacted
 	}
-	return out
+	return hidden
 }
 
 // Clone returns a deep copy of c: changing one changes nothing in the

@@ -294,12 +294,16 @@ func TestPrintableNamedOutputs(t *testing.T) {
 	if l.Config.Output.NamedElasticsearch["siem"].Hosts[0] != "https://siem.example.com:9200" || l.Config.Output.Lumberjack["edge"].Hosts[0] != "ls.example.com:5044" {
 		t.Errorf("Printable changed the loaded configuration")
 	}
-	secrets := p.Secrets()
-	for _, s := range secrets {
-		*s = Redacted
+	p.Output.Elasticsearch.APIKey = "a2V5"
+	es.APIKey = "c2llbQ=="
+	if !p.RedactSecrets() {
+		t.Error("RedactSecrets says nothing is hidden")
 	}
-	if es.Password != Redacted || es.APIKey != Redacted || p.Output.Elasticsearch.APIKey != Redacted {
-		t.Errorf("Secrets left out a secret of %+v", es)
+	if es.Password != Redacted || es.APIKey != Redacted || p.Output.Elasticsearch.APIKey != Redacted || p.Output.Elasticsearch.Password != "" {
+		t.Errorf("RedactSecrets: legacy %+v, siem %+v", p.Output.Elasticsearch, es)
+	}
+	if c := Default(); c.RedactSecrets() {
+		t.Error("RedactSecrets hid something of the defaults, which have no secret")
 	}
 }
 
