@@ -150,10 +150,10 @@ func (d *decoder) checkOutputNames(out *Output, path toml.Key, legacyDefined boo
 	if !legacyDefined {
 		return
 	}
-	for _, kind := range []string{TypeElasticsearch, TypeLumberjack} {
-		_, es := out.NamedElasticsearch[LegacyOutputName]
-		_, lj := out.Lumberjack[LegacyOutputName]
-		if kind == TypeElasticsearch && es || kind == TypeLumberjack && lj {
+	_, es := out.NamedElasticsearch[LegacyOutputName]
+	_, lj := out.Lumberjack[LegacyOutputName]
+	for kind, taken := range map[string]bool{TypeElasticsearch: es, TypeLumberjack: lj} {
+		if taken {
 			d.problem(append(slices.Clone(path), kind, LegacyOutputName), "the name %q is taken by the output whose settings are directly in [%s.elasticsearch]: choose another name, or move those settings into this table", LegacyOutputName, path)
 		}
 	}
