@@ -13,7 +13,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -114,18 +113,45 @@ type BeatsTLS struct {
 	ClientAuth string `toml:"client_auth"`
 }
 
-// Output holds the outputs.
+// Output holds the outputs. Each drains the one ledger from its own
+// cursor, named after the output, at its own pace; the ledger keeps a
+// record until every enabled output has passed it (or, with max_lag, until
+// retention may skip a lagging output past it). Outputs lists them.
 type Output struct {
+	// Elasticsearch is the output named "elasticsearch": the settings
+	// written directly in [output.elasticsearch]. A file that defines named
+	// outputs and sets no key directly there leaves it disabled; a file
+	// with no output at all leaves it enabled, with its defaults.
 	Elasticsearch Elasticsearch `toml:"elasticsearch"`
+	// NamedElasticsearch are the [output.elasticsearch.NAME] tables, by
+	// name. They share the TOML key of Elasticsearch, so the TOML encoder
+	// skips this field (its conf tag names its key); Config.MarshalTOML
+	// writes them.
+	NamedElasticsearch map[string]*Elasticsearch `toml:"-" conf:"elasticsearch"`
+	// Lumberjack are the [output.lumberjack.NAME] tables, by name.
+	Lumberjack map[string]*Lumberjack `toml:"lumberjack"`
 }
 
-// Elasticsearch configures the bulk output that drains the ledger. Names
-// follow Logstash's elasticsearch output where one exists.
+// Elasticsearch configures a bulk output that drains the ledger into one
+// Elasticsearch cluster. Names follow Logstash's elasticsearch output where
+// one exists.
 type Elasticsearch struct {
-	// Enabled runs the output; false leaves the ledger undrained (its
-	// max_bytes then stops ingest once reached).
+	// Enabled runs the output; false leaves the ledger undrained by it
+	// (ledger.max_bytes then stops ingest once reached, unless max_lag
+	// lets retention pass it).
 	Enabled bool `toml:"enabled"`
-	// Hosts are the cluster's URLs; requests fail over between them.
+	// MaxLag, when more than 0, lets retention delete records this output
+	// has not delivered once it is more than MaxLag behind and the ledger
+	// is full: the output skips them (counted and logged) rather than stop
+	// ingest for every output. 0 never skips.
+	MaxLag Size `toml:"max_lag"`
+	// StartAt is where the output starts when it has no cursor yet:
+	// "oldest" (the oldest record the ledger holds) or "newest" (records
+	// written from then on).
+	StartAt string `toml:"start_at"`
+	// Hosts are the URLs of one cluster; requests fail over between them.
+	// Hosts of different clusters are refused at connect: use one named
+	// output per cluster.
 	Hosts []string `toml:"hosts"`
 	// Username and Password are HTTP basic credentials.
 	Username string `toml:"username"`
@@ -238,26 +264,9 @@ func Default() Config {
 			Keepalive:        Duration(5e9),
 			TLS:              BeatsTLS{ClientAuth: "none"},
 		}},
-		Output: Output{Elasticsearch: Elasticsearch{
-			Enabled:              true,
-			Hosts:                []string{"http://127.0.0.1:9200"},
-			Index:                "%{[@metadata][beat]}-%{[@metadata][version]}",
-			FallbackIndex:        "logpond-fallback",
-			DocumentID:           "auto",
-			Workers:              4,
-			Concurrency:          "adaptive",
-			FlushBytes:           1 << 20,
-			FlushInterval:        Duration(time.Second),
-			MaxRequestBytes:      100 << 20,
-			Compression:          "none",
-			Timeout:              Duration(60 * time.Second),
-			RetryInitialInterval: Duration(2 * time.Second),
-			RetryMaxInterval:     Duration(64 * time.Second),
-			DeadLetterMaxBytes:   1 << 30,
-			TLS:                  ElasticsearchTLS{VerificationMode: "full"},
-		}},
-		Admin: Admin{Listen: "127.0.0.1:9600"},
-		Log:   Log{Level: "info", Format: "text", SummaryInterval: Duration(30e9)},
+		Output: Output{Elasticsearch: DefaultElasticsearch()},
+		Admin:  Admin{Listen: "127.0.0.1:9600"},
+		Log:    Log{Level: "info", Format: "text", SummaryInterval: Duration(30e9)},
 	}
 }
 
@@ -288,8 +297,10 @@ type Loaded struct {
 	name   string
 	data   []byte
 	subst  []substitution
-	// liftedCreds: username and password were taken from a host URL.
-	liftedCreds bool
+	// liftedCreds holds the keys of the outputs ("output.elasticsearch",
+	// "output.elasticsearch.siem") whose username and password were taken
+	// from a host URL.
+	liftedCreds map[string]bool
 }
 
 // LoadFile is Load, keeping what Loaded's methods need.
@@ -380,10 +391,7 @@ func parse(name string, data []byte, checks []Check) (l *Loaded, ps []*KeyError,
 		cfg.Journal.MaxGroupBytes = min(cfg.Journal.MaxGroupBytes, cfg.Journal.SegmentBytes)
 	}
 	ps = d.problems
-	es := &cfg.Output.Elasticsearch
-	user, pass := es.Username, es.Password
-	lifted := cfg.liftHostCredentials()
-	liftedCreds := es.Username != user || es.Password != pass
+	lifted, liftedCreds := cfg.liftHostCredentials()
 	found := append(lifted, cfg.validate()...)
 	for _, check := range checks {
 		found = append(found, check(&cfg)...)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,28 +19,54 @@ import (
 	"github.com/logpond/logpond/internal/testkit/conftest"
 )
 
-// leafKeys lists the dotted path of every non-table key of Config.
+// leafKeys lists the dotted path of every non-table key of Config. A map
+// of named tables ([output.lumberjack.NAME]) gives its table's keys under
+// the name NAME; a field the TOML encoder skips (the named Elasticsearch
+// outputs, whose keys are those of [output.elasticsearch]) gives none.
 func leafKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		path := prefix + f.Tag.Get("toml")
-		if f.Type.Kind() == reflect.Struct {
+		switch {
+		case f.Tag.Get("toml") == "-":
+		case f.Type.Kind() == reflect.Struct:
 			out = append(out, leafKeys(f.Type, path+".")...)
-		} else {
+		case f.Type.Kind() == reflect.Map:
+			out = append(out, leafKeys(f.Type.Elem().Elem(), path+".NAME.")...)
+		default:
 			out = append(out, path)
 		}
 	}
 	return out
 }
 
-// field returns the value of the leaf at a dotted path.
+// field returns the value of the leaf at a dotted path. NAME in a map of
+// named tables stands for its first table by name, or, when there is none,
+// for the defaults of one.
 func field(v reflect.Value, path string) reflect.Value {
-	for _, name := range strings.Split(path, ".") {
-		f, _ := fieldByTag(v.Type(), name)
+	parts := strings.Split(path, ".")
+	for i := 0; i < len(parts); i++ {
+		f, _ := fieldByTag(v.Type(), parts[i])
 		v = v.FieldByIndex(f.Index)
+		if v.Kind() != reflect.Map {
+			continue
+		}
+		i++ // NAME
+		if keys := v.MapKeys(); len(keys) > 0 {
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			v = v.MapIndex(keys[0]).Elem()
+		} else {
+			v = reflect.ValueOf(namedDefaults[v.Type().Elem().Elem()])
+		}
 	}
 	return v
+}
+
+// namedDefaults holds the defaults of each kind of named table.
+var namedDefaults = map[reflect.Type]any{
+	reflect.TypeFor[Lumberjack]():    DefaultLumberjack(),
+	reflect.TypeFor[Elasticsearch](): DefaultElasticsearch(),
 }
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -68,10 +95,19 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 			DocumentID: "none", Workers: 8, Concurrency: "fixed", FlushBytes: 2 << 20, FlushInterval: Duration(time.Second / 2), MaxRequestBytes: 10 << 20,
 			Compression: "gzip", Timeout: Duration(5 * time.Second), RetryInitialInterval: Duration(time.Second),
 			RetryMaxInterval: Duration(time.Minute), DeadLetterMaxBytes: 64 << 20, DeadLetterMaxAge: Duration(72 * time.Hour),
-			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}}},
+			TLS: ElasticsearchTLS{CA: "/es-ca.pem", VerificationMode: "none"}, MaxLag: 1 << 30, StartAt: "newest"},
+			Lumberjack: map[string]*Lumberjack{"edge": {Enabled: false, MaxLag: 2 << 30, StartAt: "newest", Hosts: []string{"ls1:5044", "[::1]:5045"},
+				LoadBalance: true, Workers: 3, BulkMaxSize: 100, CompressionLevel: 0, Timeout: Duration(5 * time.Second), TTL: Duration(time.Minute),
+				Backoff: LumberjackBackoff{Init: Duration(2 * time.Second), Max: Duration(10 * time.Second)},
+				SSL:     LumberjackSSL{Enabled: true, CertificateAuthorities: []string{"/a.pem", "/b.pem"}, Certificate: "/lc.pem", Key: "/lk.pem", VerificationMode: "none"}}},
+		},
 		Admin: Admin{Listen: "", Pprof: true},
 		Log:   Log{Level: "debug", Format: "json"},
 	}
+	siem := want.Output.Elasticsearch
+	siem.Enabled, siem.Hosts, siem.Index = true, []string{"https://siem:9200"}, "siem-%{+yyyy}"
+	siem.TLS.CA = "/siem-ca.pem"
+	want.Output.NamedElasticsearch = map[string]*Elasticsearch{"siem": &siem}
 	def := reflect.ValueOf(Default())
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
 		if reflect.DeepEqual(field(reflect.ValueOf(want), k).Interface(), field(def, k).Interface()) {
@@ -89,6 +125,9 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	if !reflect.DeepEqual(*got, want) {
 		t.Fatalf("round trip changed the config:\n got %+v\nwant %+v\n%s", *got, want, buf.String())
 	}
+	if es := got.Output.NamedElasticsearch["siem"]; es == nil || es.TLS.CA != "/siem-ca.pem" || es.Index != siem.Index {
+		t.Fatalf("the named Elasticsearch output did not round-trip: %+v\n%s", es, buf.String())
+	}
 }
 
 func TestExampleDocumentsEveryKey(t *testing.T) {
@@ -105,7 +144,8 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
-		if !md.IsDefined(strings.Split(k, ".")...) {
+		// The example's Lumberjack output is called archive.
+		if !md.IsDefined(strings.Split(strings.Replace(k, ".NAME.", ".archive.", 1), ".")...) {
 			t.Errorf("logpond.example.toml does not set %s: every key must be documented there", k)
 		}
 		if !strings.Contains(string(data), "Default:") {

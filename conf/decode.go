@@ -27,20 +27,15 @@ type decoder struct {
 // decodeTable overlays table on the struct v (a Config or one of its
 // sections); path is the table's key ("" at the top level).
 func (d *decoder) decodeTable(v reflect.Value, path toml.Key, table map[string]any) {
+	if out, ok := v.Addr().Interface().(*Output); ok {
+		d.decodeOutput(out, path, table)
+		return
+	}
 	for _, name := range sortedKeys(table) {
 		key := append(slices.Clone(path), name)
 		f, ok := fieldByTag(v.Type(), name)
 		if !ok {
-			// For an unknown table, name the first key below it that the
-			// file spells out ([inputs.beats] rather than the implicit
-			// [inputs]): that is the line to point at.
-			for _, k := range d.keys {
-				if len(k) >= len(key) && slices.Equal(k[:len(key)], key) {
-					key = k
-					break
-				}
-			}
-			d.problems = append(d.problems, &KeyError{Key: key.String(), Msg: unknownKeyMessage(key)})
+			d.unknown(key)
 			continue
 		}
 		val := table[name]
@@ -61,6 +56,20 @@ func (d *decoder) decodeTable(v reflect.Value, path toml.Key, table map[string]a
 		}
 		d.defined[key.String()] = true
 	}
+}
+
+// unknown reports key as unknown.
+func (d *decoder) unknown(key toml.Key) {
+	// For an unknown table, name the first key below it that the file
+	// spells out ([inputs.beats] rather than the implicit [inputs]): that
+	// is the line to point at.
+	for _, k := range d.keys {
+		if len(k) >= len(key) && slices.Equal(k[:len(key)], key) {
+			key = k
+			break
+		}
+	}
+	d.problems = append(d.problems, &KeyError{Key: key.String(), Msg: unknownKeyMessage(key)})
 }
 
 // isLeaf reports whether a struct type is a value (decoded from one TOML

@@ -69,6 +69,8 @@ func readConfigDoc(t *testing.T) []docKey {
 
 // leafPaths lists every key of Config as a dotted path, walking Keys (what
 // unknown-key messages use), so the doc is checked against the same list.
+// The keys of named tables ([output.lumberjack.NAME]) are listed under the
+// name NAME, as the doc's sections spell them.
 func leafPaths(section string) []string {
 	var out []string
 	for _, k := range Keys(section) {
@@ -78,11 +80,37 @@ func leafPaths(section string) []string {
 		}
 		if sub := Keys(path); sub != nil {
 			out = append(out, leafPaths(path)...)
+		} else if Keys(path+".NAME") != nil {
+			out = append(out, leafPaths(path+".NAME")...)
 		} else {
 			out = append(out, path)
 		}
 	}
 	return out
+}
+
+// bothEmptyLists reports whether a and b are lists without entries (a
+// default of no entries is nil; the doc writes it []).
+func bothEmptyLists(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Slice && vb.Kind() == reflect.Slice && va.Len() == 0 && vb.Len() == 0
+}
+
+// isNamedSection reports whether a doc section is (in) a named table
+// ("output.lumberjack.NAME", "output.lumberjack.NAME.ssl").
+func isNamedSection(section string) bool {
+	return strings.HasSuffix(section, ".NAME") || strings.Contains(section, ".NAME.")
+}
+
+// namedRoot splits a key of a named table's section into the table
+// ("output.lumberjack.NAME") and the key's path within it ("ssl.enabled").
+func namedRoot(k docKey) (root, rel string) {
+	i := strings.Index(k.section+".", ".NAME.") + len(".NAME")
+	root, rel = k.section[:i], k.key
+	if i < len(k.section) {
+		rel = k.section[i+1:] + "." + k.key
+	}
+	return root, rel
 }
 
 // TestConfigurationDocIsComplete fails when docs/configuration.md leaves a
@@ -116,7 +144,14 @@ func TestConfigurationDocIsComplete(t *testing.T) {
 // configuration file and expects exactly Default(); and checks that every
 // example is a value of the key's type.
 func TestConfigurationDocDefaults(t *testing.T) {
-	keys := readConfigDoc(t)
+	var keys, named []docKey
+	for _, k := range readConfigDoc(t) {
+		if isNamedSection(k.section) {
+			named = append(named, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
 	doc := func(value func(docKey) string) []byte {
 		var b bytes.Buffer
 		section := ""
@@ -143,11 +178,43 @@ func TestConfigurationDocDefaults(t *testing.T) {
 			}
 		}
 	}
+	// A named table's defaults are those of one table of its kind
+	// (namedDefaults), whatever its name.
+	tables := map[string]*bytes.Buffer{}
+	for _, k := range named {
+		root, rel := namedRoot(k)
+		if tables[root] == nil {
+			tables[root] = &bytes.Buffer{}
+		}
+		fmt.Fprintf(tables[root], "%s = %s\n", rel, k.def)
+	}
+	for section, b := range tables {
+		typ, ok := sectionType(strings.Split(section, "."))
+		if !ok {
+			t.Errorf("docs/configuration.md: [%s] is not a section of logpond's configuration", section)
+			continue
+		}
+		got := reflect.New(typ)
+		if _, err := toml.Decode(b.String(), got.Interface()); err != nil {
+			t.Errorf("docs/configuration.md: the documented defaults of [%s] do not decode: %v\n%s", section, err, b)
+			continue
+		}
+		want := reflect.ValueOf(namedDefaults[typ])
+		for _, k := range named {
+			root, rel := namedRoot(k)
+			if root != section {
+				continue
+			}
+			if a, b := field(got.Elem(), rel).Interface(), field(want, rel).Interface(); !reflect.DeepEqual(a, b) && !bothEmptyLists(a, b) {
+				t.Errorf("docs/configuration.md:%d gives %s.%s the default %v; logpond's is %v", k.line, k.section, k.key, a, b)
+			}
+		}
+	}
 	// Examples: each must decode into its key's type (validation across
 	// keys is not checked: examples are independent of each other).
-	for _, k := range keys {
+	for _, k := range append(keys, named...) {
 		var c Config
-		src := fmt.Sprintf("[%s]\n%s = %s\n", k.section, k.key, k.example)
+		src := fmt.Sprintf("[%s]\n%s = %s\n", strings.ReplaceAll(k.section, "NAME", "name"), k.key, k.example)
 		md, err := toml.Decode(src, &c)
 		if err != nil {
 			t.Errorf("docs/configuration.md:%d: the example for %s.%s does not decode: %v", k.line, k.section, k.key, err)

@@ -97,12 +97,12 @@ const Redacted = "<redacted>"
 // variable's value is shown as the reference it came from (${NAME} or
 // ${NAME:default}), and a literal "${" as "$${", so that the output loads
 // back, in the same environment, to the same configuration. When a host
-// URL that took a variable carried the credentials, username and password
-// are shown as Redacted. Other keys are shown as loaded; password and
-// api_key are left to the caller.
+// URL that took a variable carried an output's credentials, that output's
+// username and password are shown as Redacted. Other keys are shown as
+// loaded; password and api_key are left to the caller (RedactSecrets
+// hides them). The copy shares nothing with the loaded configuration.
 func (l *Loaded) Printable() Config {
-	out := *l.Config
-	out.Output.Elasticsearch.Hosts = slices.Clone(out.Output.Elasticsearch.Hosts)
+	out := l.Config.Clone()
 	keys := map[string]bool{}
 	var subst []substitution
 	for _, s := range l.subst {
@@ -112,20 +112,21 @@ func (l *Loaded) Printable() Config {
 		keys[s.Key] = true
 		subst = append(subst, s)
 	}
-	if keys["output.elasticsearch.hosts"] && l.liftedCreds {
-		// Credentials in a host URL were moved into these two; they may
-		// hold any part of a variable's value.
-		out.Output.Elasticsearch.Username, out.Output.Elasticsearch.Password = Redacted, Redacted
+	for _, o := range out.elasticsearchOutputs() {
+		if keys[o.Key+".hosts"] && l.liftedCreds[o.Key] {
+			// Credentials in a host URL were moved into these two; they
+			// may hold any part of a variable's value.
+			o.Elasticsearch.Username, o.Elasticsearch.Password = Redacted, Redacted
+		}
 	}
 	// Longest values first, so that a value containing another is shown
 	// as its own reference.
 	slices.SortStableFunc(subst, func(a, b substitution) int { return len(b.Value) - len(a.Value) })
-	for _, key := range valueKeys(reflect.TypeFor[Config](), nil) {
+	eachValue(reflect.ValueOf(&out).Elem(), nil, func(key toml.Key, v reflect.Value) {
 		var ss []substitution // none: only escape "${"
 		if keys[key.String()] {
 			ss = subst
 		}
-		v := fieldAt(reflect.ValueOf(&out).Elem(), key)
 		switch v.Kind() {
 		case reflect.String:
 			v.SetString(references(v.String(), ss))
@@ -136,23 +137,85 @@ func (l *Loaded) Printable() Config {
 				}
 			}
 		}
+	})
+	return out
+}
+
+// RedactSecrets replaces every secret of c that is set (each
+// Elasticsearch output's password and api_key) with Redacted, for
+// printing, and reports whether c shows any value as Redacted (these, or
+// credentials Printable hid).
+func (c *Config) RedactSecrets() bool {
+	hidden := false
+	for _, o := range c.elasticsearchOutputs() {
+		es := o.Elasticsearch
+		for _, secret := range []*string{&es.Password, &es.APIKey} {
+			if *secret != "" {
+				*secret = Redacted
+			}
+		}
+		hidden = hidden || es.Username == Redacted || es.Password == Redacted || es.APIKey == Redacted
+	}
+	return hidden
+}
+
+// Clone returns a deep copy of c: changing one changes nothing in the
+// other.
+func (c *Config) Clone() Config {
+	out := *c
+	out.Output.Elasticsearch = cloneElasticsearch(c.Output.Elasticsearch)
+	if c.Output.NamedElasticsearch != nil {
+		out.Output.NamedElasticsearch = make(map[string]*Elasticsearch, len(c.Output.NamedElasticsearch))
+		for name, es := range c.Output.NamedElasticsearch {
+			cp := cloneElasticsearch(*es)
+			out.Output.NamedElasticsearch[name] = &cp
+		}
+	}
+	if c.Output.Lumberjack != nil {
+		out.Output.Lumberjack = make(map[string]*Lumberjack, len(c.Output.Lumberjack))
+		for name, lj := range c.Output.Lumberjack {
+			cp := *lj
+			cp.Hosts = slices.Clone(lj.Hosts)
+			cp.SSL.CertificateAuthorities = slices.Clone(lj.SSL.CertificateAuthorities)
+			out.Output.Lumberjack[name] = &cp
+		}
 	}
 	return out
 }
 
-// valueKeys lists the keys of t's values (not sections), in field order.
-func valueKeys(t reflect.Type, prefix toml.Key) []toml.Key {
-	var out []toml.Key
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := append(slices.Clone(prefix), f.Tag.Get("toml"))
-		if f.Type.Kind() == reflect.Struct && !isLeaf(f.Type) {
-			out = append(out, valueKeys(f.Type, key)...)
-		} else {
-			out = append(out, key)
+func cloneElasticsearch(es Elasticsearch) Elasticsearch {
+	es.Hosts = slices.Clone(es.Hosts)
+	return es
+}
+
+// eachValue calls fn with every value (not section) of the struct v and
+// its key, in field order, named outputs by name. The values are settable
+// when v is.
+func eachValue(v reflect.Value, prefix toml.Key, fn func(toml.Key, reflect.Value)) {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		key := append(slices.Clone(prefix), tomlKey(f))
+		fv := v.Field(i)
+		switch {
+		case f.Type.Kind() == reflect.Map:
+			for _, name := range fv.MapKeys() {
+				eachValue(fv.MapIndex(name).Elem(), append(slices.Clone(key), name.String()), fn)
+			}
+		case isSection(f.Type):
+			eachValue(fv, key, fn)
+		default:
+			fn(key, fv)
 		}
 	}
-	return out
+}
+
+// tomlKey is the key of a field in a configuration file: its toml tag, or,
+// for a field the TOML encoder skips (toml:"-"), its conf tag.
+func tomlKey(f reflect.StructField) string {
+	if k := f.Tag.Get("conf"); k != "" {
+		return k
+	}
+	return f.Tag.Get("toml")
 }
 
 // FromEnvironment reports whether any value took an environment variable.
@@ -180,13 +243,4 @@ outer:
 		i++
 	}
 	return b.String()
-}
-
-// fieldAt returns the field at key of the struct v.
-func fieldAt(v reflect.Value, key toml.Key) reflect.Value {
-	for _, name := range key {
-		f, _ := fieldByTag(v.Type(), name)
-		v = v.FieldByIndex(f.Index)
-	}
-	return v
 }

@@ -16,7 +16,7 @@ import (
 // checks ran and which need the host that runs logpond.
 var HostChecks = []string{
 	"journal.dir and ledger.dir: each is a directory this user can write, or its parent is (logpond creates the directory itself)",
-	"TLS files (input.beats.tls cert, key and client_ca; output.elasticsearch.tls.ca): readable, and they parse",
+	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls.ca; each Lumberjack output's ssl certificate_authorities, certificate and key): readable, and they parse",
 	"input.beats.listen and admin.listen: the address can be listened on (port free, address on this host)",
 }
 
@@ -62,9 +62,34 @@ func (l *Loaded) checkHost(skip map[string]bool) error {
 			bad("input.beats.tls.client_ca", "%v", err)
 		}
 	}
-	if ca := c.Output.Elasticsearch.TLS.CA; ca != "" && !skip["output.elasticsearch.tls.ca"] {
-		if err := checkCA(ca); err != nil {
-			bad("output.elasticsearch.tls.ca", "%v", err)
+	for _, o := range c.allOutputs() {
+		if o.Elasticsearch != nil {
+			if ca, key := o.Elasticsearch.TLS.CA, o.Key+".tls.ca"; ca != "" && !skip[key] {
+				if err := checkCA(ca); err != nil {
+					bad(key, "%v", err)
+				}
+			}
+			continue
+		}
+		ssl, k := o.Lumberjack.SSL, o.Key+".ssl."
+		if !ssl.Enabled {
+			continue // the files are not read
+		}
+		if key := k + "certificate_authorities"; !skip[key] {
+			for i, ca := range ssl.CertificateAuthorities {
+				if err := checkCA(ca); err != nil {
+					bad(key, "entry %d: %v", i+1, err)
+				}
+			}
+		}
+		if ssl.Certificate != "" && ssl.Key != "" && !skip[k+"certificate"] && !skip[k+"key"] {
+			if _, err := tls.LoadX509KeyPair(ssl.Certificate, ssl.Key); err != nil {
+				key := k + "certificate"
+				if errors.Is(err, os.ErrNotExist) && fileMissing(ssl.Key) && !fileMissing(ssl.Certificate) {
+					key = k + "key"
+				}
+				bad(key, "certificate %s with key %s: %v", ssl.Certificate, ssl.Key, err)
+			}
 		}
 	}
 

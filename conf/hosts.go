@@ -7,15 +7,30 @@ import (
 )
 
 // liftHostCredentials moves credentials written into the hosts
-// ("https://user:password@es1:9200") into username and password, so that
-// the hosts logpond logs, prints and connects to carry none. Every host
-// that carries credentials must carry the same ones, and they must not
-// contradict username, password or api_key: such a file is refused, as
-// logpond could only guess which credentials were meant. A host that does
-// not parse is left to validHost.
-func (c *Config) liftHostCredentials() []*KeyError {
-	const key = "output.elasticsearch.hosts"
-	es := &c.Output.Elasticsearch
+// ("https://user:password@es1:9200") into username and password, in every
+// Elasticsearch output, so that the hosts logpond logs, prints and
+// connects to carry none. Within one output, every host that carries
+// credentials must carry the same ones, and they must not contradict
+// username, password or api_key: such a file is refused, as logpond could
+// only guess which credentials were meant. A host that does not parse is
+// left to validHost. lifted holds the keys of the outputs whose username
+// or password changed.
+func (c *Config) liftHostCredentials() (ps []*KeyError, lifted map[string]bool) {
+	lifted = map[string]bool{}
+	for _, o := range c.elasticsearchOutputs() {
+		es := o.Elasticsearch
+		user, pass := es.Username, es.Password
+		ps = append(ps, liftHostCredentials(o.Key+".hosts", es)...)
+		if es.Username != user || es.Password != pass {
+			lifted[o.Key] = true
+		}
+	}
+	return ps, lifted
+}
+
+// liftHostCredentials lifts the credentials of one output, whose hosts
+// are key.
+func liftHostCredentials(key string, es *Elasticsearch) []*KeyError {
 	var (
 		ps         []*KeyError
 		user, pass string

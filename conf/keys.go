@@ -16,16 +16,17 @@ import (
 func unknownKeyMessage(k toml.Key) string {
 	// Find the first part of the path that logpond does not know.
 	for i := range len(k) - 1 {
-		known := Keys(strings.Join(k[:i], "."))
-		if !slices.Contains(known, k[i]) {
-			msg := fmt.Sprintf("unknown key: [%s] is not a section of logpond's configuration", strings.Join(k[:i+1], "."))
-			if same := sameButCase(k[i], known); same != "" {
-				msg += fmt.Sprintf(" (keys are case-sensitive: write [%s])", strings.Join(append(slices.Clone(k[:i]), same), "."))
-			} else if best := closest(k[i], known); best != "" {
-				msg += fmt.Sprintf(" (did you mean [%s]?)", strings.Join(append(slices.Clone(k[:i]), best), "."))
-			}
-			return msg
+		if _, ok := sectionType(k[:i+1]); ok || namedTables(k[:i+1]) {
+			continue
 		}
+		known := Keys(strings.Join(k[:i], "."))
+		msg := fmt.Sprintf("unknown key: [%s] is not a section of logpond's configuration", strings.Join(k[:i+1], "."))
+		if same := sameButCase(k[i], known); same != "" {
+			msg += fmt.Sprintf(" (keys are case-sensitive: write [%s])", strings.Join(append(slices.Clone(k[:i]), same), "."))
+		} else if best := closest(k[i], known); best != "" {
+			msg += fmt.Sprintf(" (did you mean [%s]?)", strings.Join(append(slices.Clone(k[:i]), best), "."))
+		}
+		return msg
 	}
 	section := strings.Join(k[:len(k)-1], ".")
 	known := Keys(section)
@@ -43,26 +44,73 @@ func unknownKeyMessage(k toml.Key) string {
 }
 
 // Keys lists the keys (and sub-tables) that section accepts; "" is the top
-// level. It is derived from Config's toml tags, so it cannot drift.
+// level. It is derived from Config's toml tags, so it cannot drift. A
+// named output's table ("output.lumberjack.edge",
+// "output.elasticsearch.siem") accepts the keys of its kind; a section of
+// named tables ("output.lumberjack") has no fixed keys and gives nil, as
+// does a key that is not a section.
 func Keys(section string) []string {
-	t := reflect.TypeFor[Config]()
+	var path []string
 	if section != "" {
-		for _, name := range strings.Split(section, ".") {
-			f, ok := fieldByTag(t, name)
-			if !ok || f.Type.Kind() != reflect.Struct {
-				return nil
-			}
-			t = f.Type
-		}
+		path = strings.Split(section, ".")
+	}
+	t, ok := sectionType(path)
+	if !ok {
+		return nil
 	}
 	var out []string
 	for i := range t.NumField() {
-		out = append(out, t.Field(i).Tag.Get("toml"))
+		if tag := t.Field(i).Tag.Get("toml"); tag != "-" {
+			out = append(out, tag)
+		}
 	}
 	return out
 }
 
+// sectionType returns the struct type that the table at path decodes into.
+// A part that follows a map of named tables ([output.lumberjack.NAME]), or
+// a name in [output.elasticsearch] that is not one of its settings, is an
+// output's name: any name leads to the output's type, as its validity is
+// checked (and reported) apart.
+func sectionType(path []string) (reflect.Type, bool) {
+	t := reflect.TypeFor[Config]()
+	for i := 0; i < len(path); i++ {
+		f, ok := fieldByTag(t, path[i])
+		switch {
+		case ok && isSection(f.Type):
+			t = f.Type
+		case ok && f.Type.Kind() == reflect.Map && i+1 < len(path):
+			t = f.Type.Elem().Elem()
+			i++
+		case !ok && i == 2 && path[0] == "output" && path[1] == TypeElasticsearch:
+			// [output.elasticsearch.NAME]: t is already Elasticsearch.
+		default:
+			return nil, false
+		}
+	}
+	return t, true
+}
+
+// namedTables reports whether path is a section of named tables
+// ("output.lumberjack").
+func namedTables(path []string) bool {
+	if len(path) == 0 {
+		return false
+	}
+	parent, ok := sectionType(path[:len(path)-1])
+	if !ok {
+		return false
+	}
+	f, ok := fieldByTag(parent, path[len(path)-1])
+	return ok && f.Type.Kind() == reflect.Map
+}
+
+// fieldByTag returns the field of t with the TOML name tag; fields tagged
+// "-" have none.
 func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
+	if tag == "-" {
+		return reflect.StructField{}, false
+	}
 	for i := range t.NumField() {
 		if t.Field(i).Tag.Get("toml") == tag {
 			return t.Field(i), true
@@ -117,7 +165,9 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func splitKey(dotted string) toml.Key { return strings.Split(dotted, ".") }
+// splitKey splits a dotted key as KeyError holds it; parts that TOML
+// quotes (an output named "my edge") lose their quotes.
+func splitKey(dotted string) toml.Key { return parsePath(dotted) }
 
 // keyLine finds the line where key is set (or, for a table, declared) in a
 // TOML document, or 0. BurntSushi/toml does not expose key positions, so

@@ -23,9 +23,8 @@ type Memory struct {
 	// Ledger is LedgerBuffersBytes: the ledger's write buffer and the
 	// flusher's batch held for it.
 	Ledger int64
-	// Output is 4 × output.elasticsearch.workers × flush_bytes when the
-	// output is enabled (read-ahead, requests being built or sent, the
-	// retry queue), else 0.
+	// Output is the sum over the enabled outputs (OutputBytes): each
+	// drains the ledger at its own pace with its own buffers.
 	Output int64
 	// Overhead is RuntimeOverheadBytes: the Go runtime, code, goroutine
 	// stacks, TLS and metrics.
@@ -79,10 +78,38 @@ func (c *Config) Memory() Memory {
 		Ledger:       LedgerBuffersBytes,
 		Overhead:     RuntimeOverheadBytes,
 	}
-	if es := c.Output.Elasticsearch; es.Enabled {
-		m.Output = 4 * int64(es.Workers) * int64(es.FlushBytes)
+	for _, o := range c.Outputs() {
+		m.Output += c.OutputBytes(o)
 	}
 	return m
+}
+
+// LumberjackEventBytes is what the formula assumes an event of a
+// Lumberjack batch holds on average.
+const LumberjackEventBytes = 2 << 10
+
+// OutputBytes is the memory formula's part for one output:
+//   - Elasticsearch: 4 × workers × flush_bytes (read-ahead, requests
+//     being built or sent, the retry queue);
+//   - Lumberjack: workers × number of hosts × 2 × max(bulk_max_size ×
+//     LumberjackEventBytes, 2 × journal.max_group_bytes): per connection,
+//     one batch waiting for its ACK and the next one being built. A batch
+//     is counted at 2 KiB per event, a typical log event with its Beats
+//     metadata: bulk_max_size × input.beats.max_event_bytes (16 MiB) would
+//     be true only if every event of a batch were as large as the largest
+//     one allowed, and would count gigabytes nobody sees. A batch is
+//     counted as at least one record of the largest size the input writes
+//     (2 × journal.max_group_bytes), as the output reads whole records.
+func (c *Config) OutputBytes(o NamedOutput) int64 {
+	if es := o.Elasticsearch; es != nil {
+		return 4 * int64(es.Workers) * int64(es.FlushBytes)
+	}
+	lj := o.Lumberjack
+	if lj == nil {
+		return 0
+	}
+	batch := max(int64(lj.BulkMaxSize)*LumberjackEventBytes, 2*int64(c.Journal.MaxGroupBytes))
+	return int64(lj.Workers) * int64(len(lj.Hosts)) * 2 * batch
 }
 
 // Total is the sum of the parts: about the most memory logpond uses with

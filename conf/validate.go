@@ -33,7 +33,7 @@ func (c *Config) validate() []*KeyError {
 	c.validateStores(bad)
 	c.validateInput(bad)
 	validateListen(bad, "admin.listen", c.Admin.Listen, true)
-	c.validateElasticsearch(bad)
+	c.validateOutputs(bad)
 	c.validateLog(bad)
 	return ps
 }
@@ -174,22 +174,52 @@ func (c *Config) validateLog(bad badFunc) {
 	}
 }
 
-// validateElasticsearch checks [output.elasticsearch].
-func (c *Config) validateElasticsearch(bad badFunc) {
-	es := c.Output.Elasticsearch
-	hosts := c.Output.Elasticsearch.Hosts
+// validateOutputs checks every output, legacy and named, enabled or not
+// (a disabled output is meant to be enabled again), each problem under its
+// own output's key.
+func (c *Config) validateOutputs(bad badFunc) {
+	for _, o := range c.allOutputs() {
+		k := o.Key + "."
+		if o.Elasticsearch != nil {
+			c.validateElasticsearch(bad, k, o.Elasticsearch)
+			c.validateDrain(bad, k, o.Elasticsearch.MaxLag, o.Elasticsearch.StartAt)
+		} else {
+			c.validateLumberjack(bad, k, o.Lumberjack)
+			c.validateDrain(bad, k, o.Lumberjack.MaxLag, o.Lumberjack.StartAt)
+		}
+	}
+}
+
+// validateDrain checks the keys every output has about how it drains the
+// ledger; k is the output's key with a trailing dot.
+func (c *Config) validateDrain(bad badFunc, k string, maxLag Size, startAt string) {
+	// A lag of the whole ledger can never be reached: the ledger is full
+	// (and ingest stops) before this output is that far behind.
+	if maxLag < 0 || maxLag > 0 && maxLag >= c.Ledger.MaxBytes {
+		bad(k+"max_lag", "%s is not less than ledger.max_bytes (%s): lower max_lag (retention may skip what this output has not delivered once it is that far behind and the ledger is full), or set 0 never to skip", maxLag, c.Ledger.MaxBytes)
+	}
+	switch startAt {
+	case "oldest", "newest":
+	default:
+		bad(k+"start_at", "%q: use oldest (a new output reads the ledger from its oldest record) or newest (from the records written after it starts)", startAt)
+	}
+}
+
+// validateElasticsearch checks one Elasticsearch output; k is its key
+// with a trailing dot ("output.elasticsearch.").
+func (c *Config) validateElasticsearch(bad badFunc, k string, es *Elasticsearch) {
+	hosts := es.Hosts
 	if len(hosts) == 0 {
-		bad("output.elasticsearch.hosts", "is empty: list at least one Elasticsearch URL, e.g. [\"http://127.0.0.1:9200\"]")
+		bad(k+"hosts", "is empty: list at least one Elasticsearch URL, e.g. [\"http://127.0.0.1:9200\"]")
 	}
 	for i, h := range hosts {
 		if err := validHost(h); err != nil {
-			bad("output.elasticsearch.hosts", "entry %d: %v", i+1, err)
+			bad(k+"hosts", "entry %d: %v", i+1, err)
 		}
 	}
 
-	const k = "output.elasticsearch."
 	if strings.TrimSpace(es.Index) == "" {
-		bad(k+"index", "is empty: name the target index, e.g. %q", Default().Output.Elasticsearch.Index)
+		bad(k+"index", "is empty: name the target index, e.g. %q", DefaultElasticsearch().Index)
 	}
 	if err := validIndexName(es.FallbackIndex); err != nil {
 		bad(k+"fallback_index", "%v", err)
@@ -245,6 +275,80 @@ func (c *Config) validateElasticsearch(bad badFunc) {
 	default:
 		bad(k+"tls.verification_mode", "%q: use full (check the certificate chain and host name) or none", es.TLS.VerificationMode)
 	}
+}
+
+// Bounds of a Lumberjack output's keys; each is explained where it is
+// checked.
+const (
+	maxLumberjackWorkers     = 64
+	maxLumberjackBulkMaxSize = 1 << 16
+)
+
+// validateLumberjack checks one Lumberjack output; k is its key with a
+// trailing dot ("output.lumberjack.edge.").
+func (c *Config) validateLumberjack(bad badFunc, k string, lj *Lumberjack) {
+	if len(lj.Hosts) == 0 {
+		bad(k+"hosts", "is empty: list at least one Lumberjack server as \"host:port\", e.g. [\"logstash.example.com:5044\"]")
+	}
+	for i, h := range lj.Hosts {
+		if err := validHostPort(h); err != nil {
+			bad(k+"hosts", "entry %d: %v", i+1, err)
+		}
+	}
+	// Each worker is a connection to every host with a batch in flight
+	// and the next one built: the count bounds memory and the load on
+	// the receivers.
+	if lj.Workers < 1 || lj.Workers > maxLumberjackWorkers {
+		bad(k+"workers", "%d is outside 1…%d (connections per host)", lj.Workers, maxLumberjackWorkers)
+	}
+	// A batch is held in memory until the receiver acknowledges it, and
+	// receivers refuse windows above their own limit (logpond's
+	// input.beats.max_window is 16384 by default).
+	if lj.BulkMaxSize < 1 || lj.BulkMaxSize > maxLumberjackBulkMaxSize {
+		bad(k+"bulk_max_size", "%d is outside 1…%d events per batch (Filebeat's default is 2048)", lj.BulkMaxSize, maxLumberjackBulkMaxSize)
+	}
+	if lj.CompressionLevel < 0 || lj.CompressionLevel > 9 {
+		bad(k+"compression_level", "%d is outside 0…9 (0 sends batches uncompressed; 3, the default, is cheap and compresses logs well)", lj.CompressionLevel)
+	}
+	if lj.Timeout <= 0 {
+		bad(k+"timeout", "must be more than 0s: it is how long to wait for a batch's ACK, e.g. 30s")
+	}
+	if lj.Backoff.Init <= 0 {
+		bad(k+"backoff.init", "must be more than 0s, e.g. 1s")
+	}
+	if lj.Backoff.Max < lj.Backoff.Init {
+		bad(k+"backoff.max", "%s is less than backoff.init (%s)", lj.Backoff.Max, lj.Backoff.Init)
+	}
+	ssl := lj.SSL
+	switch ssl.VerificationMode {
+	case "full", "none":
+	default:
+		bad(k+"ssl.verification_mode", "%q: use full (check the certificate chain and host name) or none", ssl.VerificationMode)
+	}
+	if (ssl.Certificate == "") != (ssl.Key == "") {
+		bad(k+"ssl.key", "ssl.certificate and ssl.key go together: set both (PEM files of the client certificate and its key) or neither")
+	}
+	for i, ca := range ssl.CertificateAuthorities {
+		if strings.TrimSpace(ca) == "" {
+			bad(k+"ssl.certificate_authorities", "entry %d is empty: list PEM files", i+1)
+		}
+	}
+}
+
+// validHostPort accepts a Lumberjack host: "host:port" with a port from 1
+// to 65535 (Lumberjack has no default port).
+func validHostPort(h string) error {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: the port is required (e.g. \"logstash.example.com:5044\", or \"[::1]:5044\")", h)
+	}
+	if host == "" || strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: %q is not a host name or IP address", h, host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", h, port)
+	}
+	return nil
 }
 
 // validIndexName applies Elasticsearch's rules for index names to a

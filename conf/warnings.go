@@ -21,14 +21,36 @@ func (w Warning) String() string { return w.Key + ": " + w.Msg }
 
 // Warnings lists the insecure settings of c, in a fixed order; nil when
 // there are none:
-//   - output.elasticsearch.tls.verification_mode = "none";
+//   - tls.verification_mode = "none" on an Elasticsearch output, or
+//     ssl.verification_mode = "none" on a Lumberjack output with TLS;
 //   - credentials (username and password, or api_key) sent to http hosts;
 //   - a Beats listener without TLS on an address other hosts can reach.
+//
+// Each output's warnings name its own keys ("output.elasticsearch.siem.hosts").
 func (c *Config) Warnings() []Warning {
 	var ws []Warning
-	es := c.Output.Elasticsearch
+	for _, o := range c.allOutputs() {
+		if o.Elasticsearch != nil {
+			ws = append(ws, elasticsearchWarnings(o.Key+".", o.Elasticsearch)...)
+		} else if o.Lumberjack.SSL.Enabled && o.Lumberjack.SSL.VerificationMode == "none" {
+			ws = append(ws, Warning{o.Key + ".ssl.verification_mode",
+				`"none": logpond checks no certificate of the hosts, so anyone on the network path can pose as them and read the events; use "full" (with ssl.certificate_authorities for a private CA)`})
+		}
+	}
+	b := c.Input.Beats
+	if b.TLS.Cert == "" && !loopback(b.Listen) {
+		ws = append(ws, Warning{"input.beats.listen",
+			fmt.Sprintf("%q accepts plaintext Beats connections from other hosts (input.beats.tls.cert is empty): any client that reaches it can send events, and an event picks its index, its ingest pipeline and its document id (@metadata); set input.beats.tls (cert, key, and client_auth = \"required\" with client_ca), or listen on 127.0.0.1", b.Listen)})
+	}
+	return ws
+}
+
+// elasticsearchWarnings lists the insecure settings of one Elasticsearch
+// output; k is its key with a trailing dot.
+func elasticsearchWarnings(k string, es *Elasticsearch) []Warning {
+	var ws []Warning
 	if es.TLS.VerificationMode == "none" {
-		ws = append(ws, Warning{"output.elasticsearch.tls.verification_mode",
+		ws = append(ws, Warning{k + "tls.verification_mode",
 			`"none": logpond checks no certificate of the https hosts, so anyone on the network path can pose as Elasticsearch and read the events and the credentials; use "full" (with tls.ca for a private CA)`})
 	}
 	// What the client sends: the API key, else basic auth when both
@@ -48,14 +70,9 @@ func (c *Config) Warnings() []Warning {
 			}
 		}
 		if len(plain) > 0 {
-			ws = append(ws, Warning{"output.elasticsearch.hosts",
+			ws = append(ws, Warning{k + "hosts",
 				fmt.Sprintf("%s in clear text to %s (http): anyone on the network path can read them; use https hosts", sent, quoteAll(plain))})
 		}
-	}
-	b := c.Input.Beats
-	if b.TLS.Cert == "" && !loopback(b.Listen) {
-		ws = append(ws, Warning{"input.beats.listen",
-			fmt.Sprintf("%q accepts plaintext Beats connections from other hosts (input.beats.tls.cert is empty): any client that reaches it can send events, and an event picks its index, its ingest pipeline and its document id (@metadata); set input.beats.tls (cert, key, and client_auth = \"required\" with client_ca), or listen on 127.0.0.1", b.Listen)})
 	}
 	return ws
 }

@@ -197,12 +197,7 @@ func checkConfig(path string, host bool, stdout, stderr io.Writer) int {
 	// Secrets, and whatever came from the environment, stay out of the
 	// output, so that it can go to CI logs.
 	out := l.Printable()
-	hidden := out.Output.Elasticsearch.Username == conf.Redacted
-	for _, secret := range []*string{&out.Output.Elasticsearch.Password, &out.Output.Elasticsearch.APIKey} {
-		if *secret != "" {
-			*secret, hidden = conf.Redacted, true
-		}
-	}
+	hidden := out.RedactSecrets()
 	fmt.Fprintf(stdout, "# logpond effective configuration of %s: every key, defaults filled in.\n", path)
 	if host {
 		fmt.Fprintf(stdout, "# Checked on this host, as uid %d (the service may run as another user):\n", os.Getuid())
