@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -25,7 +25,12 @@ import (
 // failed) ledger stops the flusher, and so does a journal whose device
 // fails its reads; a full journal stops acknowledgements, and then the
 // input's budget runs out.
-var backpressureReasons = []string{"elasticsearch", "dead_letters_full", "ledger_unreadable", "ledger_full", "ledger_failed", "journal_unreadable", "journal_full", "input_budget"}
+var backpressureReasons = []string{"elasticsearch", "lumberjack", "dead_letters_full", "ledger_unreadable", "ledger_full", "ledger_failed", "journal_unreadable", "journal_full", "input_budget"}
+
+// outputReasons are the backpressure reasons that belong to one output:
+// its destination (named by the output's type), its dead-letter store,
+// the ledger's device failing its reads.
+var outputReasons = []string{"elasticsearch", "lumberjack", "dead_letters_full", "ledger_unreadable"}
 
 // state is a snapshot of every component, for /metrics and the health
 // endpoints.
@@ -44,10 +49,28 @@ type state struct {
 	ledgerBytes        int64
 	ledgerLast         uint64
 	cursors            map[string]uint64
-	output             *elasticsearch.Stats
-	outputGauges       elasticsearch.Gauges
-	deadLetterBytes    int64
-	waiting            map[string]string // backpressure reason → what the component says
+	outputs            []outputState     // each enabled output, in name order
+	waiting            map[string]string // backpressure reason → what the component says (reasons of no output)
+}
+
+// outputState is one output's part of a state.
+type outputState struct {
+	out    *outputRunner
+	stats  elasticsearch.Stats
+	gauges elasticsearch.Gauges
+	// waiting maps the output's backpressure reasons (outputReasons) to
+	// what it says.
+	waiting map[string]string
+	// misconfigured says why it sends nothing until its configuration
+	// changes.
+	misconfigured   string
+	deadLetterBytes int64
+}
+
+// waitingFor is what the output waits for, "" when it does not: its
+// destination, its dead-letter store or the ledger's device.
+func (o outputState) waitingFor() string {
+	return firstOf(o.waiting[o.out.typ], o.waiting["dead_letters_full"], o.waiting["ledger_unreadable"])
 }
 
 // snapshot reads the components' counters. It runs only while Run owns
@@ -88,16 +111,19 @@ func (s *Server) snapshot() state {
 			st.waiting["ledger_full"] = l.Waiting()
 		}
 	}
-	if s.output != nil {
-		o := s.output.Stats()
-		st.output = &o
-		st.outputGauges = s.output.Gauges()
-		st.waiting["elasticsearch"] = s.output.Waiting()
-		st.waiting["ledger_unreadable"] = s.output.LedgerUnreadable()
-	}
-	if d := s.deadLetters(); d != nil {
-		st.deadLetterBytes = d.UsedBytes()
-		st.waiting["dead_letters_full"] = d.Waiting()
+	for _, out := range s.outputs {
+		o := outputState{out: out, stats: out.Stats(), gauges: out.Gauges(), misconfigured: out.Misconfigured(),
+			waiting: map[string]string{out.typ: out.Waiting(), "ledger_unreadable": out.LedgerUnreadable()}}
+		if d := out.deadLetters(); d != nil {
+			o.deadLetterBytes = d.UsedBytes()
+			o.waiting["dead_letters_full"] = d.Waiting()
+		}
+		st.outputs = append(st.outputs, o)
+		// The ledger's device failing an output's reads is the ledger's
+		// state too.
+		if st.waiting["ledger_unreadable"] == "" {
+			st.waiting["ledger_unreadable"] = o.waiting["ledger_unreadable"]
+		}
 	}
 	return st
 }
@@ -156,9 +182,10 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("GET /healthz", s.livez)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /{$}", s.serveNodeInfo)
-	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{store: s.deadLetters, dir: deadLetterDir(s.cfg.Ledger.Dir), log: s.log})
+	mux.Handle("POST /api/dlq/purge", dlqPurgeHandler{s: s})
+	mux.HandleFunc("POST /api/cursors/delete", s.deleteCursor)
 	l := adminLimits
-	paths := "/ /metrics /livez /healthz /readyz /api/dlq/purge"
+	paths := "/ /metrics /livez /healthz /readyz /api/dlq/purge /api/cursors/delete"
 	if s.cfg.Admin.Pprof {
 		mountPprof(mux)
 		l.write = pprofWriteTimeout
@@ -240,6 +267,11 @@ func (st state) notReady() []string {
 	if st.journalErr != nil {
 		why = append(why, "journal failed: "+st.journalErr.Error())
 	}
+	for _, o := range st.outputs {
+		if o.misconfigured != "" {
+			why = append(why, o.out.key+" misconfigured: "+o.misconfigured)
+		}
+	}
 	switch {
 	case st.input == nil:
 		why = append(why, "the Beats input is not running")
@@ -265,24 +297,58 @@ const PurgeRequestHeader = "X-Requested-By"
 
 // DLQPurged is the answer of POST /api/dlq/purge: what was deleted.
 type DLQPurged struct {
+	Output  string `json:"output"`
 	Dir     string `json:"dir"`
 	Files   int    `json:"files"`
 	Entries int    `json:"entries"`
 	Bytes   int64  `json:"bytes"`
 }
 
-// dlqPurgeHandler serves POST /api/dlq/purge?through=ID|TIME[&dir=DIR]:
-// the running Elasticsearch output's dead-letter store, which this process
-// holds the lock of, deletes the whole files of entries up to and
-// including the entry ID (FILE:OFFSET, as ledgerctl dlq list prints it),
-// or that all failed at or before TIME (RFC 3339). The store does it under
-// its own lock, between Appends, so it never races the output's writes.
-// dir, when given, must be this store's directory: a ledgerctl pointed at
-// another store is refused rather than purging this one.
-type dlqPurgeHandler struct {
-	store func() *dlq.Store // nil when the output is disabled or the store is not open yet
-	dir   string
-	log   *slog.Logger
+// dlqPurgeHandler serves POST
+// /api/dlq/purge?through=ID|TIME[&output=NAME][&dir=DIR]: the dead-letter
+// store of a running Elasticsearch output, which this process holds the
+// lock of, deletes the whole files of entries up to and including the
+// entry ID (FILE:OFFSET, as ledgerctl dlq list prints it), or that all
+// failed at or before TIME (RFC 3339). The store does it under its own
+// lock, between Appends, so it never races the output's writes. Without
+// output, the store is the one dir names, else the only Elasticsearch
+// output's; dir, when given, must be the chosen store's directory: a
+// ledgerctl pointed at another store is refused rather than purging this
+// one.
+type dlqPurgeHandler struct{ s *Server }
+
+// purgeTarget picks the output whose dead letters a purge request means;
+// it returns the HTTP status and message of a request that names none.
+func (h dlqPurgeHandler) purgeTarget(q url.Values) (*outputRunner, int, string) {
+	var withDLQ outputSet
+	for _, o := range h.s.outputs {
+		if o.openDeadLetters != nil {
+			withDLQ = append(withDLQ, o)
+		}
+	}
+	name := q.Get("output")
+	if name == "" {
+		if d := q.Get("dir"); d != "" {
+			for _, o := range withDLQ {
+				if sameDir(d, deadLetterDir(h.s.cfg.Ledger.Dir, o.name)) {
+					name = o.name
+				}
+			}
+		}
+	}
+	if name == "" && len(withDLQ) == 1 {
+		name = withDLQ[0].name
+	}
+	switch o := withDLQ.byName(name); {
+	case len(withDLQ) == 0:
+		return nil, http.StatusConflict, "dlq purge: this logpond runs no Elasticsearch output, so it holds no dead-letter store (ledgerctl purges it directly)"
+	case name == "":
+		return nil, http.StatusBadRequest, "dlq purge: say which output's dead letters: output=NAME, one of " + withDLQ.names()
+	case o == nil:
+		return nil, http.StatusNotFound, fmt.Sprintf("dlq purge: no Elasticsearch output named %q runs here (outputs with dead letters: %s); ledgerctl purges the store of an output that is not running directly", name, withDLQ.names())
+	default:
+		return o, 0, ""
+	}
 }
 
 func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -290,14 +356,20 @@ func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "dlq purge: send the header "+PurgeRequestHeader+" (ledgerctl dlq purge does)", http.StatusForbidden)
 		return
 	}
-	store := h.store()
-	if store == nil {
-		http.Error(w, "dlq purge: this logpond holds no dead-letter store: output.elasticsearch.enabled = false (ledgerctl purges it directly), or the ledger's device failed and the store is not open yet", http.StatusConflict)
+	q := r.URL.Query()
+	out, status, msg := h.purgeTarget(q)
+	if out == nil {
+		http.Error(w, msg, status)
 		return
 	}
-	q := r.URL.Query()
-	if d := q.Get("dir"); d != "" && !sameDir(d, h.dir) {
-		http.Error(w, fmt.Sprintf("dlq purge: this logpond's dead-letter store is %s, not %s", h.dir, d), http.StatusConflict)
+	store := out.deadLetters()
+	if store == nil {
+		http.Error(w, "dlq purge: the ledger's device failed and the dead-letter store of "+out.key+" is not open yet", http.StatusConflict)
+		return
+	}
+	dir := deadLetterDir(h.s.cfg.Ledger.Dir, out.name)
+	if d := q.Get("dir"); d != "" && !sameDir(d, dir) {
+		http.Error(w, fmt.Sprintf("dlq purge: the dead-letter store of %s is %s, not %s", out.key, dir, d), http.StatusConflict)
 		return
 	}
 	through := q.Get("through")
@@ -313,7 +385,7 @@ func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("dlq purge: through=%q: want a dead letter's id (FILE:OFFSET, as ledgerctl dlq list prints it) or a time (RFC 3339, e.g. 2026-12-02T15:04:05Z)", through), http.StatusBadRequest)
 		return
 	}
-	h.log.Info("admin: dead letters purged on request", "through", through, "files", p.Files, "entries", p.Entries, "bytes", p.Bytes,
+	h.s.log.Info("admin: dead letters purged on request", "output", out.name, "through", through, "files", p.Files, "entries", p.Entries, "bytes", p.Bytes,
 		"remote", r.RemoteAddr, "err", err)
 	switch {
 	case errors.Is(err, dlq.ErrNoEntry):
@@ -324,7 +396,7 @@ func (h dlqPurgeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(DLQPurged{Dir: h.dir, Files: p.Files, Entries: p.Entries, Bytes: p.Bytes})
+	json.NewEncoder(w).Encode(DLQPurged{Output: out.name, Dir: dir, Files: p.Files, Entries: p.Entries, Bytes: p.Bytes})
 }
 
 // sameDir says whether a and b are the same directory.
@@ -338,4 +410,45 @@ func sameDir(a, b string) bool {
 		return false
 	}
 	return os.SameFile(sa, sb)
+}
+
+// CursorDeleted is the answer of POST /api/cursors/delete: the cursor
+// deleted and where it stood.
+type CursorDeleted struct {
+	Name      string `json:"name"`
+	CursorLSN uint64 `json:"cursor_lsn"`
+}
+
+// deleteCursor serves POST /api/cursors/delete?name=NAME: the running
+// ledger forgets the cursor of an output that is no longer configured, so
+// that it no longer holds segments back (retention deletes them at its
+// next pass). The cursor of a configured output is refused: it is in use,
+// and would be made again at once, from the oldest record.
+func (s *Server) deleteCursor(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(PurgeRequestHeader) == "" {
+		http.Error(w, "cursors delete: send the header "+PurgeRequestHeader+" (ledgerctl cursors delete does)", http.StatusForbidden)
+		return
+	}
+	name := r.URL.Query().Get("name")
+	if o := s.outputs.byName(name); o != nil {
+		http.Error(w, fmt.Sprintf("cursors delete: %q is the cursor of %s, which this logpond runs: remove the output from the configuration and restart logpond first", name, o.key), http.StatusConflict)
+		return
+	}
+	l := s.ledger()
+	if l == nil || l.Err() != nil {
+		http.Error(w, "cursors delete: the ledger is not open (its device failing); try again once it is", http.StatusServiceUnavailable)
+		return
+	}
+	lsn, ok := l.Cursors()[name]
+	if !ok {
+		http.Error(w, fmt.Sprintf("cursors delete: the ledger has no cursor named %q", name), http.StatusNotFound)
+		return
+	}
+	if err := l.DeleteCursor(name); err != nil {
+		http.Error(w, "cursors delete: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	s.log.Info("admin: cursor of an output no longer configured deleted on request: it no longer holds the ledger", "cursor", name, "cursor_lsn", lsn, "remote", r.RemoteAddr)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(CursorDeleted{Name: name, CursorLSN: lsn})
 }

@@ -97,7 +97,7 @@ func TestFailedBatchReachesNoOutput(t *testing.T) {
 	last := r.s.journal().LastLSN()
 	waitUntil(t, "every record in the ledger", func() bool { return r.s.ledger().LastLSN() >= last })
 	waitUntil(t, "the batch in Elasticsearch", func() bool { return es.Count() >= n })
-	waitUntil(t, "the output past every record", func() bool { return r.s.output.Stats().CursorLSN >= last })
+	waitUntil(t, "the output past every record", func() bool { return r.s.legacyOutput().Stats().CursorLSN >= last })
 	seen := map[int64]int{}
 	for _, d := range es.Docs() {
 		seen[gjson.GetBytes(d.Source, "i").Int()]++

@@ -43,15 +43,20 @@ func ConfigChecks(c *conf.Config) []*conf.KeyError {
 		bad("input.beats.max_event_bytes", "%s does not fit one journal record: at most %s (about journal.max_bytes − (1 + journal.spare_segments) × journal.segment_bytes); raise journal.max_bytes or lower max_event_bytes",
 			ib.MaxEventBytes, room)
 	}
-	es := c.Output.Elasticsearch
-	if es.Index != "" {
-		if _, err := sprintf.Compile(es.Index); err != nil {
-			bad("output.elasticsearch.index", "%v", err)
+	for _, o := range c.Outputs() {
+		es := o.Elasticsearch
+		if es == nil {
+			continue
 		}
-	}
-	if es.Pipeline != "" {
-		if _, err := sprintf.Compile(es.Pipeline); err != nil {
-			bad("output.elasticsearch.pipeline", "%v", err)
+		if es.Index != "" {
+			if _, err := sprintf.Compile(es.Index); err != nil {
+				bad(o.Key+".index", "%v", err)
+			}
+		}
+		if es.Pipeline != "" {
+			if _, err := sprintf.Compile(es.Pipeline); err != nil {
+				bad(o.Key+".pipeline", "%v", err)
+			}
 		}
 	}
 	return ps

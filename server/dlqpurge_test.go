@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/logpond/logpond/conf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -70,7 +71,7 @@ func TestDLQPurgeWhileRunning(t *testing.T) {
 		}
 	}()
 	base := "http://" + r.s.AdminAddr().String()
-	dir := deadLetterDir(cfg.Ledger.Dir)
+	dir := deadLetterDir(cfg.Ledger.Dir, conf.LegacyOutputName)
 
 	c, err := lj.SyncDial(r.s.BeatsAddr().String())
 	if err != nil {
@@ -112,7 +113,7 @@ func TestDLQPurgeWhileRunning(t *testing.T) {
 	}
 	// Dead letters written and synced (the items metric counts a
 	// rejection when the response arrives, before its dead letter is).
-	dead := func() int { return int(r.s.output.Stats().DeadLettered) }
+	dead := func() int { return int(r.s.legacyOutput().Stats().DeadLettered) }
 	sending := true
 	for round := 0; sending || dead() < batches*per; round++ {
 		select {
@@ -186,7 +187,7 @@ func TestDLQPurgeRefusals(t *testing.T) {
 		{"bad through", url.Values{"through": {"yesterday"}}, false, http.StatusBadRequest, "RFC 3339"},
 		{"unknown id", url.Values{"through": {"00000000000000000007.dlq:20"}}, false, http.StatusNotFound, "no such dead letter"},
 		{"another store", url.Values{"through": {now}, "dir": {root}}, false, http.StatusConflict, "this logpond's dead-letter store is"},
-		{"by time", url.Values{"through": {now}, "dir": {deadLetterDir(cfg.Ledger.Dir)}}, false, http.StatusOK, `"files":0`},
+		{"by time", url.Values{"through": {now}, "dir": {deadLetterDir(cfg.Ledger.Dir, conf.LegacyOutputName)}}, false, http.StatusOK, `"files":0`},
 	} {
 		code, body := postPurge(t, base, tc.q, tc.bare)
 		if code != tc.code || !strings.Contains(body, tc.want) {

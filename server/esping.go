@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 
@@ -14,22 +16,28 @@ import (
 // certificate shows at once rather than at the first batch. It never
 // holds anything up: it runs beside the pipeline and gives up when ctx
 // ends (the server stopping) or after the request timeout.
-func (s *Server) pingElasticsearch(ctx context.Context, o *elasticsearch.Output) {
-	c := s.cfg.Output.Elasticsearch
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.Timeout))
+func (s *Server) pingElasticsearch(ctx context.Context, out *outputRunner, o *elasticsearch.Output) {
+	c := s.cfg.Outputs()
+	i := slices.IndexFunc(c, func(n conf.NamedOutput) bool { return n.Name == out.name })
+	if i < 0 || c[i].Elasticsearch == nil {
+		return
+	}
+	es := c[i].Elasticsearch
+	log := s.log.With("output", out.name)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(es.Timeout))
 	defer cancel()
 	cl, err := o.Ping(ctx)
 	switch {
 	case err != nil && ctx.Err() == context.Canceled:
 		return // stopping
 	case err != nil:
-		s.log.Warn("elasticsearch did not answer at start: events wait in the ledger and are sent once it does",
-			"hosts", strings.Join(c.Hosts, ","), "err", err)
+		log.Warn("elasticsearch did not answer at start: events wait in the ledger and are sent once it does",
+			"hosts", strings.Join(es.Hosts, ","), "err", err)
 	case !versionAtLeast(cl.Version, 7, 14):
-		s.log.Warn("elasticsearch answered with a version logpond does not support: it needs 7.14 or later",
+		log.Warn("elasticsearch answered with a version logpond does not support: it needs 7.14 or later",
 			"cluster_name", cl.ClusterName, "version", cl.Version, "node", cl.Node)
 	default:
-		s.log.Info("elasticsearch answered", "cluster_name", cl.ClusterName, "version", cl.Version, "node", cl.Node)
+		log.Info("elasticsearch answered", "cluster_name", cl.ClusterName, "version", cl.Version, "node", cl.Node)
 	}
 }
 

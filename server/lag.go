@@ -8,7 +8,7 @@ import (
 	"github.com/logpond/logpond/ledger"
 )
 
-// lag is how far the Elasticsearch output is behind the ledger.
+// lag is how far an output is behind the ledger.
 type lag struct {
 	records, events, bytes int64
 	// oldest is the receive time of the oldest event not yet done, zero
@@ -24,19 +24,19 @@ func (l lag) oldestSeconds() float64 {
 	return max(0, time.Since(l.oldest).Seconds())
 }
 
-// outputLag measures the output's lag from st: the records after what it
-// has done, the events among them (exact for the records it has read,
+// outputLag measures the lag of the output o of st: the records after
+// what it has done, the events among them (exact for the records it has read,
 // estimated from its mean events per record for the rest), their bytes in
 // the ledger, and the age of the oldest one, which it reads from the
 // ledger when the output has not read that record yet (Elasticsearch
-// down: the backlog waits unread). Zero without an output or a ledger.
-func (s *Server) outputLag(st state) lag {
+// down: the backlog waits unread). Zero without a ledger.
+func (s *Server) outputLag(st state, o outputState) lag {
 	l := s.ledger()
-	if s.output == nil || l == nil || st.output == nil || l.Err() != nil {
+	if l == nil || l.Err() != nil {
 		return lag{}
 	}
-	g := st.outputGauges
-	done, read := st.cursors[elasticsearchCursor], st.cursors[elasticsearchCursor]
+	g := o.gauges
+	done, read := st.cursors[o.out.name], st.cursors[o.out.name]
 	if g.Running {
 		done, read = g.DoneLSN, max(g.ReadLSN, g.DoneLSN)
 	}
@@ -52,13 +52,13 @@ func (s *Server) outputLag(st state) lag {
 	unread := last - min(read, last)
 	lg.events = g.PendingEvents + int64(math.Round(float64(unread)*perRecord))
 	if lg.oldest.IsZero() {
-		lg.oldest = s.oldest.received(l, done+1)
+		lg.oldest = o.out.oldest.received(l, done+1)
 	}
 	return lg
 }
 
-// oldestProbe remembers the receive time of the last record the lag
-// probes read from the ledger. Every /metrics scrape, GET / and summary
+// oldestProbe remembers the receive time of the last record an output's
+// lag probes read from the ledger (each output has its own). Every /metrics scrape, GET / and summary
 // asks for the oldest record the output has not done, which does not move
 // while Elasticsearch is down (the backlog waits unread), so the ledger is
 // read only when the output's position moved; and a read seeks with the

@@ -146,7 +146,7 @@ func TestLagOfRecordsNotYetRead(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	lg := s.outputLag(s.snapshot())
+	lg := s.legacyLag()
 	if lg.records != 5 || lg.events != 5 || lg.bytes != l.UsedBytes() {
 		t.Errorf("lag %+v, want 5 records, 5 events, %d bytes", lg, l.UsedBytes())
 	}
@@ -192,16 +192,16 @@ func TestLagProbeReadsOnlyWhatMoved(t *testing.T) {
 	// One seek: about the index interval and one read, at most.
 	const bound = 256<<10 + 1<<20 + 2*4096
 	for _, done := range []uint64{1000, 1990} {
-		if err := l.SetCursor(elasticsearchCursor, done); err != nil {
+		if err := l.SetCursor(conf.LegacyOutputName, done); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {
-			before := s.oldest.bytesRead
-			lg := s.outputLag(s.snapshot())
+			before := s.legacyOutput().oldest.bytesRead
+			lg := s.legacyLag()
 			if want := t0.Add(time.Duration(done+1) * time.Second); !lg.oldest.Equal(want) || lg.records != int64(last-done) {
 				t.Fatalf("cursor %d, probe %d: lag %+v, want %d records, the oldest received %v", done, i, lg, last-done, want)
 			}
-			switch read := s.oldest.bytesRead - before; {
+			switch read := s.legacyOutput().oldest.bytesRead - before; {
 			case i == 0 && read > bound:
 				t.Errorf("cursor %d: the probe read %d bytes of a %d-byte open segment, want at most %d", done, read, l.UsedBytes(), bound)
 			case i > 0 && read != 0:

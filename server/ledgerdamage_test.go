@@ -128,7 +128,7 @@ func TestOpenSegmentDamageWhileRunningIsPassed(t *testing.T) {
 	if seg != filepath.Join(cfg.Ledger.Dir, "00000000000000000001.seg") {
 		t.Fatalf("LSN %d is in %s, want it in the open segment", damaged, seg)
 	}
-	if read := r.s.output.Gauges().ReadLSN; read >= damaged {
+	if read := r.s.legacyOutput().Gauges().ReadLSN; read >= damaged {
 		t.Fatalf("the output read LSN %d already: the test cannot tell", read)
 	}
 	storetest.Flip(t, seg, off+16+30)
@@ -137,11 +137,11 @@ func TestOpenSegmentDamageWhileRunningIsPassed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "every other event in Elasticsearch", func() bool { running(); return srv.Count() >= n-1 })
-	waitUntil(t, "the output done with every record", func() bool { running(); return r.s.output.Gauges().DoneLSN >= n })
+	waitUntil(t, "the output done with every record", func() bool { running(); return r.s.legacyOutput().Gauges().DoneLSN >= n })
 	if got := srv.Count(); got != n-1 {
 		t.Fatalf("Elasticsearch holds %d events, want %d (all but the damaged record's)", got, n-1)
 	}
-	if st := r.s.output.Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
+	if st := r.s.legacyOutput().Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
 		t.Fatalf("damaged ranges %d, records %d; want 1, 1", st.DamagedRanges, st.DamagedRecords)
 	}
 	q, err := ledger.ReadQuarantine(cfg.Ledger.Dir)

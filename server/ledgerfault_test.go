@@ -391,7 +391,7 @@ func TestStartWhileTheDeadLettersAreUnreadable(t *testing.T) {
 	if _, err := appendVia(context.Background(), r.s, crashRecord(7, 0)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the dead letter", func() bool { return r.s.deadLetters().UsedBytes() > 0 })
+	waitUntil(t, "the dead letter", func() bool { return r.s.deadLetters(conf.LegacyOutputName).UsedBytes() > 0 })
 	r.shutdown(t)
 	files, err := filepath.Glob(filepath.Join(m.Dir, "ledger", "dlq", "elasticsearch", "*.dlq"))
 	if err != nil || len(files) == 0 {

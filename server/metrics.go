@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -83,17 +84,10 @@ func newMetrics(s *Server) *metrics {
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	}, []string{"status", "reason"})
+	}, []string{"output", "status", "reason"})
 	m.esItems = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "logpond_output_items_total", Help: "Events by the status Elasticsearch answered for their bulk item (\"none\": logpond dead-lettered the event without sending it, e.g. event_too_large), outcome (done, conflict, retry, dead) and Elasticsearch error type (reason). Dead letters count once written.",
-	}, []string{"status", "outcome", "reason"})
-	// The usual series exist from the start, at zero, so that rate() and
-	// increase() see their first events and alerts on them never find
-	// them absent.
-	m.esRequest.WithLabelValues("200", "")
-	for _, l := range [][3]string{{"201", "done", ""}, {"409", "conflict", "version_conflict_engine_exception"}, {"429", "retry", "es_rejected_execution_exception"}} {
-		m.esItems.WithLabelValues(l[0], l[1], l[2])
-	}
+	}, []string{"output", "status", "outcome", "reason"})
 	bi := buildinfo.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "logpond_build_info", Help: "1, labelled with the running build: version, Go version, VCS revision.",
@@ -103,6 +97,16 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// esSeries makes the usual series of the Elasticsearch output named
+// output exist from the start, at zero, so that rate() and increase() see
+// their first events and alerts on them never find them absent.
+func (m *metrics) esSeries(output string) {
+	m.esRequest.WithLabelValues(output, "200", "")
+	for _, l := range [][3]string{{"201", "done", ""}, {"409", "conflict", "version_conflict_engine_exception"}, {"429", "retry", "es_rejected_execution_exception"}} {
+		m.esItems.WithLabelValues(output, l[0], l[1], l[2])
+	}
 }
 
 // statusLabel is the status label of an answer: the HTTP status, or
@@ -163,19 +167,23 @@ func (m *metrics) ledgerOpened(l *ledger.Ledger) {
 	}
 }
 
-// esObserver feeds the output's measurements into the metrics.
-type esObserver struct{ m *metrics }
+// esObserver feeds an Elasticsearch output's measurements into the
+// metrics, labelled with the output's name.
+type esObserver struct {
+	m      *metrics
+	output string
+}
 
 func (o esObserver) Request(d time.Duration, status int, err error) {
 	reason := ""
 	if status == 0 {
 		reason = requestFailure(err)
 	}
-	o.m.esRequest.WithLabelValues(statusLabel(status), reason).Observe(d.Seconds())
+	o.m.esRequest.WithLabelValues(o.output, statusLabel(status), reason).Observe(d.Seconds())
 }
 
 func (o esObserver) Items(status int, outcome, errType string, n int) {
-	o.m.esItems.WithLabelValues(statusLabel(status), outcome, errType).Add(float64(n))
+	o.m.esItems.WithLabelValues(o.output, statusLabel(status), outcome, errType).Add(float64(n))
 }
 
 // scraped collects, at scrape time, what the components count anyway.
@@ -196,35 +204,42 @@ var (
 	descLedgerLast       = prometheus.NewDesc("logpond_ledger_last_lsn", "LSN of the newest record in the ledger.", nil, nil)
 	descCursor           = prometheus.NewDesc("logpond_ledger_cursor_lsn", "Last LSN an output has fully done, by cursor.", []string{"cursor"}, nil)
 	descLag              = prometheus.NewDesc("logpond_ledger_lag_records", "Records in the ledger after a cursor (the output's backlog).", []string{"cursor"}, nil)
-	descOutputRequests   = prometheus.NewDesc("logpond_output_requests_total", "Elasticsearch bulk requests sent.", nil, nil)
-	descOutputBytes      = prometheus.NewDesc("logpond_output_bytes_total", "Bulk request bytes sent (before compression).", nil, nil)
-	descOutputDelivered  = prometheus.NewDesc("logpond_output_events_delivered_total", "Events the output is done with: stored, already stored (409), or dead-lettered. rate() is the drain's speed.", nil, nil)
-	descOutputResent     = prometheus.NewDesc("logpond_output_events_resent_total", "Events sent again from the retry queue (their items were rejected, or their request failed as a whole).", nil, nil)
-	descOutputLimit      = prometheus.NewDesc("logpond_output_concurrency_limit", "Bulk requests the output may have in flight now (adapts between 1 and workers unless concurrency = \"fixed\").", nil, nil)
-	descOutputInflight   = prometheus.NewDesc("logpond_output_requests_in_flight", "Bulk requests in flight now.", nil, nil)
-	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work or acknowledgements are slowed; 0 while not pacing.", nil, nil)
-	descOutputYielding   = prometheus.NewDesc("logpond_output_yielding", "1 while the output paces its drain down because logpond's acknowledgements to Beats clients are slower than the journal's fsyncs explain (a catch-up taking their CPU).", nil, nil)
-	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", nil, nil)
-	descOutputRetryBytes = prometheus.NewDesc("logpond_output_retry_queue_bytes", "Bytes of the events waiting in the retry queue.", nil, nil)
-	descOutputRetryMax   = prometheus.NewDesc("logpond_output_retry_queue_max_bytes", "The retry queue's bound: above it the output reads no new records from the ledger.", nil, nil)
-	descOutputOldest     = prometheus.NewDesc("logpond_output_oldest_pending_seconds", "Age (since logpond received it) of the oldest event in the ledger the output has not done yet, read or not: its lag in time; 0 when none.", nil, nil)
-	descOutputPendEvents = prometheus.NewDesc("logpond_output_pending_events", "Events in the ledger the output has not done yet: exact for those it read, estimated (its mean events per record) for the records it has not read.", nil, nil)
-	descOutputPendBytes  = prometheus.NewDesc("logpond_output_pending_bytes", "Ledger bytes of the records the output has not done yet (estimated within the segment its cursor is in).", nil, nil)
-	descOutputPendRecs   = prometheus.NewDesc("logpond_output_pending_records", "Ledger records (client batches, or parts of them) the output has not done yet.", nil, nil)
-	descOutputFailed     = prometheus.NewDesc("logpond_output_requests_failed_total", "Bulk requests that failed as a whole (no answer, 5xx, 429, auth, unusable answer) and were retried.", nil, nil)
-	descOutputDamRanges  = prometheus.NewDesc("logpond_output_damaged_ranges_total", "Damaged ranges of the ledger the output passed: each quarantined under <ledger.dir>/quarantine and logged once as an ERROR naming it (inspect with ledgerctl verify).", nil, nil)
-	descOutputDamRecords = prometheus.NewDesc("logpond_output_damaged_records_total", "Ledger records lost in those damaged ranges: their events could not be trusted and were not sent.", nil, nil)
-	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", nil, nil)
+	descOutputRequests   = prometheus.NewDesc("logpond_output_requests_total", "Elasticsearch bulk requests sent.", outputLabel, nil)
+	descOutputBytes      = prometheus.NewDesc("logpond_output_bytes_total", "Bulk request bytes sent (before compression).", outputLabel, nil)
+	descOutputDelivered  = prometheus.NewDesc("logpond_output_events_delivered_total", "Events the output is done with: stored, already stored (409), or dead-lettered. rate() is the drain's speed.", outputLabel, nil)
+	descOutputResent     = prometheus.NewDesc("logpond_output_events_resent_total", "Events sent again from the retry queue (their items were rejected, or their request failed as a whole).", outputLabel, nil)
+	descOutputLimit      = prometheus.NewDesc("logpond_output_concurrency_limit", "Bulk requests the output may have in flight now (adapts between 1 and workers unless concurrency = \"fixed\").", outputLabel, nil)
+	descOutputInflight   = prometheus.NewDesc("logpond_output_requests_in_flight", "Bulk requests in flight now.", outputLabel, nil)
+	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work or acknowledgements are slowed; 0 while not pacing.", outputLabel, nil)
+	descOutputYielding   = prometheus.NewDesc("logpond_output_yielding", "1 while the output paces its drain down because logpond's acknowledgements to Beats clients are slower than the journal's fsyncs explain (a catch-up taking their CPU).", outputLabel, nil)
+	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", outputLabel, nil)
+	descOutputRetryBytes = prometheus.NewDesc("logpond_output_retry_queue_bytes", "Bytes of the events waiting in the retry queue.", outputLabel, nil)
+	descOutputRetryMax   = prometheus.NewDesc("logpond_output_retry_queue_max_bytes", "The retry queue's bound: above it the output reads no new records from the ledger.", outputLabel, nil)
+	descOutputOldest     = prometheus.NewDesc("logpond_output_oldest_pending_seconds", "Age (since logpond received it) of the oldest event in the ledger the output has not done yet, read or not: its lag in time; 0 when none.", outputLabel, nil)
+	descOutputPendEvents = prometheus.NewDesc("logpond_output_pending_events", "Events in the ledger the output has not done yet: exact for those it read, estimated (its mean events per record) for the records it has not read.", outputLabel, nil)
+	descOutputPendBytes  = prometheus.NewDesc("logpond_output_pending_bytes", "Ledger bytes of the records the output has not done yet (estimated within the segment its cursor is in).", outputLabel, nil)
+	descOutputPendRecs   = prometheus.NewDesc("logpond_output_pending_records", "Ledger records (client batches, or parts of them) the output has not done yet.", outputLabel, nil)
+	descOutputFailed     = prometheus.NewDesc("logpond_output_requests_failed_total", "Bulk requests that failed as a whole (no answer, 5xx, 429, auth, unusable answer) and were retried.", outputLabel, nil)
+	descOutputDamRanges  = prometheus.NewDesc("logpond_output_damaged_ranges_total", "Damaged ranges of the ledger the output passed: each quarantined under <ledger.dir>/quarantine and logged once as an ERROR naming it (inspect with ledgerctl verify).", outputLabel, nil)
+	descOutputDamRecords = prometheus.NewDesc("logpond_output_damaged_records_total", "Ledger records lost in those damaged ranges: their events could not be trusted and were not sent.", outputLabel, nil)
+	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", outputLabel, nil)
 	descLedgerReadErrors = prometheus.NewDesc("logpond_ledger_read_errors_total", "Reads of the ledger its device failed (EIO, …): the output's reads, each retried with backoff and nothing skipped, and attempts to open the ledger, retried likewise. Check the ledger's device.", nil, nil)
-	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", nil, nil)
-	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", nil, nil)
-	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", nil, nil)
+	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", outputLabel, nil)
+	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", outputLabel, nil)
+	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", outputLabel, nil)
 	descJournalMax       = prometheus.NewDesc("logpond_journal_max_bytes", "The journal's bound (journal.max_bytes).", nil, nil)
 	descJournalRatio     = prometheus.NewDesc("logpond_journal_fill_ratio", "logpond_journal_bytes / logpond_journal_max_bytes: near 1, acknowledgements wait for the flusher.", nil, nil)
 	descLedgerMax        = prometheus.NewDesc("logpond_ledger_max_bytes", "The ledger's bound (ledger.max_bytes).", nil, nil)
 	descLedgerRatio      = prometheus.NewDesc("logpond_ledger_fill_ratio", "logpond_ledger_bytes / logpond_ledger_max_bytes: at 1 the flusher waits and the journal fills.", nil, nil)
-	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch, dead_letters_full, ledger_unreadable (the ledger's device fails the output's reads, retried), ledger_full, ledger_failed (the ledger failed, or could not be opened, and is being reopened), journal_unreadable (the journal's device fails the flusher's reads, retried), journal_full, input_budget.", []string{"reason"}, nil)
+	descBackpressure     = prometheus.NewDesc("logpond_backpressure", "1 while a stage waits, by reason: elasticsearch or lumberjack (an output's destination holds it back), dead_letters_full, ledger_unreadable (the ledger's device fails the output's reads, retried), ledger_full, ledger_failed (the ledger failed, or could not be opened, and is being reopened), journal_unreadable (the journal's device fails the flusher's reads, retried), journal_full, input_budget; output names the output for the first four, and is empty for the others.", []string{"reason", "output"}, nil)
+	descOutputSkipped    = prometheus.NewDesc("logpond_output_skipped_events_total", "Events retention deleted before the output sent them: the output was more than its max_lag behind while the ledger was full. Each skipped range is logged as an ERROR naming its LSNs.", outputLabel, nil)
+	descOutputSkippedRec = prometheus.NewDesc("logpond_output_skipped_records_total", "Ledger records retention deleted before the output sent them (max_lag); their events are in logpond_output_skipped_events_total when known.", outputLabel, nil)
+	descOutputMisconf    = prometheus.NewDesc("logpond_output_misconfigured", "1 while the output sends nothing until its configuration changes (its hosts belong to different clusters, …): GET / says why.", outputLabel, nil)
+	descOrphanCursor     = prometheus.NewDesc("logpond_ledger_orphan_cursor_bytes", "Ledger bytes held back by a cursor that no configured output owns (an output removed from the configuration): retention keeps them until `ledgerctl cursors delete CURSOR`.", []string{"cursor"}, nil)
 )
+
+// outputLabel names the output a series is about.
+var outputLabel = []string{"output"}
 
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations, descInputClosed,
@@ -232,7 +247,8 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
-		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure} {
+		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
+		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor} {
 		ch <- d
 	}
 }
@@ -270,51 +286,69 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLedgerRatio, ratio(st.ledgerBytes, int64(cfg.Ledger.MaxBytes)))
 	gauge(descLedgerLast, float64(st.ledgerLast))
 	readErrors := st.ledgerOpenFailures
-	if st.output != nil {
-		readErrors += st.output.LedgerReadErrors
+	for _, o := range st.outputs {
+		readErrors += o.stats.LedgerReadErrors
 	}
 	counter(descLedgerReadErrors, float64(readErrors))
 	for name, lsn := range st.cursors {
 		gauge(descCursor, float64(lsn), name)
 		gauge(descLag, float64(st.ledgerLast-min(lsn, st.ledgerLast)), name)
 	}
-	if st.output != nil {
-		counter(descOutputRequests, float64(st.output.Requests))
-		counter(descOutputBytes, float64(st.output.BytesSent))
-		counter(descOutputDelivered, float64(st.output.Delivered))
-		counter(descOutputResent, float64(st.output.Resent))
-		g := st.outputGauges
-		gauge(descOutputLimit, float64(g.ConcurrencyLimit))
-		gauge(descOutputInflight, float64(g.InFlight))
-		gauge(descOutputPace, g.PaceRate)
-		yielding := 0.0
-		if g.Yielding {
-			yielding = 1
+	if l := c.s.ledger(); l != nil {
+		for _, name := range c.s.orphanCursors(st.cursors) {
+			gauge(descOrphanCursor, float64(l.BytesAfter(st.cursors[name])), name)
 		}
-		gauge(descOutputYielding, yielding)
-		gauge(descOutputRetryQueue, float64(g.RetryEvents))
-		gauge(descOutputRetryBytes, float64(g.RetryBytes))
-		gauge(descOutputRetryMax, float64(g.RetryMaxBytes))
-		lag := c.s.outputLag(st)
-		gauge(descOutputOldest, lag.oldestSeconds())
-		gauge(descOutputPendEvents, float64(lag.events))
-		gauge(descOutputPendBytes, float64(lag.bytes))
-		gauge(descOutputPendRecs, float64(lag.records))
-		counter(descOutputFailed, float64(st.output.FailedRequests))
-		counter(descOutputDead, float64(st.output.DeadLettered))
-		counter(descOutputDamRanges, float64(st.output.DamagedRanges))
-		counter(descOutputDamRecords, float64(st.output.DamagedRecords))
-		gauge(descDeadLetterBytes, float64(st.deadLetterBytes))
-		gauge(descDeadLetterMax, float64(cfg.Output.Elasticsearch.DeadLetterMaxBytes))
-		gauge(descDeadLetterRatio, ratio(st.deadLetterBytes, int64(cfg.Output.Elasticsearch.DeadLetterMaxBytes)))
+	}
+	for _, o := range st.outputs {
+		name, os, g := o.out.name, o.stats, o.gauges
+		counter(descOutputRequests, float64(os.Requests), name)
+		counter(descOutputBytes, float64(os.BytesSent), name)
+		counter(descOutputDelivered, float64(os.Delivered), name)
+		counter(descOutputResent, float64(os.Resent), name)
+		gauge(descOutputLimit, float64(g.ConcurrencyLimit), name)
+		gauge(descOutputInflight, float64(g.InFlight), name)
+		gauge(descOutputPace, g.PaceRate, name)
+		gauge(descOutputYielding, boolGauge(g.Yielding), name)
+		gauge(descOutputRetryQueue, float64(g.RetryEvents), name)
+		gauge(descOutputRetryBytes, float64(g.RetryBytes), name)
+		gauge(descOutputRetryMax, float64(g.RetryMaxBytes), name)
+		lag := c.s.outputLag(st, o)
+		gauge(descOutputOldest, lag.oldestSeconds(), name)
+		gauge(descOutputPendEvents, float64(lag.events), name)
+		gauge(descOutputPendBytes, float64(lag.bytes), name)
+		gauge(descOutputPendRecs, float64(lag.records), name)
+		counter(descOutputFailed, float64(os.FailedRequests), name)
+		counter(descOutputDead, float64(os.DeadLettered), name)
+		counter(descOutputDamRanges, float64(os.DamagedRanges), name)
+		counter(descOutputDamRecords, float64(os.DamagedRecords), name)
+		counter(descOutputSkipped, float64(os.SkippedEvents), name)
+		counter(descOutputSkippedRec, float64(os.SkippedRecords), name)
+		gauge(descOutputMisconf, boolGauge(o.misconfigured != ""), name)
+		if max := o.out.deadLetterMaxBytes; max > 0 {
+			gauge(descDeadLetterBytes, float64(o.deadLetterBytes), name)
+			gauge(descDeadLetterMax, float64(max), name)
+			gauge(descDeadLetterRatio, ratio(o.deadLetterBytes, max), name)
+		}
+		for _, reason := range outputReasons {
+			if reason == o.out.typ || reason == "dead_letters_full" && o.out.deadLetterMaxBytes > 0 || reason == "ledger_unreadable" {
+				gauge(descBackpressure, boolGauge(o.waiting[reason] != ""), reason, name)
+			}
+		}
 	}
 	for _, reason := range backpressureReasons {
-		v := 0.0
-		if st.waiting[reason] != "" {
-			v = 1
+		if slices.Contains(outputReasons, reason) {
+			continue
 		}
-		gauge(descBackpressure, v, reason)
+		gauge(descBackpressure, boolGauge(st.waiting[reason] != ""), reason, "")
 	}
+}
+
+// boolGauge is 1 for true, 0 for false.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ratio is used/limit, 0 without a limit.

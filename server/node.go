@@ -13,19 +13,19 @@ import (
 // (the same numbers as /metrics). Counters ending in _total count since
 // the start; a client gets rates from two answers.
 type NodeInfo struct {
-	Name          string      `json:"name"` // "logpond"
-	Version       string      `json:"version"`
-	GoVersion     string      `json:"go_version"`
-	Revision      string      `json:"revision,omitempty"`
-	StreamID      string      `json:"stream_id"` // the ledger's stream id, part of every document id
-	Started       time.Time   `json:"started"`
-	UptimeSeconds float64     `json:"uptime_seconds"`
-	Now           time.Time   `json:"now"`
-	Ready         bool        `json:"ready"`               // what /readyz answers
-	NotReady      []string    `json:"not_ready,omitempty"` // why not, as /readyz says it
-	Input         InputInfo   `json:"input"`
-	Journal       StoreInfo   `json:"journal"`
-	Ledger        StoreInfo   `json:"ledger"`
+	Name          string    `json:"name"` // "logpond"
+	Version       string    `json:"version"`
+	GoVersion     string    `json:"go_version"`
+	Revision      string    `json:"revision,omitempty"`
+	StreamID      string    `json:"stream_id"` // the ledger's stream id, part of every document id
+	Started       time.Time `json:"started"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+	Now           time.Time `json:"now"`
+	Ready         bool      `json:"ready"`               // what /readyz answers
+	NotReady      []string  `json:"not_ready,omitempty"` // why not, as /readyz says it
+	Input         InputInfo `json:"input"`
+	Journal       StoreInfo `json:"journal"`
+	Ledger        StoreInfo `json:"ledger"`
 	// Outputs are the configured outputs, by name (empty when none is
 	// enabled: nothing drains the ledger).
 	Outputs []OutputInfo `json:"outputs"`
@@ -93,7 +93,7 @@ type OutputInfo struct {
 	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"
 	State                string  `json:"state"`
 	Waiting              string  `json:"waiting,omitempty"`
-	Error                string  `json:"error,omitempty"` // why it sends nothing until its configuration changes (hosts of two clusters, …)
+	Error                string  `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)
 	EventsDeliveredTotal int64   `json:"events_delivered_total"` // stored, already stored, or dead-lettered
 	DeadLetteredTotal    int64   `json:"dead_lettered_total"`
 	RetriedTotal         int64   `json:"items_retried_total"`
@@ -155,25 +155,41 @@ func (s *Server) nodeInfo() NodeInfo {
 	}
 	n.Journal = storeInfo(st.journalErr, firstOf(st.waiting["journal_damaged"], st.waiting["journal_unreadable"], st.waiting["journal_full"]), st.journalBytes, int64(s.cfg.Journal.MaxBytes), st.journalLast)
 	n.Ledger = storeInfo(st.ledgerErr, firstOf(st.waiting["ledger_failed"], st.waiting["ledger_unreadable"], st.waiting["ledger_full"]), st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes), st.ledgerLast)
-	if st.output != nil {
-		o, g, lg := st.output, st.outputGauges, s.outputLag(st)
-		maxDLQ := int64(s.cfg.Output.Elasticsearch.DeadLetterMaxBytes)
-		out := &OutputInfo{State: StateOK, EventsDeliveredTotal: o.Delivered, DeadLetteredTotal: o.DeadLettered, RetriedTotal: o.Retried,
-			RequestsTotal: o.Requests, RequestsFailedTotal: o.FailedRequests, BytesSentTotal: o.BytesSent,
-			PendingEvents: lg.events, PendingRecords: lg.records, PendingBytes: lg.bytes, OldestPendingSeconds: lg.oldestSeconds(),
-			CursorLSN: o.CursorLSN, ConcurrencyLimit: g.ConcurrencyLimit, InFlight: g.InFlight, PaceEventsPerSecond: g.PaceRate,
-			RetryQueueEvents: g.RetryEvents, DeadLetterBytes: st.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
-			DeadLetterFillRatio: ratio(st.deadLetterBytes, maxDLQ)}
-		switch {
-		case !g.Running:
-			out.State = StateStopped
-		case st.waiting["elasticsearch"] != "" || st.waiting["dead_letters_full"] != "":
-			out.State, out.Waiting = StateWaiting, firstOf(st.waiting["elasticsearch"], st.waiting["dead_letters_full"])
+	for _, o := range st.outputs {
+		n.Outputs = append(n.Outputs, s.outputInfo(st, o))
+	}
+	if l := s.ledger(); l != nil {
+		for _, name := range s.orphanCursors(st.cursors) {
+			n.OrphanCursors = append(n.OrphanCursors, CursorInfo{Name: name, CursorLSN: st.cursors[name], HeldBytes: l.BytesAfter(st.cursors[name])})
 		}
-		out.Name, out.Type = elasticsearchCursor, "elasticsearch"
-		n.Outputs = append(n.Outputs, *out)
 	}
 	return n
+}
+
+// outputInfo is the OutputInfo of the output o of st.
+func (s *Server) outputInfo(st state, o outputState) OutputInfo {
+	os, g, lg := o.stats, o.gauges, s.outputLag(st, o)
+	maxDLQ := o.out.deadLetterMaxBytes
+	out := OutputInfo{Name: o.out.name, Type: o.out.typ, State: StateOK,
+		EventsDeliveredTotal: os.Delivered, DeadLetteredTotal: os.DeadLettered, RetriedTotal: os.Retried,
+		RequestsTotal: os.Requests, RequestsFailedTotal: os.FailedRequests, BytesSentTotal: os.BytesSent,
+		PendingEvents: lg.events, PendingRecords: lg.records, PendingBytes: lg.bytes, OldestPendingSeconds: lg.oldestSeconds(),
+		CursorLSN: os.CursorLSN, ConcurrencyLimit: g.ConcurrencyLimit, InFlight: g.InFlight, PaceEventsPerSecond: g.PaceRate,
+		RetryQueueEvents: g.RetryEvents, DeadLetterBytes: o.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
+		DeadLetterFillRatio: ratio(o.deadLetterBytes, maxDLQ),
+		MaxLagBytes:         o.out.maxLag, SkippedEventsTotal: os.SkippedEvents}
+	for _, r := range os.SkippedRanges {
+		out.SkippedRanges = append(out.SkippedRanges, LSNRange{First: r[0], Last: r[1]})
+	}
+	switch why := o.waitingFor(); {
+	case o.misconfigured != "":
+		out.State, out.Error = StateFailed, o.misconfigured
+	case !g.Running:
+		out.State = StateStopped
+	case why != "":
+		out.State, out.Waiting = StateWaiting, why
+	}
+	return out
 }
 
 func storeInfo(failed error, waiting string, bytes, limit int64, last uint64) StoreInfo {

@@ -53,10 +53,9 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 	}
 }
 
-// deadLetterOptions are the Elasticsearch output's dead-letter store's
-// options. Logger is left to the caller.
-func deadLetterOptions(cfg *conf.Config) dlq.Options {
-	c := cfg.Output.Elasticsearch
+// deadLetterOptions are the options of the dead-letter store of the
+// Elasticsearch output c. Logger is left to the caller.
+func deadLetterOptions(cfg *conf.Config, c *conf.Elasticsearch) dlq.Options {
 	// A dead-letter file must hold the largest event the input accepts
 	// (plus 1MiB for the entry's other fields); conf checked that four such
 	// files fit in dead_letter_max_bytes.
@@ -68,23 +67,20 @@ func deadLetterOptions(cfg *conf.Config) dlq.Options {
 	}
 }
 
-// elasticsearchCursor names the Elasticsearch output's ledger cursor.
-const elasticsearchCursor = "elasticsearch"
-
-// elasticsearchOptions are the Elasticsearch output's options. CACert
-// (read from output.elasticsearch.tls.ca), Local, DeadLetters, Logger and
-// Observer are left to the caller. It fails when the index or pipeline
-// template does not compile.
-func elasticsearchOptions(cfg *conf.Config) (elasticsearch.Options, error) {
-	c := cfg.Output.Elasticsearch
+// elasticsearchOptions are the options of the Elasticsearch output o: its
+// cursor is named after it. CACert (read from its tls.ca), Local,
+// DeadLetters, Logger and Observer are left to the caller. It fails when
+// the index or pipeline template does not compile.
+func elasticsearchOptions(cfg *conf.Config, o conf.NamedOutput) (elasticsearch.Options, error) {
+	c := o.Elasticsearch
 	index, err := sprintf.Compile(c.Index)
 	if err != nil {
-		return elasticsearch.Options{}, fmt.Errorf("server: output.elasticsearch.index: %w", err)
+		return elasticsearch.Options{}, fmt.Errorf("server: %s.index: %w", o.Key, err)
 	}
 	var pipeline *sprintf.Format
 	if c.Pipeline != "" {
 		if pipeline, err = sprintf.Compile(c.Pipeline); err != nil {
-			return elasticsearch.Options{}, fmt.Errorf("server: output.elasticsearch.pipeline: %w", err)
+			return elasticsearch.Options{}, fmt.Errorf("server: %s.pipeline: %w", o.Key, err)
 		}
 	}
 	return elasticsearch.Options{
@@ -97,7 +93,7 @@ func elasticsearchOptions(cfg *conf.Config) (elasticsearch.Options, error) {
 		MaxRequestBytes: int(c.MaxRequestBytes), MaxRecordBytes: MaxRecordBytes(cfg),
 		Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
-		Cursor:          elasticsearchCursor,
+		Cursor:          o.Name,
 		UnreadableAfter: ledgerUnreadableAfter,
 	}, nil
 }

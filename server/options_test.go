@@ -92,7 +92,7 @@ func TestDeadLetterOptions(t *testing.T) {
 		}), dlq.Options{MaxBytes: 1 << 30, SegmentBytes: 101 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := deadLetterOptions(tc.cfg); !reflect.DeepEqual(got, tc.want) {
+			if got := deadLetterOptions(tc.cfg, &tc.cfg.Output.Elasticsearch); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -146,7 +146,7 @@ func TestElasticsearchOptions(t *testing.T) {
 		{"bad pipeline", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Pipeline = "%{}" }), elasticsearch.Options{}, "output.elasticsearch.pipeline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := elasticsearchOptions(tc.cfg)
+			got, err := elasticsearchOptions(tc.cfg, legacyNamed(tc.cfg))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got error %v, want one naming %s", err, tc.wantErr)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -10,54 +11,83 @@ import (
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 
-// outputRunner runs the Elasticsearch output over the ledger in use. An Output
+// drain is one output's run over one ledger (an Elasticsearch or a
+// Lumberjack output), as the server drives and watches it. Every method
+// but Run is safe to call while Run runs.
+type drain interface {
+	// Run drains the ledger from the output's cursor until ctx ends, and
+	// persists the cursor on its way out.
+	Run(ctx context.Context) error
+	// Waiting says why the output is held back by its destination ("" when
+	// it is not).
+	Waiting() string
+	// LedgerUnreadable says why the output waits for the ledger's device
+	// ("" when it does not).
+	LedgerUnreadable() string
+	// Misconfigured says why the output sends nothing until its
+	// configuration changes ("" when it is fine).
+	Misconfigured() string
+	// Stats are the output's totals since its Run began, in the
+	// Elasticsearch output's terms (a Lumberjack output counts batches as
+	// requests).
+	Stats() elasticsearch.Stats
+	// Gauges is the state of its running drain.
+	Gauges() elasticsearch.Gauges
+}
+
+// outputRunner runs one configured output over the ledger in use. A drain
 // runs once and reads one ledger, so a failed ledger stops it (it persists
 // its cursor as far as it can) before the ledger is closed, and the
-// reopened ledger gets a new Output, which resumes from the persisted
+// reopened ledger gets a new drain, which resumes from the persisted
 // cursor. Records it sends again keep their document ids: Elasticsearch
 // stores them once. Its Stats add up across restarts.
 //
-// It also opens the output's dead-letter store, which lives on the
-// ledger's device: with the first Output, at Open, or when the ledger
-// could not be opened then, with the ledger. The Server closes it.
+// An Elasticsearch output also has a dead-letter store, which lives on the
+// ledger's device: opened with the first drain, at Open, or when the
+// ledger could not be opened then, with the ledger. The Server closes it.
 type outputRunner struct {
-	opts elasticsearch.Options
-	// openDeadLetters opens the dead-letter store.
+	name string // the output's name, which is also its cursor's
+	typ  string // "elasticsearch" or "lumberjack"
+	key  string // its table in the configuration, for messages
+	// newDrain makes a drain over l; d is the output's dead-letter store
+	// (nil for an output without one).
+	newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)
+	// openDeadLetters opens the dead-letter store; nil for an output that
+	// has none.
 	openDeadLetters func() (*dlq.Store, error)
-	// failed receives the error of an Output that stopped by itself (the
+	// deadLetterMaxBytes is the dead-letter store's bound (0 without one).
+	deadLetterMaxBytes int64
+	// maxLag is the output's max_lag in bytes (0: none).
+	maxLag int64
+	// oldest is the lag probes' last read of the ledger for this output
+	// (lag.go).
+	oldest oldestProbe
+	// failed receives the error of a drain that stopped by itself (the
 	// dead-letter store failing, …), not because it was told to, or that
-	// could not be made: the server stops.
-	failed chan error
+	// could not be made: the server stops. Shared by every output.
+	failed chan<- error
 
-	mu       sync.Mutex            // guards the fields below
-	dlq      *dlq.Store            // nil until opened
-	ready    *elasticsearch.Output // made by prepare over readyFor, run by the first start over it
+	mu       sync.Mutex // guards the fields below
+	dlq      *dlq.Store // nil until opened
+	ready    drain      // made by prepare over readyFor, run by the first start over it
 	readyFor *ledger.Ledger
 	cur      *runningOutput      // nil while stopped
-	before   elasticsearch.Stats // totals of the Outputs that ran before cur
+	before   elasticsearch.Stats // totals of the drains that ran before cur
 	closed   bool                // stopped for good: start does nothing
 }
 
-// runningOutput is one Output's Run.
+// runningOutput is one drain's Run.
 type runningOutput struct {
-	o      *elasticsearch.Output
+	d      drain
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
 	err    error         // Run's result; read after done
-	// reported: err went to outputRunner.failed (the Output stopped by itself).
+	// reported: err went to outputRunner.failed (the drain stopped by itself).
 	reported bool
 }
 
-// newOutputRunner checks opts (it contacts nobody before start).
-func newOutputRunner(opts elasticsearch.Options, openDeadLetters func() (*dlq.Store, error)) (*outputRunner, error) {
-	if err := elasticsearch.CheckOptions(opts); err != nil {
-		return nil, err
-	}
-	return &outputRunner{opts: opts, openDeadLetters: openDeadLetters, failed: make(chan error, 1)}, nil
-}
-
-// prepare opens the dead-letter store and makes the Output over l that
-// the first start runs, so that Open reports what fails there. Its errors
+// prepare opens the dead-letter store and makes the drain over l that the
+// first start runs, so that Open reports what fails there. Its errors
 // start with "server:".
 func (out *outputRunner) prepare(l *ledger.Ledger) error {
 	out.mu.Lock()
@@ -65,39 +95,41 @@ func (out *outputRunner) prepare(l *ledger.Ledger) error {
 	if err := out.openDeadLettersLocked(); err != nil {
 		return err
 	}
-	o, err := elasticsearch.New(l, out.opts)
+	d, err := out.newDrain(l, out.dlq)
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %s: %w", out.key, err)
 	}
-	out.ready, out.readyFor = o, l
+	out.ready, out.readyFor = d, l
 	return nil
 }
 
-// openDeadLettersLocked opens the dead-letter store unless it is open.
+// openDeadLettersLocked opens the dead-letter store unless it is open or
+// the output has none.
 func (out *outputRunner) openDeadLettersLocked() error {
-	if out.dlq != nil {
+	if out.dlq != nil || out.openDeadLetters == nil {
 		return nil
 	}
 	d, err := out.openDeadLetters()
 	if err != nil {
 		return err
 	}
-	out.dlq, out.opts.DeadLetters = d, d
+	out.dlq = d
 	return nil
 }
 
-// deadLetters is the dead-letter store, nil until it is open.
+// deadLetters is the dead-letter store, nil until it is open (or when the
+// output has none).
 func (out *outputRunner) deadLetters() *dlq.Store {
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	return out.dlq
 }
 
-// start runs an Output over l, unless one runs or the runner was closed.
-// It returns an error only when the dead-letter store, not open yet,
-// cannot be opened (the ledger's device failing). New checked the options
-// at Open, so making another Output for a reopened ledger does not fail;
-// if it did, the error goes to failed.
+// start runs a drain over l, unless one runs or the runner was closed. It
+// returns an error only when the dead-letter store, not open yet, cannot
+// be opened (the ledger's device failing). Making the drain was checked
+// at Open, so making another for a reopened ledger does not fail; if it
+// did, the error goes to failed.
 func (out *outputRunner) start(l *ledger.Ledger) error {
 	out.mu.Lock()
 	defer out.mu.Unlock()
@@ -107,12 +139,12 @@ func (out *outputRunner) start(l *ledger.Ledger) error {
 	if err := out.openDeadLettersLocked(); err != nil {
 		return err
 	}
-	o := out.ready
-	if o == nil || out.readyFor != l {
+	d := out.ready
+	if d == nil || out.readyFor != l {
 		var err error
-		if o, err = elasticsearch.New(l, out.opts); err != nil {
+		if d, err = out.newDrain(l, out.dlq); err != nil {
 			select {
-			case out.failed <- fmt.Errorf("server: elasticsearch output over the reopened ledger: %w", err):
+			case out.failed <- fmt.Errorf("server: %s over the reopened ledger: %w", out.key, err):
 			default:
 			}
 			return nil
@@ -120,15 +152,15 @@ func (out *outputRunner) start(l *ledger.Ledger) error {
 	}
 	out.ready, out.readyFor = nil, nil
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningOutput{o: o, cancel: cancel, done: make(chan struct{})}
+	r := &runningOutput{d: d, cancel: cancel, done: make(chan struct{})}
 	out.cur = r
 	go func() {
 		defer close(r.done)
-		r.err = o.Run(ctx)
+		r.err = d.Run(ctx)
 		if r.err != nil && ctx.Err() == nil {
 			r.reported = true
 			select {
-			case out.failed <- r.err:
+			case out.failed <- fmt.Errorf("%s: %w", out.key, r.err):
 			default: // the server is stopping on an earlier failure
 			}
 		}
@@ -136,7 +168,7 @@ func (out *outputRunner) start(l *ledger.Ledger) error {
 	return nil
 }
 
-// stop stops the running Output, if any, and waits for it. It returns the
+// stop stops the running drain, if any, and waits for it. It returns the
 // error its Run returned, unless that went to failed already (or to a
 // concurrent stop).
 func (out *outputRunner) stop() error {
@@ -153,7 +185,7 @@ func (out *outputRunner) stop() error {
 	if out.cur != r {
 		return nil // a concurrent stop accounted for it
 	}
-	out.before = addStats(out.before, r.o.Stats())
+	out.before = addStats(out.before, r.d.Stats())
 	out.cur = nil
 	if r.reported {
 		return nil
@@ -162,7 +194,7 @@ func (out *outputRunner) stop() error {
 }
 
 // close stops the runner for good (start does nothing after it) and
-// returns the last Output's error, like stop.
+// returns the last drain's error, like stop.
 func (out *outputRunner) close() error {
 	out.mu.Lock()
 	out.closed = true
@@ -178,52 +210,49 @@ func (out *outputRunner) Stats() elasticsearch.Stats {
 	if out.cur == nil {
 		return out.before
 	}
-	return addStats(out.before, out.cur.o.Stats())
+	return addStats(out.before, out.cur.d.Stats())
 }
 
-// Gauges is the running Output's Gauges (zero while stopped).
+// onRunning calls f with the running drain and returns its result; zero
+// while stopped.
+func onRunning[T any](out *outputRunner, f func(drain) T) T {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.cur == nil {
+		var zero T
+		return zero
+	}
+	return f(out.cur.d)
+}
+
+// Gauges is the running drain's Gauges (zero while stopped).
 func (out *outputRunner) Gauges() elasticsearch.Gauges {
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if out.cur == nil {
-		return elasticsearch.Gauges{}
-	}
-	return out.cur.o.Gauges()
+	return onRunning(out, func(d drain) elasticsearch.Gauges { return d.Gauges() })
 }
 
-// current is the running Output, nil while stopped.
-func (out *outputRunner) current() *elasticsearch.Output {
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if out.cur == nil {
-		return nil
-	}
-	return out.cur.o
+// current is the running drain, nil while stopped.
+func (out *outputRunner) current() drain {
+	return onRunning(out, func(d drain) drain { return d })
 }
 
-// Waiting is the running Output's Waiting ("" while stopped).
+// Waiting is the running drain's Waiting ("" while stopped).
 func (out *outputRunner) Waiting() string {
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if out.cur == nil {
-		return ""
-	}
-	return out.cur.o.Waiting()
+	return onRunning(out, func(d drain) string { return d.Waiting() })
 }
 
-// LedgerUnreadable is the running Output's LedgerUnreadable ("" while
+// LedgerUnreadable is the running drain's LedgerUnreadable ("" while
 // stopped).
 func (out *outputRunner) LedgerUnreadable() string {
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if out.cur == nil {
-		return ""
-	}
-	return out.cur.o.LedgerUnreadable()
+	return onRunning(out, func(d drain) string { return d.LedgerUnreadable() })
+}
+
+// Misconfigured is the running drain's Misconfigured ("" while stopped).
+func (out *outputRunner) Misconfigured() string {
+	return onRunning(out, func(d drain) string { return d.Misconfigured() })
 }
 
 // addStats adds b's counters to a's; the cursor is b's, when it has one
-// (a restarted Output reports 0 until it persists its cursor).
+// (a restarted drain reports 0 until it persists its cursor).
 func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Requests += b.Requests
 	a.FailedRequests += b.FailedRequests
@@ -239,8 +268,74 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.DamagedRanges += b.DamagedRanges
 	a.DamagedRecords += b.DamagedRecords
 	a.LedgerReadErrors += b.LedgerReadErrors
+	a.SkippedRecords += b.SkippedRecords
+	a.SkippedEvents += b.SkippedEvents
+	a.SkippedRanges = append(a.SkippedRanges, b.SkippedRanges...)
+	if n := len(a.SkippedRanges); n > maxSkippedRanges {
+		a.SkippedRanges = a.SkippedRanges[n-maxSkippedRanges:]
+	}
 	if b.CursorLSN > a.CursorLSN {
 		a.CursorLSN = b.CursorLSN
 	}
 	return a
+}
+
+// maxSkippedRanges is how many of an output's latest skipped ranges GET /
+// shows (every one is logged).
+const maxSkippedRanges = 10
+
+// outputSet is every configured output's runner: what reads the ledger in
+// use, stopped before a failed ledger closes and restarted over the
+// reopened one.
+type outputSet []*outputRunner
+
+// start starts every output over l; the first error (a dead-letter store
+// that cannot be opened) stops the others again.
+func (set outputSet) start(l *ledger.Ledger) error {
+	for i, out := range set {
+		if err := out.start(l); err != nil {
+			for _, o := range set[:i] {
+				o.stop()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// stop stops every output, in parallel (each persists its cursor), and
+// returns their errors joined.
+func (set outputSet) stop() error {
+	return set.each(func(o *outputRunner) error { return o.stop() })
+}
+
+// close stops every output for good.
+func (set outputSet) close() error {
+	return set.each(func(o *outputRunner) error { return o.close() })
+}
+
+// each runs f on every output at once and joins the errors, each named
+// after its output.
+func (set outputSet) each(f func(*outputRunner) error) error {
+	errs := make([]error, len(set))
+	var wg sync.WaitGroup
+	for i, o := range set {
+		wg.Go(func() {
+			if err := f(o); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", o.key, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// byName is the output named name, nil when none is.
+func (set outputSet) byName(name string) *outputRunner {
+	for _, o := range set {
+		if o.name == name {
+			return o
+		}
+	}
+	return nil
 }

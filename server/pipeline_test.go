@@ -336,3 +336,24 @@ func TestRetentionWithoutOutputs(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// legacyOutput is the runner of the output named "elasticsearch" (the
+// [output.elasticsearch] table), nil when it is not enabled.
+func (s *Server) legacyOutput() *outputRunner { return s.outputs.byName(conf.LegacyOutputName) }
+
+// legacyLag is the lag of the output named "elasticsearch".
+func (s *Server) legacyLag() lag {
+	st := s.snapshot()
+	for _, o := range st.outputs {
+		if o.out.name == conf.LegacyOutputName {
+			return s.outputLag(st, o)
+		}
+	}
+	return lag{}
+}
+
+// legacyNamed is the [output.elasticsearch] table of cfg as a named
+// output, enabled or not.
+func legacyNamed(cfg *conf.Config) conf.NamedOutput {
+	return conf.NamedOutput{Name: conf.LegacyOutputName, Type: conf.TypeElasticsearch, Key: "output.elasticsearch", Elasticsearch: &cfg.Output.Elasticsearch}
+}

@@ -29,8 +29,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,7 +40,6 @@ import (
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/elasticsearch"
 )
 
 // Server is an opened logpond instance. Open, then Run, then Close.
@@ -52,7 +49,10 @@ type Server struct {
 	locks  []*dirlock.Lock // journal, ledger; released by Close
 	stores *stores         // the journal and the ledger in use
 	beats  *input.Beats
-	output *outputRunner // the Elasticsearch output and its dead letters; nil when output.elasticsearch.enabled = false
+	// outputs are the enabled outputs (with their dead letters), by name.
+	outputs outputSet
+	// outputFailed receives the error of an output that stopped by itself.
+	outputFailed chan error
 	// metrics is the Prometheus collector of /metrics.
 	metrics *metrics
 	// acks watches acknowledgement and journal fsync latency; the output
@@ -61,8 +61,6 @@ type Server struct {
 	// journalDamage says why records stopped moving to the ledger: the
 	// flusher met journal damage (nil: it did not).
 	journalDamage atomic.Pointer[string]
-	// oldest is the lag probes' last read of the ledger (lag.go).
-	oldest oldestProbe
 	// journalUnreadable says why records wait in the journal: its device
 	// fails the flusher's reads ("" or nil: it does not).
 	journalUnreadable atomic.Pointer[string]
@@ -110,7 +108,7 @@ func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.openOutput(); err != nil {
+	if err := s.openOutputs(); err != nil {
 		return nil, err
 	}
 	if err := s.listenAdmin(); err != nil {
@@ -177,72 +175,56 @@ func (s *Server) listenBeats(tlsCfg *tls.Config) error {
 	return nil
 }
 
-// deadLetterDir is where the Elasticsearch output keeps dead letters:
-// inside the ledger directory, so on the ledger's device and under its
-// lock (docs/design.md, §7).
-func deadLetterDir(ledgerDir string) string { return dlq.Dir(ledgerDir, "elasticsearch") }
+// deadLetterDir is where the Elasticsearch output named name keeps dead
+// letters: inside the ledger directory, so on the ledger's device and
+// under its lock (docs/design.md, §7). The output named "elasticsearch"
+// (the [output.elasticsearch] table) keeps the directory it always had.
+func deadLetterDir(ledgerDir, name string) string { return dlq.Dir(ledgerDir, name) }
 
-// openOutput prepares the Elasticsearch output (it contacts nobody before
-// Run) and its dead-letter store.
-func (s *Server) openOutput() error {
-	c := s.cfg.Output.Elasticsearch
-	if !c.Enabled {
-		s.log.Warn("output.elasticsearch.enabled = false: nothing drains the ledger; ingest stops when it reaches ledger.max_bytes")
+// openOutputs prepares every configured output (none contacts anybody
+// before Run) and the Elasticsearch outputs' dead-letter stores.
+func (s *Server) openOutputs() error {
+	outs := configuredOutputs(s.cfg)
+	if len(outs) == 0 {
+		s.log.Warn("no output is enabled: nothing drains the ledger; ingest stops when it reaches ledger.max_bytes")
+	}
+	s.outputFailed = make(chan error, max(len(outs), 1))
+	for _, o := range outs {
+		out, err := s.newOutputRunner(o)
+		if err != nil {
+			return err
+		}
+		s.outputs = append(s.outputs, out)
+	}
+	s.stores.readers = s.outputs
+	l := s.ledger()
+	if l == nil {
+		// The ledger's device fails: the dead-letter stores there open
+		// with the ledger, later.
 		return nil
 	}
-	opts, err := elasticsearchOptions(s.cfg)
-	if err != nil {
-		return err
-	}
-	if c.TLS.CA != "" {
-		if opts.CACert, err = os.ReadFile(c.TLS.CA); err != nil {
-			return fmt.Errorf("server: output.elasticsearch.tls.ca: %w", err)
-		}
-	}
-	opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{s.metrics}
-	if s.output, err = newOutputRunner(opts, s.openDeadLetters); err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.stores.readers = s.output
-	if l := s.ledger(); l != nil {
-		// Otherwise the ledger's device fails: the dead-letter store
-		// there opens with the ledger, later.
-		if err := s.output.prepare(l); err != nil {
+	s.reportOrphanCursors(l)
+	for _, out := range s.outputs {
+		if err := out.prepare(l); err != nil {
 			if !deviceFailure(err) {
 				return err
 			}
 			// The dead-letter store is on the ledger's device: the
 			// ledger waits with it, as when it cannot be opened itself.
 			s.stores.deferLedger(err)
+			return nil
 		}
 	}
 	return nil
 }
 
-// openDeadLetters opens the Elasticsearch output's dead-letter store.
-func (s *Server) openDeadLetters() (*dlq.Store, error) {
-	dir := deadLetterDir(s.cfg.Ledger.Dir)
-	// dlq.Open creates its own directory (and fsyncs its parent) when the
-	// parent exists: prepare only <ledger.dir>/dlq.
-	if _, err := s.prepareDir("output.elasticsearch dead-letter store", filepath.Dir(dir)); err != nil {
-		return nil, err
+// deadLetters is the dead-letter store of the output named name, nil when
+// no such Elasticsearch output is enabled or its store is not open yet.
+func (s *Server) deadLetters(name string) *dlq.Store {
+	if o := s.outputs.byName(name); o != nil {
+		return o.deadLetters()
 	}
-	dopts := deadLetterOptions(s.cfg)
-	dopts.Logger = s.log
-	d, err := dlq.Open(dir, dopts)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	return d, nil
-}
-
-// deadLetters is the Elasticsearch output's dead-letter store, nil when
-// the output is disabled or the store is not open yet.
-func (s *Server) deadLetters() *dlq.Store {
-	if s.output == nil {
-		return nil
-	}
-	return s.output.deadLetters()
+	return nil
 }
 
 // Run runs the pipeline until ctx is done, then stops it in order: the
@@ -257,7 +239,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case runErr = <-p.flusherDone:
 		s.log.Error("flusher failed", "err", runErr)
 	case oerr = <-p.outputFailed:
-		s.log.Error("elasticsearch output failed: stopping", "err", oerr)
+		s.log.Error("an output failed: stopping", "err", oerr)
 	}
 	return s.stopPipeline(p, runErr, oerr)
 }
@@ -273,7 +255,8 @@ type pipeline struct {
 	// Elasticsearch; summaryDone and pingDone close when they ended.
 	stopWatchers          context.CancelFunc
 	summaryDone, pingDone chan struct{}
-	// outputFailed stays nil (never ready) when the output is disabled.
+	// outputFailed receives the error of an output that stopped by
+	// itself.
 	outputFailed <-chan error
 }
 
@@ -285,11 +268,9 @@ func (s *Server) startPipeline() *pipeline {
 		summaryDone: make(chan struct{}), pingDone: make(chan struct{})}
 	s.started = time.Now()
 	s.startAdmin()
-	if s.output != nil {
-		p.outputFailed = s.output.failed
-		if l := s.ledger(); l != nil {
-			s.output.start(l) // prepared at Open: cannot fail
-		}
+	p.outputFailed = s.outputFailed
+	if l := s.ledger(); l != nil {
+		s.outputs.start(l) // prepared at Open: cannot fail
 	}
 	go func() { p.beatsDone <- s.beats.Serve() }()
 	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
@@ -314,12 +295,7 @@ func (s *Server) startPipeline() *pipeline {
 	}()
 	go func() {
 		defer close(p.pingDone)
-		if s.output == nil {
-			return
-		}
-		if o := s.output.current(); o != nil {
-			s.pingElasticsearch(sctx, o)
-		}
+		s.pingOutputs(sctx)
 	}()
 	return p
 }
@@ -337,13 +313,12 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	// The output stops first, so that its cursor is persisted while the
 	// ledger is still open; closing the runner also keeps the flusher from
 	// starting another Output over a ledger it reopens meanwhile.
-	if s.output != nil {
-		cerr := s.output.close()
-		if cerr != nil && !hasOtherError(cerr, elasticsearch.ErrCursorNotSaved) {
+	if cerr := s.outputs.close(); cerr != nil {
+		if !hasOtherError(cerr, errCursorNotSaved) {
 			// Its device is full, say: a restart resends the events after
 			// the persisted cursor under the same ids, so the stop is
 			// not a failure.
-			s.log.Warn("elasticsearch output stopped without persisting its last cursor; the next start resends from the persisted one", "err", cerr)
+			s.log.Warn("an output stopped without persisting its last cursor; the next start resends from the persisted one", "err", cerr)
 			cerr = nil
 		}
 		oerr = errors.Join(oerr, cerr)
@@ -368,12 +343,9 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	if runErr == nil {
 		ferr = p.flusher.finish()
 	}
-	var derr error
-	if d := s.deadLetters(); d != nil {
-		derr = d.Close()
-	}
+	derr := s.closeDeadLetters()
 	lerr := s.stores.closeLedgerAtStop()
-	s.output = nil
+	s.outputs = nil
 	s.log.Info("pipeline stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return errors.Join(runErr, oerr, berr, jerr, ferr, derr, lerr)
 }
@@ -393,14 +365,23 @@ func (s *Server) Close() error {
 	if s.stores != nil {
 		errs = append(errs, s.stores.close())
 	}
-	if d := s.deadLetters(); d != nil {
-		errs = append(errs, d.Close())
-		s.output = nil
-	}
+	errs = append(errs, s.closeDeadLetters())
+	s.outputs = nil
 	for _, l := range s.locks {
 		errs = append(errs, l.Release())
 	}
 	s.locks = nil
+	return errors.Join(errs...)
+}
+
+// closeDeadLetters closes every output's dead-letter store that is open.
+func (s *Server) closeDeadLetters() error {
+	var errs []error
+	for _, o := range s.outputs {
+		if d := o.deadLetters(); d != nil {
+			errs = append(errs, d.Close())
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -10,18 +11,23 @@ import (
 // totals are the counters the summary line reports the growth of.
 type totals struct {
 	eventsIn, eventsOut, dead, retried, failedRequests, violations int64
+	out                                                            map[string]int64 // events delivered, by output
 }
 
 func (st state) totals() totals {
-	var t totals
+	t := totals{out: map[string]int64{}}
 	if st.input != nil {
 		t.eventsIn = st.input.Events
 	}
 	for _, n := range st.violations {
 		t.violations += n
 	}
-	if o := st.output; o != nil {
-		t.eventsOut, t.dead, t.retried, t.failedRequests = o.Delivered, o.DeadLettered, o.Retried, o.FailedRequests
+	for _, o := range st.outputs {
+		t.eventsOut += o.stats.Delivered
+		t.out[o.out.name] = o.stats.Delivered
+		t.dead += o.stats.DeadLettered
+		t.retried += o.stats.Retried
+		t.failedRequests += o.stats.FailedRequests
 	}
 	return t
 }
@@ -46,11 +52,22 @@ func (s *Server) summarize(ctx context.Context, every time.Duration) {
 		now := st.totals()
 		args := []any{"interval", every.String(),
 			"events_in", now.eventsIn - last.eventsIn, "events_out", now.eventsOut - last.eventsOut}
-		if s.output != nil {
-			lg := s.outputLag(st)
+		if len(st.outputs) > 0 {
 			args = append(args, "events_dead", now.dead-last.dead, "items_retried", now.retried-last.retried,
-				"requests_failed", now.failedRequests-last.failedRequests,
-				"lag_events", lg.events, "lag_age", time.Duration(lg.oldestSeconds()*float64(time.Second)).Round(time.Second).String())
+				"requests_failed", now.failedRequests-last.failedRequests)
+		}
+		// One group per output: what it finished, its lag, its skips.
+		for _, o := range st.outputs {
+			lg := s.outputLag(st, o)
+			part := []any{"events_out", o.stats.Delivered - last.out[o.out.name], "lag_events", lg.events,
+				"lag_age", time.Duration(lg.oldestSeconds() * float64(time.Second)).Round(time.Second).String()}
+			if o.stats.SkippedRecords > 0 {
+				part = append(part, "skipped_records_total", o.stats.SkippedRecords)
+			}
+			if o.misconfigured != "" {
+				part = append(part, "misconfigured", true)
+			}
+			args = append(args, slog.Group("output."+o.out.name, part...))
 		}
 		args = append(args, "violations", now.violations-last.violations,
 			"journal_fill", percent(st.journalBytes, int64(s.cfg.Journal.MaxBytes)),
@@ -62,6 +79,13 @@ func (s *Server) summarize(ctx context.Context, every time.Duration) {
 		for _, r := range backpressureReasons {
 			if st.waiting[r] != "" {
 				waiting = append(waiting, r)
+			}
+		}
+		for _, o := range st.outputs {
+			for _, r := range outputReasons {
+				if r != "ledger_unreadable" && o.waiting[r] != "" {
+					waiting = append(waiting, r+":"+o.out.name)
+				}
 			}
 		}
 		if len(waiting) > 0 {

@@ -2,6 +2,8 @@ package elasticsearch
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +19,37 @@ type counters struct {
 	resent, delivered                 atomic.Int64
 	damagedRanges, damagedRecords     atomic.Int64
 	readErrors                        atomic.Int64
+	skippedRecords, skippedEvents     atomic.Int64
 	cursor                            atomic.Uint64
+
+	skipMu  sync.Mutex  // guards skipped
+	skipped [][2]uint64 // the latest ranges skipped, oldest first (at most maxSkippedRanges)
+}
+
+// maxSkippedRanges is how many skipped ranges Stats keeps: the latest, for
+// an operator's eyes (every one is logged).
+const maxSkippedRanges = 10
+
+// skip counts a range of records retention deleted before the output sent
+// them; events is their number of events, or negative when unknown.
+func (c *counters) skip(first, last uint64, events int64) {
+	c.skippedRecords.Add(int64(last - first + 1))
+	if events > 0 {
+		c.skippedEvents.Add(events)
+	}
+	c.skipMu.Lock()
+	defer c.skipMu.Unlock()
+	c.skipped = append(c.skipped, [2]uint64{first, last})
+	if len(c.skipped) > maxSkippedRanges {
+		c.skipped = append(c.skipped[:0], c.skipped[len(c.skipped)-maxSkippedRanges:]...)
+	}
+}
+
+// skippedRanges copies the latest skipped ranges.
+func (c *counters) skippedRanges() [][2]uint64 {
+	c.skipMu.Lock()
+	defer c.skipMu.Unlock()
+	return slices.Clone(c.skipped)
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -34,6 +66,13 @@ type Stats struct {
 	Resent         int64  // items sent again from the retry queue (after an item or a whole request failed)
 	Delivered      int64  // events done: stored, already stored (409), or dead-lettered
 	CursorLSN      uint64 // last persisted cursor
+	// SkippedRecords counts the ledger records retention deleted before
+	// the output sent them (it was more than its max_lag behind with the
+	// ledger full); SkippedEvents their events, where the ledger knew
+	// their number. SkippedRanges are the latest such ranges of LSNs
+	// (first, last), oldest first.
+	SkippedRecords, SkippedEvents int64
+	SkippedRanges                 [][2]uint64
 	// DamagedRanges counts the damaged ranges of the ledger the output
 	// passed (each quarantined and logged once); DamagedRecords the
 	// records they held, whose events were not sent.
@@ -86,6 +125,7 @@ func (o *Output) Stats() Stats {
 		CursorLSN:     c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
 		LedgerReadErrors: c.readErrors.Load(),
+		SkippedRecords:   c.skippedRecords.Load(), SkippedEvents: c.skippedEvents.Load(), SkippedRanges: c.skippedRanges(),
 	}
 }
 

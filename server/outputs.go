@@ -1,0 +1,168 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/elasticsearch"
+)
+
+// errCursorNotSaved: an output could not persist its final cursor when it
+// stopped (its device full, say). A restart resends what came after the
+// persisted cursor under the same ids: not a failure of the stop.
+var errCursorNotSaved = elasticsearch.ErrCursorNotSaved
+
+// newOutputRunner checks the output's options (it contacts nobody) and
+// returns its runner.
+func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
+	out := &outputRunner{name: o.Name, typ: o.Type, key: o.Key, failed: s.outputFailed, maxLag: outputMaxLag(o)}
+	startAt := outputStartAt(o)
+	var newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)
+	switch o.Type {
+	case "elasticsearch":
+		opts, err := elasticsearchOptions(s.cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		if ca := o.Elasticsearch.TLS.CA; ca != "" {
+			if opts.CACert, err = os.ReadFile(ca); err != nil {
+				return nil, fmt.Errorf("server: %s.tls.ca: %w", o.Key, err)
+			}
+		}
+		opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{m: s.metrics, output: o.Name}
+		if err := elasticsearch.CheckOptions(opts); err != nil {
+			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
+		}
+		newDrain = func(l *ledger.Ledger, d *dlq.Store) (drain, error) {
+			opts := opts
+			opts.DeadLetters = d
+			e, err := elasticsearch.New(l, opts)
+			if err != nil {
+				return nil, err
+			}
+			return esDrain{e}, nil
+		}
+		out.openDeadLetters = func() (*dlq.Store, error) { return s.openDeadLetters(o) }
+		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
+	default:
+		return nil, fmt.Errorf("server: %s: outputs of type %q are not supported", o.Key, o.Type)
+	}
+	out.newDrain = func(l *ledger.Ledger, d *dlq.Store) (drain, error) {
+		if err := startCursor(l, o.Name, startAt, s.log); err != nil {
+			return nil, err
+		}
+		return newDrain(l, d)
+	}
+	return out, nil
+}
+
+// startCursor places the cursor of a new output (one the ledger has no
+// cursor for) as its start_at says: "newest" at the ledger's last record,
+// so that it sends only what arrives from now on; "oldest" (the default)
+// is where the output's first read of its cursor puts it: before the
+// oldest record the ledger still holds.
+func startCursor(l *ledger.Ledger, name, startAt string, log interface{ Info(string, ...any) }) error {
+	if startAt != "newest" {
+		return nil
+	}
+	if _, ok := l.Cursors()[name]; ok {
+		return nil
+	}
+	last := l.LastLSN()
+	if err := l.SetCursor(name, last); err != nil {
+		return fmt.Errorf("place the new output's cursor at the newest record: %w", err)
+	}
+	log.Info("new output starts at the newest record (start_at = \"newest\"): it sends nothing the ledger held before", "output", name, "cursor_lsn", last)
+	return nil
+}
+
+// esDrain is an Elasticsearch output as a drain.
+type esDrain struct{ *elasticsearch.Output }
+
+// Misconfigured is "" until the output checks its hosts' clusters.
+func (esDrain) Misconfigured() string { return "" }
+
+// openDeadLetters opens the dead-letter store of the Elasticsearch output
+// o.
+func (s *Server) openDeadLetters(o conf.NamedOutput) (*dlq.Store, error) {
+	dir := deadLetterDir(s.cfg.Ledger.Dir, o.Name)
+	// dlq.Open creates its own directory (and fsyncs its parent) when the
+	// parent exists: prepare only <ledger.dir>/dlq.
+	if _, err := s.prepareDir(o.Key+" dead-letter store", filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	dopts := deadLetterOptions(s.cfg, o.Elasticsearch)
+	dopts.Logger = s.log.With("output", o.Name)
+	d, err := dlq.Open(dir, dopts)
+	if err != nil {
+		return nil, fmt.Errorf("server: %s: %w", o.Key, err)
+	}
+	return d, nil
+}
+
+// pingOutputs asks each Elasticsearch output's cluster who it is, at
+// start, beside the pipeline (pingElasticsearch).
+func (s *Server) pingOutputs(ctx context.Context) {
+	for _, out := range s.outputs {
+		if e, ok := out.current().(esDrain); ok {
+			s.pingElasticsearch(ctx, out, e.Output)
+		}
+	}
+}
+
+// orphanCursors are the ledger's cursors that no enabled output owns, by
+// name: an output removed from the configuration (or disabled) left them,
+// and each holds the ledger back.
+func (s *Server) orphanCursors(cursors map[string]uint64) []string {
+	var names []string
+	for name := range cursors {
+		if s.outputs.byName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// reportOrphanCursors warns at start of every cursor no configured output
+// owns: retention keeps what it has not passed, so it holds the ledger
+// until the operator deletes it.
+func (s *Server) reportOrphanCursors(l *ledger.Ledger) {
+	cursors := l.Cursors()
+	for _, name := range s.orphanCursors(cursors) {
+		s.log.Warn("a ledger cursor belongs to no configured output: it holds the ledger back (retention keeps what it has not passed); if the output was removed for good, release it with `ledgerctl cursors delete "+name+"`",
+			"cursor", name, "cursor_lsn", cursors[name], "held_bytes", l.BytesAfter(cursors[name]))
+	}
+}
+
+// outputMaxLag is o's max_lag in bytes, 0 for none.
+func outputMaxLag(o conf.NamedOutput) int64 {
+	if o.Lumberjack != nil {
+		return int64(o.Lumberjack.MaxLag)
+	}
+	return int64(o.Elasticsearch.MaxLag)
+}
+
+// outputStartAt is o's start_at.
+func outputStartAt(o conf.NamedOutput) string {
+	if o.Lumberjack != nil {
+		return o.Lumberjack.StartAt
+	}
+	return o.Elasticsearch.StartAt
+}
+
+// outputNames lists the outputs' names, for messages.
+func (set outputSet) names() string {
+	names := make([]string, len(set))
+	for i, o := range set {
+		names[i] = o.name
+	}
+	return strings.Join(names, ", ")
+}
