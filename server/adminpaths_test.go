@@ -25,7 +25,7 @@ func TestAdminListeningLineListsEveryPath(t *testing.T) {
 		}
 	}
 	paths := strings.Fields(m[1])
-	want := map[string]bool{"/": true, "/metrics": true, "/livez": true, "/healthz": true, "/readyz": true, "/api/dlq/purge": true, "/debug/pprof/": true}
+	want := map[string]bool{"/": true, "/metrics": true, "/livez": true, "/healthz": true, "/readyz": true, "/api/dlq/purge": true, "/api/cursors/delete": true, "/debug/pprof/": true}
 	for _, p := range paths {
 		if !want[p] {
 			t.Errorf("the line lists %s, which is not one of %v", p, want)

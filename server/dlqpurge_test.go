@@ -186,7 +186,8 @@ func TestDLQPurgeRefusals(t *testing.T) {
 		{"no through", url.Values{}, false, http.StatusBadRequest, "want a dead letter's id"},
 		{"bad through", url.Values{"through": {"yesterday"}}, false, http.StatusBadRequest, "RFC 3339"},
 		{"unknown id", url.Values{"through": {"00000000000000000007.dlq:20"}}, false, http.StatusNotFound, "no such dead letter"},
-		{"another store", url.Values{"through": {now}, "dir": {root}}, false, http.StatusConflict, "this logpond's dead-letter store is"},
+		{"another store", url.Values{"through": {now}, "dir": {root}}, false, http.StatusConflict, "the dead-letter store of output.elasticsearch is"},
+		{"unknown output", url.Values{"through": {now}, "output": {"siem"}}, false, http.StatusNotFound, `no Elasticsearch output named "siem"`},
 		{"by time", url.Values{"through": {now}, "dir": {deadLetterDir(cfg.Ledger.Dir, conf.LegacyOutputName)}}, false, http.StatusOK, `"files":0`},
 	} {
 		code, body := postPurge(t, base, tc.q, tc.bare)
@@ -203,7 +204,7 @@ func TestDLQPurgeRefusals(t *testing.T) {
 	cfg2.Admin.Listen = "127.0.0.1:0"
 	r2 := start(t, cfg2)
 	defer r2.shutdown(t)
-	if code, body := postPurge(t, "http://"+r2.s.AdminAddr().String(), url.Values{"through": {now}}, false); code != http.StatusConflict || !strings.Contains(body, "output.elasticsearch.enabled = false") {
+	if code, body := postPurge(t, "http://"+r2.s.AdminAddr().String(), url.Values{"through": {now}}, false); code != http.StatusConflict || !strings.Contains(body, "runs no Elasticsearch output") {
 		t.Errorf("output disabled: %d %q", code, body)
 	}
 }

@@ -37,6 +37,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			}
 		}
 		opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{m: s.metrics, output: o.Name}
+		s.metrics.esSeries(o.Name)
 		if err := elasticsearch.CheckOptions(opts); err != nil {
 			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
 		}
