@@ -105,11 +105,9 @@ func (r *Reader) Next() bool {
 		r.err = nil
 		if r.sc != nil {
 			// Read again from where the scan stood: the bytes read
-			// before the failure were used already. They come from the
-			// device, not from a copy another Reader cached.
+			// before the failure were used already.
 			r.sc.ioErr = nil
 			r.sc.refresh()
-			r.sc.deviceUntil = max(r.sc.deviceUntil, alignWindow(max(re.Offset, r.sc.pos()))+2*cacheWindow)
 		}
 	}
 	for r.err == nil {
@@ -170,6 +168,15 @@ func (r *Reader) Next() bool {
 		switch {
 		case r.sc.ioErr != nil:
 			r.err = r.sc.ioErr
+			// What is read again of this segment, retried or passed
+			// (PassUnreadable), comes from the device: a read that
+			// fails takes a cached window's place, and the search for
+			// what reads is a question to the device.
+			r.sc.deviceUntil = max(r.sc.deviceUntil, r.sc.pos()+2*cacheWindow)
+			var re *ReadError
+			if errors.As(r.err, &re) && re.Offset >= 0 {
+				r.sc.deviceUntil = max(r.sc.deviceUntil, re.Offset+2*cacheWindow)
+			}
 		case r.sc.damage != nil:
 			r.err = r.sc.damage
 		case r.sc.next <= durable:
