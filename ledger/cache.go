@@ -31,6 +31,7 @@ type readCache struct {
 	max     int // windows held at most
 	lru     *list.List
 	windows map[windowKey]*list.Element
+	free    [][]byte // buffers of windows no longer cached, for reuse
 }
 
 type windowKey struct {
@@ -38,9 +39,9 @@ type windowKey struct {
 	off int64  // a multiple of cacheWindow
 }
 
-// window is one cached window. Its bytes never change once cached (an
-// update replaces the window), so a copy out of it needs no lock beyond
-// the lookup.
+// window is one cached window. Its bytes never change while it is cached
+// (an update replaces the window); they are copied out under the cache's
+// lock, so that its buffer can be reused once it is no longer cached.
 type window struct {
 	key windowKey
 	buf []byte
@@ -63,43 +64,73 @@ func newReadCache(bytes int64) *readCache {
 	return &readCache{max: int(min(n, math.MaxInt32)), lru: list.New(), windows: map[windowKey]*list.Element{}}
 }
 
-// get returns the window of key when it holds the bytes up to need
-// (relative to the window's start) or the file ends in it; nil otherwise.
-func (c *readCache) get(key windowKey, need int) *window {
+// copyOut copies the bytes of the window of key from offset from into dst
+// when the window holds the bytes up to need (relative to its start) or
+// the file ends in it, and reports how many; ok is false when it does not
+// (a miss). The copy is made under the lock, so that a window's buffer is
+// reused only once no Reader copies from it.
+func (c *readCache) copyOut(key windowKey, dst []byte, from, need int) (n int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.windows[key]
 	if !ok {
-		return nil
+		return 0, false
 	}
 	w := e.Value.(*window)
 	if w.n < need && !w.eof {
-		return nil
+		return 0, false
 	}
 	c.lru.MoveToFront(e)
-	return w
+	if from >= w.n {
+		return 0, true
+	}
+	return copy(dst, w.buf[from:w.n]), true
+}
+
+// buffer returns a window buffer: one evicted before, or a new one.
+func (c *readCache) buffer() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free = c.free[:n-1]
+		return b
+	}
+	return alignedBuffer(cacheWindow)
+}
+
+// release keeps buf, no longer cached, for reuse. At most two are kept:
+// a Reader needs one at a time.
+func (c *readCache) releaseLocked(buf []byte) {
+	if len(c.free) < 2 {
+		c.free = append(c.free, buf)
+	}
 }
 
 // put caches w, replacing the window of its key unless that one holds
-// more, and evicts the least recently used windows beyond the capacity.
+// more (w's buffer is then kept for reuse), and evicts the least recently
+// used windows beyond the capacity.
 func (c *readCache) put(w *window) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.windows[w.key]; ok {
 		old := e.Value.(*window)
+		c.lru.MoveToFront(e)
 		if old.n >= w.n && (old.eof || !w.eof) {
-			c.lru.MoveToFront(e)
+			c.releaseLocked(w.buf)
 			return
 		}
 		e.Value = w
-		c.lru.MoveToFront(e)
+		c.releaseLocked(old.buf)
 		return
 	}
 	c.windows[w.key] = c.lru.PushFront(w)
 	for c.lru.Len() > c.max {
 		e := c.lru.Back()
 		c.lru.Remove(e)
-		delete(c.windows, e.Value.(*window).key)
+		old := e.Value.(*window)
+		delete(c.windows, old.key)
+		c.releaseLocked(old.buf)
 	}
 }
 
@@ -187,30 +218,33 @@ func (s *segReads) read(f *os.File, buf []byte, off int64) (int, error) {
 			need = int(min(int64(need), max(stable-wOff, int64(from)+1)))
 		}
 		key := windowKey{s.seg, wOff}
-		if w := c.get(key, need); w != nil {
-			n := copy(buf[got:got+want], w.buf[from:w.n])
+		if n, ok := c.copyOut(key, buf[got:got+want], from, need); ok {
 			got += n
 			if n < want {
 				return got, nil // the file, or its final bytes, end here
 			}
 			continue
 		}
-		wbuf := alignedBuffer(cacheWindow)
+		wbuf := c.buffer()
 		n, err := readAt(f, wbuf, wOff)
 		s.l.deviceRead.Add(int64(n))
-		if err != nil {
-			return got, err
+		k := 0
+		if err == nil && n > from {
+			k = copy(buf[got:got+want], wbuf[from:n])
 		}
 		keep := n
 		if !sealed {
 			keep = int(min(int64(n), max(stable-wOff, 0)))
 		}
-		if live && keep > 0 {
+		if err == nil && live && keep > 0 {
 			c.put(&window{key: key, buf: wbuf, n: keep, eof: sealed && n < cacheWindow})
+		} else {
+			c.mu.Lock()
+			c.releaseLocked(wbuf)
+			c.mu.Unlock()
 		}
-		k := 0
-		if n > from {
-			k = copy(buf[got:got+want], wbuf[from:n])
+		if err != nil {
+			return got, err
 		}
 		got += k
 		if k < want {
