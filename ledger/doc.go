@@ -96,8 +96,27 @@
 // costs about one index interval of reading, not a scan of the segment.
 // It reads with large aligned reads, and never
 // returns a record beyond [Ledger.LastLSN]; a caught-up Reader waits with
-// [Reader.Wait]. It reads straight from the segment files; it does not keep
-// a copy of the recent tail in memory.
+// [Reader.Wait].
+//
+// # Shared reads
+//
+// Several outputs read one ledger, each from its own cursor, and O_DIRECT
+// has no page cache: outputs close together would each read the same
+// bytes from the device. The Readers of a ledger share a read cache of
+// windows of 1 MiB at multiples of 1 MiB of a segment file, keyed by the
+// segment's first LSN (never reused while the ledger is open) and the
+// offset, least recently used first out, within Options.ReadCacheBytes
+// ([DefaultReadCacheBytes] by configuration; 0: no cache). A window holds
+// only final bytes: a sealed segment's, or the open segment's up to where
+// its synced records ended when the window was read (bytes after that may
+// be a write in progress, or not written yet). A Reader that needs bytes of
+// the open segment past a cached window's end reads the window again from
+// the device. Bytes read again after a failed read, or read to judge
+// damage (a frame that does not check, the search for the next valid
+// frame, PassUnreadable), always come from the device, and the cached
+// windows they lie in are dropped; retention drops the windows of the
+// segments it deletes. [Ledger.DeviceBytesRead] counts what the device
+// served; [Reader.BytesRead] what one Reader consumed, cached or not.
 //
 // A cursor holds the last LSN an output has fully done and is replaced
 // atomically. [Ledger.Retain] deletes a sealed segment once every cursor is
@@ -105,6 +124,15 @@
 // deletes nothing, and it never deletes the open segment, whose name keeps
 // the LSN high-water mark. A Reader holding a deleted segment open keeps
 // reading it (unlink, not truncate).
+//
+// Records a Reader has not read may be deleted only by max_lag (below): a
+// Reader whose next record is gone stops at a [Skip] — the deleted range,
+// with the events it held when the ledger counted them (it counts each
+// segment's events as it writes it, and remembers the counts of the
+// segments it deleted until every cursor passed them, in memory only: -1
+// after a restart) — and goes on with the oldest record retained. A Reader
+// started before FirstLSN stops at the Skip [from, FirstLSN-1]; a new
+// cursor starts at FirstLSN-1, so its Reader skips nothing.
 //
 // # Limits
 //
@@ -115,6 +143,19 @@
 // never waits: the caller syncs what it appended, so that outputs can read
 // and pass it, and tries again later. [Ledger.Waiting] says why the ledger
 // is full.
-// Memory: the writer's 1 MiB buffer (or one record, if larger) and 1 MiB per
-// Reader.
+//
+// Options.MaxLag lets a cursor's records give way too, so that one output
+// far behind does not stop ingest for all: when deleting drained segments
+// is not enough, a full ledger deletes, oldest first and only as many as
+// make room, sealed segments that only cursors further behind than their
+// MaxLag ([Ledger.BytesAfter] their position) still need — never the open
+// segment, never one a cursor without MaxLag, or within it, still needs.
+// Each deletion is logged at ERROR with the segment, its LSN range, its
+// events and the cursors that had not passed it; their outputs' Readers
+// report the range as a [Skip]. Without MaxLag a full ledger refuses
+// records as above.
+//
+// Memory: the writer's 1 MiB buffer (or one record, if larger), 1 MiB per
+// Reader, the shared read cache (Options.ReadCacheBytes), and the event
+// counts of deleted ranges not yet passed by every cursor (at most 4096).
 package ledger

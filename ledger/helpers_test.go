@@ -34,7 +34,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func testOpts(t testing.TB, direct bool) Options {
-	return Options{SegmentBytes: 64 << 10, DirectIO: direct, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	// Readers share a read cache, as in production: every test that reads
+	// checks it too.
+	return Options{SegmentBytes: 64 << 10, DirectIO: direct, ReadCacheBytes: DefaultReadCacheBytes,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 }
 
 func mustOpen(t testing.TB, dir string, opts Options) *Ledger {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,21 @@ type Options struct {
 	// them; 0 deletes them at the next Retain. A full ledger deletes
 	// drained segments sooner: new records win over drained ones.
 	Retention time.Duration
+	// MaxLag bounds, per cursor name, the bytes a cursor may keep on disk
+	// behind it when the ledger is full (absent or 0: no bound). A full
+	// ledger first deletes drained segments; when that is not enough, it
+	// deletes the oldest sealed segments that only cursors further behind
+	// than their MaxLag (BytesAfter) still need, as few as make room,
+	// logging each at ERROR: those cursors' outputs lose the records
+	// (Reader reports a [Skip]) rather than stopping ingest for every
+	// output. Without it a full ledger refuses records ([ErrFull]).
+	MaxLag map[string]int64
+	// ReadCacheBytes bounds the memory of the read cache the ledger's
+	// Readers share, so that outputs reading the same records read them
+	// from the device once (O_DIRECT has no page cache): whole windows of
+	// 1 MiB, least recently used first out. 0 disables it; the
+	// configuration's default is [DefaultReadCacheBytes].
+	ReadCacheBytes int64
 	// DirectIO reads and writes segments with O_DIRECT.
 	DirectIO bool
 	// Covered reports whether the journal still holds lsn and every record
@@ -66,6 +82,10 @@ type segment struct {
 	// size is the bytes on disk of a sealed segment; of the open one, where
 	// its synced records end (Sync keeps it with durable).
 	size int64
+	// events is the number of events its records hold, counted by the
+	// writer (published at seal) and by the scan of the open segment at
+	// Open; -1 when unknown (a segment sealed before this instance).
+	events int64
 	// index is the open segment's sparse index up to its synced records,
 	// published by Sync, so that a Reader seeks in the open segment as in a
 	// sealed one (whose index is its .idx file; nil here). Entries are only
@@ -89,6 +109,10 @@ type Ledger struct {
 	// openBytes is the open segment's bytes (written and buffered), kept
 	// by the writer and read by UsedBytes.
 	openBytes atomic.Int64
+	// cache is the Readers' shared read cache (nil: none); deviceRead the
+	// bytes Readers read from segment files (cache.go).
+	cache      *readCache
+	deviceRead atomic.Int64
 
 	// Writer state, owned by the writer goroutine.
 	f        *os.File // the open segment
@@ -98,6 +122,7 @@ type Ledger struct {
 	bufFirst uint64       // LSN of the first frame in buf
 	index    []indexEntry // sparse index of the open segment, written at seal
 	last     uint64       // last appended LSN, buffered or not
+	events   int64        // events appended to the open segment (-1: unknown)
 	dirDirty bool         // a segment file was created since the last Sync
 	// retainFailing is set while deleting drained segments for room fails
 	// (logged once).
@@ -110,6 +135,7 @@ type Ledger struct {
 	mu        sync.Mutex // guards the fields below
 	cursors   map[string]uint64
 	drainedAt map[uint64]time.Time // segment first LSN → when Retain first saw it drained
+	skipped   map[uint64]skipped   // ranges deleted for max_lag, by first LSN (retention.go)
 	waiting   string               // why the writer waits, "" when it does not
 	full      waitlog.Episode      // the ledger is full (waiting is set)
 	segs      []segment            // oldest first; the last is open
@@ -218,7 +244,15 @@ func open(dir string, opts Options, prior *priorSync) (*Ledger, error) {
 	}
 	l := &Ledger{dir: dir, opts: opts, log: opts.Logger, fdatasync: opts.hooks.fdatasync, syncDir: opts.hooks.syncDir,
 		buf: alignedBuffer(writeBuffer), advanced: make(chan struct{}),
-		drainedAt: map[uint64]time.Time{}}
+		drainedAt: map[uint64]time.Time{}, skipped: map[uint64]skipped{},
+		cache: newReadCache(opts.ReadCacheBytes)}
+	// The caller's map may change after Open; Reopen keeps this copy.
+	l.opts.MaxLag = maps.Clone(opts.MaxLag)
+	for name, n := range opts.MaxLag {
+		if n < 0 {
+			return nil, fmt.Errorf("ledger: max lag of cursor %q is %d bytes: use 0 (no bound) or more", name, n)
+		}
+	}
 	if l.fdatasync == nil {
 		l.fdatasync = fdatasync
 	}
@@ -282,7 +316,7 @@ func listSegments(dir string) ([]segment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
-		segs = append(segs, segment{first: first, path: filepath.Join(dir, name), size: info.Size()})
+		segs = append(segs, segment{first: first, path: filepath.Join(dir, name), size: info.Size(), events: -1})
 	}
 	slices.SortFunc(segs, func(a, b segment) int { return cmpUint(a.first, b.first) })
 	return segs, nil
@@ -401,6 +435,7 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 	var end int64 // just past the last valid frame kept
 	last := seg.first - 1
 	unsynced := uint64(0) // first LSN not kept for never having been synced
+	l.events = 0
 	for sc.nextFrame() {
 		if sc.lsn > keep {
 			unsynced = sc.lsn
@@ -408,6 +443,7 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 		}
 		end = sc.recOff + frameSize(len(sc.rec))
 		last = sc.lsn
+		l.events += int64(sc.dec.Count())
 		l.index = addIndexEntry(l.index, sc.lsn, sc.recOff)
 	}
 	if sc.ioErr != nil {
@@ -568,6 +604,7 @@ func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError, keep 
 		"segment", seg.path, "offset", d.Offset, "first_damaged_lsn", d.LSN, "segment_last_lsn", last, "reason", d.Err,
 		"inspect", fmt.Sprintf("check the device (dmesg, SMART); ledgerctl -ledger %s verify", l.dir))
 	l.last, l.index = last, nil
+	seg.events = -1 // its damaged range's events are unknown
 	return l.startSegment(last + 1)
 }
 

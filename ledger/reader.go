@@ -27,6 +27,7 @@ type Reader struct {
 	rec    []byte
 	dec    record.Record // rec decoded
 	damage *Damage       // the damaged range Next stopped at, or nil
+	skip   *Skip         // the deleted range Next stopped at, or nil
 	err    error
 	read   int64 // bytes read from the segments closed so far
 
@@ -36,8 +37,22 @@ type Reader struct {
 	wide []byte
 }
 
-// Reader returns a Reader positioned at from (at the oldest retained record
-// if from is older).
+// Skip is a range of records deleted before this reader read them (max_lag retention).
+type Skip struct {
+	FirstLSN, LastLSN uint64
+	// Events is the number of events those records held; -1 when unknown
+	// (the ledger counts the events of the segments it deletes, in memory
+	// only: after a restart, or for a range that begins inside a deleted
+	// segment or was not deleted by this instance, it does not know).
+	Events int64
+}
+
+// Reader returns a Reader positioned at from. When from is older than the
+// oldest retained record (FirstLSN), the records before FirstLSN are gone:
+// the first Next stops at a [Skip] of [from, FirstLSN-1] (none when from is
+// FirstLSN, as for a new cursor, which starts at FirstLSN-1). A Reader
+// whose next segment is deleted while it reads reports the deleted range
+// the same way and goes on after it.
 func (l *Ledger) Reader(from uint64) *Reader {
 	return &Reader{l: l, next: max(from, 1)}
 }
@@ -64,11 +79,27 @@ func (r *Reader) SkipDamage() { r.skipDamage = true }
 // record.
 func (r *Reader) Damage() *Damage { return r.damage }
 
+// Skipped is the range of records retention deleted before the Reader read
+// them (a cursor beyond its max_lag, Options.MaxLag) that Next stopped at,
+// or nil. Like for Damage, Record is nil and LSN is the range's last LSN,
+// so that the caller can count the range as passed; Next goes on with the
+// oldest record retained. Skips are reported with or without SkipDamage.
+func (r *Reader) Skipped() *Skip { return r.skip }
+
+// stopAtSkip makes Next stop at the deleted range [first, last].
+func (r *Reader) stopAtSkip(first, last uint64) bool {
+	r.closeSegment()
+	r.skip = &Skip{FirstLSN: first, LastLSN: last, Events: r.l.skippedEvents(first, last)}
+	r.damage, r.rec, r.dec = nil, nil, record.Record{}
+	r.lsn, r.next = last, last+1
+	return true
+}
+
 // Next advances to the next record (or, with SkipDamage, damaged range).
 // After it stopped at a [*ReadError] (Err), the next call retries the
 // read that failed; any other error stops the Reader for good.
 func (r *Reader) Next() bool {
-	r.damage = nil
+	r.damage, r.skip = nil, nil
 	var re *ReadError
 	if errors.As(r.err, &re) {
 		r.err = nil
@@ -96,11 +127,14 @@ func (r *Reader) Next() bool {
 				if len(segs) == 0 || r.next > durable {
 					return false
 				}
-				r.next = segs[0].first // older records were deleted by retention
-				continue
+				// Older records were deleted by retention.
+				return r.stopAtSkip(r.next, segs[0].first-1)
 			}
-			if !r.open(segs, i) {
+			switch r.open(segs, i) {
+			case openFailed:
 				return false
+			case openGone:
+				continue // deleted since the snapshot: a skip now
 			}
 		}
 		if r.sc.limit != durable {
@@ -134,6 +168,15 @@ func (r *Reader) Next() bool {
 		switch {
 		case r.sc.ioErr != nil:
 			r.err = r.sc.ioErr
+			// What is read again of this segment, retried or passed
+			// (PassUnreadable), comes from the device: a read that
+			// fails takes a cached window's place, and the search for
+			// what reads is a question to the device.
+			r.sc.deviceUntil = max(r.sc.deviceUntil, r.sc.pos()+2*cacheWindow)
+			var re *ReadError
+			if errors.As(r.err, &re) && re.Offset >= 0 {
+				r.sc.deviceUntil = max(r.sc.deviceUntil, re.Offset+2*cacheWindow)
+			}
 		case r.sc.damage != nil:
 			r.err = r.sc.damage
 		case r.sc.next <= durable:
@@ -144,8 +187,9 @@ func (r *Reader) Next() bool {
 				continue
 			}
 			if len(segs) > 0 && segs[0].first > r.sc.next {
-				r.err = fmt.Errorf("ledger: the segment holding LSN %d was deleted by retention before it was read", r.sc.next)
-				return false
+				// Retention deleted the segments after this one before
+				// the Reader came to them (max_lag).
+				return r.stopAtSkip(max(r.sc.next, r.next), segs[0].first-1)
 			}
 			r.err = &CorruptionError{Segment: r.sc.path, Offset: r.sc.pos(), LSN: r.sc.next,
 				Err: errors.New("segment ends before the next segment begins: records are missing")}
@@ -156,16 +200,26 @@ func (r *Reader) Next() bool {
 	return false
 }
 
-func (r *Reader) open(segs []segment, i int) bool {
+// What open did.
+const (
+	opened     = iota
+	openFailed // r.err says why
+	openGone   // retention deleted the segment since the snapshot
+)
+
+func (r *Reader) open(segs []segment, i int) int {
 	s, isLast := segs[i], i == len(segs)-1
 	f, err := openSegmentFile(s.path, os.O_RDONLY, r.l.opts.DirectIO)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			r.err = fmt.Errorf("ledger: segment %s was deleted before it was read (LSN %d)", s.path, r.next)
+			if _, now := r.l.snapshot(); !slices.ContainsFunc(now, func(x segment) bool { return x.first == s.first }) {
+				return openGone
+			}
+			r.err = fmt.Errorf("ledger: segment %s is missing: it was deleted outside retention (LSN %d)", s.path, r.next)
 		} else {
 			r.err = &ReadError{Segment: s.path, Offset: -1, Err: err}
 		}
-		return false
+		return openFailed
 	}
 	r.f, r.segFirst = f, s.first
 	from, fromLSN := int64(0), s.first
@@ -184,7 +238,7 @@ func (r *Reader) open(segs []segment, i int) bool {
 					err = &ReadError{Segment: indexPath(s.path), Offset: -1, Err: err}
 				}
 				r.f, r.err = nil, err
-				return false
+				return openFailed
 			}
 		}
 		if e, ok := seekPoint(entries, r.next); ok {
@@ -192,10 +246,11 @@ func (r *Reader) open(segs []segment, i int) bool {
 		}
 	}
 	r.sc = newSegScanner(f, s.path, fromLSN, from)
+	r.sc.reads = &segReads{l: r.l, seg: s.first}
 	if r.skipDamage {
 		r.sc.withResync(0) // bounded by Next (damageBounds)
 	}
-	return true
+	return opened
 }
 
 // damageBounds returns, for the segment whose first LSN is first, the last
@@ -229,8 +284,9 @@ func (r *Reader) closeSegment() {
 	r.f, r.sc, r.wide = nil, nil, nil
 }
 
-// BytesRead is the bytes the Reader has read from segment files: what it
-// cost the ledger's device. A Reader seeks with the sparse index of the
+// BytesRead is the bytes the Reader has consumed from segment files: read
+// into its window, from the device or from the ledger's shared read cache
+// ([Ledger.DeviceBytesRead] counts what the device served). A Reader seeks with the sparse index of the
 // segment holding its start, the open one included, so that reading a
 // record costs about the index interval (256 KiB) and one read (1 MiB) at
 // most, however large the segment.

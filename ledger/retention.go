@@ -72,6 +72,14 @@ func (l *Ledger) makeRoom(n int64) error {
 		l.log.Warn("ledger full: cannot measure the files kept aside for inspection; counting their last measure", "err", err)
 	}
 	used, ok := l.fits(n)
+	if !ok && len(l.opts.MaxLag) > 0 {
+		// Last, the records of outputs too far behind give way, so that
+		// the others and ingest go on.
+		if _, err := l.dropLagging(n); err != nil {
+			l.log.Error("ledger full: deleting segments held back only by cursors beyond their max_lag failed", "err", err)
+		}
+		used, ok = l.fits(n)
+	}
 	if ok {
 		l.leaveFull(used)
 		return nil
@@ -153,7 +161,14 @@ func (l *Ledger) retain(force bool) (int, error) {
 			drop = append(drop, s)
 		}
 	}
+	l.forgetSkippedLocked()
 	l.mu.Unlock()
+	return l.deleteOldest(drop)
+}
+
+// deleteOldest deletes the segments drop, the oldest of l.segs, in order,
+// and cuts those it deleted off l.segs. l.retainMu must be held.
+func (l *Ledger) deleteOldest(drop []segment) (int, error) {
 	var errs []error
 	deleted := 0
 	for _, s := range drop {
@@ -174,6 +189,11 @@ func (l *Ledger) retain(force bool) (int, error) {
 		}
 		l.segs = l.segs[deleted:]
 		l.mu.Unlock()
+		if l.cache != nil {
+			for _, s := range drop[:deleted] {
+				l.cache.drop(s.first, 0, -1)
+			}
+		}
 	}
 	return deleted, errors.Join(errs...)
 }
@@ -192,6 +212,11 @@ func (l *Ledger) now() time.Time {
 func (l *Ledger) BytesAfter(lsn uint64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.bytesAfterLocked(lsn)
+}
+
+// bytesAfterLocked is BytesAfter; l.mu must be held.
+func (l *Ledger) bytesAfterLocked(lsn uint64) int64 {
 	last := l.durable
 	if lsn >= last {
 		return 0
@@ -214,3 +239,130 @@ func (l *Ledger) BytesAfter(lsn uint64) int64 {
 	}
 	return n
 }
+
+// maxSkipped bounds the deleted ranges whose event counts the ledger
+// remembers: each is a segment deleted under a cursor beyond its max_lag
+// that the cursor has not passed yet. Past it the oldest is forgotten (its
+// events are then reported unknown), so that a cursor that never moves
+// cannot make the map grow without end.
+const maxSkipped = 4096
+
+// skipped is a range of records deleted for max_lag before every cursor
+// had passed it.
+type skipped struct {
+	last   uint64
+	events int64 // -1: unknown
+}
+
+// dropLagging deletes, oldest first, sealed segments that only cursors
+// beyond their max_lag still need, until n more bytes fit within MaxBytes
+// or the oldest segment is needed by a cursor without max_lag or within
+// it. Each deletion is logged at ERROR with the cursors that lose its
+// records. It returns the number of segments deleted.
+func (l *Ledger) dropLagging(n int64) (int, error) {
+	l.retainMu.Lock()
+	defer l.retainMu.Unlock()
+	total := 0
+	for {
+		l.mu.Lock()
+		if l.usedBytesLocked()+n <= l.opts.MaxBytes || len(l.segs) < 2 {
+			l.mu.Unlock()
+			return total, nil
+		}
+		s, last := l.segs[0], l.segs[1].first-1
+		var behind []any // the cursors that lose records: name, position, lag, max_lag
+		var names []string
+		ok := true
+		for name, c := range l.cursors {
+			if c >= last {
+				continue // passed s
+			}
+			lag, limit := l.bytesAfterLocked(c), l.opts.MaxLag[name]
+			if limit <= 0 || lag <= limit {
+				ok = false // this cursor may keep s
+				break
+			}
+			names = append(names, name)
+			behind = append(behind, slog.Group(name, "cursor", c, "lag_bytes", lag, "max_lag_bytes", limit))
+		}
+		if ok && len(behind) > 0 {
+			// Recorded before the file goes, so that a Reader meeting the
+			// gap finds its events.
+			l.skipped[s.first] = skipped{last: last, events: s.events}
+			l.boundSkippedLocked()
+		}
+		l.mu.Unlock()
+		if !ok || len(behind) == 0 {
+			// No cursor holds s back: it is drained, and retain would have
+			// deleted it unless it failed; nothing more may go here.
+			return total, nil
+		}
+		deleted, err := l.deleteOldest([]segment{s})
+		if deleted == 0 {
+			l.mu.Lock()
+			delete(l.skipped, s.first)
+			l.mu.Unlock()
+			return total, err
+		}
+		total++
+		l.log.Error("ledger full: deleted a segment that outputs beyond their max_lag had not read; those outputs skip its records",
+			append([]any{"segment", s.path, "first_lsn", s.first, "last_lsn", last, "events", s.events, "cursors", names, "max_bytes", l.opts.MaxBytes}, behind...)...)
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// boundSkippedLocked forgets the oldest remembered ranges beyond
+// maxSkipped. l.mu must be held.
+func (l *Ledger) boundSkippedLocked() {
+	for len(l.skipped) > maxSkipped {
+		oldest := ^uint64(0)
+		for first := range l.skipped {
+			oldest = min(oldest, first)
+		}
+		delete(l.skipped, oldest)
+	}
+}
+
+// forgetSkippedLocked forgets the deleted ranges every cursor has passed:
+// no output's Reader meets them again. l.mu must be held.
+func (l *Ledger) forgetSkippedLocked() {
+	if len(l.skipped) == 0 {
+		return
+	}
+	low := ^uint64(0)
+	for _, c := range l.cursors {
+		low = min(low, c)
+	}
+	for first, s := range l.skipped {
+		if s.last <= low {
+			delete(l.skipped, first)
+		}
+	}
+}
+
+// skippedEvents is the number of events of the deleted records
+// [first, last] when the ledger knows it: the range is made of whole
+// segments it deleted for max_lag, and it counted each one's events. -1
+// otherwise.
+func (l *Ledger) skippedEvents(first, last uint64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for at := first; at <= last; {
+		s, ok := l.skipped[at]
+		if !ok || s.events < 0 || s.last > last {
+			return -1
+		}
+		n += s.events
+		at = s.last + 1
+	}
+	return n
+}
+
+// DeviceBytesRead is the bytes the ledger's Readers have read from segment
+// files: the device's share of their reads, what the shared read cache did
+// not serve (Options.ReadCacheBytes). [Reader.BytesRead] is what one Reader
+// consumed, cached or not. Safe for concurrent use.
+func (l *Ledger) DeviceBytesRead() int64 { return l.deviceRead.Load() }

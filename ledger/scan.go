@@ -35,7 +35,15 @@ type segScanner struct {
 
 	damage *CorruptionError // set when scanning stopped at damage
 	ioErr  error
-	read   int64 // bytes read from the file so far
+	read   int64 // bytes read into the window so far (consumed by the scan)
+
+	// reads, when set, is the Reader's way to its segment: through the
+	// ledger's shared read cache (cache.go); nil reads the file directly.
+	reads *segReads
+	// deviceUntil: reads of bytes before this offset go to the device,
+	// never to the cache: bytes read again after a failed read, or to
+	// judge damage, must be what the device holds now.
+	deviceUntil int64
 
 	// resync: at damage, find the next valid frame instead of stopping
 	// and report what was passed in skipped (readers that pass damage).
@@ -124,7 +132,7 @@ func (s *segScanner) fill(n int) bool {
 			}
 		}
 		want := int(alignDown(int64(len(s.buf) - s.end)))
-		got, err := readAt(s.f, s.buf[s.end:s.end+want], s.fileOff+int64(s.end))
+		got, err := s.readAt(s.buf[s.end:s.end+want], s.fileOff+int64(s.end))
 		if err != nil {
 			s.ioErr = &ReadError{Segment: s.path, Offset: s.fileOff + int64(s.end), Err: err}
 			return false
@@ -135,6 +143,34 @@ func (s *segScanner) fill(n int) bool {
 			s.eof = true
 		}
 	}
+	return true
+}
+
+// readAt reads buf at off: straight from the file, or, for a Reader,
+// through the shared cache unless the bytes must come from the device.
+func (s *segScanner) readAt(buf []byte, off int64) (int, error) {
+	switch {
+	case s.reads == nil:
+		return readAt(s.f, buf, off)
+	case off < s.deviceUntil:
+		return s.reads.device(s.f, buf, off)
+	}
+	return s.reads.read(s.f, buf, off)
+}
+
+// fromDevice makes the scan read again, from the device, from the end of
+// the last valid frame to past at, where it met what looks like damage,
+// when those bytes may have come from the shared cache: only the device's
+// bytes are judged. It returns false when they came from the device
+// already (the damage stands).
+func (s *segScanner) fromDevice(at int64) bool {
+	if s.reads == nil || s.reads.l.cache == nil || at < s.deviceUntil {
+		return false
+	}
+	s.deviceUntil = alignWindow(at) + 2*cacheWindow
+	s.fileOff = alignDown(s.goodEnd)
+	s.start = int(s.goodEnd - s.fileOff)
+	s.end, s.eof = 0, false
 	return true
 }
 
@@ -172,6 +208,9 @@ func (s *segScanner) nextFrame() bool {
 		}
 		if s.start >= s.end {
 			if s.resync && s.maxLSN > 0 && s.next <= s.maxLSN {
+				if s.fromDevice(s.pos()) {
+					continue
+				}
 				// The file ends (in zeros) before the segment's last
 				// record: the rest of its records are gone.
 				s.skipped = &Damage{Segment: s.path, Start: s.goodEnd, End: s.pos(), FirstLSN: s.next, LastLSN: s.maxLSN,
@@ -244,6 +283,9 @@ func (s *segScanner) skip(cause error) bool {
 // scanner moves to the next valid frame and reports the range in between
 // (skipped). It returns false either way (nextFrame stops).
 func (s *segScanner) fail(d *CorruptionError) bool {
+	if s.fromDevice(d.Offset) {
+		return true // judged again on the device's bytes
+	}
 	if !s.resync {
 		s.damage = d
 		return false
@@ -271,6 +313,8 @@ func (s *segScanner) resyncFrom(d *CorruptionError) {
 	s.fileOff = alignDown(from)
 	s.start = int(from - s.fileOff)
 	s.end, s.eof = 0, false
+	// The search reads what the device holds, never cached copies.
+	s.deviceUntil = max(s.deviceUntil, s.size)
 	// The search starts at the end of the last good frame itself: a frame
 	// there that checks whole but carries a later LSN is the next one (the
 	// records between are missing); one with the expected LSN cannot be

@@ -47,6 +47,9 @@ func (r *Reader) PassUnreadable() (bool, error) {
 	}
 	size := st.Size()
 	from := s.goodEnd
+	// Only the device can say what it will not return: no cached copy
+	// answers for it up to the segment's end.
+	s.deviceUntil = max(s.deviceUntil, size)
 	bad, readable := unreadableRun(s.f, alignDown(from), size)
 	if bad < 0 || (bad > alignDown(from) && r.wide == nil) {
 		// Every block reads now, or blocks before the unreadable one

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/logpond/logpond/record"
 )
 
 // Append buffers the record rec (encoded by package record) as LSN lsn.
@@ -59,6 +61,9 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 	putFrame(l.buf[l.bufLen:], lsn, rec)
 	l.bufLen += int(size)
 	l.last = lsn
+	if l.events >= 0 {
+		l.events += recordEvents(rec)
+	}
 	l.openBytes.Store(l.writeOff + int64(l.bufLen))
 	return nil
 }
@@ -142,6 +147,7 @@ func (l *Ledger) seal() error {
 	l.mu.Lock()
 	sealed := &l.segs[len(l.segs)-1]
 	sealed.size, sealed.index = l.writeOff, nil // its index is on disk now
+	sealed.events = l.events
 	l.mu.Unlock()
 	l.f = nil
 	return nil
@@ -154,10 +160,10 @@ func (l *Ledger) startSegment(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("ledger: create segment: %w", err)
 	}
-	l.f, l.writeOff, l.dirDirty, l.index = f, 0, true, nil
+	l.f, l.writeOff, l.dirDirty, l.index, l.events = f, 0, true, nil, 0
 	l.openBytes.Store(0)
 	l.mu.Lock()
-	l.segs = append(l.segs, segment{first: first, path: path})
+	l.segs = append(l.segs, segment{first: first, path: path, events: -1})
 	l.mu.Unlock()
 	return nil
 }
@@ -219,4 +225,18 @@ func (l *Ledger) Close() error {
 		return poisoned
 	}
 	return err
+}
+
+// recordEvents is the event count in the header of rec, a record of
+// package record (its format, version 1: a u32 at offset 8), read without
+// decoding it: the writer counts the events of each segment so that a
+// segment deleted before an output read it is reported with its events.
+// The flusher gives the writer records it verified; 0 for one too short
+// to have a header.
+func recordEvents(rec []byte) int64 {
+	const offCount = 8
+	if len(rec) < record.HeaderSize {
+		return 0
+	}
+	return int64(le.Uint32(rec[offCount:]))
 }
