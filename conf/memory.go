@@ -20,8 +20,10 @@ type Memory struct {
 	// a time, its recovery scan at open and the flusher's reads of its
 	// files.
 	JournalRead int64
-	// Ledger is LedgerBuffersBytes: the ledger's write buffer and the
-	// flusher's batch held for it.
+	// Ledger is LedgerBuffersBytes, the ledger's write buffer and the
+	// flusher's batch held for it, plus LedgerReadCacheBytes, the read
+	// cache the outputs share, plus one read window (LedgerReadWindowBytes)
+	// per output beyond the first.
 	Ledger int64
 	// Output is the sum over the enabled outputs (OutputBytes): each
 	// drains the ledger at its own pace with its own buffers.
@@ -39,6 +41,15 @@ const ConnectionBytes = 80 << 10
 // LedgerBuffersBytes is the ledger writer's buffer plus the output's and
 // tools' ledger readers' read chunks, in the formula.
 const LedgerBuffersBytes = 4 << 20
+
+// LedgerReadCacheBytes is the ledger's read cache, shared by the outputs'
+// readers so that outputs close together read the device once (the
+// ledger package's DefaultReadCacheBytes; a server test keeps them equal).
+const LedgerReadCacheBytes = 8 << 20
+
+// LedgerReadWindowBytes is one ledger reader's read window: each output
+// reads the ledger through its own.
+const LedgerReadWindowBytes = 1 << 20
 
 // RuntimeOverheadBytes is the fixed part of the formula.
 const RuntimeOverheadBytes = 20 << 20
@@ -75,12 +86,14 @@ func (c *Config) Memory() Memory {
 		JournalTail:  c.JournalTailBytes(),
 		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
 		JournalRead:  c.JournalReadBytes(),
-		Ledger:       LedgerBuffersBytes,
+		Ledger:       LedgerBuffersBytes + LedgerReadCacheBytes,
 		Overhead:     RuntimeOverheadBytes,
 	}
-	for _, o := range c.Outputs() {
+	outs := c.Outputs()
+	for _, o := range outs {
 		m.Output += c.OutputBytes(o)
 	}
+	m.Ledger += int64(max(len(outs)-1, 0)) * LedgerReadWindowBytes
 	return m
 }
 

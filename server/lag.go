@@ -90,6 +90,9 @@ func (p *oldestProbe) received(l *ledger.Ledger, lsn uint64) time.Time {
 	r := l.Reader(lsn)
 	defer r.Close()
 	found := r.Next()
+	for found && r.Skipped() != nil {
+		found = r.Next() // deleted before the output read them: the oldest is after them
+	}
 	p.bytesRead += r.BytesRead()
 	if !found {
 		return time.Time{} // not remembered: the next probe tries again

@@ -50,7 +50,26 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		MaxBytes:     int64(c.MaxBytes),
 		Retention:    time.Duration(c.Retention),
 		DirectIO:     c.DirectIO,
+		// Outputs close together in the ledger share its reads: O_DIRECT
+		// has no page cache to share them otherwise.
+		ReadCacheBytes: ledger.DefaultReadCacheBytes,
+		MaxLag:         maxLags(cfg),
 	}
+}
+
+// maxLags maps the cursor of each output with a max_lag to it, nil when
+// none has one.
+func maxLags(cfg *conf.Config) map[string]int64 {
+	var m map[string]int64
+	for _, o := range cfg.Outputs() {
+		if lag := outputMaxLag(o); lag > 0 {
+			if m == nil {
+				m = map[string]int64{}
+			}
+			m[o.Name] = lag
+		}
+	}
+	return m
 }
 
 // deadLetterOptions are the options of the dead-letter store of the

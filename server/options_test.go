@@ -59,11 +59,21 @@ func TestLedgerOptions(t *testing.T) {
 		cfg  *conf.Config
 		want ledger.Options
 	}{
-		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}},
+		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true, ReadCacheBytes: ledger.DefaultReadCacheBytes}},
 		{"every key set", configWith(func(c *conf.Config) {
 			c.Ledger.SegmentBytes, c.Ledger.MaxBytes = 1<<20, 4<<20
 			c.Ledger.Retention, c.Ledger.DirectIO = conf.Duration(time.Hour), false
-		}), ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 4 << 20, Retention: time.Hour}},
+			c.Output.Elasticsearch.MaxLag = 1 << 20
+			siem := conf.DefaultElasticsearch()
+			siem.MaxLag = 2 << 20
+			edge := conf.DefaultLumberjack()
+			edge.Hosts, edge.MaxLag = []string{"central:5044"}, 3<<20
+			quiet := conf.DefaultLumberjack()
+			quiet.Hosts = []string{"other:5044"}
+			c.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"siem": &siem}
+			c.Output.Lumberjack = map[string]*conf.Lumberjack{"edge": &edge, "quiet": &quiet}
+		}), ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 4 << 20, Retention: time.Hour, ReadCacheBytes: ledger.DefaultReadCacheBytes,
+			MaxLag: map[string]int64{"elasticsearch": 1 << 20, "siem": 2 << 20, "edge": 3 << 20}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ledgerOptions(tc.cfg); !reflect.DeepEqual(got, tc.want) {
@@ -180,5 +190,13 @@ func TestBeatsOptions(t *testing.T) {
 	}
 	if got.TLS != nil || got.Logger != nil || got.Acked != nil {
 		t.Errorf("TLS, Logger and Acked are the caller's, got %+v", got)
+	}
+}
+
+// TestMemoryFormulaKnowsTheReadCache: conf's memory formula counts the
+// ledger's read cache at the size the server gives it.
+func TestMemoryFormulaKnowsTheReadCache(t *testing.T) {
+	if conf.LedgerReadCacheBytes != ledger.DefaultReadCacheBytes {
+		t.Fatalf("conf.LedgerReadCacheBytes %d, ledger.DefaultReadCacheBytes %d: keep them equal", conf.LedgerReadCacheBytes, ledger.DefaultReadCacheBytes)
 	}
 }
