@@ -255,16 +255,20 @@ func (r *Reader) open(segs []segment, i int) int {
 
 // damageBounds returns, for the segment whose first LSN is first, the last
 // LSN a reader passing damage may look for in it and where its records
-// end: for a sealed segment the next one's first LSN - 1 and its size (0
-// when retention deleted it since: the scanner then reads the file's
-// size); for the open segment LastLSN (durable) and where the last Sync
+// end: for a sealed segment the next one's first LSN - 1 and its size;
+// for a segment retention deleted since (no longer listed) 0 and 0: its
+// file's own end is its last record, and what the listed segments lack
+// after it is a Skip; for the open segment LastLSN (durable) and where the last Sync
 // left it, since bytes after that may be a write in progress.
 func damageBounds(segs []segment, durable, first uint64) (maxLSN uint64, size int64) {
 	for i, s := range segs {
 		switch {
 		case s.first < first:
 		case s.first > first:
-			return s.first - 1, 0
+			// The segment being read was deleted (max_lag retention):
+			// its own end is its last record, and the records from there
+			// to the next listed segment are a Skip, not damage.
+			return 0, 0
 		case i < len(segs)-1:
 			return segs[i+1].first - 1, s.size
 		default:

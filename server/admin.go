@@ -111,9 +111,19 @@ func (s *Server) snapshot() state {
 			st.waiting["ledger_full"] = l.Waiting()
 		}
 	}
+	var first uint64 // the ledger's oldest record
+	if l := s.ledger(); l != nil && st.ledgerErr == nil {
+		first = l.FirstLSN()
+	}
 	for _, out := range s.outputs {
 		o := outputState{out: out, stats: out.Stats(), gauges: out.Gauges(), misconfigured: out.Misconfigured(),
 			waiting: map[string]string{out.typ: out.Waiting(), "ledger_unreadable": out.LedgerUnreadable()}}
+		// Records retention deleted ahead of the output (max_lag) count
+		// as skipped from then on, not only once it reads on to them:
+		// its destination may be down for long.
+		if done := max(st.cursors[out.name], o.gauges.DoneLSN, o.gauges.ReadLSN); first > done+1 {
+			o.stats.SkippedRecords += int64(first - 1 - done)
+		}
 		if d := out.deadLetters(); d != nil {
 			o.deadLetterBytes = d.UsedBytes()
 			o.waiting["dead_letters_full"] = d.Waiting()

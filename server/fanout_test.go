@@ -1,0 +1,164 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+)
+
+// namedES is an Elasticsearch output sending to url every 10 ms, with
+// fast retries.
+func namedES(url string) *conf.Elasticsearch {
+	es := conf.DefaultElasticsearch()
+	es.Hosts = []string{url}
+	es.FlushInterval, es.RetryInitialInterval, es.RetryMaxInterval = conf.Duration(10*time.Millisecond), conf.Duration(time.Millisecond), conf.Duration(20*time.Millisecond)
+	return &es
+}
+
+// smallStoresConfig is a pipeline whose journal and ledger hold 4 MiB each
+// (1 MiB segments, 512 KiB records), so that a few MiB of events fill
+// them, with the Elasticsearch outputs named in outs and no other.
+func smallStoresConfig(t *testing.T, outs map[string]*conf.Elasticsearch) *conf.Config {
+	cfg := pipelineConfig(t, t.TempDir())
+	cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes, cfg.Journal.SpareSegments = 4<<20, 256<<10, 1
+	cfg.Ledger.MaxBytes = 4 << 20
+	cfg.Input.Beats.MaxEventBytes = 64 << 10
+	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg.Output.Elasticsearch.Enabled = false
+	cfg.Output.NamedElasticsearch = outs
+	return cfg
+}
+
+// sendFanout sends n 1 KiB events numbered from first, in batches of 200,
+// and returns when every batch is acknowledged.
+func sendFanout(t *testing.T, addr string, first, n int) error {
+	c, err := lj.SyncDial(addr, lj.Timeout(5*time.Minute))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pad := strings.Repeat("x", 1000)
+	for i := first; i < first+n; i += 200 {
+		var batch []any
+		for j := i; j < min(i+200, first+n); j++ {
+			batch = append(batch, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"fanout","version":"1"},"n":%d,"pad":%q}`, j, pad)))
+		}
+		if _, err := c.Send(batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestMaxLagLetsTheHealthyOutputGoOn: output "live" drains, output "down"
+// cannot reach its cluster. With max_lag on "down", 12 MiB of events flow
+// through a 4 MiB ledger: every batch is acknowledged, "live" stores every
+// event, and "down" counts, logs and shows the ranges it skipped. Without
+// max_lag, the ledger fills, acknowledgements stop (backpressure, as with
+// one output), and once the cluster of "down" answers again both outputs
+// hold every event: nothing was lost.
+func TestMaxLagLetsTheHealthyOutputGoOn(t *testing.T) {
+	for _, withMaxLag := range []bool{true, false} {
+		t.Run(fmt.Sprintf("max_lag=%v", withMaxLag), func(t *testing.T) {
+			live, err := estest.Start(estest.Options{Seed: 41})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer live.Close()
+			down, err := estest.Start(estest.Options{Seed: 42})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer down.Close()
+			if err := down.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			dl := namedES(down.URL())
+			if withMaxLag {
+				dl.MaxLag = 1 << 20
+			}
+			cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"live": namedES(live.URL()), "down": dl})
+			r := start(t, cfg)
+			defer r.shutdown(t)
+
+			const events = 12000 // about 12 MiB
+			sent := make(chan error, 1)
+			go func() { sent <- sendFanout(t, r.s.BeatsAddr().String(), 0, events) }()
+			if withMaxLag {
+				if err := <-sent; err != nil {
+					t.Fatalf("sending with max_lag on the down output: %v", err)
+				}
+				waitUntil(t, "the live output stores every event", func() bool { return live.Count() == events })
+				if !strings.Contains(r.log.String(), "max_lag") {
+					t.Error("no ERROR says retention deleted what the down output had not sent")
+				}
+				if st := r.s.snapshot(); st.outputs[0].out.name != "down" || st.outputs[0].stats.SkippedRecords == 0 {
+					t.Error("the down output's skipped records do not show while it is down")
+				}
+				if err := down.Resume(); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, "the down output done with what the ledger kept", func() bool {
+					return r.s.outputs.byName("down").Stats().CursorLSN >= r.s.ledger().LastLSN()
+				})
+				st := r.s.outputs.byName("down").Stats()
+				if st.SkippedRecords == 0 || st.SkippedEvents == 0 || len(st.SkippedRanges) == 0 {
+					t.Fatalf("down output: skipped %d records, %d events, ranges %v, stored %d: want the deleted ranges counted\n%s", st.SkippedRecords, st.SkippedEvents, st.SkippedRanges, down.Count(), grepLog(r.log.String(), "max_lag", "skipped", "down"))
+				}
+				if !strings.Contains(r.log.String(), "ledger records skipped") {
+					t.Error("no ERROR says which records the down output skipped")
+				}
+				n := r.s.nodeInfo()
+				for _, o := range n.Outputs {
+					if o.Name == "down" && (o.SkippedEventsTotal == 0 || len(o.SkippedRanges) == 0) {
+						t.Errorf("GET / shows no skip for the down output: %+v", o)
+					}
+				}
+				if got, want := int64(down.Count())+st.SkippedEvents, int64(events); got < want {
+					t.Errorf("down output: %d stored + %d skipped < %d sent", down.Count(), st.SkippedEvents, want)
+				}
+				return
+			}
+			waitUntil(t, "the ledger full", func() bool { return r.s.snapshot().waiting["ledger_full"] != "" })
+			select {
+			case err := <-sent:
+				t.Fatalf("every batch acknowledged (%v) while the ledger is full and nothing may be dropped", err)
+			case <-time.After(500 * time.Millisecond):
+			}
+			if live.Count() == 0 {
+				t.Error("the live output stored nothing while the other was down")
+			}
+			if err := down.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "both outputs store every event", func() bool { return live.Count() == events && down.Count() == events })
+			if st := r.s.outputs.byName("down").Stats(); st.SkippedRecords != 0 {
+				t.Errorf("without max_lag the down output skipped %d records", st.SkippedRecords)
+			}
+		})
+	}
+}
+
+// grepLog returns the lines of log that hold any of words.
+func grepLog(log string, words ...string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
