@@ -132,9 +132,18 @@ type env struct {
 	journalDir string // "" when not given
 	ledgerDir  string // "" when not given
 	directIO   bool   // read ledger segments with O_DIRECT (falls back when refused)
-	es         *conf.Elasticsearch
-	admin      string // logpond's [admin] listen from -config, "" when not known
-	config     string // -config as given, "" when not given
+	// outputs are the configured outputs of -config (configuredOutputs),
+	// nil without -config.
+	outputs []outputRef
+	// dlqOut is the output whose dead letters a dlq command works on,
+	// chosen by selectDLQOutput.
+	dlqOut outputRef
+	// dlqNone says that no output holds dead letters: selectDLQOutput
+	// found no Elasticsearch output configured and no dead-letter
+	// directory (dlqOut is then empty).
+	dlqNone bool
+	admin   string // logpond's [admin] listen from -config, "" when not known
+	config  string // -config as given, "" when not given
 	// defaultConfig is where logpond's configuration is installed
 	// (defaultConfigPath), read by top when given neither -config nor
 	// --admin.
@@ -151,8 +160,9 @@ type env struct {
 	globals []string
 }
 
-// dlqDir is where the Elasticsearch output keeps its dead letters.
-func (e *env) dlqDir() string { return dlq.Dir(e.ledgerDir, "elasticsearch") }
+// dlqDir is where the output a dlq command works on (e.dlqOut, set by
+// selectDLQOutput) keeps its dead letters.
+func (e *env) dlqDir() string { return dlq.Dir(e.ledgerDir, e.dlqOut.name) }
 
 // errorf prints a message naming ledgerctl on stderr.
 func (e *env) errorf(format string, args ...any) {
@@ -306,7 +316,7 @@ func runProg(prog string, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		e.journalDir, e.ledgerDir, e.directIO = cfg.Journal.Dir, cfg.Ledger.Dir, cfg.Ledger.DirectIO
-		e.es = &cfg.Output.Elasticsearch
+		e.outputs = configuredOutputs(cfg)
 		e.admin = cfg.Admin.Listen
 		e.config = g.config
 	}

@@ -26,6 +26,7 @@ const purgeTimeout = 60 * time.Second
 
 // purged is what a purge deleted, and who deleted it.
 type purged struct {
+	Output  string `json:"output"` // whose dead letters
 	Dir     string `json:"dir"`
 	Files   int    `json:"files"`
 	Entries int    `json:"entries"`
@@ -41,7 +42,8 @@ var errNoEntry = errors.New("no such dead letter")
 // dlqPurge deletes dead letters: the whole files of entries up to and
 // including an id, or that all failed at or before a time.
 func dlqPurge(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "dlq purge", "dlq purge --through ID|TIME [--admin HOST:PORT] [--json]")
+	fs, asJSON := newFlags(e, "dlq purge", "dlq purge [--output NAME] --through ID|TIME [--admin HOST:PORT] [--json]")
+	output := fs.String("output", "", outputFlagHelp)
 	through := fs.String("through", "", "purge the entries up to and including this id (FILE:OFFSET, as dlq list prints it), or that failed at or before this time (RFC 3339, e.g. 2026-12-02T15:04:05Z); whole files only")
 	admin := fs.String("admin", "", "logpond's admin listener, asked to purge when logpond runs (default: [admin] listen of -config)")
 	if status, ok := parseFlags(fs, args); !ok {
@@ -57,6 +59,17 @@ func dlqPurge(e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	if status, ok := e.dlqSelect("dlq purge", *output); !ok {
+		return status
+	}
+	if e.dlqNone {
+		if _, err := dlq.ParsePos(*through); err == nil {
+			e.errorf("dlq purge: %v %s: %s holds no dead letters (no output has stored any)", errNoEntry, *through, e.dlqParent())
+			return exitFailed
+		}
+		fmt.Fprintf(e.stdout, "purged nothing: %s holds no dead letters (no output has stored any)\n", e.dlqParent())
+		return exitOK
+	}
 	if *admin != "" {
 		e.admin = *admin
 	}
@@ -69,7 +82,7 @@ func dlqPurge(e *env, args []string) int {
 		writeJSON(e.stdout, p)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "purged %d dead letters in %d files (%s) from %s, by %s\n", p.Entries, p.Files, humanBytes(p.Bytes), p.Dir, p.By)
+	fmt.Fprintf(e.stdout, "purged %d dead letters of output %s in %d files (%s) from %s, by %s\n", p.Entries, p.Output, p.Files, humanBytes(p.Bytes), p.Dir, p.By)
 	return exitOK
 }
 
@@ -80,7 +93,7 @@ func dlqPurge(e *env, args []string) int {
 // starting meanwhile waits for nothing and finds the store locked.
 func purgeThrough(e *env, through string) (purged, error) {
 	dir := e.dlqDir()
-	p := purged{Dir: dir}
+	p := purged{Output: e.dlqOut.name, Dir: dir}
 	pos, idErr := dlq.ParsePos(through)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if idErr == nil {
@@ -88,7 +101,7 @@ func purgeThrough(e *env, through string) (purged, error) {
 		}
 		return p, nil
 	}
-	if err := checkOwner(e.commandLine("dlq", "purge", "--through", through), dir); err != nil {
+	if err := checkOwner(e.commandLine("dlq", "purge", "--output", e.dlqOut.name, "--through", through), dir); err != nil {
 		var notOwner *notOwnerError
 		if !errors.As(err, &notOwner) {
 			return p, err
@@ -138,7 +151,7 @@ var errNotReached = errors.New("no logpond answered")
 // another user's). An error that says no logpond answered wraps
 // errNotReached.
 func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
-	p := purged{Dir: dir}
+	p := purged{Output: e.dlqOut.name, Dir: dir}
 	if e.admin == "" {
 		return p, fmt.Errorf("the dead-letter store %s is %s, and ledgerctl can only ask a running logpond to purge it on its admin listener, and it knows none: give -config with logpond's configuration, whose [admin] listen must be set (then restart logpond), or --admin HOST:PORT; or stop logpond and run this again", dir, why)
 	}
@@ -150,7 +163,9 @@ func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
 	if err != nil {
 		return p, err
 	}
-	q := url.Values{"through": {through}, "dir": {abs}}
+	// output names the store for a logpond that runs several outputs; dir
+	// still guards against a ledgerctl pointed at another ledger.
+	q := url.Values{"through": {through}, "dir": {abs}, "output": {e.dlqOut.name}}
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/dlq/purge?"+q.Encode(), nil)
 	if err != nil {
 		return p, err
@@ -177,7 +192,7 @@ func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return p, fmt.Errorf("logpond's answer on %s: %w", addr, err)
 	}
-	p.By = "logpond"
+	p.Output, p.By = e.dlqOut.name, "logpond"
 	return p, nil
 }
 
