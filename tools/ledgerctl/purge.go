@@ -155,10 +155,6 @@ func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
 	if e.admin == "" {
 		return p, fmt.Errorf("the dead-letter store %s is %s, and ledgerctl can only ask a running logpond to purge it on its admin listener, and it knows none: give -config with logpond's configuration, whose [admin] listen must be set (then restart logpond), or --admin HOST:PORT; or stop logpond and run this again", dir, why)
 	}
-	addr, err := dialAddr(e.admin)
-	if err != nil {
-		return p, fmt.Errorf("admin listener %q: %w", e.admin, err)
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return p, err
@@ -166,34 +162,51 @@ func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
 	// output names the store for a logpond that runs several outputs; dir
 	// still guards against a ledgerctl pointed at another ledger.
 	q := url.Values{"through": {through}, "dir": {abs}, "output": {e.dlqOut.name}}
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/dlq/purge?"+q.Encode(), nil)
+	res, body, addr, err := postAdmin(e.admin, "/api/dlq/purge", q, purgeTimeout)
 	if err != nil {
-		return p, err
-	}
-	req.Header.Set(purgeHeader, "ledgerctl")
-	client := &http.Client{Timeout: purgeTimeout, Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	res, err := client.Do(req)
-	if err != nil {
-		return p, fmt.Errorf("the dead-letter store %s is %s; asking logpond to purge it on its admin listener %s: %w: %w", dir, why, addr, errNotReached, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return p, fmt.Errorf("logpond's answer on %s: %w", addr, err)
+		return p, fmt.Errorf("the dead-letter store %s is %s; asking logpond to purge it: %w", dir, why, err)
 	}
 	msg := strings.TrimSpace(string(body))
 	switch {
-	case res.StatusCode == http.StatusNotFound && strings.Contains(msg, "dlq purge"):
+	case res == http.StatusNotFound && strings.Contains(msg, "dlq purge"):
 		return p, fmt.Errorf("%w %s (dlq list prints the ids); logpond says: %s", errNoEntry, through, msg)
-	case res.StatusCode != http.StatusOK:
-		return p, fmt.Errorf("logpond on %s answered %s: %s", addr, res.Status, oneLine(msg, 500))
+	case res != http.StatusOK:
+		return p, fmt.Errorf("logpond on %s answered %d %s: %s", addr, res, http.StatusText(res), oneLine(msg, 500))
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
 		return p, fmt.Errorf("logpond's answer on %s: %w", addr, err)
 	}
 	p.Output, p.By = e.dlqOut.name, "logpond"
 	return p, nil
+}
+
+// postAdmin sends a POST to path on a running logpond's admin listener
+// (listen as configured), with the header the admin endpoint requires of
+// requests that change something, and returns the answer's status, its
+// body (up to 1 MiB) and the address asked. An error that says no logpond
+// answered wraps errNotReached.
+func postAdmin(listen, path string, q url.Values, timeout time.Duration) (status int, body []byte, addr string, err error) {
+	addr, err = dialAddr(listen)
+	if err != nil {
+		return 0, nil, listen, fmt.Errorf("admin listener %q: %w", listen, err)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return 0, nil, addr, err
+	}
+	req.Header.Set(purgeHeader, "ledgerctl")
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, nil, addr, fmt.Errorf("on its admin listener %s: %w: %w", addr, errNotReached, err)
+	}
+	defer res.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return 0, nil, addr, fmt.Errorf("logpond's answer on %s: %w", addr, err)
+	}
+	return res.StatusCode, body, addr, nil
 }
 
 // dialAddr turns a listen address into one to connect to: a listener on
