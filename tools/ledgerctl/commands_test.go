@@ -212,7 +212,7 @@ func TestStat(t *testing.T) {
 		t.Fatalf("journal: %+v", j)
 	case rep.FirstLSN != 1 || rep.LastLSN != 400 || rep.Unflushed == nil || *rep.Unflushed != 100:
 		t.Fatalf("range %d–%d, unflushed %v", rep.FirstLSN, rep.LastLSN, rep.Unflushed)
-	case rep.Cursors == nil || *rep.Cursors != 1 || rep.DeadLetters == nil || rep.DeadLetters.Entries != 2:
+	case rep.Cursors == nil || *rep.Cursors != 1 || len(rep.DeadLetters) != 1 || rep.DeadLetters[0].Entries != 2 || rep.DeadLetters[0].Output != "elasticsearch":
 		t.Fatalf("cursors %v, dead letters %+v", rep.Cursors, rep.DeadLetters)
 	}
 	// The table says the same.

@@ -25,6 +25,11 @@ type cursorRow struct {
 	Age    string     `json:"age,omitempty"`
 	AgeS   float64    `json:"age_seconds,omitempty"`
 	Error  string     `json:"error,omitempty"` // the cursor file is damaged
+	// Configured says whether an output of -config owns the cursor
+	// (absent without -config). A cursor no output owns still holds the
+	// ledger: retention keeps every record after it (LagRecords,
+	// LagBytes) until `cursors delete` releases it.
+	Configured *bool `json:"configured,omitempty"`
 }
 
 // cmdCursors prints each cursor's position and how far behind the ledger's
@@ -38,9 +43,11 @@ func cmdCursors(e *env, args []string) int {
 			return cmdCursorSet(e, args[1:])
 		case "rewind":
 			return cmdCursorRewind(e, args[1:])
+		case "delete":
+			return cmdCursorDelete(e, args[1:])
 		}
 	}
-	fs, asJSON := newFlags(e, "cursors", "cursors [list] [--json]")
+	fs, asJSON := newFlags(e, "cursors", "cursors [list] [--json] | cursors set NAME POSITION | cursors rewind NAME ... | cursors delete NAME")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
@@ -64,6 +71,10 @@ func cmdCursors(e *env, args []string) int {
 	rows := []cursorRow{}
 	for _, c := range cursors {
 		row := cursorRow{Name: c.Name, File: c.Path, Position: c.LSN}
+		if e.config != "" {
+			configured := e.configured(c.Name) != nil
+			row.Configured = &configured
+		}
 		if c.Err != nil {
 			row.Error = c.Err.Error()
 			status = exitFailed
@@ -84,21 +95,32 @@ func cmdCursors(e *env, args []string) int {
 		return status
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CURSOR\tPOSITION\tLAG RECORDS\tLAG BYTES\tOLDEST UNDONE RECEIVED\tAGE")
+	fmt.Fprintln(tw, "CURSOR\tPOSITION\tLAG RECORDS\tLAG BYTES\tOLDEST UNDONE RECEIVED\tAGE\t")
+	orphans := 0
 	for _, r := range rows {
+		note := ""
+		if r.Configured != nil && !*r.Configured {
+			// The lag of a cursor no output drains is what it keeps
+			// retention from deleting.
+			note = fmt.Sprintf("not configured: holds the ledger (%d records, %s)", r.LagRecords, humanBytes(r.LagBytes))
+			orphans++
+		}
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tDAMAGED: %s\n", r.Name, r.Error)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tDAMAGED: %s\t%s\n", r.Name, r.Error, note)
 			continue
 		}
 		oldest, age := "-", "-"
 		if r.Oldest != nil {
 			oldest, age = formatTime(*r.Oldest), r.Age
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Position, r.LagRecords, humanBytes(r.LagBytes), oldest, age)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Position, r.LagRecords, humanBytes(r.LagBytes), oldest, age, note)
 	}
 	tw.Flush()
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stdout, "(no cursors)")
+	}
+	if orphans > 0 {
+		fmt.Fprintf(e.stdout, "%d cursors belong to no output of %s: retention keeps what they have not passed; ledgerctl cursors delete NAME releases one\n", orphans, e.config)
 	}
 	fmt.Fprintf(e.stdout, "ledger last LSN %d\n", last)
 	return status

@@ -47,7 +47,10 @@ func newDLQLine(pos dlq.Pos, en dlq.Entry, withEvent bool) dlqLine {
 	return l
 }
 
-const dlqUsage = "dlq list [--json] | dlq dump | dlq show ID | dlq redrive [-es URL] [-purge] [--json] | dlq purge --through ID|TIME"
+const dlqUsage = "dlq list [--output NAME] [--json] | dlq dump [--output NAME] | dlq show [--output NAME] ID | dlq redrive [--output NAME] [-es URL] [-purge] [--json] | dlq purge [--output NAME] --through ID|TIME"
+
+// outputFlagHelp documents every dlq subcommand's --output flag.
+const outputFlagHelp = "the output whose dead letters (default: the only Elasticsearch output of -config; else the only directory in <ledger>/dlq)"
 
 // cmdDLQ runs the dlq subcommands.
 func cmdDLQ(e *env, args []string) int {
@@ -57,7 +60,10 @@ func cmdDLQ(e *env, args []string) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -ledger DIR] %s\n(ledgerctl dlq SUBCOMMAND -h for a subcommand's flags)\n", dlqUsage)
+		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -ledger DIR] %s\n"+
+			"Each output keeps its dead letters in <ledger>/dlq/NAME; --output NAME says whose (default: the only\n"+
+			"Elasticsearch output of -config, else the only directory in <ledger>/dlq).\n"+
+			"(ledgerctl dlq SUBCOMMAND -h for a subcommand's flags)\n", dlqUsage)
 		return exitOK
 	case "list":
 		return dlqList(e, args[1:], false)
@@ -78,13 +84,26 @@ func cmdDLQ(e *env, args []string) int {
 // without events, or with dump every entry with its event as JSON lines.
 // It reads with dlq.NewReader: no lock, nothing written.
 func dlqList(e *env, args []string, dump bool) int {
-	name, synopsis := "dlq list", "dlq list [--json]"
+	name, synopsis := "dlq list", "dlq list [--output NAME] [--json]"
 	if dump {
-		name, synopsis = "dlq dump", "dlq dump"
+		name, synopsis = "dlq dump", "dlq dump [--output NAME]"
 	}
 	fs, asJSON := newFlags(e, name, synopsis)
+	output := fs.String("output", "", outputFlagHelp)
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
+	}
+	if status, ok := e.dlqSelect(name, *output); !ok {
+		return status
+	}
+	if e.dlqNone {
+		switch {
+		case *asJSON && !dump:
+			writeJSON(e.stdout, map[string]any{"output": "", "dir": e.dlqParent(), "entries": []dlqLine{}})
+		case !dump:
+			fmt.Fprintf(e.stdout, "0 dead letters: %s holds none (no output has stored any)\n", e.dlqParent())
+		}
+		return exitOK
 	}
 	dir := e.dlqDir()
 	r, err := dlq.NewReader(dir)
@@ -128,7 +147,7 @@ func dlqList(e *env, args []string, dump bool) int {
 		tw.Flush()
 		fmt.Fprintf(e.stdout, "%d dead letters in %s\n", n, dir)
 	case *asJSON && !dump:
-		writeJSON(e.stdout, map[string]any{"dir": dir, "entries": lines})
+		writeJSON(e.stdout, map[string]any{"output": e.dlqOut.name, "dir": dir, "entries": lines})
 	}
 	if damage != nil {
 		e.errorf("%s: damaged after the entries above: %s", name, locate("dead letters", damage))
@@ -164,7 +183,8 @@ func parseDLQID(id string) (dlq.Pos, error) {
 
 // dlqShow prints one dead letter, with its event, as a JSON document.
 func dlqShow(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "dlq show", "dlq show [--json] ID   (ID is FILE:OFFSET, as dlq list prints it)")
+	fs, asJSON := newFlags(e, "dlq show", "dlq show [--output NAME] [--json] ID   (ID is FILE:OFFSET, as dlq list prints it)")
+	output := fs.String("output", "", outputFlagHelp)
 	ids, status, ok := parseFlagsArgs(fs, args)
 	if !ok {
 		return status
@@ -177,6 +197,13 @@ func dlqShow(e *env, args []string) int {
 	if err != nil {
 		e.errorf("dlq show: %v", err)
 		return exitUsage
+	}
+	if status, ok := e.dlqSelect("dlq show", *output); !ok {
+		return status
+	}
+	if e.dlqNone {
+		e.errorf("dlq show: no dead letter %s:%d: %s holds no dead letters (no output has stored any)", want.File, want.Offset, e.dlqParent())
+		return exitFailed
 	}
 	dir := e.dlqDir()
 	r, err := dlq.NewReader(dir)

@@ -140,7 +140,13 @@ func deadLetter(i int, event string) dlq.Entry {
 // writeDeadLetters stores entries in <ledger>/dlq/elasticsearch.
 func writeDeadLetters(t *testing.T, ledgerDir string, entries []dlq.Entry) string {
 	t.Helper()
-	dir := dlq.Dir(ledgerDir, "elasticsearch")
+	return writeDeadLettersOf(t, ledgerDir, "elasticsearch", entries)
+}
+
+// writeDeadLettersOf stores entries in the dead-letter store of output.
+func writeDeadLettersOf(t *testing.T, ledgerDir, output string, entries []dlq.Entry) string {
+	t.Helper()
+	dir := dlq.Dir(ledgerDir, output)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		t.Fatal(err)
 	}

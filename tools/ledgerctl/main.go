@@ -1,5 +1,5 @@
-// Command ledgerctl inspects logpond's stores: the journal, the ledger and
-// the Elasticsearch output's dead letters.
+// Command ledgerctl inspects logpond's stores: the journal, the ledger
+// (with each output's cursor) and each Elasticsearch output's dead letters.
 //
 //	ledgerctl [-config FILE | -journal DIR -ledger DIR] [--json] COMMAND [flags]
 //
@@ -7,7 +7,9 @@
 // the command; a command's own flags go after it.
 //
 // Every command but `dlq purge`, `dlq redrive -purge`, `cursors set` /
-// `cursors rewind` and `accept-loss` (which refuse while logpond runs) is read-only and
+// `cursors rewind` / `cursors delete` and `accept-loss` (which refuse while
+// logpond runs, but for a purge and the deletion of a cursor no configured
+// output owns, which they ask the running logpond to do) is read-only and
 // safe while logpond runs: ledgerctl never takes the directories' locks,
 // never opens tidwall/wal or the stores (their Open repairs tails and
 // renames files), and never writes. A purge never writes a dead-letter
@@ -57,14 +59,18 @@ const usageText = `usage: ledgerctl [-config FILE | -journal DIR -ledger DIR] [-
 Inspects logpond's journal, ledger and dead letters. Read-only and safe while
 logpond runs, but for "dlq purge" and "dlq redrive -purge": they ask a running
 logpond to purge on its admin listener, or purge themselves when it is stopped;
-and for "cursors set", "cursors rewind" and "accept-loss", which refuse to run
-while logpond runs. What writes a store runs only as the user that owns it
+for "cursors delete", which does the same for a cursor no configured output
+owns and refuses for a configured one while logpond runs; and for "cursors
+set", "cursors rewind" and "accept-loss", which refuse to run while logpond
+runs. What writes a store runs only as the user that owns it
 (the user logpond runs as): run as another user, root included, it changes
 nothing and prints the command that runs it as the owner (sudo -u USER ...).
 
 Global flags (before or after the command):
-  -config FILE     logpond's configuration: journal.dir, ledger.dir (dead
-                   letters are in <ledger.dir>/dlq/elasticsearch)
+  -config FILE     logpond's configuration: journal.dir, ledger.dir, its
+                   outputs (each output's cursor is named like it, and an
+                   Elasticsearch output's dead letters are in
+                   <ledger.dir>/dlq/NAME) and [admin] listen
   -journal DIR     the journal directory (overrides the configuration's)
   -ledger DIR      the ledger directory (overrides the configuration's)
   --json           machine-readable output (JSON), for any command
@@ -81,20 +87,31 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   verify           check every record's checksums in journal and ledger (and
                    cursors and dead letters); on damage exit 1 naming file,
                    offset and LSN
-  cursors [list]   each output cursor: position, lag in records and bytes,
-                   age of the oldest record after it
+  cursors [list]   each cursor: position, lag in records and bytes, age of
+                   the oldest record after it; with -config, a cursor no
+                   configured output owns is marked "not configured: holds
+                   the ledger" with what it holds back
   cursors rewind NAME (--from-lsn LSN | --from-time RFC3339)
                    with logpond stopped: its output sends again from LSN,
                    or from the first record received at or after the time
   cursors set NAME POSITION
                    with logpond stopped: set the cursor (the last LSN done)
                    forward or back
+  cursors delete NAME [--admin HOST:PORT]
+                   delete a cursor so that it no longer holds the ledger (an
+                   output removed from the configuration). With logpond
+                   stopped ledgerctl deletes it; while logpond runs it is
+                   refused for a configured output, and a running logpond is
+                   asked for any other. Its dead letters are kept
   accept-loss [--dry-run]
                    with logpond stopped: accept the loss of journal records
                    damaged after the ledger's last LSN (logpond refuses to
                    start over them): every other record is kept, each lost
                    LSN becomes an empty record; prints exactly which LSNs
                    and how many events are lost. Needs both stores
+  Every dlq command takes --output NAME: whose dead letters. Default: the
+  only Elasticsearch output of -config, else the only directory in
+  <ledger>/dlq; with several, ledgerctl asks (exit 2) and lists the names.
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines
   dlq show ID      one dead letter with its event (ID is FILE:OFFSET, as
@@ -108,8 +125,9 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    re-send dead letters to Elasticsearch (bulk create with
                    each entry's index and id; 409 means already there);
                    -purge removes them once all succeeded (as dlq purge).
-                   The configured credentials and TLS settings go only to
-                   the configured hosts; for another -es give -username
+                   Default host: the output's in -config. Its configured
+                   credentials and TLS settings go only to its configured
+                   hosts; for another -es give -username
                    (password in $LEDGERCTL_ES_PASSWORD) or
                    $LEDGERCTL_ES_API_KEY
   top [--admin HOST:PORT] [--interval D] [--once]
@@ -117,7 +135,9 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    listener (--admin, or [admin] listen of -config, else of
                    /etc/logpond/logpond.toml, else 127.0.0.1:9600): per
                    stage its state, events, bytes and records per second and
-                   fill, the output's lag; refreshed every --interval (2s)
+                   fill; per output by name its state, events/s, lag and
+                   (Elasticsearch) dead-letter fill; each cursor no output
+                   owns and what it holds; refreshed every --interval (2s)
                    until Ctrl-C, or once with --once
 
 Exit status: 0 ok, 1 damage or failure found, 2 usage error.
@@ -132,9 +152,18 @@ type env struct {
 	journalDir string // "" when not given
 	ledgerDir  string // "" when not given
 	directIO   bool   // read ledger segments with O_DIRECT (falls back when refused)
-	es         *conf.Elasticsearch
-	admin      string // logpond's [admin] listen from -config, "" when not known
-	config     string // -config as given, "" when not given
+	// outputs are the configured outputs of -config (configuredOutputs),
+	// nil without -config.
+	outputs []outputRef
+	// dlqOut is the output whose dead letters a dlq command works on,
+	// chosen by selectDLQOutput.
+	dlqOut outputRef
+	// dlqNone says that no output holds dead letters: selectDLQOutput
+	// found no Elasticsearch output configured and no dead-letter
+	// directory (dlqOut is then empty).
+	dlqNone bool
+	admin   string // logpond's [admin] listen from -config, "" when not known
+	config  string // -config as given, "" when not given
 	// defaultConfig is where logpond's configuration is installed
 	// (defaultConfigPath), read by top when given neither -config nor
 	// --admin.
@@ -151,8 +180,9 @@ type env struct {
 	globals []string
 }
 
-// dlqDir is where the Elasticsearch output keeps its dead letters.
-func (e *env) dlqDir() string { return dlq.Dir(e.ledgerDir, "elasticsearch") }
+// dlqDir is where the output a dlq command works on (e.dlqOut, set by
+// selectDLQOutput) keeps its dead letters.
+func (e *env) dlqDir() string { return dlq.Dir(e.ledgerDir, e.dlqOut.name) }
 
 // errorf prints a message naming ledgerctl on stderr.
 func (e *env) errorf(format string, args ...any) {
@@ -306,7 +336,7 @@ func runProg(prog string, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		e.journalDir, e.ledgerDir, e.directIO = cfg.Journal.Dir, cfg.Ledger.Dir, cfg.Ledger.DirectIO
-		e.es = &cfg.Output.Elasticsearch
+		e.outputs = configuredOutputs(cfg)
 		e.admin = cfg.Admin.Listen
 		e.config = g.config
 	}

@@ -98,8 +98,9 @@ func TestWritingCommandsRefuseAnotherUsersStore(t *testing.T) {
 		{[]string{"-config", filepath.Base(config), "accept-loss"}, "-config " + config + " accept-loss"},
 		{[]string{"-ledger", s.ledger, "cursors", "set", "elasticsearch", "50"}, "-ledger " + s.ledger + " cursors set elasticsearch 50"},
 		{[]string{"cursors", "rewind", "elasticsearch", "--from-lsn", "10", "-ledger", s.ledger, "--json"}, "-ledger " + s.ledger + " --json cursors rewind elasticsearch --from-lsn 10"},
-		{[]string{"-ledger", s.ledger, "dlq", "purge", "--through", ids[1]}, "-ledger " + s.ledger + " dlq purge --through " + ids[1]},
-		{[]string{"-ledger", s.ledger, "dlq", "redrive", "-es", es.URL(), "-purge"}, "-ledger " + s.ledger + " dlq purge --through " + ids[2]},
+		{[]string{"-ledger", s.ledger, "dlq", "purge", "--through", ids[1]}, "-ledger " + s.ledger + " dlq purge --output elasticsearch --through " + ids[1]},
+		{[]string{"-ledger", s.ledger, "cursors", "delete", "elasticsearch"}, "-ledger " + s.ledger + " cursors delete elasticsearch"},
+		{[]string{"-ledger", s.ledger, "dlq", "redrive", "-es", es.URL(), "-purge"}, "-ledger " + s.ledger + " dlq purge --output elasticsearch --through " + ids[2]},
 	} {
 		_, errOut, code := ctl(t, tc.args...)
 		want := "\n  " + sudo + "ledgerctl " + tc.want + "\n"

@@ -26,6 +26,7 @@ const purgeTimeout = 60 * time.Second
 
 // purged is what a purge deleted, and who deleted it.
 type purged struct {
+	Output  string `json:"output"` // whose dead letters
 	Dir     string `json:"dir"`
 	Files   int    `json:"files"`
 	Entries int    `json:"entries"`
@@ -41,7 +42,8 @@ var errNoEntry = errors.New("no such dead letter")
 // dlqPurge deletes dead letters: the whole files of entries up to and
 // including an id, or that all failed at or before a time.
 func dlqPurge(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "dlq purge", "dlq purge --through ID|TIME [--admin HOST:PORT] [--json]")
+	fs, asJSON := newFlags(e, "dlq purge", "dlq purge [--output NAME] --through ID|TIME [--admin HOST:PORT] [--json]")
+	output := fs.String("output", "", outputFlagHelp)
 	through := fs.String("through", "", "purge the entries up to and including this id (FILE:OFFSET, as dlq list prints it), or that failed at or before this time (RFC 3339, e.g. 2026-12-02T15:04:05Z); whole files only")
 	admin := fs.String("admin", "", "logpond's admin listener, asked to purge when logpond runs (default: [admin] listen of -config)")
 	if status, ok := parseFlags(fs, args); !ok {
@@ -57,6 +59,17 @@ func dlqPurge(e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	if status, ok := e.dlqSelect("dlq purge", *output); !ok {
+		return status
+	}
+	if e.dlqNone {
+		if _, err := dlq.ParsePos(*through); err == nil {
+			e.errorf("dlq purge: %v %s: %s holds no dead letters (no output has stored any)", errNoEntry, *through, e.dlqParent())
+			return exitFailed
+		}
+		fmt.Fprintf(e.stdout, "purged nothing: %s holds no dead letters (no output has stored any)\n", e.dlqParent())
+		return exitOK
+	}
 	if *admin != "" {
 		e.admin = *admin
 	}
@@ -69,7 +82,7 @@ func dlqPurge(e *env, args []string) int {
 		writeJSON(e.stdout, p)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "purged %d dead letters in %d files (%s) from %s, by %s\n", p.Entries, p.Files, humanBytes(p.Bytes), p.Dir, p.By)
+	fmt.Fprintf(e.stdout, "purged %d dead letters of output %s in %d files (%s) from %s, by %s\n", p.Entries, p.Output, p.Files, humanBytes(p.Bytes), p.Dir, p.By)
 	return exitOK
 }
 
@@ -80,7 +93,7 @@ func dlqPurge(e *env, args []string) int {
 // starting meanwhile waits for nothing and finds the store locked.
 func purgeThrough(e *env, through string) (purged, error) {
 	dir := e.dlqDir()
-	p := purged{Dir: dir}
+	p := purged{Output: e.dlqOut.name, Dir: dir}
 	pos, idErr := dlq.ParsePos(through)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if idErr == nil {
@@ -88,7 +101,7 @@ func purgeThrough(e *env, through string) (purged, error) {
 		}
 		return p, nil
 	}
-	if err := checkOwner(e.commandLine("dlq", "purge", "--through", through), dir); err != nil {
+	if err := checkOwner(e.commandLine("dlq", "purge", "--output", e.dlqOut.name, "--through", through), dir); err != nil {
 		var notOwner *notOwnerError
 		if !errors.As(err, &notOwner) {
 			return p, err
@@ -138,47 +151,62 @@ var errNotReached = errors.New("no logpond answered")
 // another user's). An error that says no logpond answered wraps
 // errNotReached.
 func purgeByLogpond(e *env, dir, through, why string) (purged, error) {
-	p := purged{Dir: dir}
+	p := purged{Output: e.dlqOut.name, Dir: dir}
 	if e.admin == "" {
 		return p, fmt.Errorf("the dead-letter store %s is %s, and ledgerctl can only ask a running logpond to purge it on its admin listener, and it knows none: give -config with logpond's configuration, whose [admin] listen must be set (then restart logpond), or --admin HOST:PORT; or stop logpond and run this again", dir, why)
-	}
-	addr, err := dialAddr(e.admin)
-	if err != nil {
-		return p, fmt.Errorf("admin listener %q: %w", e.admin, err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return p, err
 	}
-	q := url.Values{"through": {through}, "dir": {abs}}
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/dlq/purge?"+q.Encode(), nil)
+	// output names the store for a logpond that runs several outputs; dir
+	// still guards against a ledgerctl pointed at another ledger.
+	q := url.Values{"through": {through}, "dir": {abs}, "output": {e.dlqOut.name}}
+	res, body, addr, err := postAdmin(e.admin, "/api/dlq/purge", q, purgeTimeout)
 	if err != nil {
-		return p, err
-	}
-	req.Header.Set(purgeHeader, "ledgerctl")
-	client := &http.Client{Timeout: purgeTimeout, Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	res, err := client.Do(req)
-	if err != nil {
-		return p, fmt.Errorf("the dead-letter store %s is %s; asking logpond to purge it on its admin listener %s: %w: %w", dir, why, addr, errNotReached, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return p, fmt.Errorf("logpond's answer on %s: %w", addr, err)
+		return p, fmt.Errorf("the dead-letter store %s is %s; asking logpond to purge it: %w", dir, why, err)
 	}
 	msg := strings.TrimSpace(string(body))
 	switch {
-	case res.StatusCode == http.StatusNotFound && strings.Contains(msg, "dlq purge"):
+	case res == http.StatusNotFound && strings.Contains(msg, "dlq purge"):
 		return p, fmt.Errorf("%w %s (dlq list prints the ids); logpond says: %s", errNoEntry, through, msg)
-	case res.StatusCode != http.StatusOK:
-		return p, fmt.Errorf("logpond on %s answered %s: %s", addr, res.Status, oneLine(msg, 500))
+	case res != http.StatusOK:
+		return p, fmt.Errorf("logpond on %s answered %d %s: %s", addr, res, http.StatusText(res), oneLine(msg, 500))
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
 		return p, fmt.Errorf("logpond's answer on %s: %w", addr, err)
 	}
-	p.By = "logpond"
+	p.Output, p.By = e.dlqOut.name, "logpond"
 	return p, nil
+}
+
+// postAdmin sends a POST to path on a running logpond's admin listener
+// (listen as configured), with the header the admin endpoint requires of
+// requests that change something, and returns the answer's status, its
+// body (up to 1 MiB) and the address asked. An error that says no logpond
+// answered wraps errNotReached.
+func postAdmin(listen, path string, q url.Values, timeout time.Duration) (status int, body []byte, addr string, err error) {
+	addr, err = dialAddr(listen)
+	if err != nil {
+		return 0, nil, listen, fmt.Errorf("admin listener %q: %w", listen, err)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return 0, nil, addr, err
+	}
+	req.Header.Set(purgeHeader, "ledgerctl")
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, nil, addr, fmt.Errorf("on its admin listener %s: %w: %w", addr, errNotReached, err)
+	}
+	defer res.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return 0, nil, addr, fmt.Errorf("logpond's answer on %s: %w", addr, err)
+	}
+	return res.StatusCode, body, addr, nil
 }
 
 // dialAddr turns a listen address into one to connect to: a listener on

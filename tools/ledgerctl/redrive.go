@@ -67,12 +67,16 @@ type redriver struct {
 // each outcome, and with -purge removes them all once every one succeeded.
 // Purging is dlq purge through the last entry re-driven.
 func dlqRedrive(e *env, args []string) int {
-	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [-es URL] [-username NAME] [-ca FILE] [-purge] [--json]")
-	url := fs.String("es", "", "Elasticsearch URL (default: output.elasticsearch.hosts of -config); the configured credentials and TLS settings go only to the configured hosts")
+	fs, asJSON := newFlags(e, "dlq redrive", "dlq redrive [--output NAME] [-es URL] [-username NAME] [-ca FILE] [-purge] [--json]")
+	output := fs.String("output", "", outputFlagHelp)
+	url := fs.String("es", "", "Elasticsearch URL (default: the hosts of the output in -config); the output's configured credentials and TLS settings go only to its configured hosts")
 	username := fs.String("username", "", "HTTP basic user name; the password is read from $"+envPassword+" (default: the configured credentials, for a configured host)")
-	caFile := fs.String("ca", "", "PEM bundle to verify the host's certificate against (default: output.elasticsearch.tls.ca for a configured host, else the system roots)")
+	caFile := fs.String("ca", "", "PEM bundle to verify the host's certificate against (default: the output's configured tls.ca for one of its hosts, else the system roots)")
 	purge := fs.Bool("purge", false, "after every dead letter was re-driven, remove them (as dlq purge --through the last one: a running logpond is asked on its admin listener)")
 	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if status, ok := e.dlqSelect("dlq redrive", *output); !ok {
 		return status
 	}
 	target, err := redriveTarget(e, *url, *username, *caFile)
@@ -94,6 +98,10 @@ func dlqRedrive(e *env, args []string) int {
 		return exitFailed
 	}
 
+	if e.dlqNone {
+		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: no dead letters: %s holds none (no output has stored any)\n", e.dlqParent())
+		return exitOK
+	}
 	dir := e.dlqDir()
 	r, err := dlq.NewReader(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -177,6 +185,7 @@ type redriveTo struct {
 // host, and is verified against the system roots or -ca.
 func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
 	var t redriveTo
+	cfgES := e.dlqOut.es // nil when the output is not configured (or not -config)
 	var urlUser, urlPass string
 	switch {
 	case esURL != "":
@@ -189,12 +198,12 @@ func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
 			urlPass, _ = ui.Password()
 		}
 		t.hosts = []string{bare}
-	case e.es != nil && len(e.es.Hosts) > 0:
-		t.hosts = e.es.Hosts
+	case cfgES != nil && len(cfgES.Hosts) > 0:
+		t.hosts = cfgES.Hosts
 	default:
-		return t, errors.New("say where Elasticsearch is: -es URL (or -config FILE with output.elasticsearch.hosts)")
+		return t, fmt.Errorf("say where Elasticsearch is: -es URL (or -config FILE where output %s has hosts)", e.dlqOut.name)
 	}
-	configured := e.es != nil && (esURL == "" || slices.ContainsFunc(e.es.Hosts, func(h string) bool { return hosturl.Same(h, t.hosts[0]) }))
+	configured := cfgES != nil && (esURL == "" || slices.ContainsFunc(cfgES.Hosts, func(h string) bool { return hosturl.Same(h, t.hosts[0]) }))
 
 	password, apiKey := os.Getenv(envPassword), os.Getenv(envAPIKey)
 	switch {
@@ -211,12 +220,12 @@ func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
 	explicit := t.username != "" || t.apiKey != ""
 	if configured {
 		if !explicit {
-			t.username, t.password, t.apiKey = e.es.Username, e.es.Password, e.es.APIKey
+			t.username, t.password, t.apiKey = cfgES.Username, cfgES.Password, cfgES.APIKey
 		}
-		t.caFile, t.skipVerify = e.es.TLS.CA, e.es.TLS.VerificationMode == "none"
-	} else if e.es != nil && !explicit && (e.es.APIKey != "" || e.es.Password != "") {
-		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: %s is not one of output.elasticsearch.hosts: the configured credentials are not sent to it; give its own with -username and $%s, or $%s\n",
-			hosturl.Redact(t.hosts[0]), envPassword, envAPIKey)
+		t.caFile, t.skipVerify = cfgES.TLS.CA, cfgES.TLS.VerificationMode == "none"
+	} else if cfgES != nil && !explicit && (cfgES.APIKey != "" || cfgES.Password != "") {
+		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: %s is not one of the hosts of output %s: the configured credentials are not sent to it; give its own with -username and $%s, or $%s\n",
+			hosturl.Redact(t.hosts[0]), e.dlqOut.name, envPassword, envAPIKey)
 	}
 	if caFile != "" {
 		// A CA given for this run is what the host is verified against,

@@ -114,7 +114,7 @@ func TestRedriveCredentialsOnlyToConfiguredHosts(t *testing.T) {
 	check("the configured hosts", configured, basic("logpond", "configured-pw"))
 	check("-es naming a configured host", configured, basic("logpond", "configured-pw"), "-es", strings.ToUpper(configured.URL)+"/")
 	errOut := check("-es naming another host", other, "", "-es", other.URL)
-	if !strings.Contains(errOut, "not one of output.elasticsearch.hosts") || !strings.Contains(errOut, envPassword) {
+	if !strings.Contains(errOut, "not one of the hosts of output elasticsearch") || !strings.Contains(errOut, envPassword) {
 		t.Errorf("no note that the configured credentials stay home:\n%s", errOut)
 	}
 	if strings.Contains(errOut, "configured-pw") {

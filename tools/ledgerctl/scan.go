@@ -130,17 +130,37 @@ func scanLedger(e *env, p *progress) storeScan {
 	return s
 }
 
-// dlqScan is what reading the dead-letter store found.
+// dlqScan is what reading one output's dead-letter store found.
 type dlqScan struct {
+	Output  string // whose dead letters
+	Dir     string
 	Exists  bool
 	Entries int
 	Bytes   int64 // event bytes
 	Err     error
 }
 
-func scanDLQ(e *env) dlqScan {
-	var s dlqScan
-	r, err := dlq.NewReader(e.dlqDir())
+// scanDLQs reads the dead letters of every output that has a directory
+// under <ledger>/dlq, configured or not, in name order. The error is for
+// a <ledger>/dlq that cannot be listed.
+func scanDLQs(e *env) ([]dlqScan, error) {
+	names, err := deadLetterOutputs(e.ledgerDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []dlqScan
+	for _, name := range names {
+		if s := scanDLQ(name, dlq.Dir(e.ledgerDir, name)); s.Exists {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// scanDLQ reads one output's dead-letter store, read-only.
+func scanDLQ(output, dir string) dlqScan {
+	s := dlqScan{Output: output, Dir: dir}
+	r, err := dlq.NewReader(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return s
 	}

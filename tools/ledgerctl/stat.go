@@ -48,13 +48,16 @@ type statReport struct {
 	LastLSN  uint64 `json:"last_lsn,omitempty"`
 	// Unflushed counts journal records after the ledger's last LSN: acknowledged,
 	// waiting for the flusher.
-	Unflushed   *uint64  `json:"unflushed,omitempty"`
-	Cursors     *int     `json:"cursors,omitempty"`
-	DeadLetters *dlqStat `json:"dead_letters,omitempty"`
+	Unflushed *uint64 `json:"unflushed,omitempty"`
+	Cursors   *int    `json:"cursors,omitempty"`
+	// DeadLetters are the totals of each output's dead-letter store, by
+	// output name.
+	DeadLetters []dlqStat `json:"dead_letters,omitempty"`
 }
 
-// dlqStat is the dead-letter store's totals.
+// dlqStat is one output's dead-letter store's totals.
 type dlqStat struct {
+	Output     string `json:"output"`
 	Dir        string `json:"dir"`
 	Entries    int    `json:"entries"`
 	EventBytes int64  `json:"event_bytes"`
@@ -129,10 +132,15 @@ func cmdStat(e *env, args []string) int {
 			n := len(cursors)
 			rep.Cursors = &n
 		}
-		if d := scanDLQ(e); d.Exists {
-			rep.DeadLetters = &dlqStat{Dir: e.dlqDir(), Entries: d.Entries, EventBytes: d.Bytes, DiskBytes: diskUse(e.dlqDir())}
+		dls, err := scanDLQs(e)
+		if err != nil {
+			e.errorf("%v", err)
+			status = exitFailed
+		}
+		for _, d := range dls {
+			rep.DeadLetters = append(rep.DeadLetters, dlqStat{Output: d.Output, Dir: d.Dir, Entries: d.Entries, EventBytes: d.Bytes, DiskBytes: diskUse(d.Dir)})
 			if d.Err != nil {
-				e.errorf("dead letters: %s", locate("dead letters", d.Err))
+				e.errorf("dead letters of output %s: %s", d.Output, locate("dead letters", d.Err))
 				status = exitFailed
 			}
 		}
@@ -205,8 +213,8 @@ func cmdStat(e *env, args []string) int {
 	if rep.Cursors != nil {
 		fmt.Fprintf(w, "cursors           %d\n", *rep.Cursors)
 	}
-	if d := rep.DeadLetters; d != nil {
-		fmt.Fprintf(w, "dead letters      %d (%s of events, %s on disk) in %s\n", d.Entries, humanBytes(d.EventBytes), humanBytes(d.DiskBytes), d.Dir)
+	for _, d := range rep.DeadLetters {
+		fmt.Fprintf(w, "dead letters      %d (%s of events, %s on disk) of output %s in %s\n", d.Entries, humanBytes(d.EventBytes), humanBytes(d.DiskBytes), d.Output, d.Dir)
 	}
 	fmt.Fprintf(w, "LSN range         %s\n", lsnRange(rep.FirstLSN, rep.LastLSN))
 	if rep.Unflushed != nil {

@@ -23,16 +23,23 @@ const topTimeout = 10 * time.Second
 
 // topRates are the per-second rates between two NodeInfo answers.
 type topRates struct {
-	Seconds            float64 `json:"seconds"` // between the two answers
-	InputEvents        float64 `json:"input_events_per_second"`
-	InputBytes         float64 `json:"input_bytes_per_second"`
-	OutputEvents       float64 `json:"output_events_per_second"`
-	OutputBytes        float64 `json:"output_bytes_per_second"`
-	OutputDeadLettered float64 `json:"output_dead_lettered_per_second"`
-	OutputRetried      float64 `json:"output_items_retried_per_second"`
-	OutputFailed       float64 `json:"output_requests_failed_per_second"`
-	JournalRecords     float64 `json:"journal_records_per_second"`
-	LedgerRecords      float64 `json:"ledger_records_per_second"`
+	Seconds        float64 `json:"seconds"` // between the two answers
+	InputEvents    float64 `json:"input_events_per_second"`
+	InputBytes     float64 `json:"input_bytes_per_second"`
+	JournalRecords float64 `json:"journal_records_per_second"`
+	LedgerRecords  float64 `json:"ledger_records_per_second"`
+	// Outputs are each output's rates, in the order of the later answer.
+	Outputs []outputRates `json:"outputs"`
+}
+
+// outputRates are one output's per-second rates.
+type outputRates struct {
+	Name         string  `json:"name"`
+	Events       float64 `json:"events_per_second"`
+	Bytes        float64 `json:"bytes_per_second"`
+	DeadLettered float64 `json:"dead_lettered_per_second"`
+	Retried      float64 `json:"items_retried_per_second"`
+	Failed       float64 `json:"requests_failed_per_second"`
 }
 
 // cmdTop is ledgerctl top: a live view of a running logpond, read from
@@ -186,16 +193,25 @@ func rates(a, b server.NodeInfo) topRates {
 	r.InputEvents, r.InputBytes = per(a.Input.EventsTotal, b.Input.EventsTotal), per(a.Input.BytesTotal, b.Input.BytesTotal)
 	r.JournalRecords = per(int64(a.Journal.LastLSN), int64(b.Journal.LastLSN))
 	r.LedgerRecords = per(int64(a.Ledger.LastLSN), int64(b.Ledger.LastLSN))
-	if firstOutput(a) != nil && firstOutput(b) != nil {
-		ao, bo := firstOutput(a), firstOutput(b)
-		r.OutputEvents, r.OutputBytes = per(ao.EventsDeliveredTotal, bo.EventsDeliveredTotal), per(ao.BytesSentTotal, bo.BytesSentTotal)
-		r.OutputDeadLettered, r.OutputRetried = per(ao.DeadLetteredTotal, bo.DeadLetteredTotal), per(ao.RetriedTotal, bo.RetriedTotal)
-		r.OutputFailed = per(ao.RequestsFailedTotal, bo.RequestsFailedTotal)
+	r.Outputs = []outputRates{}
+	for _, bo := range b.Outputs {
+		// An output that the earlier answer lacks (added by a restart with
+		// another configuration) counts from 0, as after any restart.
+		var ao server.OutputInfo
+		if o := outputNamed(a, bo.Name); o != nil {
+			ao = *o
+		}
+		r.Outputs = append(r.Outputs, outputRates{Name: bo.Name,
+			Events: per(ao.EventsDeliveredTotal, bo.EventsDeliveredTotal), Bytes: per(ao.BytesSentTotal, bo.BytesSentTotal),
+			DeadLettered: per(ao.DeadLetteredTotal, bo.DeadLetteredTotal), Retried: per(ao.RetriedTotal, bo.RetriedTotal),
+			Failed: per(ao.RequestsFailedTotal, bo.RequestsFailedTotal)})
 	}
 	return r
 }
 
-// printTop writes one view: a header line, then one row per stage.
+// printTop writes one view: a header line, one row per stage (input,
+// journal, ledger, then each output by name and each cursor no output
+// owns), then a line of detail per output.
 func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 	ready := "ready"
 	if !n.Ready {
@@ -204,45 +220,78 @@ func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 	fmt.Fprintf(w, "logpond %s  stream %s  up %s  %s  (rates over %.1fs)\n\n", n.Version, n.StreamID,
 		time.Duration(n.UptimeSeconds*float64(time.Second)).Round(time.Second), ready, r.Seconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STAGE\tSTATE\tEVENTS/S\tBYTES/S\tRECORDS/S\tFILL\t")
-	fmt.Fprintf(tw, "input\t%s\t%.0f\t%s\t-\t%s\t\n", n.Input.State, r.InputEvents, humanBytes(int64(r.InputBytes)),
+	fmt.Fprintln(tw, "STAGE\tSTATE\tEVENTS/S\tBYTES/S\tRECORDS/S\tFILL\tLAG\t")
+	fmt.Fprintf(tw, "input\t%s\t%.0f\t%s\t-\t%s\t-\t\n", n.Input.State, r.InputEvents, humanBytes(int64(r.InputBytes)),
 		fillOf(n.Input.InflightBytes, n.Input.MaxInflightBytes))
-	fmt.Fprintf(tw, "journal\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Journal.State, r.JournalRecords, 100*n.Journal.FillRatio)
-	fmt.Fprintf(tw, "ledger\t%s\t-\t-\t%.0f\t%.1f%%\t\n", n.Ledger.State, r.LedgerRecords, 100*n.Ledger.FillRatio)
-	if o := firstOutput(n); o != nil {
-		fmt.Fprintf(tw, "output\t%s\t%.0f\t%s\t-\t%.1f%%\t\n", o.State, r.OutputEvents, humanBytes(int64(r.OutputBytes)), 100*o.DeadLetterFillRatio)
+	fmt.Fprintf(tw, "journal\t%s\t-\t-\t%.0f\t%.1f%%\t-\t\n", n.Journal.State, r.JournalRecords, 100*n.Journal.FillRatio)
+	fmt.Fprintf(tw, "ledger\t%s\t-\t-\t%.0f\t%.1f%%\t-\t\n", n.Ledger.State, r.LedgerRecords, 100*n.Ledger.FillRatio)
+	for _, o := range n.Outputs {
+		rt := ratesOf(r, o.Name)
+		fmt.Fprintf(tw, "output %s\t%s\t%.0f\t%s\t-\t%s\t%d records (%s)\t\n", o.Name, o.State, rt.Events, humanBytes(int64(rt.Bytes)),
+			deadLetterFill(o), o.PendingRecords, humanBytes(o.PendingBytes))
+	}
+	for _, c := range n.OrphanCursors {
+		fmt.Fprintf(tw, "cursor %s\tnot configured\t-\t-\t-\t-\tholds %s\t\n", c.Name, humanBytes(c.HeldBytes))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ninput: %d connections, %d violations\n", n.Input.Connections, n.Input.ViolationsTotal)
-	if o := firstOutput(n); o != nil {
-		fmt.Fprintf(w, "output: lag %d events (%d records, %s), oldest %s; %d of %d requests in flight",
-			o.PendingEvents, o.PendingRecords, humanBytes(o.PendingBytes),
+	for _, o := range n.Outputs {
+		rt := ratesOf(r, o.Name)
+		fmt.Fprintf(w, "output %s (%s): lag %d events (%d records, %s), oldest %s; %d of %d requests in flight",
+			o.Name, o.Type, o.PendingEvents, o.PendingRecords, humanBytes(o.PendingBytes),
 			time.Duration(o.OldestPendingSeconds*float64(time.Second)).Round(time.Second), o.InFlight, o.ConcurrencyLimit)
 		if o.PaceEventsPerSecond > 0 {
 			fmt.Fprintf(w, ", paced to %.0f events/s", o.PaceEventsPerSecond)
 		}
-		fmt.Fprintf(w, "; %d waiting to retry; per second %.1f retried, %.1f dead-lettered, %.1f requests failed\n",
-			o.RetryQueueEvents, r.OutputRetried, r.OutputDeadLettered, r.OutputFailed)
-		fmt.Fprintf(w, "fill: input of max_inflight_bytes, journal and ledger of max_bytes, output of its dead-letter store (%s of %s)\n",
-			humanBytes(o.DeadLetterBytes), humanBytes(o.DeadLetterMaxBytes))
+		fmt.Fprintf(w, "; %d waiting to retry; per second %.1f retried, %.1f requests failed", o.RetryQueueEvents, rt.Retried, rt.Failed)
+		if o.Type == "elasticsearch" {
+			fmt.Fprintf(w, ", %.1f dead-lettered; dead letters %s of %s", rt.DeadLettered, humanBytes(o.DeadLetterBytes), humanBytes(o.DeadLetterMaxBytes))
+		}
+		if o.SkippedEventsTotal > 0 {
+			fmt.Fprintf(w, "; %d events skipped past max_lag", o.SkippedEventsTotal)
+		}
+		fmt.Fprintln(w)
 	}
+	if len(n.OrphanCursors) > 0 {
+		fmt.Fprintln(w, "cursors not configured: no output drains them, and retention keeps what they hold; ledgerctl cursors delete NAME releases one")
+	}
+	fmt.Fprintln(w, "fill: input of max_inflight_bytes, journal and ledger of max_bytes, an Elasticsearch output of its dead-letter store")
 	for _, s := range []struct{ name, why string }{
 		{"input", firstNonEmpty(n.Input.Error, n.Input.Waiting)},
 		{"journal", firstNonEmpty(n.Journal.Error, n.Journal.Waiting)},
 		{"ledger", firstNonEmpty(n.Ledger.Error, n.Ledger.Waiting)},
-		{"output", outputWhy(firstOutput(n))},
 	} {
 		if s.why != "" {
 			fmt.Fprintf(w, "%s: %s\n", s.name, s.why)
 		}
 	}
+	for _, o := range n.Outputs {
+		if why := firstNonEmpty(o.Error, o.Waiting); why != "" {
+			fmt.Fprintf(w, "output %s: %s\n", o.Name, why)
+		}
+	}
+	if len(n.Outputs) == 0 {
+		fmt.Fprintln(w, "outputs: none configured: nothing drains the ledger")
+	}
 }
 
-func outputWhy(o *server.OutputInfo) string {
-	if o == nil {
-		return "disabled (output.elasticsearch.enabled = false)"
+// deadLetterFill is an output's FILL cell: an Elasticsearch output's
+// dead-letter store's fill, "-" for an output without dead letters.
+func deadLetterFill(o server.OutputInfo) string {
+	if o.Type != "elasticsearch" {
+		return "-"
 	}
-	return o.Waiting
+	return fmt.Sprintf("%.1f%%", 100*o.DeadLetterFillRatio)
+}
+
+// ratesOf is the rates of the output called name (zero when r has none).
+func ratesOf(r topRates, name string) outputRates {
+	for _, o := range r.Outputs {
+		if o.Name == name {
+			return o
+		}
+	}
+	return outputRates{Name: name}
 }
 
 func fillOf(used, limit int64) string {
@@ -261,10 +310,12 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// firstOutput is the node's first output, nil when it has none.
-func firstOutput(n server.NodeInfo) *server.OutputInfo {
-	if len(n.Outputs) == 0 {
-		return nil
+// outputNamed is the node's output called name, nil when it has none.
+func outputNamed(n server.NodeInfo, name string) *server.OutputInfo {
+	for i := range n.Outputs {
+		if n.Outputs[i].Name == name {
+			return &n.Outputs[i]
+		}
 	}
-	return &n.Outputs[0]
+	return nil
 }

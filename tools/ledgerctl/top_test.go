@@ -128,14 +128,79 @@ func TestTopRefusals(t *testing.T) {
 	}
 }
 
-// TestRates: rates are per second between two answers, and a restart
-// (counters going back) counts from zero.
+// TestRates: rates are per second between two answers, per output by
+// name; a restart (counters going back) and an output the earlier answer
+// lacks count from zero.
 func TestRates(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	a := server.NodeInfo{Now: t0, Input: server.InputInfo{EventsTotal: 100}, Outputs: []server.OutputInfo{{EventsDeliveredTotal: 500}}}
-	b := server.NodeInfo{Now: t0.Add(2 * time.Second), Input: server.InputInfo{EventsTotal: 300}, Outputs: []server.OutputInfo{{EventsDeliveredTotal: 40}}}
+	a := server.NodeInfo{Now: t0, Input: server.InputInfo{EventsTotal: 100}, Outputs: []server.OutputInfo{
+		{Name: "es-a", EventsDeliveredTotal: 500}, {Name: "lj", EventsDeliveredTotal: 100}}}
+	b := server.NodeInfo{Now: t0.Add(2 * time.Second), Input: server.InputInfo{EventsTotal: 300}, Outputs: []server.OutputInfo{
+		{Name: "lj", EventsDeliveredTotal: 300}, {Name: "es-a", EventsDeliveredTotal: 40}, {Name: "new", EventsDeliveredTotal: 10}}}
 	r := rates(a, b)
-	if r.InputEvents != 100 || r.OutputEvents != 20 {
-		t.Errorf("rates %+v, want 100 events/s in and 20 out", r)
+	if r.InputEvents != 100 {
+		t.Errorf("input %v events/s, want 100", r.InputEvents)
+	}
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{{"lj", 100}, {"es-a", 20}, {"new", 5}} {
+		if got := ratesOf(r, tc.name).Events; got != tc.want {
+			t.Errorf("output %s: %v events/s, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTopRendersOutputs: top shows a row per output, by name, with its
+// state, rate, dead-letter fill (Elasticsearch only) and lag, a row per
+// cursor no output owns, and a detail line per output.
+func TestTopRendersOutputs(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	node := func(at time.Time, delivered int64) server.NodeInfo {
+		return server.NodeInfo{Name: "logpond", Now: at, Ready: true, Outputs: []server.OutputInfo{
+			{Name: "es-main", Type: "elasticsearch", State: server.StateOK, EventsDeliveredTotal: delivered,
+				PendingRecords: 12, PendingBytes: 4096, DeadLetterFillRatio: 0.25, DeadLetterBytes: 256, DeadLetterMaxBytes: 1024},
+			{Name: "archive", Type: "lumberjack", State: server.StateWaiting, Waiting: "connecting to archive:5044",
+				EventsDeliveredTotal: 2 * delivered, PendingRecords: 99, PendingBytes: 2 << 20},
+		}, OrphanCursors: []server.CursorInfo{{Name: "old-es", CursorLSN: 3, HeldBytes: 3 << 20}}}
+	}
+	a, b := node(t0, 0), node(t0.Add(time.Second), 50)
+	var out strings.Builder
+	printTop(&out, b, rates(a, b))
+	text := out.String()
+	row := func(prefix string) []string {
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return strings.Fields(strings.TrimPrefix(l, prefix))
+			}
+		}
+		t.Fatalf("no row %q in:\n%s", prefix, text)
+		return nil
+	}
+	for _, tc := range []struct {
+		row  string
+		want []string // the cells after the stage
+	}{
+		{"output es-main ", []string{"ok", "50", "0", "B", "-", "25.0%", "12", "records", "(4.0", "KiB)"}},
+		{"output archive ", []string{"waiting", "100", "0", "B", "-", "-", "99", "records", "(2.0", "MiB)"}},
+		{"cursor old-es ", []string{"not", "configured", "-", "-", "-", "-", "holds", "3.0", "MiB"}},
+	} {
+		if got := row(tc.row); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("row %q: %q, want %q", tc.row, got, tc.want)
+		}
+	}
+	for _, want := range []string{
+		"output es-main (elasticsearch): lag 0 events (12 records, 4.0 KiB)",
+		"dead letters 256 B of 1.0 KiB",
+		"output archive (lumberjack): lag",
+		"output archive: connecting to archive:5044",
+		"ledgerctl cursors delete NAME",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text[strings.Index(text, "output archive (lumberjack)"):], "dead letters") {
+		t.Errorf("a Lumberjack output shows dead letters:\n%s", text)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/dlq"
 )
 
 // storeCheck is one store's part of the verify report.
@@ -22,14 +23,23 @@ type storeCheck struct {
 	OK             bool   `json:"ok"`
 }
 
+// verifiedDLQ is one output's dead-letter store as verify read it.
+type verifiedDLQ struct {
+	Output  string `json:"output"`
+	Dir     string `json:"dir"`
+	Entries int    `json:"entries"`
+}
+
 type verifyReport struct {
 	OK          bool        `json:"ok"`
 	Ledger      *storeCheck `json:"ledger,omitempty"`
 	Journal     *storeCheck `json:"journal,omitempty"`
 	Cursors     *int        `json:"cursors,omitempty"`      // cursor files checked
-	DeadLetters *int        `json:"dead_letters,omitempty"` // entries checked
-	Damage      []*location `json:"damage"`
-	Notes       []string    `json:"notes"`
+	DeadLetters *int        `json:"dead_letters,omitempty"` // entries checked, of every output
+	// DeadLetterOutputs are the entries checked per output.
+	DeadLetterOutputs []verifiedDLQ `json:"dead_letter_outputs,omitempty"`
+	Damage            []*location   `json:"damage"`
+	Notes             []string      `json:"notes"`
 }
 
 // cmdVerify reads every record of the ledger and the journal, checking the
@@ -175,15 +185,23 @@ func cmdVerify(e *env, args []string) int {
 		}
 		// Files logpond set aside at start: out of the stores, kept for
 		// inspection until the operator deletes them.
-		for _, pat := range []string{filepath.Join(e.ledgerDir, "cursors", "*.cursor.damaged"), filepath.Join(e.dlqDir(), "*.dlq.damaged")} {
+		for _, pat := range []string{filepath.Join(e.ledgerDir, "cursors", "*.cursor.damaged"), filepath.Join(dlq.Dir(e.ledgerDir, "*"), "*.dlq.damaged")} {
 			aside, _ := filepath.Glob(pat) // the patterns are well formed
 			for _, f := range aside {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s was damaged and set aside by logpond at start (its ERROR said what was kept); delete it once inspected", f))
 			}
 		}
-		d := scanDLQ(e)
-		if d.Exists {
-			rep.DeadLetters = &d.Entries
+		dls, err := scanDLQs(e)
+		if err != nil {
+			rep.Damage = append(rep.Damage, &location{Store: "dead letters", Error: err.Error()})
+		}
+		for _, d := range dls {
+			n := d.Entries
+			if rep.DeadLetters != nil {
+				n += *rep.DeadLetters
+			}
+			rep.DeadLetters = &n
+			rep.DeadLetterOutputs = append(rep.DeadLetterOutputs, verifiedDLQ{Output: d.Output, Dir: d.Dir, Entries: d.Entries})
 			if d.Err != nil {
 				rep.Damage = append(rep.Damage, locate("dead letters", d.Err))
 			}
@@ -199,8 +217,8 @@ func cmdVerify(e *env, args []string) int {
 		if rep.Cursors != nil {
 			fmt.Fprintf(e.stdout, "%-8s %d cursor files read\n", "cursors", *rep.Cursors)
 		}
-		if rep.DeadLetters != nil {
-			fmt.Fprintf(e.stdout, "%-8s %s: %d dead letters read\n", "dlq", e.dlqDir(), *rep.DeadLetters)
+		for _, d := range rep.DeadLetterOutputs {
+			fmt.Fprintf(e.stdout, "%-8s %s: %d dead letters read (output %s)\n", "dlq", d.Dir, d.Entries, d.Output)
 		}
 		for _, n := range rep.Notes {
 			fmt.Fprintf(e.stdout, "note: %s\n", n)
