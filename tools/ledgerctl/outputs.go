@@ -23,13 +23,13 @@ type outputRef struct {
 	es   *conf.Elasticsearch // nil unless typ is "elasticsearch"
 }
 
-// configuredOutputs lists the configuration's enabled outputs, in the
-// configuration's order. Every use of the configured outputs in ledgerctl
-// goes through it, so that it is the one place that reads them.
+// configuredOutputs lists the configuration's enabled outputs, by name.
+// Every use of the configured outputs in ledgerctl goes through it, so
+// that it is the one place that reads them.
 func configuredOutputs(cfg *conf.Config) []outputRef {
 	var out []outputRef
-	if es := &cfg.Output.Elasticsearch; es.Enabled {
-		out = append(out, outputRef{name: "elasticsearch", typ: "elasticsearch", es: es})
+	for _, o := range cfg.Outputs() {
+		out = append(out, outputRef{name: o.Name, typ: o.Type, es: o.Elasticsearch})
 	}
 	return out
 }
