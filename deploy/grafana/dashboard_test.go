@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logpond/logpond/deploy/internal/deploytest"
 	"github.com/logpond/logpond/internal/testkit/promcheck"
 )
 
@@ -35,9 +36,10 @@ type panel struct {
 	Title      string      `json:"title"`
 	Datasource *datasource `json:"datasource"`
 	Targets    []struct {
-		RefID      string      `json:"refId"`
-		Expr       string      `json:"expr"`
-		Datasource *datasource `json:"datasource"`
+		RefID        string      `json:"refId"`
+		Expr         string      `json:"expr"`
+		LegendFormat string      `json:"legendFormat"`
+		Datasource   *datasource `json:"datasource"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"` // a collapsed row's panels
 }
@@ -186,6 +188,8 @@ var required = []string{
 	"logpond_input_ack_seconds", "logpond_output_yielding",
 	"logpond_output_retry_queue_events", "logpond_output_retry_queue_bytes", "logpond_output_retry_queue_max_bytes",
 	"logpond_ledger_read_errors_total", "logpond_journal_read_errors_total", "logpond_input_connections_closed_total",
+	"logpond_output_skipped_events_total", "logpond_output_skipped_records_total", "logpond_ledger_orphan_cursor_bytes",
+	"logpond_output_misconfigured",
 }
 
 // TestDashboardMetricsAreExported runs a real server
@@ -212,7 +216,48 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 
+	used = deploytest.Check(t, used, "the dashboard")
 	for _, n := range promcheck.Unexported(t, used) {
 		t.Errorf("the dashboard queries %s, which logpond does not export (used in %s)", n, strings.Join(used[n], "; "))
+	}
+}
+
+// TestOutputPanelsByOutput: every graph of a per-output series keeps the
+// output label (its aggregations group by output) and names it in its
+// legend, so that several outputs draining one ledger are told apart;
+// and every such query obeys the $output variable. The overview's stat
+// panels add the outputs up and only obey the variable.
+func TestOutputPanelsByOutput(t *testing.T) {
+	d := loadDashboard(t)
+	grouping := regexp.MustCompile(`\b(by|without)\s*\(([^()]*)\)`)
+	n := 0
+	for _, p := range allPanels(d.Panels) {
+		for _, tg := range p.Targets {
+			if !strings.Contains(tg.Expr, "logpond_output_") && !strings.Contains(tg.Expr, "logpond_dead_letter_") {
+				continue
+			}
+			n++
+			if !strings.Contains(tg.Expr, `output=~"$output"`) {
+				t.Errorf("panel %q target %s ignores the $output variable: %s", p.Title, tg.RefID, tg.Expr)
+			}
+			if p.Type == "stat" {
+				continue
+			}
+			for _, g := range grouping.FindAllStringSubmatch(tg.Expr, -1) {
+				labels := strings.Split(g[2], ",")
+				for i := range labels {
+					labels[i] = strings.TrimSpace(labels[i])
+				}
+				if g[1] != "by" || !slices.Contains(labels, "output") {
+					t.Errorf("panel %q target %s: %q drops the output label: %s", p.Title, tg.RefID, g[0], tg.Expr)
+				}
+			}
+			if !strings.Contains(tg.LegendFormat, "{{output}}") {
+				t.Errorf("panel %q target %s: legend %q does not name the output ({{output}})", p.Title, tg.RefID, tg.LegendFormat)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no panel shows an output's series")
 	}
 }

@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/logpond/logpond/deploy/internal/deploytest"
 	"github.com/logpond/logpond/internal/testkit/promcheck"
 )
 
@@ -56,7 +58,14 @@ var watched = map[string]string{
 	"open ledger segment damage repaired": "logpond_ledger_damage_repaired_total",
 	"ledger device failing reads":         "logpond_ledger_read_errors_total",
 	"journal device failing reads":        "logpond_journal_read_errors_total",
+	"output skipped by max_lag":           "logpond_output_skipped_records_total",
+	"cursor of a removed output":          "logpond_ledger_orphan_cursor_bytes",
+	"output misconfigured":                "logpond_output_misconfigured",
 }
+
+// watchedReasons are the logpond_backpressure reasons an alert must
+// select on its own, each for an output's destination failing.
+var watchedReasons = []string{"elasticsearch", "lumberjack"}
 
 // TestAlertRules: every rule is a complete alert (name, expression, a
 // severity, a summary, a valid for), names are unique, and every metric an
@@ -111,7 +120,69 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("no alert for %s (on %s)", what, m)
 		}
 	}
+	for _, reason := range watchedReasons {
+		sel := `logpond_backpressure{reason="` + reason + `"}`
+		found := false
+		for _, g := range r.Groups {
+			for _, rule := range g.Rules {
+				found = found || strings.Contains(rule.Expr, sel)
+			}
+		}
+		if !found {
+			t.Errorf("no alert selects %s", sel)
+		}
+	}
+	used = deploytest.Check(t, used, "alerts")
 	for _, m := range promcheck.Unexported(t, used) {
 		t.Errorf("alerts %s read %s, which logpond does not export", strings.Join(slices.Compact(used[m]), ", "), m)
 	}
+}
+
+// perOutput says whether expr reads a series labelled with the output it
+// is about: every logpond_output_* and logpond_dead_letter_* series, and
+// logpond_backpressure for an output's own reasons.
+func perOutput(expr string) bool {
+	for _, r := range watchedReasons {
+		if strings.Contains(expr, `logpond_backpressure{reason="`+r+`"}`) {
+			return true
+		}
+	}
+	return strings.Contains(expr, "logpond_output_") || strings.Contains(expr, "logpond_dead_letter_")
+}
+
+// TestOutputAlertsNameTheOutput: an alert about an output keeps the
+// output label (every aggregation groups by instance and output) and its
+// summary says which output, so that one output failing is not taken for
+// all of them, and two failing outputs are two alerts.
+func TestOutputAlertsNameTheOutput(t *testing.T) {
+	r := loadRules(t)
+	n := 0
+	for _, g := range r.Groups {
+		for _, rule := range g.Rules {
+			if !perOutput(rule.Expr) {
+				continue
+			}
+			n++
+			for _, by := range regexp.MustCompile(`\b(?:by|without)\s*\(([^()]*)\)`).FindAllStringSubmatch(rule.Expr, -1) {
+				if !strings.HasPrefix(by[0], "by") || !slices.Contains(splitLabels(by[1]), "output") || !slices.Contains(splitLabels(by[1]), "instance") {
+					t.Errorf("alert %s: %q drops the output or instance label: group by (instance, output)", rule.Alert, by[0])
+				}
+			}
+			if !strings.Contains(rule.Annotations["summary"], "{{ $labels.output }}") {
+				t.Errorf("alert %s: its summary does not name the output ({{ $labels.output }})", rule.Alert)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alert reads an output's series")
+	}
+}
+
+// splitLabels splits a grouping clause's label list.
+func splitLabels(list string) []string {
+	var out []string
+	for _, l := range strings.Split(list, ",") {
+		out = append(out, strings.TrimSpace(l))
+	}
+	return out
 }
