@@ -24,9 +24,19 @@ import (
 	"github.com/logpond/logpond/output/sprintf"
 )
 
-// Options configures an Output. The server fills it from
-// [output.elasticsearch]; every field must be set (no zero defaults).
+// Options configures an Output. The server fills it from the output's
+// section of the configuration ([output.elasticsearch], or
+// [output.elasticsearch.NAME] for a named output); every field must be set
+// (no zero defaults).
 type Options struct {
+	// Name is the output's configured name ("elasticsearch", "siem", …):
+	// the "output" attribute of every line the output logs, so that the
+	// lines of several outputs draining one ledger can be told apart.
+	Name string
+	// Key is the output's configuration key ("output.elasticsearch" or
+	// "output.elasticsearch.siem"): messages that point the operator to a
+	// setting name it under this key.
+	Key string
 	// Hosts are the cluster's URLs. They carry no credentials (New
 	// refuses user info in them): those go in Username, Password or
 	// APIKey, which never print.
@@ -209,7 +219,7 @@ func (opts *Options) check(stores bool) error {
 		}
 	}
 	if len(opts.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(opts.CACert) {
-		return errors.New("elasticsearch: tls.ca holds no PEM certificate")
+		return fmt.Errorf("elasticsearch: %s.tls.ca holds no PEM certificate", opts.Key)
 	}
 	return nil
 }
@@ -230,7 +240,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if len(opts.CACert) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(opts.CACert) {
-			return nil, errors.New("elasticsearch: tls.ca holds no PEM certificate")
+			return nil, fmt.Errorf("elasticsearch: %s.tls.ca holds no PEM certificate", opts.Key)
 		}
 		tlsCfg.RootCAs = pool
 	}
@@ -266,7 +276,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
-		metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+		metaOnlyIndex: metaOnly, log: opts.Logger.With("output", opts.Name), idPrefix: prefix}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a
@@ -292,6 +302,8 @@ func (opts *Options) incomplete() []string {
 		name string
 		ok   bool
 	}{
+		{"Name", opts.Name != ""},
+		{"Key", opts.Key != ""},
 		{"Hosts", len(opts.Hosts) > 0},
 		{"Workers", opts.Workers >= 1},
 		{"FlushBytes", opts.FlushBytes >= 1},
@@ -424,7 +436,7 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 		}
 		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
 			if !failing {
-				o.log.Error("persisting the cursor failed; retrying every flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
+				o.log.Error("persisting the cursor failed; retrying every "+o.opts.Key+".flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
 					"persisted_lsn", last, "lsn", done, "err", err)
 				failing = true
 			} else {
