@@ -167,6 +167,11 @@ type Observer interface {
 // synced in the dead-letter store. Events are sent as create actions with
 // ids that depend only on where they are stored, so sending a record again
 // after a restart stores nothing twice.
+//
+// One output, one cluster: its hosts are asked which cluster they belong
+// to before anything is sent (cluster.go); when two report different
+// clusters it sends nothing until restarted with another configuration,
+// and Misconfigured says why.
 type Output struct {
 	opts      Options
 	ledger    *ledger.Ledger
@@ -185,6 +190,10 @@ type Output struct {
 
 	// unreadable is the state of reads of the ledger failing.
 	unreadable readFault
+
+	// cluster holds sending until the hosts are known to belong to one
+	// cluster (cluster.go).
+	cluster *clusterCheck
 
 	mu         sync.Mutex      // guards the outage state below
 	down       waitlog.Episode // the last request failed as a whole
@@ -251,12 +260,17 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		MaxIdleConnsPerHost: opts.Workers,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	log := opts.Logger.With("output", opts.Name)
+	cluster, err := newClusterCheck(&opts, transport, log)
+	if err != nil {
+		return nil, err
+	}
 	client, err := es.NewClient(es.Config{
 		Addresses: opts.Hosts,
 		Username:  opts.Username,
 		Password:  opts.Password.Reveal(),
 		APIKey:    opts.APIKey.Reveal(),
-		Transport: lengthTransport{transport},
+		Transport: clusterGate{c: cluster, next: lengthTransport{transport}},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
 		// request still marks its host dead in the client's pool, so the
@@ -276,7 +290,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
-		metaOnlyIndex: metaOnly, log: opts.Logger.With("output", opts.Name), idPrefix: prefix}, nil
+		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a
@@ -380,9 +394,17 @@ func (o *Output) Run(ctx context.Context) error {
 		defer close(commitDone)
 		o.commitLoop(ctx, tr, cursor)
 	}()
+	// The workers send nothing before it has asked every host which
+	// cluster it belongs to; it ends early once it knows them all.
+	clusterDone := make(chan struct{})
+	go func() {
+		defer close(clusterDone)
+		o.cluster.run(ctx)
+	}()
 	wg.Wait()
 	cancel()
 	<-commitDone
+	<-clusterDone
 	// The final persist: what the workers finished before the stop.
 	done, _ := tr.Done()
 	var runErr error
