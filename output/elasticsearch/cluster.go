@@ -26,7 +26,10 @@ import (
 // host not identified yet is asked again in the background with the
 // output's retry backoff. When two hosts report different clusters the
 // output sends nothing more until it is restarted with another
-// configuration: the events wait in the ledger.
+// configuration: the events wait in the ledger. The first round holds
+// the start for as long as the slowest host takes to answer or fail (at
+// most Options.Timeout): sending before every host was asked is what
+// would let events reach the wrong cluster.
 //
 // A host that does not answer GET /, or answers without a cluster uuid (a
 // version before 5, a cluster that has not formed, credentials without the
