@@ -87,6 +87,7 @@ func benchRun(b *testing.B, l *ledger.Ledger, cursor string, opts Options, done 
 	opts.FallbackIndex, opts.DerivedIDs, opts.Workers = "x", true, benchWorkers
 	opts.FlushBytes, opts.FlushInterval, opts.MaxRequestBytes, opts.Timeout = int(conf.Default().Output.Elasticsearch.FlushBytes), 50*time.Millisecond, 100<<20, time.Minute
 	opts.MaxRecordBytes = 4 << 20 // the default configuration's
+	opts.Name, opts.Key = "elasticsearch", "output.elasticsearch"
 	opts.Cursor, opts.DeadLetters, opts.Logger = cursor, d, slog.New(slog.DiscardHandler)
 	out, err := New(l, opts)
 	if err != nil {

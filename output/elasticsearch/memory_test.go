@@ -94,6 +94,7 @@ func TestLargeEventBurstLeavesNoBuffersBehind(t *testing.T) {
 
 	before := heapInUse()
 	out, err := New(l, Options{
+		Name: "elasticsearch", Key: "output.elasticsearch",
 		Hosts: []string{sink.URL()}, Index: mustCompile(t, es.Index), FallbackIndex: es.FallbackIndex, DerivedIDs: true,
 		Workers: es.Workers, FlushBytes: int(es.FlushBytes), FlushInterval: 20 * time.Millisecond, MaxRequestBytes: int(es.MaxRequestBytes),
 		MaxRecordBytes: maxRecord, Timeout: time.Minute, RetryInitial: time.Millisecond, RetryMax: 20 * time.Millisecond,

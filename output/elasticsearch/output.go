@@ -24,9 +24,19 @@ import (
 	"github.com/logpond/logpond/output/sprintf"
 )
 
-// Options configures an Output. The server fills it from
-// [output.elasticsearch]; every field must be set (no zero defaults).
+// Options configures an Output. The server fills it from the output's
+// section of the configuration ([output.elasticsearch], or
+// [output.elasticsearch.NAME] for a named output); every field must be set
+// (no zero defaults).
 type Options struct {
+	// Name is the output's configured name ("elasticsearch", "siem", …):
+	// the "output" attribute of every line the output logs, so that the
+	// lines of several outputs draining one ledger can be told apart.
+	Name string
+	// Key is the output's configuration key ("output.elasticsearch" or
+	// "output.elasticsearch.siem"): messages that point the operator to a
+	// setting name it under this key.
+	Key string
 	// Hosts are the cluster's URLs. They carry no credentials (New
 	// refuses user info in them): those go in Username, Password or
 	// APIKey, which never print.
@@ -157,6 +167,11 @@ type Observer interface {
 // synced in the dead-letter store. Events are sent as create actions with
 // ids that depend only on where they are stored, so sending a record again
 // after a restart stores nothing twice.
+//
+// One output, one cluster: its hosts are asked which cluster they belong
+// to before anything is sent (cluster.go); when two report different
+// clusters it sends nothing until restarted with another configuration,
+// and Misconfigured says why.
 type Output struct {
 	opts      Options
 	ledger    *ledger.Ledger
@@ -175,6 +190,10 @@ type Output struct {
 
 	// unreadable is the state of reads of the ledger failing.
 	unreadable readFault
+
+	// cluster holds sending until the hosts are known to belong to one
+	// cluster (cluster.go).
+	cluster *clusterCheck
 
 	mu         sync.Mutex      // guards the outage state below
 	down       waitlog.Episode // the last request failed as a whole
@@ -209,7 +228,7 @@ func (opts *Options) check(stores bool) error {
 		}
 	}
 	if len(opts.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(opts.CACert) {
-		return errors.New("elasticsearch: tls.ca holds no PEM certificate")
+		return fmt.Errorf("elasticsearch: %s.tls.ca holds no PEM certificate", opts.Key)
 	}
 	return nil
 }
@@ -230,7 +249,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if len(opts.CACert) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(opts.CACert) {
-			return nil, errors.New("elasticsearch: tls.ca holds no PEM certificate")
+			return nil, fmt.Errorf("elasticsearch: %s.tls.ca holds no PEM certificate", opts.Key)
 		}
 		tlsCfg.RootCAs = pool
 	}
@@ -241,12 +260,17 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		MaxIdleConnsPerHost: opts.Workers,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	log := opts.Logger.With("output", opts.Name)
+	cluster, err := newClusterCheck(&opts, transport, log)
+	if err != nil {
+		return nil, err
+	}
 	client, err := es.NewClient(es.Config{
 		Addresses: opts.Hosts,
 		Username:  opts.Username,
 		Password:  opts.Password.Reveal(),
 		APIKey:    opts.APIKey.Reveal(),
-		Transport: lengthTransport{transport},
+		Transport: clusterGate{c: cluster, next: lengthTransport{transport}},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
 		// request still marks its host dead in the client's pool, so the
@@ -266,7 +290,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
-		metaOnlyIndex: metaOnly, log: opts.Logger.With("output", "elasticsearch"), idPrefix: prefix}, nil
+		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a
@@ -292,6 +316,8 @@ func (opts *Options) incomplete() []string {
 		name string
 		ok   bool
 	}{
+		{"Name", opts.Name != ""},
+		{"Key", opts.Key != ""},
 		{"Hosts", len(opts.Hosts) > 0},
 		{"Workers", opts.Workers >= 1},
 		{"FlushBytes", opts.FlushBytes >= 1},
@@ -368,9 +394,17 @@ func (o *Output) Run(ctx context.Context) error {
 		defer close(commitDone)
 		o.commitLoop(ctx, tr, cursor)
 	}()
+	// The workers send nothing before it has asked every host which
+	// cluster it belongs to; it ends early once it knows them all.
+	clusterDone := make(chan struct{})
+	go func() {
+		defer close(clusterDone)
+		o.cluster.run(ctx)
+	}()
 	wg.Wait()
 	cancel()
 	<-commitDone
+	<-clusterDone
 	// The final persist: what the workers finished before the stop.
 	done, _ := tr.Done()
 	var runErr error
@@ -424,7 +458,7 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 		}
 		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
 			if !failing {
-				o.log.Error("persisting the cursor failed; retrying every flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
+				o.log.Error("persisting the cursor failed; retrying every "+o.opts.Key+".flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
 					"persisted_lsn", last, "lsn", done, "err", err)
 				failing = true
 			} else {

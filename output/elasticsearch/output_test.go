@@ -89,6 +89,7 @@ func (r *rig) store(received time.Time, events ...[]byte) uint64 {
 
 func (r *rig) options(mod func(*Options)) Options {
 	o := Options{
+		Name: "elasticsearch", Key: "output.elasticsearch",
 		Hosts:         []string{r.es.URL()},
 		Index:         mustCompile(r.t, "%{[@metadata][beat]}-%{[@metadata][version]}"),
 		FallbackIndex: "logpond-fallback",

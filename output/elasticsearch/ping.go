@@ -12,8 +12,17 @@ import (
 type Cluster struct {
 	Node        string // the node that answered
 	ClusterName string
-	Version     string // e.g. "8.17.0"
+	// UUID is the cluster's cluster_uuid: two hosts that report different
+	// ones belong to different clusters. It is "" when the node does not
+	// say, which versions before 5 do not, and which a node whose cluster
+	// has not formed yet reports as "_na_".
+	UUID    string
+	Version string // e.g. "8.17.0"
 }
+
+// maxInfoBytes bounds how much of an answer to GET / is read: a real one
+// is about half a kilobyte.
+const maxInfoBytes = 1 << 20
 
 // Ping asks the cluster who it is (GET /) with the output's hosts,
 // credentials and TLS settings, and returns its answer or why there was
@@ -27,7 +36,7 @@ func (o *Output) Ping(ctx context.Context) (Cluster, error) {
 		return Cluster{}, err
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxInfoBytes))
 	if err != nil {
 		return Cluster{}, fmt.Errorf("reading the answer to GET /: %w", err)
 	}
@@ -35,9 +44,19 @@ func (o *Output) Ping(ctx context.Context) (Cluster, error) {
 		errType, why := errorBody(body)
 		return Cluster{}, fmt.Errorf("GET / answered %d %s %s", res.StatusCode, errType, why)
 	}
-	v := gjson.GetManyBytes(body, "name", "cluster_name", "version.number")
-	if v[2].String() == "" {
+	return parseInfo(body)
+}
+
+// parseInfo reads the answer to GET /. An answer without a version is not
+// Elasticsearch's.
+func parseInfo(body []byte) (Cluster, error) {
+	v := gjson.GetManyBytes(body, "name", "cluster_name", "cluster_uuid", "version.number")
+	if v[3].String() == "" {
 		return Cluster{}, fmt.Errorf("GET / answered without a version: %.200s", body)
 	}
-	return Cluster{Node: v[0].String(), ClusterName: v[1].String(), Version: v[2].String()}, nil
+	uuid := v[2].String()
+	if uuid == "_na_" {
+		uuid = ""
+	}
+	return Cluster{Node: v[0].String(), ClusterName: v[1].String(), UUID: uuid, Version: v[3].String()}, nil
 }

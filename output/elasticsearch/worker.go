@@ -160,6 +160,11 @@ func (w *worker) room(ctx context.Context) error {
 // response each item is done, retried, or dead-lettered.
 func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	o := w.o
+	// Nothing is sent before the hosts were asked which cluster they
+	// belong to, nor while they belong to different ones (cluster.go).
+	if err := o.cluster.wait(ctx); err != nil {
+		return err
+	}
 	round, err := w.ctl.acquire(ctx, len(items))
 	if err != nil {
 		return err

@@ -1,0 +1,340 @@
+package elasticsearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logpond/logpond/internal/hosturl"
+)
+
+// One output, one cluster.
+//
+// The client spreads bulk requests over all of an output's hosts (and
+// fails over between them), which is right for the nodes of one cluster
+// and silently splits the events when the hosts belong to two clusters.
+// So every host is asked which cluster it belongs to (cluster_uuid on
+// GET /, sent to that host alone) before the output sends anything, and
+// again before the first bulk request to a host that had not answered; a
+// host not identified yet is asked again in the background with the
+// output's retry backoff. When two hosts report different clusters the
+// output sends nothing more until it is restarted with another
+// configuration: the events wait in the ledger. The first round holds
+// the start for as long as the slowest host takes to answer or fail (at
+// most Options.Timeout): sending before every host was asked is what
+// would let events reach the wrong cluster.
+//
+// A host that does not answer GET /, or answers without a cluster uuid (a
+// version before 5, a cluster that has not formed, credentials without the
+// monitor privilege), is not judged: the check can only tell hosts apart,
+// not vouch for them.
+
+// mismatchHint is what the operator must do about hosts of two clusters.
+const mismatchHint = "hosts of one output must belong to one cluster; to send to two clusters, configure two outputs: [output.elasticsearch.NAME]"
+
+// clusterCheck identifies the cluster behind each host of an output and
+// says when they differ. Its methods are safe for concurrent use.
+type clusterCheck struct {
+	key          string // Options.Key, for messages
+	hosts        []*hostState
+	rt           http.RoundTripper // the output's transport: its TLS settings, no failover
+	auth         func(*http.Request)
+	timeout      time.Duration
+	retryInitial time.Duration
+	retryMax     time.Duration
+	log          *slog.Logger
+
+	ready chan struct{} // closed once the first round has asked every host
+
+	mu     sync.Mutex // guards reason and the hosts' state
+	reason string     // why the output sends nothing; "" while it may send
+}
+
+// hostState is one configured host and what is known of its cluster.
+type hostState struct {
+	shown string        // the host as configured, redacted
+	info  string        // the URL of its GET /
+	key   string        // its endpoint, to match request URLs against (endpoint)
+	lock  chan struct{} // held while asking: one GET / at a time per host
+
+	// Guarded by clusterCheck.mu.
+	cluster    Cluster // what it said, once identified
+	identified bool    // it answered with a cluster uuid
+	answered   bool    // its last GET / got an HTTP answer, of any status
+	warned     bool    // an answer that did not identify it was logged
+	wait       time.Duration
+	next       time.Time // when the background asks it again
+}
+
+// newClusterCheck prepares the check of opts.Hosts, asked through rt with
+// the output's credentials.
+func newClusterCheck(opts *Options, rt http.RoundTripper, log *slog.Logger) (*clusterCheck, error) {
+	c := &clusterCheck{
+		key: opts.Key, rt: rt, timeout: opts.Timeout,
+		retryInitial: opts.RetryInitial, retryMax: opts.RetryMax,
+		log: log, ready: make(chan struct{}),
+	}
+	// The credentials as the client sends them: an API key, when set,
+	// instead of the user and password.
+	user, password, apiKey := opts.Username, opts.Password, opts.APIKey
+	c.auth = func(req *http.Request) {
+		switch {
+		case apiKey.Reveal() != "":
+			req.Header.Set("Authorization", "APIKey "+apiKey.Reveal()) // as the client spells it
+		case user != "" && password.Reveal() != "":
+			req.SetBasicAuth(user, password.Reveal())
+		}
+	}
+	for _, h := range opts.Hosts {
+		u, err := hosturl.Parse(h)
+		if err != nil {
+			return nil, fmt.Errorf("elasticsearch: %s.hosts: %w", opts.Key, err)
+		}
+		info := *u
+		info.User, info.RawQuery, info.Fragment, info.RawPath = nil, "", "", ""
+		info.Path = strings.TrimRight(u.Path, "/") + "/"
+		c.hosts = append(c.hosts, &hostState{
+			shown: hosturl.Redact(h), info: info.String(), key: endpoint(u.Scheme, u.Host, u.Path),
+			lock: make(chan struct{}, 1),
+		})
+	}
+	return c, nil
+}
+
+// endpoint is what tells hosts apart in request URLs: scheme, host and
+// port as written, and the path prefix, without its trailing slashes.
+func endpoint(scheme, host, path string) string {
+	return strings.ToLower(scheme) + "://" + strings.ToLower(host) + strings.TrimRight(path, "/")
+}
+
+// Misconfigured says why the output sends nothing, or "" when it may send:
+// two of its hosts belong to different clusters. Once set it stays until
+// the output is made anew (the configuration must change). Safe for
+// concurrent use.
+func (o *Output) Misconfigured() string { return o.cluster.misconfigured() }
+
+func (c *clusterCheck) misconfigured() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
+// wait returns once the first round has asked every host and no mismatch
+// was found; while there is one, it waits for ctx and returns its error.
+func (c *clusterCheck) wait(ctx context.Context) error {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if c.misconfigured() == "" {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// run asks every host at once, opens wait, then asks the hosts not
+// identified yet with backoff until each is identified, a mismatch is
+// found, or ctx ends.
+func (c *clusterCheck) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, h := range c.hosts {
+		wg.Go(func() { c.identify(ctx, h, false) })
+	}
+	wg.Wait()
+	close(c.ready)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		due, next, pending := c.due(time.Now())
+		if !pending {
+			return
+		}
+		for _, h := range due {
+			c.identify(ctx, h, false)
+		}
+		if len(due) > 0 {
+			continue
+		}
+		t.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// due returns the hosts not identified whose time to be asked again has
+// come, the earliest time another one's comes, and whether any host is
+// left to identify (none once a mismatch is found: it stays).
+func (c *clusterCheck) due(now time.Time) (due []*hostState, next time.Time, pending bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reason != "" {
+		return nil, next, false
+	}
+	for _, h := range c.hosts {
+		if h.identified {
+			continue
+		}
+		pending = true
+		if !now.Before(h.next) {
+			due = append(due, h)
+		} else if next.IsZero() || h.next.Before(next) {
+			next = h.next
+		}
+	}
+	return due, next, pending
+}
+
+// identify asks h which cluster it belongs to, unless it is identified
+// already (or, beforeSend, it answered its last GET /: then the background
+// asks it again), and judges the hosts when it is.
+func (c *clusterCheck) identify(ctx context.Context, h *hostState, beforeSend bool) {
+	select {
+	case h.lock <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-h.lock }()
+	c.mu.Lock()
+	skip := h.identified || c.reason != "" || (beforeSend && h.answered)
+	c.mu.Unlock()
+	if skip {
+		return
+	}
+	cl, answered, err := c.ask(ctx, h)
+	if ctx.Err() != nil {
+		return // stopping, or the request that asked gave up: not the host's answer
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.answered = answered
+	if err == nil && cl.UUID != "" {
+		h.identified, h.cluster = true, cl
+		c.log.Info("elasticsearch host identified", "host", h.shown, "cluster_name", cl.ClusterName, "cluster_uuid", cl.UUID, "node", cl.Node)
+		c.judgeLocked()
+		return
+	}
+	h.wait = min(max(2*h.wait, c.retryInitial), c.retryMax)
+	h.next = time.Now().Add(h.wait)
+	if err == nil {
+		err = errors.New("GET / answered without a cluster_uuid")
+	}
+	switch {
+	case answered && !h.warned:
+		h.warned = true
+		c.log.Warn("cannot tell which cluster an elasticsearch host belongs to: it is not checked against the output's other hosts until it says",
+			"host", h.shown, "err", err)
+	default:
+		c.log.Debug("elasticsearch host not identified", "host", h.shown, "err", err, "next_in", h.wait)
+	}
+}
+
+// ask sends GET / to h alone. answered says an HTTP answer came, whatever
+// its status.
+func (c *clusterCheck) ask(ctx context.Context, h *hostState) (cl Cluster, answered bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.info, nil)
+	if err != nil {
+		return Cluster{}, false, fmt.Errorf("GET /: %w", err)
+	}
+	c.auth(req)
+	res, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return Cluster{}, false, fmt.Errorf("GET /: %w", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxInfoBytes))
+	if err != nil {
+		return Cluster{}, false, fmt.Errorf("reading the answer to GET /: %w", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		errType, why := errorBody(body)
+		return Cluster{}, true, fmt.Errorf("GET / answered %d %s %s", res.StatusCode, errType, why)
+	}
+	cl, err = parseInfo(body)
+	return cl, true, err
+}
+
+// judgeLocked sets the reason, and logs it once, when the identified hosts
+// report more than one cluster. c.mu is held.
+func (c *clusterCheck) judgeLocked() {
+	if c.reason != "" {
+		return
+	}
+	var first string
+	split := false
+	var hosts []string
+	for _, h := range c.hosts {
+		if !h.identified {
+			continue
+		}
+		if first == "" {
+			first = h.cluster.UUID
+		}
+		split = split || h.cluster.UUID != first
+		hosts = append(hosts, fmt.Sprintf("%s (cluster %q, uuid %s)", h.shown, h.cluster.ClusterName, h.cluster.UUID))
+	}
+	if !split {
+		return
+	}
+	c.reason = fmt.Sprintf("%s.hosts belong to different clusters: %s; %s; nothing is sent until the configuration changes (events wait in the ledger)",
+		c.key, strings.Join(hosts, ", "), mismatchHint)
+	c.log.Error("the output's hosts belong to different clusters: sending nothing until the configuration changes and logpond restarts (events wait in the ledger); "+mismatchHint,
+		"setting", c.key+".hosts", "hosts", hosts)
+}
+
+// host returns the configured host a request URL goes to, or nil.
+func (c *clusterCheck) host(u *url.URL, suffix string) *hostState {
+	k := endpoint(u.Scheme, u.Host, strings.TrimSuffix(u.Path, suffix))
+	for _, h := range c.hosts {
+		if h.key == k {
+			return h
+		}
+	}
+	return nil
+}
+
+// errMisconfigured is a bulk request's error while the output's hosts
+// belong to different clusters (Output.Misconfigured says which).
+var errMisconfigured = errors.New("elasticsearch: not sent: the output's hosts belong to different clusters")
+
+// clusterGate is the client's transport: a bulk request goes only after
+// its host was asked which cluster it belongs to (unless it answered
+// before without saying), and never once hosts of different clusters were
+// found. It catches what the workers' wait cannot: a host that comes up
+// after the first round, which the client may send to before the
+// background asks it.
+type clusterGate struct {
+	c    *clusterCheck
+	next http.RoundTripper
+}
+
+// RoundTrip asks the request's host first when it must, then sends the
+// request or refuses it (closing its body, as a RoundTripper must).
+func (g clusterGate) RoundTrip(req *http.Request) (*http.Response, error) {
+	const bulk = "/_bulk"
+	if strings.HasSuffix(req.URL.Path, bulk) {
+		if h := g.c.host(req.URL, bulk); h != nil {
+			g.c.identify(req.Context(), h, true)
+		}
+		if g.c.misconfigured() != "" {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, errMisconfigured
+		}
+	}
+	return g.next.RoundTrip(req)
+}

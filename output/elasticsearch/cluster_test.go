@@ -1,0 +1,333 @@
+package elasticsearch
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+)
+
+// info reads GET / of a test server.
+func info(t *testing.T, base string) (name, uuid string) {
+	t.Helper()
+	res, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var v struct {
+		ClusterName string `json:"cluster_name"`
+		ClusterUUID string `json:"cluster_uuid"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.ClusterUUID == "" {
+		t.Fatalf("%s: GET / without a cluster_uuid", base)
+	}
+	return v.ClusterName, v.ClusterUUID
+}
+
+// otherCluster starts a second test server: a cluster of its own.
+func otherCluster(t *testing.T) *estest.Server {
+	t.Helper()
+	s, err := estest.Start(estest.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// front is another endpoint (on 127.0.0.1) for target: a second host of
+// the same cluster, unless handle answers the request itself.
+func front(t *testing.T, target string, handle func(w http.ResponseWriter, r *http.Request) bool) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if handle == nil || !handle(w, r) {
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// TestHostsOfTwoClustersSendNothing: hosts of two clusters in one output
+// send nothing (the events wait in the ledger), say why once, naming both
+// hosts and their clusters, and leave Run running.
+func TestHostsOfTwoClustersSendNothing(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	other := otherCluster(t)
+	for i := range 10 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	var logs syncbuf.Buffer
+	run := r.start(r.options(func(o *Options) {
+		o.Name, o.Key = "siem", "output.elasticsearch.siem"
+		o.Hosts = []string{r.es.URL(), other.URL()}
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	waitFor(t, "the mismatch", func() bool { return run.out.Misconfigured() != "" })
+	why := run.out.Misconfigured()
+	for _, s := range []*estest.Server{r.es, other} {
+		_, uuid := info(t, s.URL())
+		if !strings.Contains(why, s.URL()) || !strings.Contains(why, uuid) {
+			t.Errorf("Misconfigured() = %q: lacks %s or its cluster uuid %s", why, s.URL(), uuid)
+		}
+		if n := s.Stats().BulkRequests; n != 0 {
+			t.Errorf("%s received %d bulk requests", s.URL(), n)
+		}
+	}
+	for _, want := range []string{"output.elasticsearch.siem.hosts", "[output.elasticsearch.NAME]"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("Misconfigured() = %q: lacks %q", why, want)
+		}
+	}
+	select {
+	case err := <-run.done:
+		t.Fatalf("Run returned %v on a mismatch: it must keep running", err)
+	default:
+	}
+	run.stop(t)
+	if c, _ := r.ledger.Cursor("elasticsearch"); c != 0 {
+		t.Errorf("cursor at %d: events passed that were not sent", c)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "level=ERROR"); n != 1 {
+		t.Errorf("%d error lines, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "[output.elasticsearch.NAME]") {
+		t.Errorf("the error does not point to named outputs:\n%s", out)
+	}
+	for line := range strings.Lines(out) {
+		if !strings.Contains(line, "output=siem") {
+			t.Errorf("a line without the output's name: %s", line)
+		}
+	}
+}
+
+// TestHostsOfOneClusterDeliver: two endpoints of one cluster are both
+// identified, found alike, and used.
+func TestHostsOfOneClusterDeliver(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	for i := range 50 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	var logs syncbuf.Buffer
+	run := r.start(r.options(func(o *Options) {
+		o.Hosts = []string{r.es.URL(), front(t, r.es.URL(), nil), r.es.URL() + "/"}
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	waitFor(t, "every event", func() bool { return r.es.Count() == 50 })
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.stop(t)
+	r.checkAllStoredOnce(t)
+	if why := run.out.Misconfigured(); why != "" {
+		t.Errorf("Misconfigured() = %q for hosts of one cluster", why)
+	}
+	if n := strings.Count(logs.String(), "elasticsearch host identified"); n != 3 {
+		t.Errorf("%d hosts identified, want 3:\n%s", n, logs.String())
+	}
+}
+
+// TestHostUpLaterInAnotherClusterIsRefused: a host down at start is not
+// judged; once it answers, from another cluster, the output refuses to
+// send, and that host never received a bulk request.
+func TestHostUpLaterInAnotherClusterIsRefused(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	other := otherCluster(t)
+	if err := other.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	run := r.start(r.options(func(o *Options) { o.Hosts = []string{other.URL(), r.es.URL()} }))
+	waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
+	if why := run.out.Misconfigured(); why != "" {
+		t.Fatalf("Misconfigured() = %q while the other host is down", why)
+	}
+	if err := other.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the mismatch", func() bool { return run.out.Misconfigured() != "" })
+	if why := run.out.Misconfigured(); !strings.Contains(why, other.URL()) || !strings.Contains(why, r.es.URL()) {
+		t.Errorf("Misconfigured() = %q: does not name both hosts", why)
+	}
+	r.store(time.Now(), filebeatEvent(10, ""))
+	run.stop(t)
+	if n := other.Stats().BulkRequests; n != 0 {
+		t.Errorf("the host of the other cluster received %d bulk requests", n)
+	}
+	if n := r.es.Count(); n != 10 {
+		t.Errorf("%d documents, want 10: an event was sent after the mismatch", n)
+	}
+}
+
+// TestHostWithoutClusterUUIDIsNotJudged: a host whose GET / carries no
+// cluster uuid (an old version) is not held against the others.
+func TestHostWithoutClusterUUIDIsNotJudged(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	other := otherCluster(t)
+	old := front(t, other.URL(), func(w http.ResponseWriter, req *http.Request) bool {
+		if req.URL.Path != "/" {
+			return false
+		}
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		io.WriteString(w, `{"name":"old","cluster_name":"old","cluster_uuid":"_na_","version":{"number":"8.17.0"}}`)
+		return true
+	})
+	for i := range 20 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	run := r.start(r.options(func(o *Options) { o.Hosts = []string{r.es.URL(), old} }))
+	waitFor(t, "every event", func() bool { return r.es.Count()+other.Count() == 20 })
+	run.stop(t)
+	if why := run.out.Misconfigured(); why != "" {
+		t.Errorf("Misconfigured() = %q: a host without a cluster uuid was judged", why)
+	}
+}
+
+// TestClusterCheckSendsCredentials: GET / goes to each host with the
+// output's credentials, an API key instead of the user when set.
+func TestClusterCheckSendsCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"basic", func(o *Options) { o.Username, o.Password = "writer", NewSecret("pw") }, "Basic d3JpdGVyOnB3"},
+		{"api key", func(o *Options) { o.Username, o.Password, o.APIKey = "writer", NewSecret("pw"), NewSecret("k") }, "APIKey k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, estest.Options{})
+			var mu sync.Mutex
+			var seen []string
+			host := front(t, r.es.URL(), func(_ http.ResponseWriter, req *http.Request) bool {
+				if req.URL.Path == "/" {
+					mu.Lock()
+					seen = append(seen, req.Header.Get("Authorization"))
+					mu.Unlock()
+				}
+				return false
+			})
+			out, err := New(r.ledger, r.options(func(o *Options) { o.Hosts = []string{host}; tc.mod(o) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out.cluster.run(ctx) // returns once the one host is identified
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || !strings.EqualFold(seen[0], tc.want) {
+				t.Errorf("GET / sent with Authorization %q, want [%q]", seen, tc.want)
+			}
+			if err := out.client.Close(ctx); err != nil {
+				t.Error(err)
+			}
+			out.transport.CloseIdleConnections()
+		})
+	}
+}
+
+// TestPingReportsClusterUUID: Ping reads the cluster's uuid.
+func TestPingReportsClusterUUID(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	out, err := New(r.ledger, r.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	defer out.client.Close(context.Background())
+	cl, err := out.Ping(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, uuid := info(t, r.es.URL())
+	if cl.UUID != uuid || cl.ClusterName != name {
+		t.Errorf("Ping = %+v, want cluster %q, uuid %q", cl, name, uuid)
+	}
+}
+
+// TestOptionsRequireNameAndKey: the output's name and configuration key
+// have no default.
+func TestOptionsRequireNameAndKey(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	for _, field := range []string{"Name", "Key"} {
+		err := CheckOptions(r.options(func(o *Options) {
+			if field == "Name" {
+				o.Name = ""
+			} else {
+				o.Key = ""
+			}
+		}))
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("CheckOptions without %s: %v", field, err)
+		}
+	}
+}
+
+// TestGateAsksAHostBeforeItsFirstBulk: a bulk request to a host that had
+// not answered goes only after the host was asked; from another cluster,
+// it is refused unsent. (The background would ask it only in an hour.)
+func TestGateAsksAHostBeforeItsFirstBulk(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	other := otherCluster(t)
+	if err := other.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := New(r.ledger, r.options(func(o *Options) {
+		o.Hosts = []string{r.es.URL(), other.URL()}
+		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); out.cluster.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := out.cluster.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	gate := clusterGate{c: out.cluster, next: out.transport}
+	body := "{\"create\":{\"_index\":\"x\",\"_id\":\"1\"}}\n{\"a\":1}\n"
+	req, err := http.NewRequest(http.MethodPost, other.URL()+"/_bulk", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if res, err := gate.RoundTrip(req); err == nil {
+		res.Body.Close()
+		t.Fatalf("a bulk request to a host of another cluster was sent: %d", res.StatusCode)
+	}
+	if n := other.Stats().BulkRequests; n != 0 {
+		t.Errorf("the host of the other cluster received %d bulk requests", n)
+	}
+	if out.Misconfigured() == "" {
+		t.Error("Misconfigured() is empty after the gate found the other cluster")
+	}
+}
