@@ -162,3 +162,43 @@ func grepLog(log string, words ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestHostsOfTwoClustersAreRefused: one output whose hosts are two
+// different clusters sends nothing; readiness, GET / and the metric say
+// why and point to named outputs, and another output goes on.
+func TestHostsOfTwoClustersAreRefused(t *testing.T) {
+	var srvs [3]*estest.Server
+	for i := range srvs {
+		s, err := estest.Start(estest.Options{Seed: int64(50 + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srvs[i] = s
+	}
+	split := namedES(srvs[0].URL())
+	split.Hosts = append(split.Hosts, srvs[1].URL())
+	cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"split": split, "other": namedES(srvs[2].URL())})
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 0, 400); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the other output stores every event", func() bool { return srvs[2].Count() == 400 })
+	waitUntil(t, "the split output refused", func() bool { return r.s.outputs.byName("split").Misconfigured() != "" })
+	if n := srvs[0].Count() + srvs[1].Count(); n != 0 {
+		t.Errorf("the split output stored %d events across two clusters", n)
+	}
+	why := strings.Join(r.s.snapshot().notReady(), "\n")
+	if !strings.Contains(why, "output.elasticsearch.split") || !strings.Contains(why, "[output.elasticsearch.NAME]") {
+		t.Errorf("readiness does not name the output and point to named outputs:\n%s", why)
+	}
+	for _, o := range r.s.nodeInfo().Outputs {
+		switch {
+		case o.Name == "split" && (o.State != StateFailed || !strings.Contains(o.Error, srvs[1].URL())):
+			t.Errorf("GET / for the split output: %+v", o)
+		case o.Name == "other" && o.State == StateFailed:
+			t.Errorf("GET / for the other output: %+v", o)
+		}
+	}
+}

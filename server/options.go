@@ -113,6 +113,8 @@ func elasticsearchOptions(cfg *conf.Config, o conf.NamedOutput) (elasticsearch.O
 		Gzip: c.Compression == "gzip", Timeout: time.Duration(c.Timeout),
 		RetryInitial: time.Duration(c.RetryInitialInterval), RetryMax: time.Duration(c.RetryMaxInterval),
 		Cursor:          o.Name,
+		Name:            o.Name,
+		Key:             o.Key,
 		UnreadableAfter: ledgerUnreadableAfter,
 	}, nil
 }

@@ -123,7 +123,7 @@ func TestElasticsearchOptions(t *testing.T) {
 		DerivedIDs: true, Workers: 4,
 		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, MaxRecordBytes: 4 << 20, Timeout: time.Minute,
 		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
-		Cursor: "elasticsearch", UnreadableAfter: time.Hour,
+		Cursor: "elasticsearch", Name: "elasticsearch", Key: "output.elasticsearch", UnreadableAfter: time.Hour,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -150,7 +150,7 @@ func TestElasticsearchOptions(t *testing.T) {
 			Workers: 8, FixedConcurrency: true,
 			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, MaxRecordBytes: 4 << 20, Gzip: true, Timeout: time.Second,
 			RetryInitial: time.Second, RetryMax: time.Minute,
-			Cursor: "elasticsearch", UnreadableAfter: time.Hour,
+			Cursor: "elasticsearch", Name: "elasticsearch", Key: "output.elasticsearch", UnreadableAfter: time.Hour,
 		}, ""},
 		{"bad index", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Index = "logs-%{[a]" }), elasticsearch.Options{}, "output.elasticsearch.index"},
 		{"bad pipeline", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Pipeline = "%{}" }), elasticsearch.Options{}, "output.elasticsearch.pipeline"},

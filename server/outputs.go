@@ -87,9 +87,6 @@ func startCursor(l *ledger.Ledger, name, startAt string, log interface{ Info(str
 // esDrain is an Elasticsearch output as a drain.
 type esDrain struct{ *elasticsearch.Output }
 
-// Misconfigured is "" until the output checks its hosts' clusters.
-func (esDrain) Misconfigured() string { return "" }
-
 // openDeadLetters opens the dead-letter store of the Elasticsearch output
 // o.
 func (s *Server) openDeadLetters(o conf.NamedOutput) (*dlq.Store, error) {
