@@ -235,6 +235,7 @@ var (
 	descOutputSkipped    = prometheus.NewDesc("logpond_output_skipped_events_total", "Events retention deleted before the output sent them: the output was more than its max_lag behind while the ledger was full. Each skipped range is logged as an ERROR naming its LSNs.", outputLabel, nil)
 	descOutputSkippedRec = prometheus.NewDesc("logpond_output_skipped_records_total", "Ledger records retention deleted before the output sent them (max_lag); their events are in logpond_output_skipped_events_total when known.", outputLabel, nil)
 	descOutputMisconf    = prometheus.NewDesc("logpond_output_misconfigured", "1 while the output sends nothing until its configuration changes (its hosts belong to different clusters, …): GET / says why.", outputLabel, nil)
+	descLedgerReadBytes  = prometheus.NewDesc("logpond_ledger_device_read_bytes_total", "Bytes the outputs' readers read from the ledger's segment files (what the shared read cache did not hold): outputs close together in the ledger read each byte about once between them.", nil, nil)
 	descOrphanCursor     = prometheus.NewDesc("logpond_ledger_orphan_cursor_bytes", "Ledger bytes held back by a cursor that no configured output owns (an output removed from the configuration): retention keeps them until `ledgerctl cursors delete CURSOR`.", []string{"cursor"}, nil)
 )
 
@@ -248,7 +249,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
-		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor} {
+		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes} {
 		ch <- d
 	}
 }
@@ -295,6 +296,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLag, float64(st.ledgerLast-min(lsn, st.ledgerLast)), name)
 	}
 	if l := c.s.ledger(); l != nil {
+		counter(descLedgerReadBytes, float64(l.DeviceBytesRead()))
 		for _, name := range c.s.orphanCursors(st.cursors) {
 			gauge(descOrphanCursor, float64(l.BytesAfter(st.cursors[name])), name)
 		}
