@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/tls"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestForwardsEveryEventOnceWithIDs: every event arrives once, with the
@@ -290,5 +292,86 @@ func TestWaitingWhileNoHostAnswers(t *testing.T) {
 	run.stop(t)
 	if r.cursor() != 0 {
 		t.Fatal("the cursor moved")
+	}
+}
+
+// TestTTLReconnects: with a TTL shorter than the drain, connections are
+// replaced between windows, and nothing is lost or repeated.
+func TestTTLReconnects(t *testing.T) {
+	r := newRig(t)
+	p := startPeer(t, peerOptions{ack: func(*peer) bool { time.Sleep(2 * time.Millisecond); return true }})
+	r.storeMany(300, 10)
+	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TTL = time.Millisecond; o.BulkMaxSize = 10 }))
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	r.checkAllOnce(p)
+	if st := run.out.Stats(); st.Reconnects == 0 || st.FailedBatches != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestTLSVerificationModes: a host reached by a name its certificate does
+// not hold is refused by "full" and accepted by "certificate" (chain
+// only); a certificate from another CA is refused by "certificate".
+func TestTLSVerificationModes(t *testing.T) {
+	pki, other := newTestPKI(t), newTestPKI(t)
+	srvCert, err := tls.LoadX509KeyPair(pki.serverCert, pki.serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPeer(t, peerOptions{tls: &tls.Config{Certificates: []tls.Certificate{srvCert}, MinVersion: tls.VersionTLS12}})
+	_, port, _ := net.SplitHostPort(p.addr)
+	byName := "localhost:" + port // the certificate names 127.0.0.1 only
+	dial := func(cas []string, mode string) error {
+		cfg, err := TLSConfig(cas, "", "", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := (&tls.Dialer{Config: cfg}).Dial("tcp", byName)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial([]string{pki.ca}, "full"); err == nil {
+		t.Fatal("full: a certificate without the host's name accepted")
+	}
+	if err := dial([]string{pki.ca}, "certificate"); err != nil {
+		t.Fatalf("certificate: %v", err)
+	}
+	if err := dial([]string{other.ca}, "certificate"); err == nil {
+		t.Fatal("certificate: a certificate of another CA accepted")
+	}
+	if _, err := TLSConfig(nil, pki.clientCert, "", "full"); err == nil {
+		t.Fatal("a certificate without its key accepted")
+	}
+	if _, err := TLSConfig(nil, "", "", "strict-ish"); err == nil {
+		t.Fatal("an unknown verification mode accepted")
+	}
+}
+
+// TestCheckOptions: New refuses options out of range, naming them.
+func TestCheckOptions(t *testing.T) {
+	r := newRig(t)
+	good := r.options([]string{"127.0.0.1:5044"}, nil)
+	if err := CheckOptions(good); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Options){
+		"Hosts":            func(o *Options) { o.Hosts = nil },
+		"host:port":        func(o *Options) { o.Hosts = []string{"nohostport"} },
+		"Workers":          func(o *Options) { o.Workers = 0 },
+		"BulkMaxSize":      func(o *Options) { o.BulkMaxSize = 0 },
+		"CompressionLevel": func(o *Options) { o.CompressionLevel = 10 },
+		"Timeout":          func(o *Options) { o.Timeout = 0 },
+		"BackoffMax":       func(o *Options) { o.BackoffMax = o.BackoffInit / 2 },
+		"Cursor":           func(o *Options) { o.Cursor = "" },
+	} {
+		o := good
+		o.Hosts = append([]string(nil), good.Hosts...)
+		mod(&o)
+		if _, err := New(r.ledger, o); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
