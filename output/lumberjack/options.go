@@ -13,8 +13,9 @@ import (
 )
 
 // Options configures an Output. The server fills it from its
-// configuration; every field but TLS, UnreadableAfter and Logger must be
-// set (no zero defaults): CheckOptions names those missing.
+// configuration. Name, Cursor, Hosts, Workers, BulkMaxSize, Timeout,
+// BackoffInit and BackoffMax must be set (no zero defaults): CheckOptions
+// names those missing or out of range.
 type Options struct {
 	// Name is the output's name: logs carry it as the "output" attribute
 	// and errors and Waiting name it.
