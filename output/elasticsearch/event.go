@@ -2,13 +2,10 @@ package elasticsearch
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
-	"github.com/google/uuid"
-
+	"github.com/logpond/logpond/output/eventid"
 	"github.com/logpond/logpond/output/sprintf"
 )
 
@@ -130,26 +127,21 @@ func Source(event []byte) ([]byte, error) {
 	return appendSource(nil, event, readMeta(event).cut)
 }
 
-// idPrefix is the stream id as it starts every derived document id: the
-// UUID's 16 bytes in URL-safe base64 (22 characters).
+// idPrefix is the stream id as it starts every derived document id
+// (eventid.Prefix). The derivation lives in package eventid so that the
+// Lumberjack output forwards exactly the ids this output would derive.
 func idPrefix(streamID string) (string, error) {
-	u, err := uuid.Parse(streamID)
+	p, err := eventid.Prefix(streamID)
 	if err != nil {
-		return "", fmt.Errorf("elasticsearch: ledger stream id %q: %w", streamID, err)
+		return "", fmt.Errorf("elasticsearch: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(u[:]), nil
+	return p, nil
 }
 
 // appendDocID appends the document id of the event at position pos of the
-// record at lsn: "<stream>-<lsn>-<pos>". The stream id keeps two ledgers
-// (two instances, or a ledger rebuilt from scratch) apart; LSN and
-// position never repeat within a stream (docs/design.md, §2).
+// record at lsn (eventid.Append).
 func appendDocID(dst []byte, prefix string, lsn uint64, pos int) []byte {
-	dst = append(dst, prefix...)
-	dst = append(dst, '-')
-	dst = strconv.AppendUint(dst, lsn, 10)
-	dst = append(dst, '-')
-	return strconv.AppendInt(dst, int64(pos), 10)
+	return eventid.Append(dst, prefix, lsn, pos)
 }
 
 // appendJSONString appends s as a JSON string literal.

@@ -1,0 +1,53 @@
+// Package lumberjack is an output that forwards the events of a ledger, from
+// its own cursor, to Lumberjack v2 servers: another logpond's Beats input,
+// or Logstash's beats input. Several outputs (this one, the Elasticsearch
+// output) can drain one ledger, each at its own pace, each from its cursor.
+//
+// # What it promises
+//
+// At least once to the next hop: the cursor moves only over records whose
+// every event a host ACKed (a logpond ACKs once the events are fsynced in
+// its journal). A window that fails (the connection lost, no ACK within
+// Options.Timeout) is sent again, on another host when one answers; the
+// events a host ACKed before the failure are not. Nothing is dropped: a
+// host that never answers holds the output back (Output.Waiting says so),
+// and events wait in the ledger. A stop, a crash or a failed window may
+// make a host receive an event twice.
+//
+// Exactly once at the Elasticsearch at the end: every event is forwarded
+// with the document id the Elasticsearch output would derive for it from
+// its place in this ledger (package eventid), in @metadata._id, so the
+// next logpond's Elasticsearch output (or Logstash's, with document_id set
+// from it) stores a resent event under the same id, which Elasticsearch
+// refuses to store twice. An event that has its own @metadata._id keeps
+// it. The id is the only change: every other byte of the event, its other
+// @metadata members included, travels as it was received. An event that is
+// not a JSON object (or whose @metadata is not one) cannot carry an id: it
+// is forwarded unchanged, logged once and counted (Stats.EventsWithoutID).
+//
+// Events are forwarded in ledger order within a window; windows in flight
+// at once (up to Options.Workers per host) may be ACKed in any order, and a
+// resent window arrives after later ones.
+//
+// # Hosts
+//
+// With Options.LoadBalance, every host takes windows, Workers connections
+// each. Without it, one host at a time takes them all until it fails, then
+// the next one in Options.Hosts (failover). A host that fails is tried
+// again after a backoff that doubles with each failure in a row, from
+// BackoffInit to BackoffMax, and starts over after an ACK.
+//
+// # The ledger
+//
+// Damaged ledger records are passed, quarantined (ledger.Quarantine) and
+// counted, as the Elasticsearch output does: their events are lost, every
+// other one is forwarded. A read the ledger's device fails is retried with
+// backoff, skipping nothing, until it works or, after
+// Options.UnreadableAfter, the bytes it will not return are passed as
+// damage.
+//
+// # Memory
+//
+// At most Workers × len(Hosts) windows are in flight, one more is queued and
+// one is being filled: each up to BulkMaxSize events.
+package lumberjack

@@ -1,0 +1,104 @@
+package lumberjack
+
+import (
+	"testing"
+	"time"
+)
+
+var zeroTime time.Time
+
+// TestAppendWithID: the id goes last into an existing @metadata object,
+// or into a new @metadata member first in the event; an existing usable
+// _id is kept; every other byte stays; events that cannot carry an id
+// are unchanged and reported.
+func TestAppendWithID(t *testing.T) {
+	const p = "C056LG8OTVmdVT8bfDqeEA"
+	const id = p + "-7-3"
+	for _, tc := range []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{"metadata with members", `{"a":1,"@metadata":{"beat":"filebeat","pipeline":"p"},"b":[1,2]}`,
+			`{"a":1,"@metadata":{"beat":"filebeat","pipeline":"p","_id":"` + id + `"},"b":[1,2]}`, true},
+		{"metadata empty", `{"@metadata":{ },"a":1}`, `{"@metadata":{ "_id":"` + id + `"},"a":1}`, true},
+		{"metadata spaced", "{\"@metadata\" : {\"beat\":\"x\"\n} ,\"a\":1}", "{\"@metadata\" : {\"beat\":\"x\"\n,\"_id\":\"" + id + "\"} ,\"a\":1}", true},
+		{"no metadata", `{"a":1}`, `{"@metadata":{"_id":"` + id + `"},"a":1}`, true},
+		{"no metadata, leading space", ` {"a":1}`, ` {"@metadata":{"_id":"` + id + `"},"a":1}`, true},
+		{"empty event", `{}`, `{"@metadata":{"_id":"` + id + `"}}`, true},
+		{"own id kept", `{"@metadata":{"_id":"mine","beat":"x"},"a":1}`, `{"@metadata":{"_id":"mine","beat":"x"},"a":1}`, true},
+		{"own id escaped kept", `{"@metadata":{"_id":"m\u00e9"}}`, `{"@metadata":{"_id":"m\u00e9"}}`, true},
+		// The Elasticsearch output ignores an empty or non-string _id and
+		// reads the last _id: the derived one goes after it.
+		{"empty id replaced", `{"@metadata":{"_id":""}}`, `{"@metadata":{"_id":"","_id":"` + id + `"}}`, true},
+		{"number id replaced", `{"@metadata":{"_id":5}}`, `{"@metadata":{"_id":5,"_id":"` + id + `"}}`, true},
+		{"usable id after unusable kept", `{"@metadata":{"_id":"","_id":"x"}}`, `{"@metadata":{"_id":"","_id":"x"}}`, true},
+		{"metadata not an object", `{"@metadata":"x","a":1}`, `{"@metadata":"x","a":1}`, false},
+		{"array", `[1,2]`, `[1,2]`, false},
+		{"not JSON", `{"a":`, `{"a":`, false},
+		{"plain text", `hello {`, `hello {`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := appendWithID([]byte("prev"), []byte(tc.in), p, 7, 3)
+			if string(got) != "prev"+tc.want || ok != tc.ok {
+				t.Fatalf("got %s (ok %v)\nwant %s (ok %v)", got[4:], ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestBatchDrop: the events a failed window had ACKed leave the batch,
+// and the tracker learns which records they belonged to.
+func TestBatchDrop(t *testing.T) {
+	b := &batch{}
+	for _, lsn := range []uint64{4, 4, 5, 6, 6, 6} {
+		b.data = append(b.data, `{}`...)
+		b.added(lsn)
+	}
+	b.seal()
+	got := b.drop(4)
+	want := []span{{4, 2}, {5, 1}, {6, 1}}
+	if len(got) != len(want) {
+		t.Fatalf("spans %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("spans %v, want %v", got, want)
+		}
+	}
+	if len(b.events) != 2 || b.bytes != 4 || len(b.spans) != 1 || b.spans[0] != (span{6, 2}) {
+		t.Fatalf("left %d events, %d bytes, spans %v", len(b.events), b.bytes, b.spans)
+	}
+}
+
+// TestTrackerMovesOverTheDonePrefixOnly: a record finished out of order
+// holds the done LSN until the records before it are done.
+func TestTrackerMovesOverTheDonePrefixOnly(t *testing.T) {
+	tr := newTracker(10)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tr.add(11, 2, zeroTime))
+	must(tr.add(12, 0, zeroTime))
+	must(tr.add(13, 1, zeroTime))
+	must(tr.finish(13, 1))
+	if d := tr.done(); d != 10 {
+		t.Fatalf("done %d, want 10", d)
+	}
+	must(tr.finish(11, 1))
+	if d := tr.done(); d != 10 {
+		t.Fatalf("done %d, want 10", d)
+	}
+	must(tr.finish(11, 1))
+	if d := tr.done(); d != 13 {
+		t.Fatalf("done %d, want 13", d)
+	}
+	if err := tr.add(15, 1, zeroTime); err == nil {
+		t.Fatal("a gap in LSNs accepted")
+	}
+	if err := tr.finish(13, 1); err == nil {
+		t.Fatal("finishing a done record accepted")
+	}
+}

@@ -1,0 +1,170 @@
+package lumberjack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/eventid"
+)
+
+// commitEvery is how often the cursor is persisted while it moves: each
+// persist is a small synced write to the ledger's device, and the cursor
+// lagging what is done by up to this long costs, after a crash, only a
+// resend of those events, which their ids make harmless.
+const commitEvery = time.Second
+
+// Output forwards the events of a ledger, from its cursor, to Lumberjack
+// v2 servers. Run it once at a time; the methods reading its state are
+// safe for concurrent use with Run.
+//
+// Promise: the cursor is persisted only at an LSN up to which every event
+// was ACKed by a host (at least once: a window that fails is sent again,
+// perhaps to another host, so a host may get an event twice). Each event
+// carries the document id the Elasticsearch output derives for it
+// (package eventid), unless it has its own @metadata._id.
+type Output struct {
+	opts     Options
+	ledger   *ledger.Ledger
+	log      *slog.Logger
+	idPrefix string
+	hosts    *hostSet
+
+	stats         counters
+	inFlight      atomic.Int64
+	saidWithoutID atomic.Bool             // the event without id was logged
+	live          atomic.Pointer[tracker] // the running drain's tracker, for Gauges
+
+	unreadable readFault // reads of the ledger failing
+}
+
+// ErrCursorNotSaved: Run could not persist its final cursor (the ledger's
+// device full, …). Nothing is lost: the next Run sends the events after
+// the persisted cursor again, under the same ids.
+var ErrCursorNotSaved = errors.New("lumberjack: the final cursor could not be persisted")
+
+// New prepares an Output over l. It contacts nobody until Run.
+func New(l *ledger.Ledger, opts Options) (*Output, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.TLS != nil {
+		opts.TLS = opts.TLS.Clone()
+	}
+	opts.Hosts = append([]string(nil), opts.Hosts...)
+	prefix, err := eventid.Prefix(l.StreamID())
+	if err != nil {
+		return nil, fmt.Errorf("lumberjack: output %q: %w", opts.Name, err)
+	}
+	log := opts.Logger.With("output", opts.Name)
+	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log)}, nil
+}
+
+// Run forwards the ledger's events until ctx ends, then returns nil; or
+// until a failure retrying cannot fix (reading the ledger fails other
+// than by its device's read errors), which it returns. On return no
+// window is in flight and the cursor is persisted as far as events are
+// ACKed. Hosts failing are never such a failure: Run retries them for
+// ever (see Waiting).
+func (o *Output) Run(ctx context.Context) error {
+	cursor, err := o.ledger.Cursor(o.opts.Cursor)
+	if err != nil {
+		return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
+	}
+	o.log.Info("forwarding the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
+		"loadbalance", o.opts.LoadBalance, "workers", o.opts.Workers, "tls", o.opts.TLS != nil)
+	tr := newTracker(cursor)
+	o.live.Store(tr)
+	defer o.live.Store(nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	senders := o.opts.Workers * len(o.opts.Hosts)
+	// One batch queued: a sender that finishes finds the next one ready;
+	// more read-ahead would only hold memory.
+	queue := make(chan *batch, 1)
+	// A batch enters the retry queue only from the sender holding it, so
+	// it never holds more than there are senders: a send on it never
+	// blocks.
+	retry := make(chan *batch, senders)
+	errs := make(chan error, senders+1)
+	fail := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			errs <- err
+			cancel()
+		}
+	}
+	var wg sync.WaitGroup
+	for _, h := range o.hosts.hosts {
+		for range o.opts.Workers {
+			s := &sender{o: o, h: h, tr: tr, queue: queue, retry: retry}
+			wg.Go(func() { fail(s.run(ctx)) })
+		}
+	}
+	wg.Go(func() { fail(o.read(ctx, cursor+1, tr, queue)) })
+	wg.Go(func() { o.commitLoop(ctx, tr, cursor) })
+	wg.Wait()
+
+	var runErr error
+	select {
+	case runErr = <-errs:
+	default:
+	}
+	// The final persist: what was ACKed before the stop.
+	if done := tr.done(); done > cursor {
+		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
+			// %v, not %w: the chain names only ErrCursorNotSaved, so a
+			// caller can tell this from any other failure joined to it.
+			runErr = errors.Join(runErr, fmt.Errorf("%w (output %q, at LSN %d; persisted: %d): %v",
+				ErrCursorNotSaved, o.opts.Name, done, max(cursor, o.stats.cursor.Load()), err))
+		} else {
+			o.stats.cursor.Store(done)
+		}
+	}
+	o.log.Info("forwarding stopped", "cursor_lsn", tr.done(), "err", runErr)
+	return runErr
+}
+
+// commitLoop persists the cursor every commitEvery while it moves (the
+// ledger's owner deletes what every cursor has passed).
+func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
+	t := time.NewTicker(commitEvery)
+	defer t.Stop()
+	last := from
+	// A failing cursor write is a wait state, logged when it starts and
+	// when it ends: nothing is lost meanwhile, a restart only resends.
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done := tr.done()
+		if done <= last {
+			continue
+		}
+		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
+			if !failing {
+				o.log.Error("persisting the cursor failed; retrying every second (events are still forwarded; a restart would resend those after the persisted cursor)",
+					"persisted_lsn", last, "lsn", done, "err", err)
+				failing = true
+			}
+			continue
+		}
+		if failing {
+			o.log.Info("the cursor is persisted again", "lsn", done)
+			failing = false
+		}
+		last = done
+		o.stats.cursor.Store(done)
+	}
+}

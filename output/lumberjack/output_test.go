@@ -1,0 +1,377 @@
+package lumberjack
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestForwardsEveryEventOnceWithIDs: every event arrives once, with the
+// id the Elasticsearch output would derive, or its own @metadata._id
+// untouched; other @metadata members and every other byte travel as
+// stored; the cursor reaches the last record.
+func TestForwardsEveryEventOnceWithIDs(t *testing.T) {
+	r := newRig(t)
+	p := startPeer(t, peerOptions{})
+	r.storeMany(230, 7)
+	own := []byte(`{"message":"mine","@metadata":{"beat":"filebeat","_id":"my-own-id","pipeline":"p1"}}`)
+	bare := []byte(`{"message":"no metadata"}`)
+	text := []byte(`not json at all`)
+	lsn := r.store(own, bare, text)
+	delete(r.want, r.id(lsn, 0))
+	r.want["my-own-id"] = own
+	delete(r.want, r.id(lsn, 2)) // checked below: it has no id
+	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.CompressionLevel = 3 }))
+	waitFor(t, "every event", func() bool { return p.count() >= 233 })
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	if c := r.cursor(); c != r.lsn {
+		t.Fatalf("cursor %d, want %d", c, r.lsn)
+	}
+	var rest []*peer
+	var texts int
+	all := p.received()
+	p.mu.Lock()
+	p.events = p.events[:0]
+	for _, ev := range all {
+		if bytes.Equal(ev, text) {
+			texts++
+			continue
+		}
+		p.events = append(p.events, ev)
+	}
+	p.mu.Unlock()
+	rest = append(rest, p)
+	r.checkAllOnce(rest...)
+	if texts != 1 {
+		t.Fatalf("the non-JSON event arrived %d times", texts)
+	}
+	for _, ev := range p.received() {
+		if idOf(t, ev) == "my-own-id" && !bytes.Equal(ev, own) {
+			t.Fatalf("an event with its own id changed: %s", ev)
+		}
+	}
+	st := run.out.Stats()
+	if st.Delivered != 233 || st.EventsWithoutID != 1 || st.CursorLSN != r.lsn || st.FailedBatches != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCursorStaysBeforeUnACKedEvents: a host that receives windows but
+// never ACKs them holds the cursor where it was, also through the final
+// persist of a stop, and no event counts as delivered.
+func TestCursorStaysBeforeUnACKedEvents(t *testing.T) {
+	r := newRig(t)
+	p := startPeer(t, peerOptions{ack: func(p *peer) bool { return false }})
+	r.storeMany(100, 10)
+	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.Workers = 2 }))
+	waitFor(t, "two windows received", func() bool { return p.count() >= 100 })
+	if g := run.out.Gauges(); g.InFlight != 2 || g.DoneLSN != 0 || g.PendingEvents != 100 {
+		t.Fatalf("gauges %+v", g)
+	}
+	run.stop(t)
+	if c := r.cursor(); c != 0 {
+		t.Fatalf("cursor %d: it passed events never ACKed", c)
+	}
+	if st := run.out.Stats(); st.Delivered != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestFailoverToTheNextHost: without load balancing, the first host
+// refusing connections makes the second take every event; with both
+// answering, the first takes them all.
+func TestFailoverToTheNextHost(t *testing.T) {
+	t.Run("first down", func(t *testing.T) {
+		r := newRig(t)
+		down := closedPort(t)
+		p := startPeer(t, peerOptions{})
+		r.storeMany(300, 10)
+		run := r.start(r.options([]string{down, p.addr}, func(o *Options) { o.Workers = 2 }))
+		waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+		run.stop(t)
+		r.checkAllOnce(p)
+	})
+	t.Run("both up", func(t *testing.T) {
+		r := newRig(t)
+		p1, p2 := startPeer(t, peerOptions{}), startPeer(t, peerOptions{})
+		r.storeMany(300, 10)
+		run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.Workers = 2 }))
+		waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+		run.stop(t)
+		r.checkAllOnce(p1)
+		if n := p2.count(); n != 0 {
+			t.Fatalf("the second host got %d events while the first answered", n)
+		}
+	})
+}
+
+// TestLoadBalanceSpreadsOverHosts: with load balancing, both hosts take
+// windows. Each host holds its first ACK until both have received one:
+// an output that used one host only would hang here.
+func TestLoadBalanceSpreadsOverHosts(t *testing.T) {
+	r := newRig(t)
+	var both sync.WaitGroup
+	both.Add(2)
+	gate := func() func(*peer) bool {
+		var once sync.Once
+		return func(p *peer) bool {
+			once.Do(func() {
+				both.Done()
+				waitGroup(&both, p.stop)
+			})
+			return true
+		}
+	}
+	p1, p2 := startPeer(t, peerOptions{ack: gate()}), startPeer(t, peerOptions{ack: gate()})
+	r.storeMany(500, 10)
+	run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.LoadBalance = true }))
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	r.checkAllOnce(p1, p2)
+	if p1.count() == 0 || p2.count() == 0 {
+		t.Fatalf("events per host: %d, %d", p1.count(), p2.count())
+	}
+}
+
+// waitGroup waits for wg, or for stop.
+func waitGroup(wg *sync.WaitGroup, stop <-chan struct{}) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-stop:
+	}
+}
+
+// TestDroppedConnectionIsResent: the host drops its first connections
+// part-way through a window; the window is sent again and every event
+// arrives, none lost.
+func TestDroppedConnectionIsResent(t *testing.T) {
+	r := newRig(t)
+	var drops atomic.Int32
+	drops.Store(3)
+	p := startPeer(t, peerOptions{wrap: func(ln net.Listener) net.Listener { return &droppingListener{Listener: ln, drops: &drops} }})
+	r.storeMany(400, 20)
+	run := r.start(r.options([]string{p.addr}, nil))
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	r.checkAllOnce(p)
+	if st := run.out.Stats(); st.FailedBatches < 3 || st.Reconnects < 3 || st.Resent == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// droppingListener closes each of its first drops connections after
+// reading 100 bytes from it: in the middle of the first window.
+type droppingListener struct {
+	net.Listener
+	drops *atomic.Int32
+}
+
+func (l *droppingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil || l.drops.Add(-1) < 0 {
+		return c, err
+	}
+	return &droppingConn{Conn: c, left: 100}, nil
+}
+
+type droppingConn struct {
+	net.Conn
+	left int
+}
+
+func (c *droppingConn) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(b[:min(len(b), c.left)])
+	c.left -= n
+	return n, err
+}
+
+// closedPort is a 127.0.0.1 address nobody listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRestartResumesFromTheCursor: a second Run starts after the cursor
+// the first persisted: nothing it ACKed is sent again, and the rest, with
+// records stored meanwhile, arrives.
+func TestRestartResumesFromTheCursor(t *testing.T) {
+	r := newRig(t)
+	p := startPeer(t, peerOptions{})
+	r.storeMany(200, 10)
+	opts := r.options([]string{p.addr}, nil)
+	first := r.start(opts)
+	waitFor(t, "the first run's events", func() bool { return first.out.Gauges().DoneLSN == r.lsn })
+	first.stop(t)
+	cursor := r.cursor()
+	if cursor != r.lsn {
+		t.Fatalf("cursor %d, want %d", cursor, r.lsn)
+	}
+	before := p.count()
+	r.storeMany(150, 10)
+	second := r.start(opts)
+	waitFor(t, "the second run's events", func() bool { return second.out.Gauges().DoneLSN == r.lsn })
+	second.stop(t)
+	for _, ev := range p.received()[before:] {
+		if lsn := lsnOf(t, idOf(t, ev)); lsn <= cursor {
+			t.Fatalf("record %d sent again after the cursor %d persisted it", lsn, cursor)
+		}
+	}
+	r.checkAllOnce(p)
+}
+
+// TestTLSWithClientCertificate: the output verifies the host's
+// certificate against the CA and presents its client certificate, which
+// the host requires.
+func TestTLSWithClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	srvCert, err := tls.LoadX509KeyPair(pki.serverCert, pki.serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPeer(t, peerOptions{tls: &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pki.pool,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
+	r := newRig(t)
+	r.storeMany(100, 10)
+
+	// Without the client certificate the host refuses: nothing passes.
+	noCert, err := TLSConfig([]string{pki.ca}, "", "", "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = noCert }))
+	waitFor(t, "the refusal", func() bool {
+		return refused.out.Stats().FailedBatches+refused.out.Stats().Reconnects > 0 || refused.out.Waiting() != ""
+	})
+	refused.stop(t)
+	if p.count() != 0 || r.cursor() != 0 {
+		t.Fatalf("events passed without a client certificate: %d, cursor %d", p.count(), r.cursor())
+	}
+
+	cfg, err := TLSConfig([]string{pki.ca}, pki.clientCert, pki.clientKey, "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = cfg }))
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	r.checkAllOnce(p)
+}
+
+// TestWaitingWhileNoHostAnswers: with every host down, Waiting names the
+// output and the hosts' errors; nothing moves.
+func TestWaitingWhileNoHostAnswers(t *testing.T) {
+	r := newRig(t)
+	r.storeMany(10, 10)
+	a, b := closedPort(t), closedPort(t)
+	run := r.start(r.options([]string{a, b}, nil))
+	waitFor(t, "the wait", func() bool { return run.out.Waiting() != "" })
+	w := run.out.Waiting()
+	for _, s := range []string{"output.lumberjack.test", a, b} {
+		if !bytes.Contains([]byte(w), []byte(s)) {
+			t.Fatalf("Waiting %q does not name %s", w, s)
+		}
+	}
+	run.stop(t)
+	if r.cursor() != 0 {
+		t.Fatal("the cursor moved")
+	}
+}
+
+// TestTTLReconnects: with a TTL shorter than the drain, connections are
+// replaced between windows, and nothing is lost or repeated.
+func TestTTLReconnects(t *testing.T) {
+	r := newRig(t)
+	p := startPeer(t, peerOptions{ack: func(*peer) bool { time.Sleep(2 * time.Millisecond); return true }})
+	r.storeMany(300, 10)
+	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TTL = time.Millisecond; o.BulkMaxSize = 10 }))
+	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
+	run.stop(t)
+	r.checkAllOnce(p)
+	if st := run.out.Stats(); st.Reconnects == 0 || st.FailedBatches != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestTLSVerificationModes: a host reached by a name its certificate does
+// not hold is refused by "full" and accepted by "certificate" (chain
+// only); a certificate from another CA is refused by "certificate".
+func TestTLSVerificationModes(t *testing.T) {
+	pki, other := newTestPKI(t), newTestPKI(t)
+	srvCert, err := tls.LoadX509KeyPair(pki.serverCert, pki.serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPeer(t, peerOptions{tls: &tls.Config{Certificates: []tls.Certificate{srvCert}, MinVersion: tls.VersionTLS12}})
+	_, port, _ := net.SplitHostPort(p.addr)
+	byName := "localhost:" + port // the certificate names 127.0.0.1 only
+	dial := func(cas []string, mode string) error {
+		cfg, err := TLSConfig(cas, "", "", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := (&tls.Dialer{Config: cfg}).Dial("tcp", byName)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial([]string{pki.ca}, "full"); err == nil {
+		t.Fatal("full: a certificate without the host's name accepted")
+	}
+	if err := dial([]string{pki.ca}, "certificate"); err != nil {
+		t.Fatalf("certificate: %v", err)
+	}
+	if err := dial([]string{other.ca}, "certificate"); err == nil {
+		t.Fatal("certificate: a certificate of another CA accepted")
+	}
+	if _, err := TLSConfig(nil, pki.clientCert, "", "full"); err == nil {
+		t.Fatal("a certificate without its key accepted")
+	}
+	if _, err := TLSConfig(nil, "", "", "strict-ish"); err == nil {
+		t.Fatal("an unknown verification mode accepted")
+	}
+}
+
+// TestCheckOptions: New refuses options out of range, naming them.
+func TestCheckOptions(t *testing.T) {
+	r := newRig(t)
+	good := r.options([]string{"127.0.0.1:5044"}, nil)
+	if err := CheckOptions(good); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Options){
+		"Hosts":            func(o *Options) { o.Hosts = nil },
+		"host:port":        func(o *Options) { o.Hosts = []string{"nohostport"} },
+		"Workers":          func(o *Options) { o.Workers = 0 },
+		"BulkMaxSize":      func(o *Options) { o.BulkMaxSize = 0 },
+		"CompressionLevel": func(o *Options) { o.CompressionLevel = 10 },
+		"Timeout":          func(o *Options) { o.Timeout = 0 },
+		"BackoffMax":       func(o *Options) { o.BackoffMax = o.BackoffInit / 2 },
+		"Cursor":           func(o *Options) { o.Cursor = "" },
+	} {
+		o := good
+		o.Hosts = append([]string(nil), good.Hosts...)
+		mod(&o)
+		if _, err := New(r.ledger, o); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

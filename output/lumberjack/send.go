@@ -1,0 +1,184 @@
+package lumberjack
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	v2 "github.com/elastic/go-lumber/client/v2"
+)
+
+// sender is one connection's worth of sending: it connects to its host
+// when the host set lets it, takes a batch (one failed earlier first),
+// sends it and waits for its ACK. A batch that fails goes back to the
+// retry queue whole, or without the events ACKed before the failure, for
+// any sender to take; the connection is closed and the host backs off.
+// One batch at a time per sender: Workers × hosts in flight at most.
+type sender struct {
+	o     *Output
+	h     *host
+	tr    *tracker
+	queue <-chan *batch
+	retry chan *batch // never full: see Run
+
+	conn    net.Conn
+	client  *v2.SyncClient
+	opened  time.Time
+	dialled bool // a connection was opened before: the next one is a reconnect
+}
+
+// run sends until ctx ends. An error is a failure retrying cannot fix
+// (the tracker refusing: a bug), which stops the output.
+func (s *sender) run(ctx context.Context) error {
+	defer s.close()
+	hs := s.o.hosts
+	for {
+		ok, wait, changed := hs.turn(s.h)
+		if !ok {
+			// Not this host's turn (failover), or it backs off.
+			s.close()
+			if err := sleep(ctx, wait, changed); err != nil {
+				return nil
+			}
+			continue
+		}
+		if s.conn != nil && s.o.opts.TTL > 0 && time.Since(s.opened) >= s.o.opts.TTL {
+			s.close() // its time is up: a new one before the next batch
+		}
+		if s.conn == nil {
+			if err := s.dial(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				s.o.log.Debug("connecting failed", "host", s.h.addr, "err", err)
+				hs.failed(s.h, err)
+				continue
+			}
+		}
+		var b *batch
+		select { // a failed batch goes before new ones
+		case b = <-s.retry:
+		default:
+			select {
+			case b = <-s.retry:
+			case b = <-s.queue:
+			case <-changed:
+				continue // the host set changed: is it still this host's turn?
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if err := s.send(ctx, b); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// send sends b and waits for its ACK. Whatever is not ACKed goes back to
+// the retry queue (also when ctx ends: then nobody takes it, and the
+// cursor stays before it).
+func (s *sender) send(ctx context.Context, b *batch) error {
+	o := s.o
+	o.stats.batches.Add(1)
+	o.stats.bytesSent.Add(int64(b.bytes))
+	if b.sent {
+		o.stats.resent.Add(int64(len(b.events)))
+	}
+	b.sent = true
+	o.inFlight.Add(1)
+	// go-lumber's calls block up to Timeout each: closing the connection
+	// is what interrupts them when the output stops.
+	stop := context.AfterFunc(ctx, func() { s.conn.Close() })
+	acked, err := s.client.Send(b.events)
+	stop()
+	o.inFlight.Add(-1)
+	if err == nil {
+		acked = len(b.events)
+	} else if acked >= len(b.events) {
+		acked = 0 // a sequence number beyond the window: trust none of it
+	}
+	for _, sp := range b.drop(acked) {
+		if ferr := s.tr.finish(sp.lsn, sp.n); ferr != nil {
+			return ferr
+		}
+	}
+	o.stats.delivered.Add(int64(acked))
+	if err == nil {
+		o.hosts.acked(s.h)
+		return nil
+	}
+	s.retry <- b
+	s.close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	o.stats.failedBatches.Add(1)
+	wait := o.hosts.failed(s.h, err)
+	o.log.Debug("a batch failed: sent again", "host", s.h.addr, "events", len(b.events), "acked_before_failure", acked,
+		"err", err, "host_retry_in", wait.Round(time.Millisecond).String())
+	return nil
+}
+
+// dial opens a connection to the sender's host, TLS included.
+func (s *sender) dial(ctx context.Context) error {
+	o := s.o
+	nd := &net.Dialer{Timeout: o.opts.Timeout, KeepAlive: 30 * time.Second}
+	var conn net.Conn
+	var err error
+	if o.opts.TLS != nil {
+		conn, err = (&tls.Dialer{NetDialer: nd, Config: o.opts.TLS}).DialContext(ctx, "tcp", s.h.addr)
+	} else {
+		conn, err = nd.DialContext(ctx, "tcp", s.h.addr)
+	}
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	client, err := v2.NewSyncClientWithConn(conn,
+		v2.JSONEncoder(rawEncoder), v2.CompressionLevel(o.opts.CompressionLevel), v2.Timeout(o.opts.Timeout))
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("lumberjack client: %w", err)
+	}
+	if s.dialled {
+		o.stats.reconnects.Add(1)
+	}
+	s.conn, s.client, s.opened, s.dialled = conn, client, time.Now(), true
+	o.hosts.connected(s.h, 1)
+	return nil
+}
+
+// close closes the sender's connection, if open.
+func (s *sender) close() {
+	if s.conn == nil {
+		return
+	}
+	if err := s.client.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		s.o.log.Debug("closing a connection", "host", s.h.addr, "err", err)
+	}
+	s.conn, s.client = nil, nil
+	s.o.hosts.connected(s.h, -1)
+}
+
+// sleep waits for d (0: no bound), changed or ctx, whichever comes
+// first; it returns ctx's error when ctx ended.
+func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}

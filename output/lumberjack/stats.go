@@ -1,0 +1,107 @@
+package lumberjack
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// counters are the output's running totals; atomics, read by Stats.
+type counters struct {
+	batches, failedBatches        atomic.Int64
+	bytesSent                     atomic.Int64
+	delivered, resent             atomic.Int64
+	withoutID                     atomic.Int64
+	reconnects                    atomic.Int64
+	damagedRanges, damagedRecords atomic.Int64
+	readErrors                    atomic.Int64
+	cursor                        atomic.Uint64
+}
+
+// Stats is a snapshot of what the output did since it was created.
+type Stats struct {
+	Batches       int64 // windows sent (each resend counts)
+	FailedBatches int64 // windows not (wholly) ACKed: connection lost, timeout; sent again
+	BytesSent     int64 // the events' bytes sent, before compression (each resend counts)
+	Delivered     int64 // events ACKed by a host
+	Resent        int64 // events sent again after their window failed
+	// EventsWithoutID counts the events forwarded without a document id:
+	// not JSON objects, or with an @metadata that is not one.
+	EventsWithoutID int64
+	// Reconnects counts the connections opened after an earlier one of
+	// the same sender closed (a failure, or TTL).
+	Reconnects int64
+	// Outages counts the times every host had failed since the last ACK.
+	Outages   int64
+	CursorLSN uint64 // last persisted cursor
+	// DamagedRanges counts the damaged ranges of the ledger the output
+	// passed (each quarantined and logged once); DamagedRecords the
+	// records they held, whose events were not forwarded.
+	DamagedRanges  int64
+	DamagedRecords int64
+	// LedgerReadErrors counts the reads of the ledger its device failed
+	// (each retried: nothing is skipped for them).
+	LedgerReadErrors int64
+}
+
+// Gauges is the state of a running drain, for an operator watching it
+// (all zero while Run is not running).
+type Gauges struct {
+	Running        bool // Run is draining
+	InFlight       int  // windows sent and waiting for their ACK now
+	ConnectedHosts int  // hosts with at least one connection open
+	// OldestPending is the receive time of the oldest event read from
+	// the ledger and not yet ACKed (zero when none): the output's lag in
+	// time is its age. Records not yet read are younger unless none is
+	// read: see DoneLSN.
+	OldestPending time.Time
+	// DoneLSN is the LSN up to which every record is done (the cursor
+	// the output persists next); ReadLSN the last record it read from the
+	// ledger. The records after ReadLSN wait in the ledger, unread.
+	DoneLSN, ReadLSN uint64
+	// PendingEvents counts the events of the records read and not yet
+	// done.
+	PendingEvents int64
+	// EventsPerRecord is the mean number of events per record read since
+	// the drain started (0 before the first): an estimate for the records
+	// not read yet.
+	EventsPerRecord float64
+}
+
+// Stats returns the current totals. Safe for concurrent use.
+func (o *Output) Stats() Stats {
+	c := &o.stats
+	o.hosts.mu.Lock()
+	outages := o.hosts.outages
+	o.hosts.mu.Unlock()
+	return Stats{
+		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
+		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
+		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
+		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
+		LedgerReadErrors: c.readErrors.Load(),
+	}
+}
+
+// Gauges returns the running drain's state. Safe for concurrent use.
+func (o *Output) Gauges() Gauges {
+	var g Gauges
+	tr := o.live.Load()
+	if tr == nil {
+		return g
+	}
+	g.Running = true
+	g.InFlight = int(o.inFlight.Load())
+	g.ConnectedHosts = o.hosts.connectedHosts()
+	st := tr.state()
+	g.OldestPending = st.oldest
+	g.DoneLSN, g.ReadLSN, g.PendingEvents = st.done, st.read, st.events
+	if st.records > 0 {
+		g.EventsPerRecord = float64(st.added) / float64(st.records)
+	}
+	return g
+}
+
+// Waiting says why the output is held back by its hosts ("" when it is
+// not): every host has failed since the last ACK, each with its last
+// error. Safe for concurrent use.
+func (o *Output) Waiting() string { return o.hosts.waiting() }
