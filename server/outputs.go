@@ -12,6 +12,7 @@ import (
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/lumberjack"
 )
 
 // errCursorNotSaved: an output could not persist its final cursor when it
@@ -52,6 +53,22 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		}
 		out.openDeadLetters = func() (*dlq.Store, error) { return s.openDeadLetters(o) }
 		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
+	case "lumberjack":
+		opts, err := lumberjackOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		opts.Logger = s.log
+		if err := lumberjack.CheckOptions(opts); err != nil {
+			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
+		}
+		newDrain = func(l *ledger.Ledger, _ *dlq.Store) (drain, error) {
+			o, err := lumberjack.New(l, opts)
+			if err != nil {
+				return nil, err
+			}
+			return ljDrain{o}, nil
+		}
 	default:
 		return nil, fmt.Errorf("server: %s: outputs of type %q are not supported", o.Key, o.Type)
 	}

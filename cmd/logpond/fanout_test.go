@@ -108,6 +108,9 @@ func TestFanOutEndToEnd(t *testing.T) {
 	rl := newRelay(t)
 	root := t.TempDir()
 	stores := func(name string) string {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o750); err != nil {
+			t.Fatal(err)
+		}
 		return fmt.Sprintf(`
 [journal]
 dir = %q

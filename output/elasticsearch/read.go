@@ -175,18 +175,10 @@ func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
 
 // skip passes a range of records retention deleted before the output
 // read them (it was more than its max_lag behind while the ledger was
-// full): it says so as an ERROR naming the range, counts it, and counts
-// its records done, so that the cursor moves past them. Nothing else can
-// be done: the records are gone.
+// full): it logs and counts it, and counts its records done, so that the
+// cursor moves past them. Nothing else can be done: the records are gone.
 func (o *Output) skip(sk *ledger.Skip, tr *tracker) error {
-	attrs := []any{"first_lsn", sk.FirstLSN, "last_lsn", sk.LastLSN, "records", sk.LastLSN - sk.FirstLSN + 1}
-	if sk.Events >= 0 {
-		attrs = append(attrs, "events", sk.Events)
-	} else {
-		attrs = append(attrs, "events", "unknown (deleted before this start)")
-	}
-	o.log.Error("ledger records skipped: retention deleted them before this output sent them (it was more than its max_lag behind while the ledger was full); they are lost for this output only", attrs...)
-	o.stats.skip(sk.FirstLSN, sk.LastLSN, sk.Events)
+	o.stats.skips.Pass(o.log, sk)
 	now := time.Now()
 	for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
 		if err := tr.add(lsn, 0, now); err != nil {

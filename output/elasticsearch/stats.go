@@ -2,12 +2,11 @@ package elasticsearch
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/skips"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
@@ -19,37 +18,8 @@ type counters struct {
 	resent, delivered                 atomic.Int64
 	damagedRanges, damagedRecords     atomic.Int64
 	readErrors                        atomic.Int64
-	skippedRecords, skippedEvents     atomic.Int64
+	skips                             skips.Tally
 	cursor                            atomic.Uint64
-
-	skipMu  sync.Mutex  // guards skipped
-	skipped [][2]uint64 // the latest ranges skipped, oldest first (at most maxSkippedRanges)
-}
-
-// maxSkippedRanges is how many skipped ranges Stats keeps: the latest, for
-// an operator's eyes (every one is logged).
-const maxSkippedRanges = 10
-
-// skip counts a range of records retention deleted before the output sent
-// them; events is their number of events, or negative when unknown.
-func (c *counters) skip(first, last uint64, events int64) {
-	c.skippedRecords.Add(int64(last - first + 1))
-	if events > 0 {
-		c.skippedEvents.Add(events)
-	}
-	c.skipMu.Lock()
-	defer c.skipMu.Unlock()
-	c.skipped = append(c.skipped, [2]uint64{first, last})
-	if len(c.skipped) > maxSkippedRanges {
-		c.skipped = append(c.skipped[:0], c.skipped[len(c.skipped)-maxSkippedRanges:]...)
-	}
-}
-
-// skippedRanges copies the latest skipped ranges.
-func (c *counters) skippedRanges() [][2]uint64 {
-	c.skipMu.Lock()
-	defer c.skipMu.Unlock()
-	return slices.Clone(c.skipped)
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -125,7 +95,7 @@ func (o *Output) Stats() Stats {
 		CursorLSN:     c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
 		LedgerReadErrors: c.readErrors.Load(),
-		SkippedRecords:   c.skippedRecords.Load(), SkippedEvents: c.skippedEvents.Load(), SkippedRanges: c.skippedRanges(),
+		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
 	}
 }
 

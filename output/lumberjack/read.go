@@ -41,6 +41,18 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 				}
 				continue
 			}
+			if sk := r.Skipped(); sk != nil {
+				// Deleted by max_lag retention before this output read
+				// them: logged and counted, then done.
+				o.stats.skips.Pass(o.log, sk)
+				now := time.Now()
+				for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
+					if err := tr.add(lsn, 0, now); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			lsn, rec := r.LSN(), r.Decoded()
 			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package lumberjack
 
 import (
+	"github.com/logpond/logpond/output/skips"
 	"sync/atomic"
 	"time"
 )
@@ -14,6 +15,7 @@ type counters struct {
 	reconnects                    atomic.Int64
 	damagedRanges, damagedRecords atomic.Int64
 	readErrors                    atomic.Int64
+	skips                         skips.Tally
 	cursor                        atomic.Uint64
 }
 
@@ -41,6 +43,13 @@ type Stats struct {
 	// LedgerReadErrors counts the reads of the ledger its device failed
 	// (each retried: nothing is skipped for them).
 	LedgerReadErrors int64
+	// SkippedRecords counts the ledger records retention deleted before
+	// the output sent them (it was more than its max_lag behind with the
+	// ledger full); SkippedEvents their events, where the ledger knew
+	// their number. SkippedRanges are the latest such ranges of LSNs
+	// (first, last), oldest first.
+	SkippedRecords, SkippedEvents int64
+	SkippedRanges                 [][2]uint64
 }
 
 // Gauges is the state of a running drain, for an operator watching it
@@ -79,6 +88,7 @@ func (o *Output) Stats() Stats {
 		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
 		LedgerReadErrors: c.readErrors.Load(),
+		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
 	}
 }
 

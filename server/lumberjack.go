@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/lumberjack"
+)
+
+// lumberjackOptions are the options of the Lumberjack output o: its cursor
+// is named after it, its TLS read from the files its ssl section names.
+// Logger is left to the caller.
+func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, error) {
+	c := o.Lumberjack
+	opts := lumberjack.Options{
+		Name: o.Name, Cursor: o.Name, Hosts: c.Hosts, LoadBalance: c.LoadBalance,
+		Workers: c.Workers, BulkMaxSize: c.BulkMaxSize, CompressionLevel: c.CompressionLevel,
+		Timeout: time.Duration(c.Timeout), TTL: time.Duration(c.TTL),
+		BackoffInit: time.Duration(c.Backoff.Init), BackoffMax: time.Duration(c.Backoff.Max),
+		UnreadableAfter: ledgerUnreadableAfter,
+	}
+	if s := c.SSL; s.Enabled {
+		t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
+		if err != nil {
+			return lumberjack.Options{}, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
+		}
+		opts.TLS = t
+	}
+	return opts, nil
+}
+
+// ljDrain is a Lumberjack output as a drain: its batches count as
+// requests, its events as delivered.
+type ljDrain struct{ *lumberjack.Output }
+
+// Misconfigured is "": a Lumberjack output has nothing to check of its
+// hosts beyond answering.
+func (ljDrain) Misconfigured() string { return "" }
+
+// Run runs the output; a cursor it could not persist at the end is the
+// server's errCursorNotSaved.
+func (d ljDrain) Run(ctx context.Context) error {
+	err := d.Output.Run(ctx)
+	if errors.Is(err, lumberjack.ErrCursorNotSaved) {
+		// One sentinel for the server's stop, whatever the output.
+		err = fmt.Errorf("%w: %w", errCursorNotSaved, err)
+	}
+	return err
+}
+
+// Stats maps the output's totals onto an Elasticsearch output's.
+func (d ljDrain) Stats() elasticsearch.Stats {
+	s := d.Output.Stats()
+	return elasticsearch.Stats{Requests: s.Batches, FailedRequests: s.FailedBatches, BytesSent: s.BytesSent,
+		Delivered: s.Delivered, Resent: s.Resent, Outages: s.Outages, CursorLSN: s.CursorLSN,
+		DamagedRanges: s.DamagedRanges, DamagedRecords: s.DamagedRecords, LedgerReadErrors: s.LedgerReadErrors,
+		SkippedRecords: s.SkippedRecords, SkippedEvents: s.SkippedEvents, SkippedRanges: s.SkippedRanges}
+}
+
+// Gauges maps the output's state onto an Elasticsearch output's.
+func (d ljDrain) Gauges() elasticsearch.Gauges {
+	g := d.Output.Gauges()
+	return elasticsearch.Gauges{Running: g.Running, InFlight: g.InFlight, OldestPending: g.OldestPending,
+		DoneLSN: g.DoneLSN, ReadLSN: g.ReadLSN, PendingEvents: g.PendingEvents, EventsPerRecord: g.EventsPerRecord}
+}
