@@ -154,6 +154,11 @@ func (c *clusterCheck) run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
+		// A stopping identify returns without moving the host's next
+		// time: the loop must see the stop itself, or spin.
+		if ctx.Err() != nil {
+			return
+		}
 		due, next, pending := c.due(time.Now())
 		if !pending {
 			return
