@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
-	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
 // drainRun is one profile of the drain benchmark: the same backlog
@@ -176,21 +174,7 @@ func (b *bench) fillEvents(ctx context.Context, n int64, size int) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		for lctx.Err() == nil {
-			if m, err := scrape(admin); err == nil && m["logpond_input_events_total"] >= float64(n) {
-				cancel()
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	res, err := lumberload.Run(lctx, p.Addr(), lumberload.Config{Connections: 4, Batch: 2048, EventSize: size, Duration: 10 * time.Minute})
-	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
-		err = nil
-	}
+	res, err := loadEvents(ctx, p.Addr(), admin, n, size)
 	last, serr := scrape(admin)
 	if stopErr := p.Stop(); stopErr != nil {
 		return 0, fmt.Errorf("stop after filling: %w\n%s", stopErr, p.Output())

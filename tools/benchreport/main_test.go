@@ -177,6 +177,7 @@ func TestQuickReport(t *testing.T) {
 	o.smallConns, o.smallDuration, o.settle = 20, 500*time.Millisecond, 0
 	o.ledgerImage = 2 << 30
 	o.drainEvents, o.drainRefusal = 20000, time.Second
+	o.fanoutEvents = 20000
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestQuickReport(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |"} {
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -212,4 +213,54 @@ func TestQuickReport(t *testing.T) {
 		t.Logf("report:\n%s", md)
 	}
 	checkPNG(t, o.png)
+}
+
+// TestFanoutMarkdown: each fan-out table compares its fan-out run with
+// its 1-output run (bytes per event, device bytes read, A's rate), the
+// isolation rows are medians of the interleaved runs, and the section
+// names the goals and the command that reproduces it.
+func TestFanoutMarkdown(t *testing.T) {
+	o := defaultOptions()
+	a := medianRun([]fanRun{
+		{Case: "A alone", Healthy: 1, Events: 300000, Elapsed: 7 * time.Second, PeakRSS: 60 << 20, Rounds: 1},
+		{Case: "A alone", Healthy: 1, Events: 300000, Elapsed: 5 * time.Second, PeakRSS: 70 << 20, Rounds: 1},
+		{Case: "A alone", Healthy: 1, Events: 300000, Elapsed: 6 * time.Second, PeakRSS: 65 << 20, Rounds: 1},
+	})
+	if a.Elapsed != 6*time.Second || a.PeakRSS != 70<<20 || a.Rounds != 3 {
+		t.Fatalf("median run: %+v", a)
+	}
+	f := &fanoutResult{
+		OneCopy: []fanRun{
+			{Case: "1 output", Healthy: 1, Events: 300000, LedgerBytes: 150000000, PeakRSS: 100 << 20, Formula: 200 << 20},
+			{Case: "3 outputs", Healthy: 3, Events: 310000, LedgerBytes: 158100000, PeakRSS: 170 << 20, Formula: 236 << 20},
+		},
+		Reads: []fanRun{
+			{Case: "1 output", Healthy: 1, Events: 300000, Elapsed: 4 * time.Second, ElapsedAll: 4 * time.Second, DeviceRead: 100 << 20, SentBytes: 125 << 20},
+			{Case: "3 outputs", Healthy: 3, Events: 300000, Elapsed: 9 * time.Second, ElapsedAll: 10 * time.Second, DeviceRead: 130 << 20, SentBytes: 375 << 20},
+		},
+		Isolation: []fanRun{a, {Case: "A + B down", Healthy: 1, Down: 1, Events: 300000, Elapsed: 6500 * time.Millisecond, PeakRSS: 80 << 20, Formula: 219 << 20, Rounds: 3}},
+	}
+	r := &report{Date: "2026-12-02", Opts: o, Fanout: f}
+	md := r.markdown()
+	for _, want := range []string{
+		"## Fan-out: outputs sharing one ledger",
+		"| 1 output | 300000 | 150000000 | 500.0 | 1.00× | 100 | 200 |",
+		"| 3 outputs | 310000 | 158100000 | 510.0 | 1.02× | 170 | 236 |",
+		"| 1 output | 4.0 | 75000 | 125.0 | 100.0 | 0.800 | 1.00× |",
+		"| 3 outputs | 10.0 | 30000 | 375.0 | 130.0 | 0.347 | 1.30× |",
+		"| A alone | 6.0 | 50000 | 1.00× | 70 |",
+		"| A + B down | 6.5 | 46154 | 0.92× | 80 | 219 |",
+		"interleaved 3 times",
+		"within 5%", "at most 1.5×", "at least 0.9×",
+		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
+		"-fanout-events 300000 -fanout-size 512`)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	r.Fanout = nil
+	if strings.Contains(r.markdown(), "Fan-out") {
+		t.Errorf("the fan-out section is there although the part did not run")
+	}
 }

@@ -15,6 +15,7 @@ type report struct {
 	Isolation               []isoPhase
 	Small                   []smallRun
 	Drain                   []drainRun
+	Fanout                  *fanoutResult
 	StraceNote              string
 	PNG                     string
 }
@@ -53,8 +54,8 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal)
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
 	p("## Ingest: logpond beside the baselines\n\n")
@@ -143,6 +144,9 @@ func (r *report) markdown() string {
 	if len(r.Drain) > 0 {
 		p("%s", drainMarkdown(r.Drain, o))
 	}
+	if r.Fanout != nil {
+		p("%s", fanoutMarkdown(r.Fanout, o))
+	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
@@ -157,5 +161,8 @@ func estimate(o options) time.Duration {
 	ingest := time.Duration(len(o.sizes)*2*3*o.rounds) * (o.duration + 700*time.Millisecond)
 	iso := 3*(o.isoDuration+2*time.Second) + time.Duration(o.backlog/(300<<20))*time.Second
 	drain := 2*time.Minute + o.drainRefusal + time.Duration(o.drainEvents/3000)*time.Second
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain
+	// Two loads and four drains of the fan-out backlog, each a few seconds
+	// plus logpond's start and stop.
+	fanout := time.Minute + time.Duration(o.fanoutEvents/1000)*time.Second
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout
 }
