@@ -45,7 +45,7 @@ const LedgerBuffersBytes = 4 << 20
 // LedgerReadCacheBytes is the ledger's read cache, shared by the outputs'
 // readers so that outputs close together read the device once (the
 // ledger package's DefaultReadCacheBytes; a server test keeps them equal).
-const LedgerReadCacheBytes = 8 << 20
+const LedgerReadCacheBytes = 32 << 20
 
 // LedgerReadWindowBytes is one ledger reader's read window: each output
 // reads the ledger through its own.

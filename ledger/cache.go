@@ -12,11 +12,13 @@ import (
 // that a reader catching up fills whole windows.
 const cacheWindow = readChunk
 
-// DefaultReadCacheBytes is the default of Options.ReadCacheBytes: eight
-// windows, enough for a few outputs reading the same stretch of the ledger
-// (each needs at most the two windows its read straddles) without the
-// memory growing with the number of outputs.
-const DefaultReadCacheBytes = 8 * cacheWindow
+// DefaultReadCacheBytes is the default of Options.ReadCacheBytes: 32
+// windows. Outputs draining together do not read in lockstep: each reads
+// ahead of what it has delivered (its chunks and retry queue), so the
+// readers drift apart by several MiB; 32 MiB keeps readers that far apart
+// sharing one device read, without the memory growing with the number of
+// outputs.
+const DefaultReadCacheBytes = 32 * cacheWindow
 
 // readCache holds recently read windows of segment files, shared by the
 // ledger's Readers, so that outputs close together in the ledger read

@@ -377,7 +377,7 @@ func fanoutMarkdown(f *fanoutResult, o options) string {
 	if f == nil {
 		return b.String()
 	}
-	p("Named Elasticsearch outputs (`[output.elasticsearch.NAME]`, default settings), each draining into its own in-process `estest` server from its own cursor in one ledger (direct IO, an 8 MiB read cache shared by the outputs' readers). Events of %d B; every healthy output must store each event exactly once. Peak RSS is logpond's VmHWM over the run, formula its memory formula.\n\n", o.fanoutSize)
+	p("Named Elasticsearch outputs (`[output.elasticsearch.NAME]`, default settings), each draining into its own in-process `estest` server from its own cursor in one ledger (direct IO, a 32 MiB read cache shared by the outputs' readers). Events of %d B; every healthy output must store each event exactly once. Peak RSS is logpond's VmHWM over the run, formula its memory formula.\n\n", o.fanoutSize)
 
 	p("### One copy: the ledger's bytes do not grow with the outputs\n\n")
 	p("At least %d events ingested (4 × 2048-event windows as fast as acknowledged) into fresh stores, the outputs draining as the events arrive and the ledger keeping drained segments (`retention = \"24h\"`); the ledger's bytes (`logpond_ledger_bytes`) once everything is flushed and delivered. The load stops at a threshold, so the events differ a little between runs: the ratio compares bytes per event.\n\n", o.fanoutEvents)
