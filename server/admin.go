@@ -429,17 +429,23 @@ type CursorDeleted struct {
 	CursorLSN uint64 `json:"cursor_lsn"`
 }
 
-// deleteCursor serves POST /api/cursors/delete?name=NAME: the running
-// ledger forgets the cursor of an output that is no longer configured, so
-// that it no longer holds segments back (retention deletes them at its
-// next pass). The cursor of a configured output is refused: it is in use,
+// deleteCursor serves POST /api/cursors/delete?name=NAME[&dir=DIR]: the
+// running ledger forgets the cursor of an output that is no longer
+// configured, so that it no longer holds segments back (retention deletes
+// them at its next pass); dir, when given, must be this ledger's
+// directory. The cursor of a configured output is refused: it is in use,
 // and would be made again at once, from the oldest record.
 func (s *Server) deleteCursor(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(PurgeRequestHeader) == "" {
 		http.Error(w, "cursors delete: send the header "+PurgeRequestHeader+" (ledgerctl cursors delete does)", http.StatusForbidden)
 		return
 	}
-	name := r.URL.Query().Get("name")
+	q := r.URL.Query()
+	name := q.Get("name")
+	if d := q.Get("dir"); d != "" && !sameDir(d, s.cfg.Ledger.Dir) {
+		http.Error(w, fmt.Sprintf("cursors delete: this logpond's ledger is %s, not %s", s.cfg.Ledger.Dir, d), http.StatusConflict)
+		return
+	}
 	if o := s.outputs.byName(name); o != nil {
 		http.Error(w, fmt.Sprintf("cursors delete: %q is the cursor of %s, which this logpond runs: remove the output from the configuration and restart logpond first", name, o.key), http.StatusConflict)
 		return

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,83 @@ func TestHostsOfTwoClustersAreRefused(t *testing.T) {
 		case o.Name == "other" && o.State == StateFailed:
 			t.Errorf("GET / for the other output: %+v", o)
 		}
+	}
+}
+
+// TestRemovedOutputsCursorHoldsTheLedgerUntilDeleted: an output removed
+// from the configuration leaves its cursor, which logpond reports at start,
+// in GET / and in logpond_ledger_orphan_cursor_bytes; POST
+// /api/cursors/delete releases it, and is refused for a configured
+// output. An output added with start_at = "newest" sends nothing the
+// ledger held before it.
+func TestRemovedOutputsCursorHoldsTheLedgerUntilDeleted(t *testing.T) {
+	old, err := estest.Start(estest.Options{Seed: 61})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"old": namedES(old.URL())})
+	cfg.Ledger.MaxBytes = 64 << 20
+	r := start(t, cfg)
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 0, 400); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the old output done", func() bool { return old.Count() == 400 })
+	r.shutdown(t)
+
+	// "old" is gone, "fresh" starts at the newest record; 200 more events.
+	fresh, err := estest.Start(estest.Options{Seed: 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	f := namedES(fresh.URL())
+	f.StartAt = "newest"
+	cfg.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"fresh": f}
+	r = start(t, cfg)
+	defer r.shutdown(t)
+	if !strings.Contains(r.log.String(), "cursors delete old") {
+		t.Errorf("no warning at start names the orphan cursor and the command:\n%s", grepLog(r.log.String(), "cursor"))
+	}
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 400, 200); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the fresh output done", func() bool { return fresh.Count() == 200 })
+	if n := fresh.Count(); n != 200 {
+		t.Errorf("the new output with start_at = newest stored %d events, want only the 200 sent after it started", n)
+	}
+	n := r.s.nodeInfo()
+	if len(n.OrphanCursors) != 1 || n.OrphanCursors[0].Name != "old" || n.OrphanCursors[0].HeldBytes == 0 {
+		t.Fatalf("GET / orphan cursors: %+v", n.OrphanCursors)
+	}
+	base := "http://" + r.s.AdminAddr().String()
+	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, `logpond_ledger_orphan_cursor_bytes{cursor="old"}`) {
+		t.Errorf("/metrics lacks the orphan cursor (%d)", code)
+	}
+	post := func(q string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/cursors/delete?"+q, nil)
+		req.Header.Set(PurgeRequestHeader, "test")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := post("name=fresh"); code != http.StatusConflict || !strings.Contains(body, "output.elasticsearch.fresh") {
+		t.Errorf("deleting a configured output's cursor: %d %q, want 409 naming it", code, body)
+	}
+	if code, body := post("name=old&dir=" + t.TempDir()); code != http.StatusConflict {
+		t.Errorf("deleting in another ledger: %d %q, want 409", code, body)
+	}
+	if code, body := post("name=old"); code != http.StatusOK || !strings.Contains(body, `"name":"old"`) {
+		t.Fatalf("deleting the orphan cursor: %d %q", code, body)
+	}
+	if _, ok := r.s.ledger().Cursors()["old"]; ok || len(r.s.nodeInfo().OrphanCursors) != 0 {
+		t.Error("the orphan cursor is still there after its deletion")
+	}
+	if code, _ := post("name=old"); code != http.StatusNotFound {
+		t.Errorf("deleting it again: %d, want 404", code)
 	}
 }

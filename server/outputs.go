@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/ledger"
@@ -86,7 +88,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 // so that it sends only what arrives from now on; "oldest" (the default)
 // is where the output's first read of its cursor puts it: before the
 // oldest record the ledger still holds.
-func startCursor(l *ledger.Ledger, name, startAt string, log interface{ Info(string, ...any) }) error {
+func startCursor(l *ledger.Ledger, name, startAt string, log *slog.Logger) error {
 	if startAt != "newest" {
 		return nil
 	}
@@ -123,13 +125,16 @@ func (s *Server) openDeadLetters(o conf.NamedOutput) (*dlq.Store, error) {
 }
 
 // pingOutputs asks each Elasticsearch output's cluster who it is, at
-// start, beside the pipeline (pingElasticsearch).
+// start, beside the pipeline (pingElasticsearch); all at once, so that a
+// cluster that does not answer delays no other output's line.
 func (s *Server) pingOutputs(ctx context.Context) {
+	var wg sync.WaitGroup
 	for _, out := range s.outputs {
 		if e, ok := out.current().(esDrain); ok {
-			s.pingElasticsearch(ctx, out, e.Output)
+			wg.Go(func() { s.pingElasticsearch(ctx, out, e.Output) })
 		}
 	}
+	wg.Wait()
 }
 
 // orphanCursors are the ledger's cursors that no enabled output owns, by

@@ -184,7 +184,7 @@ func deadLetterDir(ledgerDir, name string) string { return dlq.Dir(ledgerDir, na
 // openOutputs prepares every configured output (none contacts anybody
 // before Run) and the Elasticsearch outputs' dead-letter stores.
 func (s *Server) openOutputs() error {
-	outs := configuredOutputs(s.cfg)
+	outs := s.cfg.Outputs()
 	if len(outs) == 0 {
 		s.log.Warn("no output is enabled: nothing drains the ledger; ingest stops when it reaches ledger.max_bytes")
 	}
