@@ -29,7 +29,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 	startAt := outputStartAt(o)
 	var newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)
 	switch o.Type {
-	case "elasticsearch":
+	case conf.TypeElasticsearch:
 		opts, err := elasticsearchOptions(s.cfg, o)
 		if err != nil {
 			return nil, err
@@ -55,7 +55,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		}
 		out.openDeadLetters = func() (*dlq.Store, error) { return s.openDeadLetters(o) }
 		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
-	case "lumberjack":
+	case conf.TypeLumberjack:
 		opts, err := lumberjackOptions(o)
 		if err != nil {
 			return nil, err

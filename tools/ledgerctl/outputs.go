@@ -63,7 +63,7 @@ func (e *env) configured(name string) *outputRef {
 func (e *env) esOutputs() []string {
 	var names []string
 	for _, o := range e.outputs {
-		if o.typ == "elasticsearch" {
+		if o.typ == conf.TypeElasticsearch {
 			names = append(names, o.name)
 		}
 	}
@@ -127,7 +127,7 @@ func (e *env) selectDLQOutput(flag string) error {
 		}
 		o := e.configured(flag)
 		switch {
-		case o != nil && o.typ != "elasticsearch":
+		case o != nil && o.typ != conf.TypeElasticsearch:
 			return &usageError{fmt.Sprintf("--output %s: a %s output keeps no dead letters (%s)", flag, o.typ, choices())}
 		case o == nil && !slices.Contains(dirs, flag):
 			return &usageError{fmt.Sprintf("--output %s: no such output holds dead letters (%s)", flag, choices())}

@@ -244,7 +244,7 @@ func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 			fmt.Fprintf(w, ", paced to %.0f events/s", o.PaceEventsPerSecond)
 		}
 		fmt.Fprintf(w, "; %d waiting to retry; per second %.1f retried, %.1f requests failed", o.RetryQueueEvents, rt.Retried, rt.Failed)
-		if o.Type == "elasticsearch" {
+		if o.Type == conf.TypeElasticsearch {
 			fmt.Fprintf(w, ", %.1f dead-lettered; dead letters %s of %s", rt.DeadLettered, humanBytes(o.DeadLetterBytes), humanBytes(o.DeadLetterMaxBytes))
 		}
 		if o.SkippedEventsTotal > 0 {
@@ -278,7 +278,7 @@ func printTop(w io.Writer, n server.NodeInfo, r topRates) {
 // deadLetterFill is an output's FILL cell: an Elasticsearch output's
 // dead-letter store's fill, "-" for an output without dead letters.
 func deadLetterFill(o server.OutputInfo) string {
-	if o.Type != "elasticsearch" {
+	if o.Type != conf.TypeElasticsearch {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*o.DeadLetterFillRatio)
