@@ -21,6 +21,7 @@ import (
 	"github.com/logpond/logpond/internal/waitlog"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/output/sprintf"
 )
 
@@ -353,7 +354,7 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	o.log.Info("draining the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
 		"workers", o.opts.Workers, "concurrency", concurrency)
-	tr := newTracker(cursor)
+	tr := drain.NewTracker(cursor)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -406,7 +407,7 @@ func (o *Output) Run(ctx context.Context) error {
 	<-commitDone
 	<-clusterDone
 	// The final persist: what the workers finished before the stop.
-	done, _ := tr.Done()
+	done := tr.Done()
 	var runErr error
 	select {
 	case runErr = <-errs:
@@ -437,7 +438,7 @@ func (o *Output) Run(ctx context.Context) error {
 // ledger's owner deletes what every cursor has passed). The cursor lags
 // what is done by up to one interval: a crash then resends those records,
 // which the ids make harmless.
-func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
+func (o *Output) commitLoop(ctx context.Context, tr *drain.Tracker, from uint64) {
 	t := time.NewTicker(o.opts.FlushInterval)
 	defer t.Stop()
 	last := from
@@ -452,7 +453,7 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 			return
 		case <-t.C:
 		}
-		done, _ := tr.Done()
+		done := tr.Done()
 		if done <= last {
 			continue
 		}

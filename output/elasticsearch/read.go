@@ -9,6 +9,7 @@ import (
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/record"
 )
 
@@ -40,7 +41,7 @@ func (c *chunk) reset() {
 // sends the chunks on out; it closes out when it returns. A partial chunk
 // goes out once FlushInterval has passed since its first record and no
 // more records are waiting. Chunk buffers come back on free.
-func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *chunk, free chan *chunk) error {
+func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk) error {
 	defer close(out)
 	r := o.ledger.Reader(from)
 	defer r.Close()
@@ -85,8 +86,8 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			// The Reader verified the record when it read it; the chunk
 			// keeps a copy of its events, which the worker uses as is.
 			rec := r.Decoded()
-			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
-				return err
+			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
+				return fmt.Errorf("elasticsearch: %w", err)
 			}
 			if rec.Count() == 0 {
 				continue
@@ -144,7 +145,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 // none is sent, and the cursor may move past them. A range that cannot be
 // quarantined (the ledger's device failing) is still logged in full and
 // passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
+func (o *Output) quarantine(d *ledger.Damage, tr *drain.Tracker) error {
 	path, qerr := o.ledger.Quarantine(*d)
 	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
 		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
@@ -166,8 +167,8 @@ func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
 	}
 	now := time.Now()
 	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
+		if err := tr.Add(lsn, 0, now); err != nil {
+			return fmt.Errorf("elasticsearch: %w", err)
 		}
 	}
 	return nil
@@ -177,12 +178,12 @@ func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
 // read them (it was more than its max_lag behind while the ledger was
 // full): it logs and counts it, and counts its records done, so that the
 // cursor moves past them. Nothing else can be done: the records are gone.
-func (o *Output) skip(sk *ledger.Skip, tr *tracker) error {
+func (o *Output) skip(sk *ledger.Skip, tr *drain.Tracker) error {
 	o.stats.skips.Pass(o.log, sk)
 	now := time.Now()
 	for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
+		if err := tr.Add(lsn, 0, now); err != nil {
+			return fmt.Errorf("elasticsearch: %w", err)
 		}
 	}
 	return nil
@@ -210,8 +211,8 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				if err := o.appendDeadLetters(ctx, []dlq.Entry{*dead}); err != nil {
 					return err
 				}
-				if err := w.tr.finish(cr.lsn, 1); err != nil {
-					return err
+				if err := w.tr.Finish(cr.lsn, 1); err != nil {
+					return fmt.Errorf("elasticsearch: %w", err)
 				}
 				o.stats.delivered.Add(1)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/output/skips"
 )
 
@@ -108,12 +109,9 @@ func (o *Output) Gauges() Gauges {
 		st.Yielding = l.ctl.yielding()
 		st.RetryEvents, st.RetryBytes = l.rq.size()
 		st.RetryMaxBytes = l.rq.limit
-		ts := l.tr.state()
-		st.OldestPending = ts.oldest
-		st.DoneLSN, st.ReadLSN, st.PendingEvents = ts.done, ts.read, ts.events
-		if ts.records > 0 {
-			st.EventsPerRecord = float64(ts.added) / float64(ts.records)
-		}
+		lag := l.tr.Lag()
+		st.OldestPending, st.DoneLSN, st.ReadLSN = lag.OldestPending, lag.DoneLSN, lag.ReadLSN
+		st.PendingEvents, st.EventsPerRecord = lag.PendingEvents, lag.EventsPerRecord
 	}
 	return st
 }
@@ -140,7 +138,7 @@ func (o *Output) observeDead(entries []dlq.Entry) {
 
 // live is what a running drain shares with Stats.
 type live struct {
-	tr  *tracker
+	tr  *drain.Tracker
 	rq  *retryQueue
 	ctl *controller
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // commitEvery is how often the cursor is persisted while it moves: each
@@ -37,8 +38,8 @@ type Output struct {
 
 	stats         counters
 	inFlight      atomic.Int64
-	saidWithoutID atomic.Bool             // the event without id was logged
-	live          atomic.Pointer[tracker] // the running drain's tracker, for Gauges
+	saidWithoutID atomic.Bool                   // the event without id was logged
+	live          atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
 
 	unreadable readFault // reads of the ledger failing
 }
@@ -81,7 +82,7 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	o.log.Info("forwarding the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
 		"loadbalance", o.opts.LoadBalance, "workers", o.opts.Workers, "tls", o.opts.TLS != nil)
-	tr := newTracker(cursor)
+	tr := drain.NewTracker(cursor)
 	o.live.Store(tr)
 	defer o.live.Store(nil)
 	ctx, cancel := context.WithCancel(ctx)
@@ -119,7 +120,7 @@ func (o *Output) Run(ctx context.Context) error {
 	default:
 	}
 	// The final persist: what was ACKed before the stop.
-	if done := tr.done(); done > cursor {
+	if done := tr.Done(); done > cursor {
 		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
 			// %v, not %w: the chain names only ErrCursorNotSaved, so a
 			// caller can tell this from any other failure joined to it.
@@ -129,13 +130,13 @@ func (o *Output) Run(ctx context.Context) error {
 			o.stats.cursor.Store(done)
 		}
 	}
-	o.log.Info("forwarding stopped", "cursor_lsn", tr.done(), "err", runErr)
+	o.log.Info("forwarding stopped", "cursor_lsn", tr.Done(), "err", runErr)
 	return runErr
 }
 
 // commitLoop persists the cursor every commitEvery while it moves (the
 // ledger's owner deletes what every cursor has passed).
-func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
+func (o *Output) commitLoop(ctx context.Context, tr *drain.Tracker, from uint64) {
 	t := time.NewTicker(commitEvery)
 	defer t.Stop()
 	last := from
@@ -148,7 +149,7 @@ func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
 			return
 		case <-t.C:
 		}
-		done := tr.done()
+		done := tr.Done()
 		if done <= last {
 			continue
 		}

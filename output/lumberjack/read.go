@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // read reads the ledger from LSN from on, registers each record with the
@@ -16,7 +17,7 @@ import (
 // the receiver has nothing better to wait for. out is bounded, so the
 // reader stops reading while every sender is busy: memory holds at most
 // the batches in flight, those queued, and the one being filled.
-func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *batch) error {
+func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *batch) error {
 	r := o.ledger.Reader(from)
 	defer r.Close()
 	// Damage is passed, quarantined and counted, never a halt
@@ -47,15 +48,15 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 				o.stats.skips.Pass(o.log, sk)
 				now := time.Now()
 				for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-					if err := tr.add(lsn, 0, now); err != nil {
-						return err
+					if err := tr.Add(lsn, 0, now); err != nil {
+						return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 					}
 				}
 				continue
 			}
 			lsn, rec := r.LSN(), r.Decoded()
-			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
-				return err
+			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
+				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 			}
 			pos := 0
 			for ev := range rec.Events() {
@@ -117,7 +118,7 @@ func (o *Output) appendEvent(dst, ev []byte, lsn uint64, pos int) []byte {
 // none is sent, and the cursor may move past them. A range that cannot be
 // quarantined (the ledger's device failing) is still logged in full and
 // passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
+func (o *Output) quarantine(d *ledger.Damage, tr *drain.Tracker) error {
 	path, qerr := o.ledger.Quarantine(*d)
 	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
 		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
@@ -139,8 +140,8 @@ func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
 	}
 	now := time.Now()
 	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
+		if err := tr.Add(lsn, 0, now); err != nil {
+			return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 		}
 	}
 	return nil

@@ -102,12 +102,9 @@ func (o *Output) Gauges() Gauges {
 	g.Running = true
 	g.InFlight = int(o.inFlight.Load())
 	g.ConnectedHosts = o.hosts.connectedHosts()
-	st := tr.state()
-	g.OldestPending = st.oldest
-	g.DoneLSN, g.ReadLSN, g.PendingEvents = st.done, st.read, st.events
-	if st.records > 0 {
-		g.EventsPerRecord = float64(st.added) / float64(st.records)
-	}
+	lag := tr.Lag()
+	g.OldestPending, g.DoneLSN, g.ReadLSN = lag.OldestPending, lag.DoneLSN, lag.ReadLSN
+	g.PendingEvents, g.EventsPerRecord = lag.PendingEvents, lag.EventsPerRecord
 	return g
 }
 
