@@ -189,8 +189,9 @@ type Output struct {
 
 	live atomic.Pointer[live] // the running drain's state, for Stats
 
-	// unreadable is the state of reads of the ledger failing.
-	unreadable readFault
+	// src passes damaged and skipped ranges of the ledger and retries
+	// its failing reads, counting them.
+	src *drain.Source
 
 	// cluster holds sending until the hosts are known to belong to one
 	// cluster (cluster.go).
@@ -291,7 +292,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
-		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster}, nil
+		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a

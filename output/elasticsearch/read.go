@@ -109,12 +109,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			if len(c.recs) > 0 && !send() {
 				return nil
 			}
-			if !o.readFailed(ctx, r, re) {
+			if !o.src.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
 			continue
 		}
-		o.readWorks()
+		o.src.ReadWorks()
 		// Caught up with the ledger.
 		if len(c.recs) == 0 {
 			if err := r.Wait(ctx); err != nil {

@@ -18,7 +18,6 @@ type counters struct {
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
 	damagedRanges, damagedRecords     atomic.Int64
-	readErrors                        atomic.Int64
 	skips                             skips.Tally
 	cursor                            atomic.Uint64
 }
@@ -95,10 +94,15 @@ func (o *Output) Stats() Stats {
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
 		CursorLSN:     c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: c.readErrors.Load(),
+		LedgerReadErrors: o.src.Counts().ReadErrors,
 		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
 	}
 }
+
+// LedgerUnreadable says why the output cannot read the ledger right now
+// ("" when it can): its device has answered errors since a time, and the
+// reads are being retried. Safe for concurrent use.
+func (o *Output) LedgerUnreadable() string { return o.src.Unreadable() }
 
 // Gauges returns the running drain's state. Safe for concurrent use.
 func (o *Output) Gauges() Gauges {

@@ -41,7 +41,9 @@ type Output struct {
 	saidWithoutID atomic.Bool                   // the event without id was logged
 	live          atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
 
-	unreadable readFault // reads of the ledger failing
+	// src passes damaged and skipped ranges of the ledger and retries
+	// its failing reads, counting them.
+	src *drain.Source
 }
 
 // ErrCursorNotSaved: Run could not persist its final cursor (the ledger's
@@ -66,7 +68,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		return nil, fmt.Errorf("lumberjack: output %q: %w", opts.Name, err)
 	}
 	log := opts.Logger.With("output", opts.Name)
-	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log)}, nil
+	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log),
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding"})}, nil
 }
 
 // Run forwards the ledger's events until ctx ends, then returns nil; or

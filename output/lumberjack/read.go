@@ -78,12 +78,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			if b.len() > 0 && !send() {
 				return nil
 			}
-			if !o.readFailed(ctx, r, re) {
+			if !o.src.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
 			continue
 		}
-		o.readWorks()
+		o.src.ReadWorks()
 		if b.len() > 0 {
 			if !send() {
 				return nil

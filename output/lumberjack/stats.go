@@ -14,7 +14,6 @@ type counters struct {
 	withoutID                     atomic.Int64
 	reconnects                    atomic.Int64
 	damagedRanges, damagedRecords atomic.Int64
-	readErrors                    atomic.Int64
 	skips                         skips.Tally
 	cursor                        atomic.Uint64
 }
@@ -87,10 +86,15 @@ func (o *Output) Stats() Stats {
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
 		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
 		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: c.readErrors.Load(),
+		LedgerReadErrors: o.src.Counts().ReadErrors,
 		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
 	}
 }
+
+// LedgerUnreadable says why the output cannot read the ledger right now
+// ("" when it can): its device has answered errors since a time, and the
+// reads are being retried. Safe for concurrent use.
+func (o *Output) LedgerUnreadable() string { return o.src.Unreadable() }
 
 // Gauges returns the running drain's state. Safe for concurrent use.
 func (o *Output) Gauges() Gauges {
