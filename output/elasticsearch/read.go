@@ -67,16 +67,10 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 	for {
 		for r.Next() {
-			if d := r.Damage(); d != nil {
-				if err := o.quarantine(d, tr); err != nil {
-					return err
-				}
-				continue
-			}
-			if sk := r.Skipped(); sk != nil {
-				if err := o.skip(sk, tr); err != nil {
-					return err
-				}
+			// Damaged ranges and ranges max_lag retention deleted.
+			if passed, err := o.src.Pass(r, tr); err != nil {
+				return fmt.Errorf("elasticsearch: %w", err)
+			} else if passed {
 				continue
 			}
 			lsn := r.LSN()
@@ -137,56 +131,6 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return nil
 		}
 	}
-}
-
-// quarantine keeps a damaged range the reader passed (its bytes and
-// description, in the ledger's quarantine directory), says so once as an
-// ERROR, and counts its records done: their events cannot be trusted, so
-// none is sent, and the cursor may move past them. A range that cannot be
-// quarantined (the ledger's device failing) is still logged in full and
-// passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *drain.Tracker) error {
-	path, qerr := o.ledger.Quarantine(*d)
-	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
-		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
-		"inspect", fmt.Sprintf("ledgerctl -ledger %s verify", o.ledger.Dir())}
-	if qerr != nil {
-		attrs = append(attrs, "quarantine_err", qerr)
-	} else {
-		attrs = append(attrs, "quarantined", path)
-	}
-	msg := "damaged ledger records skipped: their events are lost and not sent; every other event is delivered"
-	if d.Records() == 0 {
-		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
-	}
-	o.log.Error(msg, attrs...)
-	o.stats.damagedRanges.Add(1)
-	o.stats.damagedRecords.Add(int64(d.Records()))
-	if d.Records() == 0 {
-		return nil
-	}
-	now := time.Now()
-	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.Add(lsn, 0, now); err != nil {
-			return fmt.Errorf("elasticsearch: %w", err)
-		}
-	}
-	return nil
-}
-
-// skip passes a range of records retention deleted before the output
-// read them (it was more than its max_lag behind while the ledger was
-// full): it logs and counts it, and counts its records done, so that the
-// cursor moves past them. Nothing else can be done: the records are gone.
-func (o *Output) skip(sk *ledger.Skip, tr *drain.Tracker) error {
-	o.stats.skips.Pass(o.log, sk)
-	now := time.Now()
-	for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-		if err := tr.Add(lsn, 0, now); err != nil {
-			return fmt.Errorf("elasticsearch: %w", err)
-		}
-	}
-	return nil
 }
 
 // process turns the records of c into bulk requests of about FlushBytes

@@ -7,7 +7,6 @@ import (
 
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/internal/drain"
-	"github.com/logpond/logpond/output/skips"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
@@ -17,8 +16,6 @@ type counters struct {
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
-	damagedRanges, damagedRecords     atomic.Int64
-	skips                             skips.Tally
 	cursor                            atomic.Uint64
 }
 
@@ -87,15 +84,15 @@ type Gauges struct {
 // Stats returns the current totals. Safe for concurrent use.
 func (o *Output) Stats() Stats {
 	c := &o.stats
+	src := o.src.Counts()
 	return Stats{
 		Requests: c.requests.Load(), FailedRequests: c.failedRequests.Load(), Refused: c.refused.Load(),
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
 		CursorLSN:     c.cursor.Load(),
-		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: o.src.Counts().ReadErrors,
-		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
+		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
+		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/internal/drain"
@@ -36,22 +35,10 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 	for {
 		for r.Next() {
-			if d := r.Damage(); d != nil {
-				if err := o.quarantine(d, tr); err != nil {
-					return err
-				}
-				continue
-			}
-			if sk := r.Skipped(); sk != nil {
-				// Deleted by max_lag retention before this output read
-				// them: logged and counted, then done.
-				o.stats.skips.Pass(o.log, sk)
-				now := time.Now()
-				for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-					if err := tr.Add(lsn, 0, now); err != nil {
-						return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
-					}
-				}
+			// Damaged ranges and ranges max_lag retention deleted.
+			if passed, err := o.src.Pass(r, tr); err != nil {
+				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
+			} else if passed {
 				continue
 			}
 			lsn, rec := r.LSN(), r.Decoded()
@@ -110,39 +97,4 @@ func (o *Output) appendEvent(dst, ev []byte, lsn uint64, pos int) []byte {
 		}
 	}
 	return dst
-}
-
-// quarantine keeps a damaged range the reader passed (its bytes and
-// description, in the ledger's quarantine directory), says so once as an
-// ERROR, and counts its records done: their events cannot be trusted, so
-// none is sent, and the cursor may move past them. A range that cannot be
-// quarantined (the ledger's device failing) is still logged in full and
-// passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *drain.Tracker) error {
-	path, qerr := o.ledger.Quarantine(*d)
-	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
-		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
-		"inspect", fmt.Sprintf("ledgerctl -ledger %s verify", o.ledger.Dir())}
-	if qerr != nil {
-		attrs = append(attrs, "quarantine_err", qerr)
-	} else {
-		attrs = append(attrs, "quarantined", path)
-	}
-	msg := "damaged ledger records skipped: their events are lost and not forwarded; every other event is"
-	if d.Records() == 0 {
-		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
-	}
-	o.log.Error(msg, attrs...)
-	o.stats.damagedRanges.Add(1)
-	o.stats.damagedRecords.Add(int64(d.Records()))
-	if d.Records() == 0 {
-		return nil
-	}
-	now := time.Now()
-	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.Add(lsn, 0, now); err != nil {
-			return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
-		}
-	}
-	return nil
 }

@@ -1,21 +1,18 @@
 package lumberjack
 
 import (
-	"github.com/logpond/logpond/output/skips"
 	"sync/atomic"
 	"time"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
 type counters struct {
-	batches, failedBatches        atomic.Int64
-	bytesSent                     atomic.Int64
-	delivered, resent             atomic.Int64
-	withoutID                     atomic.Int64
-	reconnects                    atomic.Int64
-	damagedRanges, damagedRecords atomic.Int64
-	skips                         skips.Tally
-	cursor                        atomic.Uint64
+	batches, failedBatches atomic.Int64
+	bytesSent              atomic.Int64
+	delivered, resent      atomic.Int64
+	withoutID              atomic.Int64
+	reconnects             atomic.Int64
+	cursor                 atomic.Uint64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -78,6 +75,7 @@ type Gauges struct {
 // Stats returns the current totals. Safe for concurrent use.
 func (o *Output) Stats() Stats {
 	c := &o.stats
+	src := o.src.Counts()
 	o.hosts.mu.Lock()
 	outages := o.hosts.outages
 	o.hosts.mu.Unlock()
@@ -85,9 +83,8 @@ func (o *Output) Stats() Stats {
 		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
 		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
-		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: o.src.Counts().ReadErrors,
-		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
+		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
+		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
 }
 
