@@ -16,7 +16,6 @@ type counters struct {
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
-	cursor                            atomic.Uint64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -90,7 +89,7 @@ func (o *Output) Stats() Stats {
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
-		CursorLSN:     c.cursor.Load(),
+		CursorLSN:     o.cursor.Persisted(),
 		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
 		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}

@@ -12,7 +12,6 @@ type counters struct {
 	delivered, resent      atomic.Int64
 	withoutID              atomic.Int64
 	reconnects             atomic.Int64
-	cursor                 atomic.Uint64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -82,7 +81,7 @@ func (o *Output) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
-		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
+		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
 		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
 		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
