@@ -316,31 +316,22 @@ func keptBufferBytes(flushBytes, maxRecord int) int {
 
 // incomplete names the options that are unset or out of range, by name
 // only: the message shows no value, so no credential.
-func (opts *Options) incomplete() []string {
-	var bad []string
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"Name", opts.Name != ""},
-		{"Key", opts.Key != ""},
-		{"Hosts", len(opts.Hosts) > 0},
-		{"Workers", opts.Workers >= 1},
-		{"FlushBytes", opts.FlushBytes >= 1},
-		{"MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes},
-		{"MaxRecordBytes", opts.MaxRecordBytes >= 1},
-		{"Index", opts.Index != nil},
-		{"DeadLetters", opts.DeadLetters != nil},
-		{"Cursor", opts.Cursor != ""},
-		{"RetryInitial", opts.RetryInitial > 0},
-		{"RetryMax", opts.RetryMax >= opts.RetryInitial},
-		{"Timeout", opts.Timeout > 0},
-		{"FlushInterval", opts.FlushInterval > 0},
-	} {
-		if !c.ok {
-			bad = append(bad, c.name)
-		}
-	}
+func (opts *Options) incomplete() drain.Unset {
+	var bad drain.Unset
+	bad.Check("Name", opts.Name != "")
+	bad.Check("Key", opts.Key != "")
+	bad.Check("Hosts", len(opts.Hosts) > 0)
+	bad.Check("Workers", opts.Workers >= 1)
+	bad.Check("FlushBytes", opts.FlushBytes >= 1)
+	bad.Check("MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes)
+	bad.Check("MaxRecordBytes", opts.MaxRecordBytes >= 1)
+	bad.Check("Index", opts.Index != nil)
+	bad.Check("DeadLetters", opts.DeadLetters != nil)
+	bad.Check("Cursor", opts.Cursor != "")
+	bad.Check("RetryInitial", opts.RetryInitial > 0)
+	bad.Check("RetryMax", opts.RetryMax >= opts.RetryInitial)
+	bad.Check("Timeout", opts.Timeout > 0)
+	bad.Check("FlushInterval", opts.FlushInterval > 0)
 	return bad
 }
 
