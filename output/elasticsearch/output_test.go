@@ -116,18 +116,8 @@ func (r *rig) start(opts Options) *running {
 	return draintest.Start(r.t, out)
 }
 
-// waitFor polls cond until it holds; the bound is generous because it is
-// not a performance assertion, only a guard against a hang.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (draintest.WaitFor).
+var waitFor = draintest.WaitFor
 
 func mustCompile(t testing.TB, s string) *sprintf.Format {
 	t.Helper()

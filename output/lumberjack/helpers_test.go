@@ -291,15 +291,5 @@ func (r *rig) checkAllOnce(peers ...*peer) {
 	}
 }
 
-// waitFor polls cond until it holds; the bound only guards against a
-// hang, it is no performance assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (draintest.WaitFor).
+var waitFor = draintest.WaitFor

@@ -6,6 +6,7 @@ package draintest
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // Runner is an output: Run drains until its context ends.
@@ -56,5 +57,19 @@ func (run *Running[O]) Returned() (error, bool) {
 		return err, true
 	default:
 		return nil, false
+	}
+}
+
+// WaitFor polls cond until it holds, failing t if it has not after a
+// minute: the bound is generous because it is no performance assertion,
+// only a guard against a hang.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
