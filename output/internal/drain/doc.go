@@ -7,7 +7,8 @@
 //   - The cursor only passes done records. A Tracker counts the pending
 //     events of every record read, in LSN order, and reports as done only
 //     the prefix of records whose every event is done; an output persists
-//     its cursor at no other LSN (Persist, and its own periodic commit).
+//     its cursor at no other LSN (Cursor: Commit while it runs, Final when
+//     it stops).
 //   - Damage is passed and quarantined, never a halt. A damaged range the
 //     ledger's Reader passes is kept in the ledger's quarantine directory
 //     (or, when that fails, at least logged in full), logged once as an
