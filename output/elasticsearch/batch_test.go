@@ -62,13 +62,13 @@ func TestRequestsCarryContentLengthAndReuseBuffers(t *testing.T) {
 		}
 		run := r.start(r.options(func(o *Options) { o.Gzip, o.FlushBytes, o.Workers = gz, 4<<10, 2 }))
 		waitFor(t, "every event", func() bool { return r.es.Count() == 400 })
-		run.stop(t)
+		run.Stop(t)
 		r.checkAllStoredOnce(t)
 		st := r.es.Stats()
 		if st.BulkRequests < 10 || st.ChunkedRequests != 0 {
 			t.Errorf("gzip=%v: %d of %d bulk requests were chunked", gz, st.ChunkedRequests, st.BulkRequests)
 		}
-		if n := run.out.pool.reused.Load(); n == 0 {
+		if n := run.Out.pool.reused.Load(); n == 0 {
 			t.Errorf("gzip=%v: no batch buffer was reused over %d requests", gz, st.BulkRequests)
 		}
 	}

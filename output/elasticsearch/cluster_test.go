@@ -85,8 +85,8 @@ func TestHostsOfTwoClustersSendNothing(t *testing.T) {
 		o.Hosts = []string{r.es.URL(), other.URL()}
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	}))
-	waitFor(t, "the mismatch", func() bool { return run.out.Misconfigured() != "" })
-	why := run.out.Misconfigured()
+	waitFor(t, "the mismatch", func() bool { return run.Out.Misconfigured() != "" })
+	why := run.Out.Misconfigured()
 	for _, s := range []*estest.Server{r.es, other} {
 		_, uuid := info(t, s.URL())
 		if !strings.Contains(why, s.URL()) || !strings.Contains(why, uuid) {
@@ -102,11 +102,11 @@ func TestHostsOfTwoClustersSendNothing(t *testing.T) {
 		}
 	}
 	select {
-	case err := <-run.done:
+	case err := <-run.Done:
 		t.Fatalf("Run returned %v on a mismatch: it must keep running", err)
 	default:
 	}
-	run.stop(t)
+	run.Stop(t)
 	if c, _ := r.ledger.Cursor("elasticsearch"); c != 0 {
 		t.Errorf("cursor at %d: events passed that were not sent", c)
 	}
@@ -138,9 +138,9 @@ func TestHostsOfOneClusterDeliver(t *testing.T) {
 	}))
 	waitFor(t, "every event", func() bool { return r.es.Count() == 50 })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
-	if why := run.out.Misconfigured(); why != "" {
+	if why := run.Out.Misconfigured(); why != "" {
 		t.Errorf("Misconfigured() = %q for hosts of one cluster", why)
 	}
 	if n := strings.Count(logs.String(), "elasticsearch host identified"); n != 3 {
@@ -162,18 +162,18 @@ func TestHostUpLaterInAnotherClusterIsRefused(t *testing.T) {
 	}
 	run := r.start(r.options(func(o *Options) { o.Hosts = []string{other.URL(), r.es.URL()} }))
 	waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
-	if why := run.out.Misconfigured(); why != "" {
+	if why := run.Out.Misconfigured(); why != "" {
 		t.Fatalf("Misconfigured() = %q while the other host is down", why)
 	}
 	if err := other.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the mismatch", func() bool { return run.out.Misconfigured() != "" })
-	if why := run.out.Misconfigured(); !strings.Contains(why, other.URL()) || !strings.Contains(why, r.es.URL()) {
+	waitFor(t, "the mismatch", func() bool { return run.Out.Misconfigured() != "" })
+	if why := run.Out.Misconfigured(); !strings.Contains(why, other.URL()) || !strings.Contains(why, r.es.URL()) {
 		t.Errorf("Misconfigured() = %q: does not name both hosts", why)
 	}
 	r.store(time.Now(), filebeatEvent(10, ""))
-	run.stop(t)
+	run.Stop(t)
 	if n := other.Stats().BulkRequests; n != 0 {
 		t.Errorf("the host of the other cluster received %d bulk requests", n)
 	}
@@ -200,8 +200,8 @@ func TestHostWithoutClusterUUIDIsNotJudged(t *testing.T) {
 	}
 	run := r.start(r.options(func(o *Options) { o.Hosts = []string{r.es.URL(), old} }))
 	waitFor(t, "every event", func() bool { return r.es.Count()+other.Count() == 20 })
-	run.stop(t)
-	if why := run.out.Misconfigured(); why != "" {
+	run.Stop(t)
+	if why := run.Out.Misconfigured(); why != "" {
 		t.Errorf("Misconfigured() = %q: a host without a cluster uuid was judged", why)
 	}
 }

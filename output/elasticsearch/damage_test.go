@@ -50,15 +50,15 @@ func TestDamagedRecordIsQuarantinedAndTheRestDelivered(t *testing.T) {
 	})
 	first := r.start(opts)
 	waitFor(t, "a third of the events", func() bool { return r.es.Count() >= want/3 })
-	first.stop(t)
+	first.Stop(t)
 	second := r.start(opts)
 	waitFor(t, "every undamaged event", func() bool { return r.es.Count() >= want })
 	waitFor(t, "the cursor", func() bool { c, _ := l.Cursor("elasticsearch"); return c == r.lsn })
-	second.stop(t)
+	second.Stop(t)
 	r.checkAllStoredOnce(t)
 
-	st := first.out.Stats()
-	st2 := second.out.Stats()
+	st := first.Out.Stats()
+	st2 := second.Out.Stats()
 	if st.DamagedRecords+st2.DamagedRecords < 1 || st.DamagedRanges+st2.DamagedRanges < 1 {
 		t.Errorf("damage not counted: %+v / %+v", st, st2)
 	}

@@ -15,23 +15,11 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 )
 
-// returned reports the error Run returned, if it has (without taking it
-// from stop).
-func (run *running) returned() (error, bool) {
-	select {
-	case err := <-run.done:
-		run.done <- err
-		return err, true
-	default:
-		return nil, false
-	}
-}
-
 // waitRunning is waitFor that fails at once when run stopped on its own.
 func waitRunning(t *testing.T, run *running, what string, cond func() bool) {
 	t.Helper()
 	waitFor(t, what, func() bool {
-		if err, ok := run.returned(); ok {
+		if err, ok := run.Returned(); ok {
 			t.Fatalf("waiting for %s: Run returned: %v", what, err)
 		}
 		return cond()
@@ -139,17 +127,17 @@ func TestDeadLettersPassQuarantinedDamage(t *testing.T) {
 	cursor := func() uint64 { c, _ := l.Cursor("elasticsearch"); return c }
 	first := r.start(opts)
 	waitRunning(t, first, "a third of the events", func() bool { return r.es.Count() >= n/3 })
-	first.stop(t)
+	first.Stop(t)
 	if c := cursor(); c >= damaged-10 {
 		t.Logf("the first run got to LSN %d before it was stopped: the restart starts after the damage", c)
 	}
 	second := r.start(opts)
 	waitRunning(t, second, "the cursor", func() bool { return cursor() == r.lsn })
-	second.stop(t)
+	second.Stop(t)
 
 	r.checkAllStoredOnce(t)
 	r.checkDeadLetters(t, refused, received)
-	st, st2 := first.out.Stats(), second.out.Stats()
+	st, st2 := first.Out.Stats(), second.Out.Stats()
 	if st.DamagedRecords+st2.DamagedRecords < 1 {
 		t.Errorf("the damaged record was not counted: %+v / %+v", st, st2)
 	}
@@ -216,7 +204,7 @@ func TestDeadLetterReadsNothingFromTheLedger(t *testing.T) {
 	}
 	close(removed)
 	waitRunning(t, run, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 	r.checkDeadLetters(t, map[string][]byte{refused: last[3]}, received)
 }
@@ -298,10 +286,10 @@ func TestDeadLetterHoldsTheEventAsStored(t *testing.T) {
 			})
 			run := r.start(r.options(func(o *Options) { o.FlushBytes = flush }))
 			waitRunning(t, run, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-			run.stop(t)
+			run.Stop(t)
 			r.checkAllStoredOnce(t)
 			r.checkDeadLetters(t, want, received)
-			if st := run.out.Stats(); st.Retried == 0 {
+			if st := run.Out.Stats(); st.Retried == 0 {
 				t.Errorf("no item was retried before it was refused for good: %+v", st)
 			}
 		})

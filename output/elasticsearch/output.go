@@ -21,6 +21,7 @@ import (
 	"github.com/logpond/logpond/internal/waitlog"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/output/sprintf"
 )
 
@@ -188,8 +189,11 @@ type Output struct {
 
 	live atomic.Pointer[live] // the running drain's state, for Stats
 
-	// unreadable is the state of reads of the ledger failing.
-	unreadable readFault
+	// src passes damaged and skipped ranges of the ledger and retries
+	// its failing reads, counting them.
+	src *drain.Source
+	// cursor persists the output's cursor at the tracker's done LSN.
+	cursor *drain.Cursor
 
 	// cluster holds sending until the hosts are known to belong to one
 	// cluster (cluster.go).
@@ -290,7 +294,9 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// Workers batches being built or sent, and as many whose
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
-		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster}, nil
+		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
+		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"),
+		src:    drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a
@@ -310,31 +316,22 @@ func keptBufferBytes(flushBytes, maxRecord int) int {
 
 // incomplete names the options that are unset or out of range, by name
 // only: the message shows no value, so no credential.
-func (opts *Options) incomplete() []string {
-	var bad []string
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"Name", opts.Name != ""},
-		{"Key", opts.Key != ""},
-		{"Hosts", len(opts.Hosts) > 0},
-		{"Workers", opts.Workers >= 1},
-		{"FlushBytes", opts.FlushBytes >= 1},
-		{"MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes},
-		{"MaxRecordBytes", opts.MaxRecordBytes >= 1},
-		{"Index", opts.Index != nil},
-		{"DeadLetters", opts.DeadLetters != nil},
-		{"Cursor", opts.Cursor != ""},
-		{"RetryInitial", opts.RetryInitial > 0},
-		{"RetryMax", opts.RetryMax >= opts.RetryInitial},
-		{"Timeout", opts.Timeout > 0},
-		{"FlushInterval", opts.FlushInterval > 0},
-	} {
-		if !c.ok {
-			bad = append(bad, c.name)
-		}
-	}
+func (opts *Options) incomplete() drain.Unset {
+	var bad drain.Unset
+	bad.Check("Name", opts.Name != "")
+	bad.Check("Key", opts.Key != "")
+	bad.Check("Hosts", len(opts.Hosts) > 0)
+	bad.Check("Workers", opts.Workers >= 1)
+	bad.Check("FlushBytes", opts.FlushBytes >= 1)
+	bad.Check("MaxRequestBytes", opts.MaxRequestBytes >= opts.FlushBytes)
+	bad.Check("MaxRecordBytes", opts.MaxRecordBytes >= 1)
+	bad.Check("Index", opts.Index != nil)
+	bad.Check("DeadLetters", opts.DeadLetters != nil)
+	bad.Check("Cursor", opts.Cursor != "")
+	bad.Check("RetryInitial", opts.RetryInitial > 0)
+	bad.Check("RetryMax", opts.RetryMax >= opts.RetryInitial)
+	bad.Check("Timeout", opts.Timeout > 0)
+	bad.Check("FlushInterval", opts.FlushInterval > 0)
 	return bad
 }
 
@@ -353,7 +350,7 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	o.log.Info("draining the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
 		"workers", o.opts.Workers, "concurrency", concurrency)
-	tr := newTracker(cursor)
+	tr := drain.NewTracker(cursor)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -392,7 +389,9 @@ func (o *Output) Run(ctx context.Context) error {
 	commitDone := make(chan struct{})
 	go func() {
 		defer close(commitDone)
-		o.commitLoop(ctx, tr, cursor)
+		// Every FlushInterval: the cursor lags what is done by up to one
+		// interval, which the document ids make harmless to resend.
+		o.cursor.Commit(ctx, tr, cursor, o.opts.FlushInterval, "every "+o.opts.Key+".flush_interval")
 	}()
 	// The workers send nothing before it has asked every host which
 	// cluster it belongs to; it ends early once it knows them all.
@@ -406,20 +405,14 @@ func (o *Output) Run(ctx context.Context) error {
 	<-commitDone
 	<-clusterDone
 	// The final persist: what the workers finished before the stop.
-	done, _ := tr.Done()
 	var runErr error
 	select {
 	case runErr = <-errs:
 	default:
 	}
-	if done > cursor {
-		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			// %v, not %w: the chain names only ErrCursorNotSaved, so a
-			// caller can tell this from any other failure joined to it.
-			runErr = errors.Join(runErr, fmt.Errorf("%w (at LSN %d; persisted: %d): %v", ErrCursorNotSaved, done, max(cursor, o.stats.cursor.Load()), err))
-		} else {
-			o.stats.cursor.Store(done)
-		}
+	done, err := o.cursor.Final(tr, cursor, ErrCursorNotSaved)
+	if err != nil {
+		runErr = errors.Join(runErr, err)
 	}
 	// Run is called once: release the client's connections and its
 	// goroutines (it schedules one per dead host to bring it back).
@@ -431,46 +424,4 @@ func (o *Output) Run(ctx context.Context) error {
 	o.transport.CloseIdleConnections()
 	o.log.Info("drain stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
-}
-
-// commitLoop persists the cursor every FlushInterval while it moved (the
-// ledger's owner deletes what every cursor has passed). The cursor lags
-// what is done by up to one interval: a crash then resends those records,
-// which the ids make harmless.
-func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
-	t := time.NewTicker(o.opts.FlushInterval)
-	defer t.Stop()
-	last := from
-	// A failing cursor write (the ledger's device full, …) is a wait
-	// state: logged once when it starts and once when it ends, not every
-	// interval. Nothing is lost meanwhile: a restart resends from the
-	// persisted cursor, with the same document ids.
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		done, _ := tr.Done()
-		if done <= last {
-			continue
-		}
-		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			if !failing {
-				o.log.Error("persisting the cursor failed; retrying every "+o.opts.Key+".flush_interval (events are still sent; a restart would resend those after the persisted cursor)",
-					"persisted_lsn", last, "lsn", done, "err", err)
-				failing = true
-			} else {
-				o.log.Debug("persisting the cursor failed again", "lsn", done, "err", err)
-			}
-			continue
-		}
-		if failing {
-			o.log.Info("the cursor is persisted again", "lsn", done)
-			failing = false
-		}
-		last = done
-		o.stats.cursor.Store(done)
-	}
 }

@@ -2,7 +2,6 @@ package elasticsearch
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
 	"github.com/logpond/logpond/output/sprintf"
 	"github.com/logpond/logpond/record"
 )
@@ -105,11 +105,7 @@ func (r *rig) options(mod func(*Options)) Options {
 }
 
 // running is an Output running in the background.
-type running struct {
-	out    *Output
-	cancel context.CancelFunc
-	done   chan error
-}
+type running = draintest.Running[*Output]
 
 func (r *rig) start(opts Options) *running {
 	r.t.Helper()
@@ -117,37 +113,11 @@ func (r *rig) start(opts Options) *running {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &running{out: out, cancel: cancel, done: make(chan error, 1)}
-	go func() { run.done <- out.Run(ctx) }()
-	r.t.Cleanup(func() { run.stop(r.t) })
-	return run
+	return draintest.Start(r.t, out)
 }
 
-func (run *running) stop(t *testing.T) {
-	t.Helper()
-	if run.cancel == nil {
-		return
-	}
-	run.cancel()
-	run.cancel = nil
-	if err := <-run.done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
-}
-
-// waitFor polls cond until it holds; the bound is generous because it is
-// not a performance assertion, only a guard against a hang.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (draintest.WaitFor).
+var waitFor = draintest.WaitFor
 
 func mustCompile(t testing.TB, s string) *sprintf.Format {
 	t.Helper()
@@ -207,7 +177,7 @@ func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 	run := r.start(r.options(nil))
 	waitFor(t, "every event", func() bool { return r.es.Count() == n })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 	for _, d := range r.es.Docs() {
 		if d.Index != "filebeat-9.3.0" {
@@ -249,19 +219,19 @@ func TestIdempotentUnderFaultsAndRestart(t *testing.T) {
 	opts := r.options(func(o *Options) { o.FlushInterval = 5 * time.Millisecond })
 	first := r.start(opts)
 	waitFor(t, "half the events", func() bool { return r.es.Count() >= n/2 })
-	first.stop(t)
-	t.Logf("stopped at %d documents, cursor %d", r.es.Count(), first.out.Stats().CursorLSN)
+	first.Stop(t)
+	t.Logf("stopped at %d documents, cursor %d", r.es.Count(), first.Out.Stats().CursorLSN)
 	second := r.start(opts)
 	waitFor(t, "every event", func() bool { return r.es.Count() >= n })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	second.stop(t)
+	second.Stop(t)
 	r.checkAllStoredOnce(t)
 	st := r.es.Stats()
 	t.Logf("estest: %+v", st)
 	if st.Rejected429 == 0 || st.Failed503Requests == 0 {
 		t.Errorf("faults were not injected: %+v", st)
 	}
-	if s := first.out.Stats(); s.Retried == 0 || s.FailedRequests == 0 {
+	if s := first.Out.Stats(); s.Retried == 0 || s.FailedRequests == 0 {
 		t.Errorf("output did not retry: %+v", s)
 	}
 }
@@ -280,17 +250,17 @@ func TestIdempotentUnderOverload(t *testing.T) {
 	first := r.start(opts)
 	paced := false
 	waitFor(t, "half the events", func() bool {
-		paced = paced || first.out.Gauges().PaceRate > 0
+		paced = paced || first.Out.Gauges().PaceRate > 0
 		return r.es.Count() >= n/2
 	})
-	first.stop(t)
+	first.Stop(t)
 	second := r.start(opts)
 	waitFor(t, "every event", func() bool {
-		paced = paced || second.out.Gauges().PaceRate > 0
+		paced = paced || second.Out.Gauges().PaceRate > 0
 		return r.es.Count() >= n
 	})
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	second.stop(t)
+	second.Stop(t)
 	r.checkAllStoredOnce(t)
 	st := r.es.Stats()
 	t.Logf("estest: %d created, %d rejected, %d requests", st.Created, st.Rejected429, st.BulkRequests)
@@ -310,7 +280,7 @@ func TestDocumentIDNoneDuplicatesOnReplay(t *testing.T) {
 	opts := r.options(func(o *Options) { o.DerivedIDs = false })
 	run := r.start(opts)
 	waitFor(t, "every event", func() bool { return r.es.Count() == 50 })
-	run.stop(t)
+	run.Stop(t)
 	// Forget the cursor's progress: as after a crash before it was persisted.
 	if err := r.ledger.DeleteCursor("elasticsearch"); err != nil {
 		t.Fatal(err)
@@ -326,7 +296,7 @@ func TestMetadataIDIsTheDocumentID(t *testing.T) {
 	r.store(time.Now(), ev) // the client resent it
 	run := r.start(r.options(nil))
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 2 })
-	run.stop(t)
+	run.Stop(t)
 	if r.es.Count() != 1 {
 		t.Fatalf("%d documents, want 1", r.es.Count())
 	}
@@ -334,7 +304,7 @@ func TestMetadataIDIsTheDocumentID(t *testing.T) {
 	if !ok || !bytes.Equal(src, withoutMetadata(ev)) {
 		t.Fatalf("document fingerprint-1: %s, %v", src, ok)
 	}
-	if st := run.out.Stats(); st.Conflicts != 1 {
+	if st := run.Out.Stats(); st.Conflicts != 1 {
 		t.Errorf("%d conflicts, want 1 (the resent copy)", st.Conflicts)
 	}
 }
@@ -353,7 +323,7 @@ func TestIndexAndPipelineNaming(t *testing.T) {
 	})
 	run := r.start(opts)
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 1 })
-	run.stop(t)
+	run.Stop(t)
 	prefix, _ := idPrefix(r.ledger.StreamID())
 	want := []struct{ index, pipeline string }{
 		{"filebeat-2026.12.31", "default-pipeline"}, // the event's own date, not the receive time
@@ -396,7 +366,7 @@ func TestPoisonPills(t *testing.T) {
 	opts := r.options(func(o *Options) { o.MaxRequestBytes = 1 << 20; o.FlushBytes = 512 << 10; o.Observer = obs })
 	run := r.start(opts)
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 1 })
-	run.stop(t)
+	run.Stop(t)
 	// Every dead letter is observed once, with the status it got (0:
 	// never sent), whatever made it dead; the good events as created.
 	for status, n := range map[int]int{0: 2, 413: 1, 400: 2} {
@@ -404,8 +374,8 @@ func TestPoisonPills(t *testing.T) {
 			t.Errorf("observed %d dead events with status %d, want %d (all: %v)", got, status, n, obs.items)
 		}
 	}
-	if got := obs.count("dead", -1); got != 5 || run.out.Stats().DeadLettered != 5 {
-		t.Errorf("observed %d dead events, counted %d; want 5", got, run.out.Stats().DeadLettered)
+	if got := obs.count("dead", -1); got != 5 || run.Out.Stats().DeadLettered != 5 {
+		t.Errorf("observed %d dead events, counted %d; want 5", got, run.Out.Stats().DeadLettered)
 	}
 	if got := obs.count("done", 201); got != 8 {
 		t.Errorf("observed %d events done with status 201, want 8 (all: %v)", got, obs.items)
@@ -480,7 +450,7 @@ func TestCursorNeverPassesAPendingItem(t *testing.T) {
 	// more commit intervals must not move it past record 51.
 	cursor := func() uint64 { c, _ := r.ledger.Cursor("elasticsearch"); return c }
 	waitFor(t, "the cursor at record 50", func() bool { return cursor() >= 50 })
-	time.Sleep(10 * run.out.opts.FlushInterval)
+	time.Sleep(10 * run.Out.opts.FlushInterval)
 	if c := cursor(); c != 50 {
 		t.Fatalf("cursor at %d with record 51 pending, want 50", c)
 	}
@@ -490,7 +460,7 @@ func TestCursorNeverPassesAPendingItem(t *testing.T) {
 	waitFor(t, "the held event", func() bool { return r.es.Count() == 100 })
 	waitFor(t, "the cursor", func() bool { return cursor() == 100 })
 	// Only the failing item was sent again, never its neighbours.
-	if items, retried := r.es.Stats().Items, run.out.Stats().Retried; items != 100+retried {
+	if items, retried := r.es.Stats().Items, run.Out.Stats().Retried; items != 100+retried {
 		t.Errorf("the test server saw %d items for 100 events and %d item retries", items, retried)
 	}
 }
@@ -514,20 +484,20 @@ func TestClusterBlockIsRetriedNotDeadLettered(t *testing.T) {
 	}
 	run := r.start(r.options(nil))
 	waitFor(t, "items answered 403 a few times", func() bool {
-		return r.es.Stats().ItemsByStatus[403] >= 60 || run.out.Stats().DeadLettered > 0
+		return r.es.Stats().ItemsByStatus[403] >= 60 || run.Out.Stats().DeadLettered > 0
 	})
-	if st := run.out.Stats(); st.DeadLettered != 0 {
+	if st := run.Out.Stats(); st.DeadLettered != 0 {
 		t.Fatalf("%d events dead-lettered for a cluster block; want them retried", st.DeadLettered)
 	}
 	if c, _ := r.ledger.Cursor("elasticsearch"); c != 0 {
 		t.Errorf("cursor at %d while every event is blocked", c)
 	}
 	blocked.Store(false)
-	waitFor(t, "every event stored", func() bool { return run.out.Stats().Indexed == 20 })
+	waitFor(t, "every event stored", func() bool { return run.Out.Stats().Indexed == 20 })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 20 })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
-	if st := run.out.Stats(); st.DeadLettered != 0 || st.Retried == 0 {
+	if st := run.Out.Stats(); st.DeadLettered != 0 || st.Retried == 0 {
 		t.Errorf("after the block: %+v; want retries and no dead letters", st)
 	}
 	n := 0
@@ -559,8 +529,8 @@ func TestOutageAndFailover(t *testing.T) {
 		o.Hosts = []string{dead, r.es.URL()}
 		o.Logger = slog.New(slog.NewTextHandler(&logbuf, nil))
 	}))
-	waitFor(t, "failed requests", func() bool { return run.out.Stats().FailedRequests >= 3 })
-	if w := run.out.Waiting(); !strings.Contains(w, "elasticsearch failing requests") {
+	waitFor(t, "failed requests", func() bool { return run.Out.Stats().FailedRequests >= 3 })
+	if w := run.Out.Waiting(); !strings.Contains(w, "elasticsearch failing requests") {
 		t.Errorf("Waiting() = %q during the outage", w)
 	}
 	if r.es.Count() != 0 {
@@ -571,10 +541,10 @@ func TestOutageAndFailover(t *testing.T) {
 	}
 	// Wait for the output to have read the answers, not only for the
 	// server to have stored the documents.
-	waitFor(t, "every event acknowledged", func() bool { s := run.out.Stats(); return s.Indexed+s.Conflicts == 20 })
-	run.stop(t)
+	waitFor(t, "every event acknowledged", func() bool { s := run.Out.Stats(); return s.Indexed+s.Conflicts == 20 })
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
-	if st := run.out.Stats(); st.Outages == 0 {
+	if st := run.Out.Stats(); st.Outages == 0 {
 		t.Errorf("outage not counted: %+v", st)
 	}
 	// The wait state is logged once on entry and once on exit, however
@@ -586,7 +556,7 @@ func TestOutageAndFailover(t *testing.T) {
 	if n := strings.Count(log, "elasticsearch is answering again"); n != 1 {
 		t.Errorf("outage exit logged %d times:\n%s", n, log)
 	}
-	if w := run.out.Waiting(); w != "" {
+	if w := run.Out.Waiting(); w != "" {
 		t.Errorf("Waiting() = %q after the outage", w)
 	}
 }
@@ -598,7 +568,7 @@ func TestGzipRequests(t *testing.T) {
 	}
 	run := r.start(r.options(func(o *Options) { o.Gzip = true }))
 	waitFor(t, "every event", func() bool { return r.es.Count() == 100 })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 	if r.es.Stats().GzipRequests == 0 {
 		t.Error("no request was gzip-encoded")
@@ -613,7 +583,7 @@ func TestAnswersUnderAnotherActionKey(t *testing.T) {
 	}
 	run := r.start(r.options(nil))
 	waitFor(t, "every event", func() bool { return r.es.Count() == 100 })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 }
 
@@ -635,7 +605,7 @@ func TestIndexPerEventMetadata(t *testing.T) {
 	r.store(time.Now(), evs...)
 	run := r.start(r.options(nil))
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == 1 })
-	run.stop(t)
+	run.Stop(t)
 	prefix, _ := idPrefix(r.ledger.StreamID())
 	for i, w := range want {
 		if _, ok := r.es.Doc(w, string(appendDocID(nil, prefix, 1, i))); !ok {
@@ -673,7 +643,7 @@ func TestCursorFailureLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the cursor to catch up", func() bool { return cursor() == 6 })
-	run.stop(t)
+	run.Stop(t)
 	out := log.String()
 	if n := strings.Count(out, "persisting the cursor failed"); n != 1 {
 		t.Errorf("%d failure lines, want 1:\n%s", n, out)

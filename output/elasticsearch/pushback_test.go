@@ -48,7 +48,7 @@ func TestUnluckyItemHoldsNothingBack(t *testing.T) {
 	mu.Unlock()
 	waitFor(t, "the unlucky event", func() bool { return r.es.Count() == n })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == n })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 
 	mu.Lock()
@@ -452,12 +452,12 @@ func TestRetriesFollowRecovery(t *testing.T) {
 		o.RetryInitial, o.RetryMax = 2*time.Second, time.Hour
 	}))
 	waitFor(t, "a full retry queue", func() bool {
-		g := run.out.Gauges()
+		g := run.Out.Gauges()
 		return g.RetryMaxBytes > 0 && g.RetryBytes >= g.RetryMaxBytes && g.InFlight == 0
 	})
 	r.es.SetFaults(estest.Faults{})
 	waitFor(t, "every event stored after the storm", func() bool { return r.es.Count() == n })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 }
 
@@ -511,14 +511,14 @@ func TestRetryQueueBound(t *testing.T) {
 	most := 0
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		g := run.out.Gauges()
+		g := run.Out.Gauges()
 		most = max(most, g.RetryBytes)
 		if g.RetryBytes > bound {
 			t.Fatalf("the retry queue holds %d bytes, above its bound %d", g.RetryBytes, bound)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	run.stop(t)
+	run.Stop(t)
 	if most < workers*flush {
 		t.Fatalf("the retry queue held at most %d bytes: never full, the test shows nothing", most)
 	}
@@ -555,7 +555,7 @@ func TestOtherItemErrorsBackOffPerItem(t *testing.T) {
 		o.RetryInitial, o.RetryMax = retryInitial, time.Minute
 	}))
 	waitFor(t, "every event stored", func() bool { return r.es.Count() == n })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
 	mu.Lock()
 	defer mu.Unlock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/record"
 )
 
@@ -40,7 +41,7 @@ func (c *chunk) reset() {
 // sends the chunks on out; it closes out when it returns. A partial chunk
 // goes out once FlushInterval has passed since its first record and no
 // more records are waiting. Chunk buffers come back on free.
-func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *chunk, free chan *chunk) error {
+func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk) error {
 	defer close(out)
 	r := o.ledger.Reader(from)
 	defer r.Close()
@@ -66,16 +67,10 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 	for {
 		for r.Next() {
-			if d := r.Damage(); d != nil {
-				if err := o.quarantine(d, tr); err != nil {
-					return err
-				}
-				continue
-			}
-			if sk := r.Skipped(); sk != nil {
-				if err := o.skip(sk, tr); err != nil {
-					return err
-				}
+			// Damaged ranges and ranges max_lag retention deleted.
+			if passed, err := o.src.Pass(r, tr); err != nil {
+				return fmt.Errorf("elasticsearch: %w", err)
+			} else if passed {
 				continue
 			}
 			lsn := r.LSN()
@@ -85,8 +80,8 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			// The Reader verified the record when it read it; the chunk
 			// keeps a copy of its events, which the worker uses as is.
 			rec := r.Decoded()
-			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
-				return err
+			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
+				return fmt.Errorf("elasticsearch: %w", err)
 			}
 			if rec.Count() == 0 {
 				continue
@@ -108,12 +103,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			if len(c.recs) > 0 && !send() {
 				return nil
 			}
-			if !o.readFailed(ctx, r, re) {
+			if !o.src.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
 			continue
 		}
-		o.readWorks()
+		o.src.ReadWorks()
 		// Caught up with the ledger.
 		if len(c.recs) == 0 {
 			if err := r.Wait(ctx); err != nil {
@@ -138,56 +133,6 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 }
 
-// quarantine keeps a damaged range the reader passed (its bytes and
-// description, in the ledger's quarantine directory), says so once as an
-// ERROR, and counts its records done: their events cannot be trusted, so
-// none is sent, and the cursor may move past them. A range that cannot be
-// quarantined (the ledger's device failing) is still logged in full and
-// passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
-	path, qerr := o.ledger.Quarantine(*d)
-	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
-		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
-		"inspect", fmt.Sprintf("ledgerctl -ledger %s verify", o.ledger.Dir())}
-	if qerr != nil {
-		attrs = append(attrs, "quarantine_err", qerr)
-	} else {
-		attrs = append(attrs, "quarantined", path)
-	}
-	msg := "damaged ledger records skipped: their events are lost and not sent; every other event is delivered"
-	if d.Records() == 0 {
-		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
-	}
-	o.log.Error(msg, attrs...)
-	o.stats.damagedRanges.Add(1)
-	o.stats.damagedRecords.Add(int64(d.Records()))
-	if d.Records() == 0 {
-		return nil
-	}
-	now := time.Now()
-	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// skip passes a range of records retention deleted before the output
-// read them (it was more than its max_lag behind while the ledger was
-// full): it logs and counts it, and counts its records done, so that the
-// cursor moves past them. Nothing else can be done: the records are gone.
-func (o *Output) skip(sk *ledger.Skip, tr *tracker) error {
-	o.stats.skips.Pass(o.log, sk)
-	now := time.Now()
-	for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // process turns the records of c into bulk requests of about FlushBytes
 // (action and source lines; one event alone may be larger, up to
 // MaxRequestBytes) and delivers each once the retry queue has room.
@@ -210,8 +155,8 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				if err := o.appendDeadLetters(ctx, []dlq.Entry{*dead}); err != nil {
 					return err
 				}
-				if err := w.tr.finish(cr.lsn, 1); err != nil {
-					return err
+				if err := w.tr.Finish(cr.lsn, 1); err != nil {
+					return fmt.Errorf("elasticsearch: %w", err)
 				}
 				o.stats.delivered.Add(1)
 			}

@@ -62,7 +62,7 @@ func TestOptionsNeverPrintSecrets(t *testing.T) {
 	r.store(time.Now(), filebeatEvent(1, ""))
 	run := r.start(opts)
 	waitFor(t, "the event", func() bool { return r.es.Count() == 1 })
-	run.stop(t)
+	run.Stop(t)
 	if !strings.Contains(runLog.String(), "draining the ledger") {
 		t.Fatalf("no drain start in the log:\n%s", runLog.String())
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/output/dlq"
-	"github.com/logpond/logpond/output/skips"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
@@ -16,10 +16,6 @@ type counters struct {
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
-	damagedRanges, damagedRecords     atomic.Int64
-	readErrors                        atomic.Int64
-	skips                             skips.Tally
-	cursor                            atomic.Uint64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -87,17 +83,22 @@ type Gauges struct {
 // Stats returns the current totals. Safe for concurrent use.
 func (o *Output) Stats() Stats {
 	c := &o.stats
+	src := o.src.Counts()
 	return Stats{
 		Requests: c.requests.Load(), FailedRequests: c.failedRequests.Load(), Refused: c.refused.Load(),
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
-		CursorLSN:     c.cursor.Load(),
-		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: c.readErrors.Load(),
-		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
+		CursorLSN:     o.cursor.Persisted(),
+		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
+		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
 }
+
+// LedgerUnreadable says why the output cannot read the ledger right now
+// ("" when it can): its device has answered errors since a time, and the
+// reads are being retried. Safe for concurrent use.
+func (o *Output) LedgerUnreadable() string { return o.src.Unreadable() }
 
 // Gauges returns the running drain's state. Safe for concurrent use.
 func (o *Output) Gauges() Gauges {
@@ -108,12 +109,9 @@ func (o *Output) Gauges() Gauges {
 		st.Yielding = l.ctl.yielding()
 		st.RetryEvents, st.RetryBytes = l.rq.size()
 		st.RetryMaxBytes = l.rq.limit
-		ts := l.tr.state()
-		st.OldestPending = ts.oldest
-		st.DoneLSN, st.ReadLSN, st.PendingEvents = ts.done, ts.read, ts.events
-		if ts.records > 0 {
-			st.EventsPerRecord = float64(ts.added) / float64(ts.records)
-		}
+		lag := l.tr.Lag()
+		st.OldestPending, st.DoneLSN, st.ReadLSN = lag.OldestPending, lag.DoneLSN, lag.ReadLSN
+		st.PendingEvents, st.EventsPerRecord = lag.PendingEvents, lag.EventsPerRecord
 	}
 	return st
 }
@@ -140,7 +138,7 @@ func (o *Output) observeDead(entries []dlq.Entry) {
 
 // live is what a running drain shares with Stats.
 type live struct {
-	tr  *tracker
+	tr  *drain.Tracker
 	rq  *retryQueue
 	ctl *controller
 }

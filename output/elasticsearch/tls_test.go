@@ -49,12 +49,12 @@ func TestTLS(t *testing.T) {
 			}))
 			if tc.works {
 				waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
-				run.stop(t)
+				run.Stop(t)
 				r.checkAllStoredOnce(t)
 				return
 			}
-			waitFor(t, "failed requests", func() bool { return run.out.Stats().FailedRequests >= 3 })
-			run.stop(t)
+			waitFor(t, "failed requests", func() bool { return run.Out.Stats().FailedRequests >= 3 })
+			run.Stop(t)
 			if r.es.Count() != 0 {
 				t.Fatalf("%d documents stored through an unverified connection", r.es.Count())
 			}
@@ -90,7 +90,7 @@ func TestCredentials(t *testing.T) {
 				o.Username, o.Password, o.APIKey = tc.user, NewSecret(tc.pass), NewSecret(tc.key)
 			}))
 			waitFor(t, "the event", func() bool { return r.es.Count() == 1 })
-			run.stop(t)
+			run.Stop(t)
 			mu.Lock()
 			defer mu.Unlock()
 			if len(seen) != 1 || !seen[tc.want] {

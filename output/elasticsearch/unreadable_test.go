@@ -58,22 +58,22 @@ func TestUnreadableLedgerBytesArePassedAfterTheirSpan(t *testing.T) {
 		o.UnreadableAfter = after
 	}))
 	started := time.Now()
-	waitFor(t, "the output to report the unreadable ledger", func() bool { return run.out.LedgerUnreadable() != "" })
-	waitFor(t, "the damage to be passed", func() bool { return run.out.Stats().DamagedRanges > 0 })
+	waitFor(t, "the output to report the unreadable ledger", func() bool { return run.Out.LedgerUnreadable() != "" })
+	waitFor(t, "the damage to be passed", func() bool { return run.Out.Stats().DamagedRanges > 0 })
 	if waited := time.Since(started); waited < after {
 		t.Errorf("passed after %v, before UnreadableAfter (%v)", waited, after)
 	}
-	st := run.out.Stats()
+	st := run.Out.Stats()
 	if st.DamagedRanges != 1 || st.DamagedRecords < 1 || st.DamagedRecords > 5 || st.LedgerReadErrors < 2 {
 		t.Fatalf("stats %+v: want one range of the few records around the block, after several failed reads", st)
 	}
 	want := len(r.events) - 5*int(st.DamagedRecords)
 	waitFor(t, "every other event", func() bool { return r.es.Count() >= want })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
-	if run.out.LedgerUnreadable() != "" {
-		t.Errorf("still unreadable after the pass: %s", run.out.LedgerUnreadable())
+	if run.Out.LedgerUnreadable() != "" {
+		t.Errorf("still unreadable after the pass: %s", run.Out.LedgerUnreadable())
 	}
-	run.stop(t)
+	run.Stop(t)
 	if n := r.es.Count(); n != want {
 		t.Errorf("%d documents, want %d", n, want)
 	}
@@ -90,15 +90,15 @@ func TestUnreadableLedgerWaitsWithoutUnreadableAfter(t *testing.T) {
 	r, m, segs := faultRig(t)
 	m.Fail(faultfs.Fault{Ops: faultfs.Read, Path: filepath.Join("ledger", filepath.Base(segs[1].Path)), Off: 100 * ledger.BlockSize, Len: 1})
 	run := r.start(r.options(nil))
-	waitFor(t, "reads failing", func() bool { return run.out.Stats().LedgerReadErrors >= 5 })
+	waitFor(t, "reads failing", func() bool { return run.Out.Stats().LedgerReadErrors >= 5 })
 	if n := r.es.Count(); n >= len(r.events) {
 		t.Fatalf("%d events delivered while the ledger failed reads", n)
 	}
 	m.Heal()
 	waitFor(t, "every event", func() bool { return r.es.Count() >= len(r.events) })
-	run.stop(t)
+	run.Stop(t)
 	r.checkAllStoredOnce(t)
-	if st := run.out.Stats(); st.DamagedRanges != 0 {
+	if st := run.Out.Stats(); st.DamagedRanges != 0 {
 		t.Errorf("stats %+v: damage passed without UnreadableAfter", st)
 	}
 }

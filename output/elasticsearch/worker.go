@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // maxResponseBytes bounds how much of a bulk response is read. With
@@ -30,7 +31,7 @@ const maxKeptResponse = 4 << 20
 // in flight.
 type worker struct {
 	o       *Output
-	tr      *tracker
+	tr      *drain.Tracker
 	rq      *retryQueue
 	ctl     *controller
 	scratch []byte // index and pipeline names
@@ -373,12 +374,13 @@ func (r *itemRun) flush() error {
 	if r.n == 0 {
 		return nil
 	}
-	err := r.w.tr.finish(r.lsn, r.n)
-	if err == nil {
-		r.w.o.stats.delivered.Add(int64(r.n))
-	}
+	n := r.n
 	r.n = 0
-	return err
+	if err := r.w.tr.Finish(r.lsn, n); err != nil {
+		return fmt.Errorf("elasticsearch: %w", err)
+	}
+	r.w.o.stats.delivered.Add(int64(n))
+	return nil
 }
 
 // deadLetterItems dead-letters items that all failed for one reason, then counts

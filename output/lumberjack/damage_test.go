@@ -49,10 +49,10 @@ func TestDamagedRecordIsQuarantinedAndTheRestForwarded(t *testing.T) {
 
 	p := startPeer(t, peerOptions{})
 	run := r.start(r.options([]string{p.addr}, nil))
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	r.checkAllOnce(p)
-	if st := run.out.Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
+	if st := run.Out.Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	q, err := ledger.ReadQuarantine(ldir)

@@ -2,10 +2,7 @@ package lumberjack
 
 import (
 	"testing"
-	"time"
 )
-
-var zeroTime time.Time
 
 // TestAppendWithID: the id goes last into an existing @metadata object,
 // or into a new @metadata member first in the event; an existing usable
@@ -67,38 +64,5 @@ func TestBatchDrop(t *testing.T) {
 	}
 	if len(b.events) != 2 || b.bytes != 4 || len(b.spans) != 1 || b.spans[0] != (span{6, 2}) {
 		t.Fatalf("left %d events, %d bytes, spans %v", len(b.events), b.bytes, b.spans)
-	}
-}
-
-// TestTrackerMovesOverTheDonePrefixOnly: a record finished out of order
-// holds the done LSN until the records before it are done.
-func TestTrackerMovesOverTheDonePrefixOnly(t *testing.T) {
-	tr := newTracker(10)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(tr.add(11, 2, zeroTime))
-	must(tr.add(12, 0, zeroTime))
-	must(tr.add(13, 1, zeroTime))
-	must(tr.finish(13, 1))
-	if d := tr.done(); d != 10 {
-		t.Fatalf("done %d, want 10", d)
-	}
-	must(tr.finish(11, 1))
-	if d := tr.done(); d != 10 {
-		t.Fatalf("done %d, want 10", d)
-	}
-	must(tr.finish(11, 1))
-	if d := tr.done(); d != 13 {
-		t.Fatalf("done %d, want 13", d)
-	}
-	if err := tr.add(15, 1, zeroTime); err == nil {
-		t.Fatal("a gap in LSNs accepted")
-	}
-	if err := tr.finish(13, 1); err == nil {
-		t.Fatal("finishing a done record accepted")
 	}
 }

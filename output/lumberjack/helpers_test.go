@@ -2,7 +2,6 @@ package lumberjack
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
 	"github.com/logpond/logpond/record"
 )
 
@@ -119,11 +119,7 @@ func (r *rig) cursor() uint64 {
 }
 
 // running is an Output running in the background.
-type running struct {
-	out    *Output
-	cancel context.CancelFunc
-	done   chan error
-}
+type running = draintest.Running[*Output]
 
 func (r *rig) start(opts Options) *running {
 	r.t.Helper()
@@ -131,23 +127,7 @@ func (r *rig) start(opts Options) *running {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &running{out: out, cancel: cancel, done: make(chan error, 1)}
-	go func() { run.done <- out.Run(ctx) }()
-	r.t.Cleanup(func() { run.stop(r.t) })
-	return run
-}
-
-func (run *running) stop(t *testing.T) {
-	t.Helper()
-	if run.cancel == nil {
-		return
-	}
-	run.cancel()
-	run.cancel = nil
-	if err := <-run.done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
+	return draintest.Start(r.t, out)
 }
 
 // peer is go-lumber's v2 server on 127.0.0.1, keeping the events it
@@ -311,15 +291,5 @@ func (r *rig) checkAllOnce(peers ...*peer) {
 	}
 }
 
-// waitFor polls cond until it holds; the bound only guards against a
-// hang, it is no performance assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (draintest.WaitFor).
+var waitFor = draintest.WaitFor

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // Options configures an Output. The server fills it from its
@@ -68,29 +70,20 @@ type Options struct {
 func CheckOptions(opts Options) error { return opts.check() }
 
 func (opts *Options) check() error {
-	var bad []string
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"Name", opts.Name != ""},
-		{"Cursor", opts.Cursor != ""},
-		{"Hosts", len(opts.Hosts) > 0},
-		{"Workers", opts.Workers >= 1},
-		{"BulkMaxSize", opts.BulkMaxSize >= 1},
-		{"CompressionLevel", opts.CompressionLevel >= 0 && opts.CompressionLevel <= 9},
-		// go-lumber sets its deadlines at now+Timeout: 0 would fail every
-		// read and write at once.
-		{"Timeout", opts.Timeout > 0},
-		{"TTL", opts.TTL >= 0},
-		{"BackoffInit", opts.BackoffInit > 0},
-		{"BackoffMax", opts.BackoffMax >= opts.BackoffInit},
-		{"UnreadableAfter", opts.UnreadableAfter >= 0},
-	} {
-		if !c.ok {
-			bad = append(bad, c.name)
-		}
-	}
+	var bad drain.Unset
+	bad.Check("Name", opts.Name != "")
+	bad.Check("Cursor", opts.Cursor != "")
+	bad.Check("Hosts", len(opts.Hosts) > 0)
+	bad.Check("Workers", opts.Workers >= 1)
+	bad.Check("BulkMaxSize", opts.BulkMaxSize >= 1)
+	bad.Check("CompressionLevel", opts.CompressionLevel >= 0 && opts.CompressionLevel <= 9)
+	// go-lumber sets its deadlines at now+Timeout: 0 would fail every
+	// read and write at once.
+	bad.Check("Timeout", opts.Timeout > 0)
+	bad.Check("TTL", opts.TTL >= 0)
+	bad.Check("BackoffInit", opts.BackoffInit > 0)
+	bad.Check("BackoffMax", opts.BackoffMax >= opts.BackoffInit)
+	bad.Check("UnreadableAfter", opts.UnreadableAfter >= 0)
 	if len(bad) > 0 {
 		return fmt.Errorf("lumberjack: output %q: options unset or out of range: %s", opts.Name, strings.Join(bad, ", "))
 	}

@@ -11,13 +11,8 @@ import (
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
+	"github.com/logpond/logpond/output/internal/drain"
 )
-
-// commitEvery is how often the cursor is persisted while it moves: each
-// persist is a small synced write to the ledger's device, and the cursor
-// lagging what is done by up to this long costs, after a crash, only a
-// resend of those events, which their ids make harmless.
-const commitEvery = time.Second
 
 // Output forwards the events of a ledger, from its cursor, to Lumberjack
 // v2 servers. Run it once at a time; the methods reading its state are
@@ -37,10 +32,14 @@ type Output struct {
 
 	stats         counters
 	inFlight      atomic.Int64
-	saidWithoutID atomic.Bool             // the event without id was logged
-	live          atomic.Pointer[tracker] // the running drain's tracker, for Gauges
+	saidWithoutID atomic.Bool                   // the event without id was logged
+	live          atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
 
-	unreadable readFault // reads of the ledger failing
+	// src passes damaged and skipped ranges of the ledger and retries
+	// its failing reads, counting them.
+	src *drain.Source
+	// cursor persists the output's cursor at the tracker's done LSN.
+	cursor *drain.Cursor
 }
 
 // ErrCursorNotSaved: Run could not persist its final cursor (the ledger's
@@ -65,7 +64,9 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		return nil, fmt.Errorf("lumberjack: output %q: %w", opts.Name, err)
 	}
 	log := opts.Logger.With("output", opts.Name)
-	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log)}, nil
+	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log),
+		cursor: drain.NewCursor(l, opts.Cursor, log, "forwarded"),
+		src:    drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding"})}, nil
 }
 
 // Run forwards the ledger's events until ctx ends, then returns nil; or
@@ -81,7 +82,7 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	o.log.Info("forwarding the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
 		"loadbalance", o.opts.LoadBalance, "workers", o.opts.Workers, "tls", o.opts.TLS != nil)
-	tr := newTracker(cursor)
+	tr := drain.NewTracker(cursor)
 	o.live.Store(tr)
 	defer o.live.Store(nil)
 	ctx, cancel := context.WithCancel(ctx)
@@ -110,7 +111,11 @@ func (o *Output) Run(ctx context.Context) error {
 		}
 	}
 	wg.Go(func() { fail(o.read(ctx, cursor+1, tr, queue)) })
-	wg.Go(func() { o.commitLoop(ctx, tr, cursor) })
+	// Every second: each persist is a small synced write to the ledger's
+	// device, and the cursor lagging what is done by up to a second costs,
+	// after a crash, only a resend of those events, which their ids make
+	// harmless.
+	wg.Go(func() { o.cursor.Commit(ctx, tr, cursor, time.Second, "every second") })
 	wg.Wait()
 
 	var runErr error
@@ -119,52 +124,10 @@ func (o *Output) Run(ctx context.Context) error {
 	default:
 	}
 	// The final persist: what was ACKed before the stop.
-	if done := tr.done(); done > cursor {
-		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			// %v, not %w: the chain names only ErrCursorNotSaved, so a
-			// caller can tell this from any other failure joined to it.
-			runErr = errors.Join(runErr, fmt.Errorf("%w (output %q, at LSN %d; persisted: %d): %v",
-				ErrCursorNotSaved, o.opts.Name, done, max(cursor, o.stats.cursor.Load()), err))
-		} else {
-			o.stats.cursor.Store(done)
-		}
+	done, err := o.cursor.Final(tr, cursor, ErrCursorNotSaved)
+	if err != nil {
+		runErr = errors.Join(runErr, err)
 	}
-	o.log.Info("forwarding stopped", "cursor_lsn", tr.done(), "err", runErr)
+	o.log.Info("forwarding stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
-}
-
-// commitLoop persists the cursor every commitEvery while it moves (the
-// ledger's owner deletes what every cursor has passed).
-func (o *Output) commitLoop(ctx context.Context, tr *tracker, from uint64) {
-	t := time.NewTicker(commitEvery)
-	defer t.Stop()
-	last := from
-	// A failing cursor write is a wait state, logged when it starts and
-	// when it ends: nothing is lost meanwhile, a restart only resends.
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		done := tr.done()
-		if done <= last {
-			continue
-		}
-		if err := o.ledger.SetCursor(o.opts.Cursor, done); err != nil {
-			if !failing {
-				o.log.Error("persisting the cursor failed; retrying every second (events are still forwarded; a restart would resend those after the persisted cursor)",
-					"persisted_lsn", last, "lsn", done, "err", err)
-				failing = true
-			}
-			continue
-		}
-		if failing {
-			o.log.Info("the cursor is persisted again", "lsn", done)
-			failing = false
-		}
-		last = done
-		o.stats.cursor.Store(done)
-	}
 }

@@ -28,8 +28,8 @@ func TestForwardsEveryEventOnceWithIDs(t *testing.T) {
 	delete(r.want, r.id(lsn, 2)) // checked below: it has no id
 	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.CompressionLevel = 3 }))
 	waitFor(t, "every event", func() bool { return p.count() >= 233 })
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	if c := r.cursor(); c != r.lsn {
 		t.Fatalf("cursor %d, want %d", c, r.lsn)
 	}
@@ -56,7 +56,7 @@ func TestForwardsEveryEventOnceWithIDs(t *testing.T) {
 			t.Fatalf("an event with its own id changed: %s", ev)
 		}
 	}
-	st := run.out.Stats()
+	st := run.Out.Stats()
 	if st.Delivered != 233 || st.EventsWithoutID != 1 || st.CursorLSN != r.lsn || st.FailedBatches != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -71,14 +71,14 @@ func TestCursorStaysBeforeUnACKedEvents(t *testing.T) {
 	r.storeMany(100, 10)
 	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.Workers = 2 }))
 	waitFor(t, "two windows received", func() bool { return p.count() >= 100 })
-	if g := run.out.Gauges(); g.InFlight != 2 || g.DoneLSN != 0 || g.PendingEvents != 100 {
+	if g := run.Out.Gauges(); g.InFlight != 2 || g.DoneLSN != 0 || g.PendingEvents != 100 {
 		t.Fatalf("gauges %+v", g)
 	}
-	run.stop(t)
+	run.Stop(t)
 	if c := r.cursor(); c != 0 {
 		t.Fatalf("cursor %d: it passed events never ACKed", c)
 	}
-	if st := run.out.Stats(); st.Delivered != 0 {
+	if st := run.Out.Stats(); st.Delivered != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -93,8 +93,8 @@ func TestFailoverToTheNextHost(t *testing.T) {
 		p := startPeer(t, peerOptions{})
 		r.storeMany(300, 10)
 		run := r.start(r.options([]string{down, p.addr}, func(o *Options) { o.Workers = 2 }))
-		waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-		run.stop(t)
+		waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+		run.Stop(t)
 		r.checkAllOnce(p)
 	})
 	t.Run("both up", func(t *testing.T) {
@@ -102,8 +102,8 @@ func TestFailoverToTheNextHost(t *testing.T) {
 		p1, p2 := startPeer(t, peerOptions{}), startPeer(t, peerOptions{})
 		r.storeMany(300, 10)
 		run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.Workers = 2 }))
-		waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-		run.stop(t)
+		waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+		run.Stop(t)
 		r.checkAllOnce(p1)
 		if n := p2.count(); n != 0 {
 			t.Fatalf("the second host got %d events while the first answered", n)
@@ -131,8 +131,8 @@ func TestLoadBalanceSpreadsOverHosts(t *testing.T) {
 	p1, p2 := startPeer(t, peerOptions{ack: gate()}), startPeer(t, peerOptions{ack: gate()})
 	r.storeMany(500, 10)
 	run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.LoadBalance = true }))
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	r.checkAllOnce(p1, p2)
 	if p1.count() == 0 || p2.count() == 0 {
 		t.Fatalf("events per host: %d, %d", p1.count(), p2.count())
@@ -159,10 +159,10 @@ func TestDroppedConnectionIsResent(t *testing.T) {
 	p := startPeer(t, peerOptions{wrap: func(ln net.Listener) net.Listener { return &droppingListener{Listener: ln, drops: &drops} }})
 	r.storeMany(400, 20)
 	run := r.start(r.options([]string{p.addr}, nil))
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	r.checkAllOnce(p)
-	if st := run.out.Stats(); st.FailedBatches < 3 || st.Reconnects < 3 || st.Resent == 0 {
+	if st := run.Out.Stats(); st.FailedBatches < 3 || st.Reconnects < 3 || st.Resent == 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -218,8 +218,8 @@ func TestRestartResumesFromTheCursor(t *testing.T) {
 	r.storeMany(200, 10)
 	opts := r.options([]string{p.addr}, nil)
 	first := r.start(opts)
-	waitFor(t, "the first run's events", func() bool { return first.out.Gauges().DoneLSN == r.lsn })
-	first.stop(t)
+	waitFor(t, "the first run's events", func() bool { return first.Out.Gauges().DoneLSN == r.lsn })
+	first.Stop(t)
 	cursor := r.cursor()
 	if cursor != r.lsn {
 		t.Fatalf("cursor %d, want %d", cursor, r.lsn)
@@ -227,8 +227,8 @@ func TestRestartResumesFromTheCursor(t *testing.T) {
 	before := p.count()
 	r.storeMany(150, 10)
 	second := r.start(opts)
-	waitFor(t, "the second run's events", func() bool { return second.out.Gauges().DoneLSN == r.lsn })
-	second.stop(t)
+	waitFor(t, "the second run's events", func() bool { return second.Out.Gauges().DoneLSN == r.lsn })
+	second.Stop(t)
 	for _, ev := range p.received()[before:] {
 		if lsn := lsnOf(t, idOf(t, ev)); lsn <= cursor {
 			t.Fatalf("record %d sent again after the cursor %d persisted it", lsn, cursor)
@@ -258,9 +258,9 @@ func TestTLSWithClientCertificate(t *testing.T) {
 	}
 	refused := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = noCert }))
 	waitFor(t, "the refusal", func() bool {
-		return refused.out.Stats().FailedBatches+refused.out.Stats().Reconnects > 0 || refused.out.Waiting() != ""
+		return refused.Out.Stats().FailedBatches+refused.Out.Stats().Reconnects > 0 || refused.Out.Waiting() != ""
 	})
-	refused.stop(t)
+	refused.Stop(t)
 	if p.count() != 0 || r.cursor() != 0 {
 		t.Fatalf("events passed without a client certificate: %d, cursor %d", p.count(), r.cursor())
 	}
@@ -270,8 +270,8 @@ func TestTLSWithClientCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = cfg }))
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	r.checkAllOnce(p)
 }
 
@@ -282,14 +282,14 @@ func TestWaitingWhileNoHostAnswers(t *testing.T) {
 	r.storeMany(10, 10)
 	a, b := closedPort(t), closedPort(t)
 	run := r.start(r.options([]string{a, b}, nil))
-	waitFor(t, "the wait", func() bool { return run.out.Waiting() != "" })
-	w := run.out.Waiting()
+	waitFor(t, "the wait", func() bool { return run.Out.Waiting() != "" })
+	w := run.Out.Waiting()
 	for _, s := range []string{"output.lumberjack.test", a, b} {
 		if !bytes.Contains([]byte(w), []byte(s)) {
 			t.Fatalf("Waiting %q does not name %s", w, s)
 		}
 	}
-	run.stop(t)
+	run.Stop(t)
 	if r.cursor() != 0 {
 		t.Fatal("the cursor moved")
 	}
@@ -302,10 +302,10 @@ func TestTTLReconnects(t *testing.T) {
 	p := startPeer(t, peerOptions{ack: func(*peer) bool { time.Sleep(2 * time.Millisecond); return true }})
 	r.storeMany(300, 10)
 	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TTL = time.Millisecond; o.BulkMaxSize = 10 }))
-	waitFor(t, "the cursor", func() bool { return run.out.Gauges().DoneLSN == r.lsn })
-	run.stop(t)
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	run.Stop(t)
 	r.checkAllOnce(p)
-	if st := run.out.Stats(); st.Reconnects == 0 || st.FailedBatches != 0 {
+	if st := run.Out.Stats(); st.Reconnects == 0 || st.FailedBatches != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // read reads the ledger from LSN from on, registers each record with the
@@ -16,7 +16,7 @@ import (
 // the receiver has nothing better to wait for. out is bounded, so the
 // reader stops reading while every sender is busy: memory holds at most
 // the batches in flight, those queued, and the one being filled.
-func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- *batch) error {
+func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *batch) error {
 	r := o.ledger.Reader(from)
 	defer r.Close()
 	// Damage is passed, quarantined and counted, never a halt
@@ -35,27 +35,15 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 	}
 	for {
 		for r.Next() {
-			if d := r.Damage(); d != nil {
-				if err := o.quarantine(d, tr); err != nil {
-					return err
-				}
-				continue
-			}
-			if sk := r.Skipped(); sk != nil {
-				// Deleted by max_lag retention before this output read
-				// them: logged and counted, then done.
-				o.stats.skips.Pass(o.log, sk)
-				now := time.Now()
-				for lsn := sk.FirstLSN; lsn <= sk.LastLSN; lsn++ {
-					if err := tr.add(lsn, 0, now); err != nil {
-						return err
-					}
-				}
+			// Damaged ranges and ranges max_lag retention deleted.
+			if passed, err := o.src.Pass(r, tr); err != nil {
+				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
+			} else if passed {
 				continue
 			}
 			lsn, rec := r.LSN(), r.Decoded()
-			if err := tr.add(lsn, rec.Count(), rec.Received()); err != nil {
-				return err
+			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
+				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 			}
 			pos := 0
 			for ev := range rec.Events() {
@@ -77,12 +65,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *tracker, out chan<- 
 			if b.len() > 0 && !send() {
 				return nil
 			}
-			if !o.readFailed(ctx, r, re) {
+			if !o.src.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
 			continue
 		}
-		o.readWorks()
+		o.src.ReadWorks()
 		if b.len() > 0 {
 			if !send() {
 				return nil
@@ -109,39 +97,4 @@ func (o *Output) appendEvent(dst, ev []byte, lsn uint64, pos int) []byte {
 		}
 	}
 	return dst
-}
-
-// quarantine keeps a damaged range the reader passed (its bytes and
-// description, in the ledger's quarantine directory), says so once as an
-// ERROR, and counts its records done: their events cannot be trusted, so
-// none is sent, and the cursor may move past them. A range that cannot be
-// quarantined (the ledger's device failing) is still logged in full and
-// passed: its bytes stay in the segment until retention deletes it.
-func (o *Output) quarantine(d *ledger.Damage, tr *tracker) error {
-	path, qerr := o.ledger.Quarantine(*d)
-	attrs := []any{"segment", d.Segment, "start_offset", d.Start, "end_offset", d.End,
-		"first_lsn", d.FirstLSN, "last_lsn", d.LastLSN, "records_lost", d.Records(), "reason", d.Reason,
-		"inspect", fmt.Sprintf("ledgerctl -ledger %s verify", o.ledger.Dir())}
-	if qerr != nil {
-		attrs = append(attrs, "quarantine_err", qerr)
-	} else {
-		attrs = append(attrs, "quarantined", path)
-	}
-	msg := "damaged ledger records skipped: their events are lost and not forwarded; every other event is"
-	if d.Records() == 0 {
-		msg = "damaged bytes in the ledger skipped: no record lost (garbage where padding belonged)"
-	}
-	o.log.Error(msg, attrs...)
-	o.stats.damagedRanges.Add(1)
-	o.stats.damagedRecords.Add(int64(d.Records()))
-	if d.Records() == 0 {
-		return nil
-	}
-	now := time.Now()
-	for lsn := d.FirstLSN; lsn <= d.LastLSN; lsn++ {
-		if err := tr.add(lsn, 0, now); err != nil {
-			return err
-		}
-	}
-	return nil
 }

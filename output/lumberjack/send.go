@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v2 "github.com/elastic/go-lumber/client/v2"
+	"github.com/logpond/logpond/output/internal/drain"
 )
 
 // sender is one connection's worth of sending: it connects to its host
@@ -20,7 +21,7 @@ import (
 type sender struct {
 	o     *Output
 	h     *host
-	tr    *tracker
+	tr    *drain.Tracker
 	queue <-chan *batch
 	retry chan *batch // never full: see Run
 
@@ -104,8 +105,8 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 		acked = 0 // a sequence number beyond the window: trust none of it
 	}
 	for _, sp := range b.drop(acked) {
-		if ferr := s.tr.finish(sp.lsn, sp.n); ferr != nil {
-			return ferr
+		if ferr := s.tr.Finish(sp.lsn, sp.n); ferr != nil {
+			return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, ferr)
 		}
 	}
 	o.stats.delivered.Add(int64(acked))

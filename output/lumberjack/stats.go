@@ -1,22 +1,17 @@
 package lumberjack
 
 import (
-	"github.com/logpond/logpond/output/skips"
 	"sync/atomic"
 	"time"
 )
 
 // counters are the output's running totals; atomics, read by Stats.
 type counters struct {
-	batches, failedBatches        atomic.Int64
-	bytesSent                     atomic.Int64
-	delivered, resent             atomic.Int64
-	withoutID                     atomic.Int64
-	reconnects                    atomic.Int64
-	damagedRanges, damagedRecords atomic.Int64
-	readErrors                    atomic.Int64
-	skips                         skips.Tally
-	cursor                        atomic.Uint64
+	batches, failedBatches atomic.Int64
+	bytesSent              atomic.Int64
+	delivered, resent      atomic.Int64
+	withoutID              atomic.Int64
+	reconnects             atomic.Int64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -79,18 +74,23 @@ type Gauges struct {
 // Stats returns the current totals. Safe for concurrent use.
 func (o *Output) Stats() Stats {
 	c := &o.stats
+	src := o.src.Counts()
 	o.hosts.mu.Lock()
 	outages := o.hosts.outages
 	o.hosts.mu.Unlock()
 	return Stats{
 		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
-		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: c.cursor.Load(),
-		DamagedRanges: c.damagedRanges.Load(), DamagedRecords: c.damagedRecords.Load(),
-		LedgerReadErrors: c.readErrors.Load(),
-		SkippedRecords:   c.skips.Records(), SkippedEvents: c.skips.Events(), SkippedRanges: c.skips.Ranges(),
+		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
+		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
+		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
 }
+
+// LedgerUnreadable says why the output cannot read the ledger right now
+// ("" when it can): its device has answered errors since a time, and the
+// reads are being retried. Safe for concurrent use.
+func (o *Output) LedgerUnreadable() string { return o.src.Unreadable() }
 
 // Gauges returns the running drain's state. Safe for concurrent use.
 func (o *Output) Gauges() Gauges {
@@ -102,12 +102,9 @@ func (o *Output) Gauges() Gauges {
 	g.Running = true
 	g.InFlight = int(o.inFlight.Load())
 	g.ConnectedHosts = o.hosts.connectedHosts()
-	st := tr.state()
-	g.OldestPending = st.oldest
-	g.DoneLSN, g.ReadLSN, g.PendingEvents = st.done, st.read, st.events
-	if st.records > 0 {
-		g.EventsPerRecord = float64(st.added) / float64(st.records)
-	}
+	lag := tr.Lag()
+	g.OldestPending, g.DoneLSN, g.ReadLSN = lag.OldestPending, lag.DoneLSN, lag.ReadLSN
+	g.PendingEvents, g.EventsPerRecord = lag.PendingEvents, lag.EventsPerRecord
 	return g
 }
 

@@ -1,0 +1,79 @@
+package drain
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/skips"
+)
+
+// SourceOptions configure a Source.
+type SourceOptions struct {
+	// Ledger is the ledger the output drains.
+	Ledger *ledger.Ledger
+	// Log receives the Source's log lines (the output's logger).
+	Log *slog.Logger
+	// UnreadableAfter is how long the ledger's device must have failed
+	// every read of the same segment, while answering reads elsewhere,
+	// before the bytes it will not return are taken for damage and passed.
+	// Until then, and for ever when it is 0, the read is retried and
+	// nothing is skipped.
+	UnreadableAfter time.Duration
+	// Sent is the verb of what the output does with an event, in its log
+	// lines: "sent", "forwarded".
+	Sent string
+	// Sending names that work, in log lines and in Unreadable: "delivery",
+	// "forwarding".
+	Sending string
+}
+
+// Source is an output's side of the ledger it reads: it passes damaged
+// and skipped ranges (Pass), retries the reads the ledger's device fails
+// (ReadFailed, ReadWorks), and counts all three (Counts). One Source
+// serves one output over its lifetime, across its runs. Safe for
+// concurrent use, though only one Reader at a time (the output's reader
+// goroutine) calls Pass, ReadFailed and ReadWorks.
+type Source struct {
+	opts SourceOptions
+
+	damagedRanges, damagedRecords atomic.Int64
+	readErrors                    atomic.Int64
+	skips                         skips.Tally
+
+	fault readFault // reads of the ledger failing
+}
+
+// NewSource returns a Source with opts; it reads nothing until used.
+func NewSource(opts SourceOptions) *Source {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Source{opts: opts}
+}
+
+// Counts is what a Source passed and retried since it was made.
+type Counts struct {
+	// DamagedRanges counts the damaged ranges passed (each quarantined
+	// and logged once); DamagedRecords the records they held.
+	DamagedRanges, DamagedRecords int64
+	// ReadErrors counts the reads the ledger's device failed (each
+	// retried: nothing is skipped for them).
+	ReadErrors int64
+	// SkippedRecords counts the records retention deleted before the
+	// output read them; SkippedEvents their events, where the ledger knew
+	// their number; SkippedRanges the latest such ranges (first, last
+	// LSN), oldest first.
+	SkippedRecords, SkippedEvents int64
+	SkippedRanges                 [][2]uint64
+}
+
+// Counts returns the current totals.
+func (s *Source) Counts() Counts {
+	return Counts{
+		DamagedRanges: s.damagedRanges.Load(), DamagedRecords: s.damagedRecords.Load(),
+		ReadErrors:     s.readErrors.Load(),
+		SkippedRecords: s.skips.Records(), SkippedEvents: s.skips.Events(), SkippedRanges: s.skips.Ranges(),
+	}
+}
