@@ -1,31 +1,18 @@
 package ledger
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
-// lockedBuffer collects log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) lines(substr string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// linesWith returns the lines of log that hold substr.
+func linesWith(log *syncbuf.Buffer, substr string) []string {
 	var out []string
-	for _, line := range strings.Split(w.b.String(), "\n") {
+	for _, line := range strings.Split(log.String(), "\n") {
 		if strings.Contains(line, substr) {
 			out = append(out, line)
 		}
@@ -58,7 +45,7 @@ func TestMaxLag(t *testing.T) {
 		{name: "slow beyond its max_lag", maxLag: map[string]int64{"slow": 64 << 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &lockedBuffer{}
+			logs := &syncbuf.Buffer{}
 			opts := testOpts(t, true)
 			opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			opts.MaxBytes = 4 * opts.SegmentBytes
@@ -93,7 +80,7 @@ func TestMaxLag(t *testing.T) {
 					t.Fatalf("LSN %d: the oldest record is %d, but fast needs %d", lsn, first, fast+1)
 				}
 			}
-			deleted := logs.lines(maxLagMsg)
+			deleted := linesWith(logs, maxLagMsg)
 			if tc.full {
 				if !errors.Is(err, ErrFull) {
 					t.Fatalf("appended up to LSN %d: %v, want ErrFull", lsn, err)
