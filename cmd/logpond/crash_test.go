@@ -1,19 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
@@ -64,70 +61,16 @@ listen = ""
 		t.Fatal(err)
 	}
 
-	const clients, batchSize = 3, 100
-	var mu sync.Mutex
-	sends := map[string]int{}     // payload → times a client sent it
-	acked := map[string]bool{}    // payload → acknowledged
-	withID := map[string]bool{}   // payload → carries @metadata._id
-	next := make([]int, clients)  // each client's next batch
-	limit := make([]int, clients) // no batch from limit on
-	for c := range limit {
-		limit[c] = 1 << 30
-	}
-	batch := func(c, b int) []interface{} {
-		evs := make([]interface{}, batchSize)
-		for i := range evs {
-			p := fmt.Sprintf("c%d-b%d-e%d", c, b, i)
-			meta := `{"beat":"filebeat","version":"9.3.0"}`
-			if i%2 == 0 {
-				meta = fmt.Sprintf(`{"beat":"filebeat","version":"9.3.0","_id":%q}`, p)
-				withID[p] = true
-			}
-			evs[i] = json.RawMessage(fmt.Sprintf(`{"@metadata":%s,"payload":%q}`, meta, p))
+	// Three clients of 100-event batches; a short pause between batches
+	// keeps the number of documents the test server holds small. Every
+	// other event carries its payload as @metadata._id.
+	clients := newResenders(3, 100, 1<<30, 5*time.Millisecond)
+	withID := func(i int) bool { return i%2 == 0 }
+	clients.meta = func(p string, i int) string {
+		if withID(i) {
+			return fmt.Sprintf(`{"beat":"filebeat","version":"9.3.0","_id":%q}`, p)
 		}
-		return evs
-	}
-	// send runs each client against addr until it reaches its limit or
-	// the server goes away; an unacknowledged batch is sent again next
-	// time (a new connection), as Filebeat does. A short pause between
-	// batches keeps the number of documents the test server holds small.
-	send := func(addr string) {
-		var wg sync.WaitGroup
-		for c := range clients {
-			wg.Go(func() {
-				cl, err := lj.SyncDial(addr, lj.Timeout(5*time.Second))
-				if err != nil {
-					return
-				}
-				defer cl.Close()
-				for {
-					mu.Lock()
-					b, end := next[c], limit[c]
-					mu.Unlock()
-					if b >= end {
-						return
-					}
-					mu.Lock()
-					data := batch(c, b)
-					for i := range data {
-						sends[fmt.Sprintf("c%d-b%d-e%d", c, b, i)]++
-					}
-					mu.Unlock()
-					n, err := cl.Send(data)
-					if err != nil || n != len(data) {
-						return
-					}
-					mu.Lock()
-					for i := range data {
-						acked[fmt.Sprintf("c%d-b%d-e%d", c, b, i)] = true
-					}
-					next[c] = b + 1
-					mu.Unlock()
-					time.Sleep(5 * time.Millisecond)
-				}
-			})
-		}
-		wg.Wait()
+		return `{"beat":"filebeat","version":"9.3.0"}`
 	}
 	addrOf := func(log string) string {
 		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
@@ -146,28 +89,21 @@ listen = ""
 		cmd, log := started(t, config)
 		addr := addrOf(log.String())
 		sent := make(chan struct{})
-		go func() { defer close(sent); send(addr) }()
+		go func() { defer close(sent); clients.send(addr) }()
 		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		cmd.Wait()
 		<-sent
-		mu.Lock()
-		t.Logf("kill %d: %d events acknowledged, %d documents stored", k+1, len(acked), srv.Count())
-		mu.Unlock()
+		t.Logf("kill %d: %d events acknowledged, %d documents stored", k+1, len(clients.ackedPayloads()), srv.Count())
 	}
 	// A last run: each client resends its unacknowledged batch, the
 	// backlog drains, SIGTERM.
-	mu.Lock()
-	total := 0
-	for c := range limit {
-		limit[c] = next[c] + 1
-		total += limit[c] * batchSize
-	}
-	mu.Unlock()
+	total := clients.endAfterNext()
 	cmd, log := started(t, config)
-	send(addrOf(log.String()))
+	clients.send(addrOf(log.String()))
+	acked := clients.ackedPayloads()
 	deadline := time.Now().Add(120 * time.Second)
 	for !allStored(srv, acked) {
 		if time.Now().After(deadline) {
@@ -182,6 +118,13 @@ listen = ""
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 
+	// hasID: the payload's event carried @metadata._id (its index i, the
+	// last part of "c-b-e<i>", is even).
+	hasID := func(p string) bool {
+		var c, b, i int
+		fmt.Sscanf(p, "c%d-b%d-e%d", &c, &b, &i)
+		return withID(i)
+	}
 	copies := map[string]int{}
 	ids := map[string]bool{}
 	for _, d := range srv.Docs() {
@@ -197,12 +140,12 @@ listen = ""
 		switch c := copies[p]; {
 		case c == 0:
 			t.Errorf("acknowledged event %s is not in Elasticsearch", p)
-		case withID[p] && c != 1:
+		case hasID(p) && c != 1:
 			t.Errorf("event %s carries @metadata._id but is stored %d times", p, c)
-		case c > sends[p]:
-			t.Errorf("event %s stored %d times, sent only %d times", p, c, sends[p])
+		case c > clients.sent(p):
+			t.Errorf("event %s stored %d times, sent only %d times", p, c, clients.sent(p))
 		}
-		resent += sends[p] - 1
+		resent += clients.sent(p) - 1
 	}
 	if len(acked) != total {
 		t.Errorf("%d events acknowledged, want %d: a client could not finish", len(acked), total)

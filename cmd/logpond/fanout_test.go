@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
@@ -160,62 +158,9 @@ retry_max_interval = "50ms"
 		cmd.Wait()
 	}
 
-	const clients, batchSize, batches = 3, 50, 60
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	next := make([]int, clients)
-	batch := func(c, b int) []any {
-		evs := make([]any, batchSize)
-		for i := range evs {
-			evs[i] = json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"payload":"c%d-b%d-e%d"}`, c, b, i))
-		}
-		return evs
-	}
-	// send runs the clients against addr until each sent every batch or
-	// the edge went away; an unacknowledged batch is sent again on the
-	// next connection. Batches are paced: about 600 events/s in all.
-	send := func(addr string) {
-		var wg sync.WaitGroup
-		for c := range clients {
-			wg.Go(func() {
-				cl, err := lj.SyncDial(addr, lj.Timeout(5*time.Second))
-				if err != nil {
-					return
-				}
-				defer cl.Close()
-				for {
-					mu.Lock()
-					b := next[c]
-					mu.Unlock()
-					if b >= batches {
-						return
-					}
-					data := batch(c, b)
-					if n, err := cl.Send(data); err != nil || n != len(data) {
-						return
-					}
-					mu.Lock()
-					for i := range data {
-						acked[fmt.Sprintf("c%d-b%d-e%d", c, b, i)] = true
-					}
-					next[c] = b + 1
-					mu.Unlock()
-					time.Sleep(250 * time.Millisecond)
-				}
-			})
-		}
-		wg.Wait()
-	}
-	done := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, b := range next {
-			if b < batches {
-				return false
-			}
-		}
-		return true
-	}
+	// Three clients of 50-event batches, 60 batches each, paced: about
+	// 600 events/s in all.
+	clients := newResenders(3, 50, 60, 250*time.Millisecond)
 
 	c := startCentral()
 	// The edge runs four times: killed after 1.5 s, then the central
@@ -226,7 +171,7 @@ retry_max_interval = "50ms"
 		cmd, log := started(t, edge)
 		addr := addrOf(log.String())
 		sent := make(chan struct{})
-		go func() { defer close(sent); send(addr) }()
+		go func() { defer close(sent); clients.send(addr) }()
 		switch run {
 		case 0:
 			time.Sleep(1500 * time.Millisecond)
@@ -243,21 +188,17 @@ retry_max_interval = "50ms"
 		if run < 3 {
 			kill(cmd)
 			<-sent
-			mu.Lock()
-			t.Logf("edge run %d killed: %d events acknowledged; a %d, central %d documents", run+1, len(acked), esA.Count(), esC.Count())
-			mu.Unlock()
+			t.Logf("edge run %d killed: %d events acknowledged; a %d, central %d documents", run+1, len(clients.ackedPayloads()), esA.Count(), esC.Count())
 			continue
 		}
-		if !done() {
+		if !clients.done() {
 			t.Fatal("the clients could not send every batch in the last run")
 		}
 		loadEnd := time.Now()
-		mu.Lock()
-		want := make([]string, 0, len(acked))
-		for p := range acked {
+		var want []string
+		for p := range clients.ackedPayloads() {
 			want = append(want, p)
 		}
-		mu.Unlock()
 		holdsAll := func(srv *estest.Server) bool {
 			have := payloadCopies(srv)
 			for _, p := range want {
