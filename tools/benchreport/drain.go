@@ -53,15 +53,8 @@ type drainFaults struct {
 // the output off, keeps a copy of both stores, and drains that same
 // backlog into an estest server once per profile.
 func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
-	if err := b.fresh(true); err != nil {
-		return nil, err
-	}
-	events, err := b.fillEvents(ctx, b.o.drainEvents, b.o.drainSize)
+	events, saved, err := b.savedBacklog(ctx, "drain-saved", b.o.drainEvents, b.o.drainSize)
 	if err != nil {
-		return nil, err
-	}
-	saved := filepath.Join(b.lfs.dir, "drain-saved")
-	if err := copyStores(b.journalDir(), b.ledgerDir(), saved); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(saved)
@@ -159,6 +152,26 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 		return r, fmt.Errorf("%s: %d documents stored, %d created, for %d events: not exactly once", name, r.Stored, r.Created, events)
 	}
 	return r, nil
+}
+
+// savedBacklog builds a backlog of n events of size bytes in fresh stores
+// with the output off, and keeps a copy of both stores in the directory
+// name on the ledger's file system, for runs that each drain the same
+// backlog (restoreStores). It returns the events the ledger holds and the
+// copy's directory, which the caller removes.
+func (b *bench) savedBacklog(ctx context.Context, name string, n int64, size int) (int64, string, error) {
+	if err := b.fresh(true); err != nil {
+		return 0, "", err
+	}
+	events, err := b.fillEvents(ctx, n, size)
+	if err != nil {
+		return 0, "", err
+	}
+	saved := filepath.Join(b.lfs.dir, name)
+	if err := copyStores(b.journalDir(), b.ledgerDir(), saved); err != nil {
+		return 0, "", err
+	}
+	return events, saved, nil
 }
 
 // fillEvents runs logpond without output and loads it with events of

@@ -87,15 +87,8 @@ func (b *bench) fanout(ctx context.Context) (*fanoutResult, error) {
 	}
 
 	// One backlog, built with the output off, for every drain.
-	if err := b.fresh(true); err != nil {
-		return nil, err
-	}
-	events, err := b.fillEvents(ctx, b.o.fanoutEvents, b.o.fanoutSize)
+	events, saved, err := b.savedBacklog(ctx, "fanout-saved", b.o.fanoutEvents, b.o.fanoutSize)
 	if err != nil {
-		return nil, err
-	}
-	saved := filepath.Join(b.lfs.dir, "fanout-saved")
-	if err := copyStores(b.journalDir(), b.ledgerDir(), saved); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(saved)
