@@ -153,6 +153,24 @@ func (c *Config) Outputs() []NamedOutput {
 	return out
 }
 
+// MaxLagBytes is the output's max_lag in bytes, 0 for none, whatever its
+// type.
+func (o NamedOutput) MaxLagBytes() int64 {
+	if o.Lumberjack != nil {
+		return int64(o.Lumberjack.MaxLag)
+	}
+	return int64(o.Elasticsearch.MaxLag)
+}
+
+// StartAt is the output's start_at ("oldest" or "newest"), whatever its
+// type.
+func (o NamedOutput) StartAt() string {
+	if o.Lumberjack != nil {
+		return o.Lumberjack.StartAt
+	}
+	return o.Elasticsearch.StartAt
+}
+
 func (o NamedOutput) enabled() bool {
 	if o.Elasticsearch != nil {
 		return o.Elasticsearch.Enabled

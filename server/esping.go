@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/output/elasticsearch"
 )
 
@@ -17,12 +15,7 @@ import (
 // holds anything up: it runs beside the pipeline and gives up when ctx
 // ends (the server stopping) or after the request timeout.
 func (s *Server) pingElasticsearch(ctx context.Context, out *outputRunner, o *elasticsearch.Output) {
-	c := s.cfg.Outputs()
-	i := slices.IndexFunc(c, func(n conf.NamedOutput) bool { return n.Name == out.name })
-	if i < 0 || c[i].Elasticsearch == nil {
-		return
-	}
-	es := c[i].Elasticsearch
+	es := out.conf.Elasticsearch
 	log := s.log.With("output", out.name)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(es.Timeout))
 	defer cancel()

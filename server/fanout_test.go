@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/lumberjack"
 )
 
 // namedES is an Elasticsearch output sending to url every 10 ms, with
@@ -280,5 +283,28 @@ func TestRemovedOutputsCursorHoldsTheLedgerUntilDeleted(t *testing.T) {
 	}
 	if code, _ := post("name=old"); code != http.StatusNotFound {
 		t.Errorf("deleting it again: %d, want 404", code)
+	}
+}
+
+// TestStopErrorsOtherThanUnsavedCursors: an output that could not persist
+// its final cursor does not fail the stop, whichever output it is and
+// however its error is wrapped; any other error beside it does.
+func TestStopErrorsOtherThanUnsavedCursors(t *testing.T) {
+	notSaved := fmt.Errorf("%w: device full", lumberjack.ErrCursorNotSaved)
+	other := errors.New("bulk request refused")
+	for _, tc := range []struct {
+		name  string
+		err   error
+		other bool
+	}{
+		{"elasticsearch", fmt.Errorf("output.elasticsearch: %w", elasticsearch.ErrCursorNotSaved), false},
+		{"lumberjack", fmt.Errorf("output.lumberjack.edge: %w", notSaved), false},
+		{"both, joined", errors.Join(fmt.Errorf("a: %w", elasticsearch.ErrCursorNotSaved), fmt.Errorf("b: %w", notSaved)), false},
+		{"a join inside a wrap", fmt.Errorf("output.elasticsearch.a: %w", errors.Join(other, elasticsearch.ErrCursorNotSaved)), true},
+		{"another error", fmt.Errorf("output.elasticsearch.a: %w", other), true},
+	} {
+		if got := hasOtherError(tc.err, cursorsNotSaved...); got != tc.other {
+			t.Errorf("%s: hasOtherError(%v) = %v, want %v", tc.name, tc.err, got, tc.other)
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,17 +38,6 @@ type ljDrain struct{ *lumberjack.Output }
 // Misconfigured is "": a Lumberjack output has nothing to check of its
 // hosts beyond answering.
 func (ljDrain) Misconfigured() string { return "" }
-
-// Run runs the output; a cursor it could not persist at the end is the
-// server's errCursorNotSaved.
-func (d ljDrain) Run(ctx context.Context) error {
-	err := d.Output.Run(ctx)
-	if errors.Is(err, lumberjack.ErrCursorNotSaved) {
-		// One sentinel for the server's stop, whatever the output.
-		err = fmt.Errorf("%w: %w", errCursorNotSaved, err)
-	}
-	return err
-}
 
 // Stats maps the output's totals onto an Elasticsearch output's.
 func (d ljDrain) Stats() elasticsearch.Stats {

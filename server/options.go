@@ -62,7 +62,7 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 func maxLags(cfg *conf.Config) map[string]int64 {
 	var m map[string]int64
 	for _, o := range cfg.Outputs() {
-		if lag := outputMaxLag(o); lag > 0 {
+		if lag := o.MaxLagBytes(); lag > 0 {
 			if m == nil {
 				m = map[string]int64{}
 			}

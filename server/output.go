@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
@@ -49,6 +50,7 @@ type outputRunner struct {
 	name string // the output's name, which is also its cursor's
 	typ  string // "elasticsearch" or "lumberjack"
 	key  string // its table in the configuration, for messages
+	conf conf.NamedOutput
 	// newDrain makes a drain over l; d is the output's dead-letter store
 	// (nil for an output without one).
 	newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)

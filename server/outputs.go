@@ -17,16 +17,17 @@ import (
 	"github.com/logpond/logpond/output/lumberjack"
 )
 
-// errCursorNotSaved: an output could not persist its final cursor when it
-// stopped (its device full, say). A restart resends what came after the
-// persisted cursor under the same ids: not a failure of the stop.
-var errCursorNotSaved = elasticsearch.ErrCursorNotSaved
+// cursorsNotSaved are the outputs' errors for a final cursor they could
+// not persist when they stopped (their device full, say). A restart
+// resends what came after the persisted cursor under the same ids: not a
+// failure of the stop.
+var cursorsNotSaved = []error{elasticsearch.ErrCursorNotSaved, lumberjack.ErrCursorNotSaved}
 
 // newOutputRunner checks the output's options (it contacts nobody) and
 // returns its runner.
 func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
-	out := &outputRunner{name: o.Name, typ: o.Type, key: o.Key, failed: s.outputFailed, maxLag: outputMaxLag(o)}
-	startAt := outputStartAt(o)
+	out := &outputRunner{name: o.Name, typ: o.Type, key: o.Key, conf: o, failed: s.outputFailed, maxLag: o.MaxLagBytes()}
+	startAt := o.StartAt()
 	var newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)
 	switch o.Type {
 	case conf.TypeElasticsearch:
@@ -160,22 +161,6 @@ func (s *Server) reportOrphanCursors(l *ledger.Ledger) {
 		s.log.Warn("a ledger cursor belongs to no configured output: it holds the ledger back (retention keeps what it has not passed); if the output was removed for good, release it with `ledgerctl cursors delete "+name+"`",
 			"cursor", name, "cursor_lsn", cursors[name], "held_bytes", l.BytesAfter(cursors[name]))
 	}
-}
-
-// outputMaxLag is o's max_lag in bytes, 0 for none.
-func outputMaxLag(o conf.NamedOutput) int64 {
-	if o.Lumberjack != nil {
-		return int64(o.Lumberjack.MaxLag)
-	}
-	return int64(o.Elasticsearch.MaxLag)
-}
-
-// outputStartAt is o's start_at.
-func outputStartAt(o conf.NamedOutput) string {
-	if o.Lumberjack != nil {
-		return o.Lumberjack.StartAt
-	}
-	return o.Elasticsearch.StartAt
 }
 
 // outputNames lists the outputs' names, for messages.

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -314,7 +315,7 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	// ledger is still open; closing the runner also keeps the flusher from
 	// starting another Output over a ledger it reopens meanwhile.
 	if cerr := s.outputs.close(); cerr != nil {
-		if !hasOtherError(cerr, errCursorNotSaved) {
+		if !hasOtherError(cerr, cursorsNotSaved...) {
 			// Its device is full, say: a restart resends the events after
 			// the persisted cursor under the same ids, so the stop is
 			// not a failure.
@@ -385,16 +386,22 @@ func (s *Server) closeDeadLetters() error {
 	return errors.Join(errs...)
 }
 
-// hasOtherError reports whether err holds an error that is not target:
-// err itself when it is not target, or any part of a join.
-func hasOtherError(err, target error) bool {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if hasOtherError(e, target) {
-				return true
-			}
+// hasOtherError reports whether err holds an error that is none of
+// targets: through wraps and every part of a join, down to the errors that
+// wrap nothing.
+func hasOtherError(err error, targets ...error) bool {
+	for _, t := range targets {
+		if err == t {
+			return false
 		}
-		return false
 	}
-	return !errors.Is(err, target)
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), func(e error) bool { return hasOtherError(e, targets...) })
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return hasOtherError(inner, targets...)
+		}
+	}
+	return !slices.ContainsFunc(targets, func(t error) bool { return errors.Is(err, t) })
 }
