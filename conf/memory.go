@@ -21,7 +21,7 @@ type Memory struct {
 	// files.
 	JournalRead int64
 	// Ledger is LedgerBuffersBytes, the ledger's write buffer and the
-	// flusher's batch held for it, plus LedgerReadCacheBytes, the read
+	// flusher's batch held for it, plus LedgerReadCache, the read
 	// cache the outputs share, plus one read window (LedgerReadWindowBytes)
 	// per output beyond the first.
 	Ledger int64
@@ -46,6 +46,17 @@ const LedgerBuffersBytes = 4 << 20
 // readers so that outputs close together read the device once (the
 // ledger package's DefaultReadCacheBytes; a server test keeps them equal).
 const LedgerReadCacheBytes = 32 << 20
+
+// LedgerReadCache is the read cache the ledger keeps for c:
+// LedgerReadCacheBytes with more than one enabled output, none with one.
+// A lone output has no other reader to share its reads with, and copying
+// every window through a cache would only slow its drain.
+func (c *Config) LedgerReadCache() int64 {
+	if len(c.Outputs()) > 1 {
+		return LedgerReadCacheBytes
+	}
+	return 0
+}
 
 // LedgerReadWindowBytes is one ledger reader's read window: each output
 // reads the ledger through its own.
@@ -86,7 +97,7 @@ func (c *Config) Memory() Memory {
 		JournalTail:  c.JournalTailBytes(),
 		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
 		JournalRead:  c.JournalReadBytes(),
-		Ledger:       LedgerBuffersBytes + LedgerReadCacheBytes,
+		Ledger:       LedgerBuffersBytes + c.LedgerReadCache(),
 		Overhead:     RuntimeOverheadBytes,
 	}
 	outs := c.Outputs()

@@ -51,8 +51,9 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		Retention:    time.Duration(c.Retention),
 		DirectIO:     c.DirectIO,
 		// Outputs close together in the ledger share its reads: O_DIRECT
-		// has no page cache to share them otherwise.
-		ReadCacheBytes: ledger.DefaultReadCacheBytes,
+		// has no page cache to share them otherwise. (None for one
+		// output: conf.Config.LedgerReadCache.)
+		ReadCacheBytes: cfg.LedgerReadCache(),
 		MaxLag:         maxLags(cfg),
 	}
 }

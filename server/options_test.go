@@ -59,7 +59,7 @@ func TestLedgerOptions(t *testing.T) {
 		cfg  *conf.Config
 		want ledger.Options
 	}{
-		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true, ReadCacheBytes: ledger.DefaultReadCacheBytes}},
+		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}}, // one output: no read cache
 		{"every key set", configWith(func(c *conf.Config) {
 			c.Ledger.SegmentBytes, c.Ledger.MaxBytes = 1<<20, 4<<20
 			c.Ledger.Retention, c.Ledger.DirectIO = conf.Duration(time.Hour), false
