@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logpond/logpond/internal/hosturl"
@@ -55,6 +56,10 @@ type clusterCheck struct {
 
 	mu     sync.Mutex // guards reason and the hosts' state
 	reason string     // why the output sends nothing; "" while it may send
+
+	// noDataStreams is set once a host reported a version without data
+	// streams (before 7.9).
+	noDataStreams atomic.Bool
 }
 
 // hostState is one configured host and what is known of its cluster.

@@ -50,9 +50,26 @@ type Options struct {
 	APIKey             Secret
 	CACert             []byte // PEM; nil for the system roots
 	InsecureSkipVerify bool   // tls.verification_mode = none
+	// ClientCert, when set, is presented to hosts that ask for a client
+	// certificate (Elasticsearch's PKI realm, or a proxy that requires
+	// one).
+	ClientCert *tls.Certificate
 	Index              *sprintf.Format
 	FallbackIndex      string
 	Pipeline           *sprintf.Format // nil for none
+	// DataStream says which events go to a data stream rather than to
+	// Index: none (DataStreamOff), those that carry a data_stream object
+	// (DataStreamAuto), or all (DataStreamAlways).
+	DataStream DataStreamMode
+	// DataStreamType, DataStreamDataset and DataStreamNamespace name the
+	// data stream "{type}-{dataset}-{namespace}" of an event whose
+	// data_stream object lacks that part (or that has none).
+	DataStreamType      string
+	DataStreamDataset   string
+	DataStreamNamespace string
+	// DataStreamSyncFields completes each data stream event's
+	// data_stream object with the values it was routed by.
+	DataStreamSyncFields bool
 	// DerivedIDs is document_id = "auto": every create carries an id
 	// (@metadata._id or one derived from the event's place in the ledger).
 	DerivedIDs bool
@@ -94,6 +111,21 @@ type Options struct {
 	// Observer, when set, receives measurements for metrics.
 	Observer Observer
 }
+
+// DataStreamMode is Logstash's data_stream setting: which events the
+// output sends to a data stream.
+type DataStreamMode int
+
+const (
+	// DataStreamOff sends every event to Index.
+	DataStreamOff DataStreamMode = iota
+	// DataStreamAuto sends an event with a data_stream object to its data
+	// stream, and any other event to Index: one output serves Elastic
+	// Agents and classic Beats alike.
+	DataStreamAuto
+	// DataStreamAlways sends every event to a data stream.
+	DataStreamAlways
+)
 
 // Secret holds a credential. However it is printed — any fmt verb, %+v of
 // a struct holding it (also through unexported fields, where fmt bypasses
