@@ -53,10 +53,10 @@ type Options struct {
 	// ClientCert, when set, is presented to hosts that ask for a client
 	// certificate (Elasticsearch's PKI realm, or a proxy that requires
 	// one).
-	ClientCert *tls.Certificate
-	Index              *sprintf.Format
-	FallbackIndex      string
-	Pipeline           *sprintf.Format // nil for none
+	ClientCert    *tls.Certificate
+	Index         *sprintf.Format
+	FallbackIndex string
+	Pipeline      *sprintf.Format // nil for none
 	// DataStream says which events go to a data stream rather than to
 	// Index: none (DataStreamOff), those that carry a data_stream object
 	// (DataStreamAuto), or all (DataStreamAlways).
