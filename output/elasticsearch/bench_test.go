@@ -45,6 +45,66 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
+// BenchmarkDrainDataStreams drains three backlogs of 1 KiB events into
+// a sink in one run and reports each one's speed as a ratio of the first,
+// what per-event routing costs: classic Filebeat events to their index
+// (data_stream = false), Elastic Agent events with a whole data_stream
+// object and @timestamp to their data stream (data_stream = "auto"), and
+// events whose data_stream object lacks its namespace and that have no
+// @timestamp, which the output completes (edits to the source line, and
+// their inverse kept for dead letters).
+//
+//	go test -run '^$' -bench DrainDataStreams -benchtime 1x -count 3 ./output/elasticsearch
+func BenchmarkDrainDataStreams(b *testing.B) {
+	const events, perRecord = 300_000, 500
+	pad := func(ev []byte) []byte {
+		ev = append(ev, strings.Repeat("x", 1024-len(ev)-2)...)
+		return append(ev, `"}`...)
+	}
+	profiles := []struct {
+		name string
+		mode DataStreamMode
+		ev   func(i int) []byte
+	}{
+		{"classic-index", DataStreamOff, func(i int) []byte {
+			return pad(fmt.Appendf(nil, `{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"host":{"name":"vm"},"message":"%07d `, i))
+		}},
+		{"agent-data-stream", DataStreamAuto, func(i int) []byte {
+			return pad(fmt.Appendf(nil, `{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"data_stream":{"type":"logs","dataset":"nginx.access","namespace":"default"},"host":{"name":"vm"},"message":"%07d `, i))
+		}},
+		{"completed", DataStreamAuto, func(i int) []byte {
+			return pad(fmt.Appendf(nil, `{"@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"data_stream":{"type":"logs","dataset":"nginx.access"},"host":{"name":"vm"},"message":"%07d `, i))
+		}},
+	}
+	s, err := estest.StartSink()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ledgers := make([]*ledger.Ledger, len(profiles))
+	for i, p := range profiles {
+		ledgers[i], _ = benchBacklog(b, events, perRecord, p.ev)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		var base time.Duration
+		for j, p := range profiles {
+			s.Reset()
+			el := benchRun(b, ledgers[j], fmt.Sprintf("bench%d", i), Options{
+				Hosts: []string{s.URL()}, Index: mustCompile(b, "%{[@metadata][beat]}-%{[@metadata][version]}"),
+				DataStream: p.mode, DataStreamType: "logs", DataStreamDataset: "generic", DataStreamNamespace: "default",
+				DataStreamSyncFields: true, RetryInitial: time.Millisecond, RetryMax: time.Second,
+			}, func() bool { return s.Items() >= events })
+			if j == 0 {
+				base = el
+				b.ReportMetric(float64(events)/el.Seconds(), "events/s")
+				continue
+			}
+			b.ReportMetric(base.Seconds()/el.Seconds(), p.name+"-speed/classic")
+		}
+	}
+}
+
 // benchBacklog fills a ledger with events events made by ev, perRecord to
 // a record, and returns it with the events' bytes.
 func benchBacklog(b *testing.B, events, perRecord int, ev func(i int) []byte) (*ledger.Ledger, int64) {
