@@ -24,6 +24,10 @@ func DecodeCloudID(id string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("is empty")
 	}
+	// A URL's port could pass for base64: tell it apart first.
+	if strings.Contains(id, "://") {
+		return "", fmt.Errorf("%q looks like a URL, not a Cloud ID: copy the Cloud ID from the deployment's page in the Elastic Cloud console (\"name:base64…\"), or list the URL in hosts instead", shorten(id))
+	}
 	encoded := id
 	hasLabel := false
 	if i := strings.LastIndexByte(id, ':'); i >= 0 {
@@ -31,13 +35,13 @@ func DecodeCloudID(id string) (string, error) {
 	}
 	decoded, err := decodeBase64(encoded)
 	if err != nil {
-		switch {
-		case strings.Contains(id, "://") || strings.HasPrefix(id, "http"):
-			return "", fmt.Errorf("%q looks like a URL, not a Cloud ID: copy the Cloud ID from the deployment's page in the Elastic Cloud console (\"name:base64…\"), or list the URL in hosts instead", shorten(id))
-		case !hasLabel:
+		if !hasLabel {
 			return "", fmt.Errorf("%q has no label (\"name:\") and is not base64: copy the Cloud ID from the Elastic Cloud console, \"name:base64…\"", shorten(id))
 		}
 		return "", fmt.Errorf("the part after the last \":\", %q, is not base64: copy the whole Cloud ID from the Elastic Cloud console", shorten(encoded))
+	}
+	if !printable(decoded) {
+		return "", fmt.Errorf("the part after the last \":\", %q, is base64 but not of host$es_id[$kibana_id] (it decodes to binary): copy the whole Cloud ID from the Elastic Cloud console", shorten(encoded))
 	}
 	parts := strings.Split(string(decoded), "$")
 	if len(parts) < 2 {
@@ -52,6 +56,17 @@ func DecodeCloudID(id string) (string, error) {
 		return "", err
 	}
 	return "https://" + esID + "." + host + ":" + esPort, nil
+}
+
+// printable reports whether b is printable ASCII, as the host names and
+// ids a Cloud ID holds are.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeBase64 decodes standard base64, with or without its padding.
