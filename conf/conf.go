@@ -151,7 +151,8 @@ type Elasticsearch struct {
 	StartAt string `toml:"start_at"`
 	// Hosts are the URLs of one cluster; requests fail over between them.
 	// Hosts of different clusters are refused at connect: use one named
-	// output per cluster.
+	// output per cluster. With CloudID, Load sets it to the one URL the
+	// Cloud ID decodes to.
 	Hosts []string `toml:"hosts"`
 	// Username and Password are HTTP basic credentials.
 	Username string `toml:"username"`

@@ -119,37 +119,3 @@ func (c *Config) checkDataStreamIndex(defined map[string]bool) []*KeyError {
 	}
 	return ps
 }
-
-// dataStreamWarnings warns of data_stream_* keys set to other than their
-// defaults on an output with data_stream = false, which ignores them; k
-// is the output's key with a trailing dot.
-func dataStreamWarnings(k string, es *Elasticsearch) []Warning {
-	if es.DataStream != DataStreamOff {
-		return nil
-	}
-	def := DefaultElasticsearch()
-	var set []string
-	for _, f := range []struct {
-		key     string
-		changed bool
-	}{
-		{"data_stream_type", es.DataStreamType != def.DataStreamType},
-		{"data_stream_dataset", es.DataStreamDataset != def.DataStreamDataset},
-		{"data_stream_namespace", es.DataStreamNamespace != def.DataStreamNamespace},
-		{"data_stream_sync_fields", es.DataStreamSyncFields != def.DataStreamSyncFields},
-	} {
-		if f.changed {
-			set = append(set, f.key)
-		}
-	}
-	if len(set) == 0 {
-		return nil
-	}
-	verb, them := "are", "them"
-	if len(set) == 1 {
-		verb, them = "is", "it"
-	}
-	return []Warning{{k + "data_stream",
-		fmt.Sprintf("false: every event goes to index, so %s %s ignored; remove %s, or set data_stream = \"auto\" (or true) to use %s",
-			strings.Join(set, ", "), verb, them, them)}}
-}
