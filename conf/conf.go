@@ -151,7 +151,8 @@ type Elasticsearch struct {
 	StartAt string `toml:"start_at"`
 	// Hosts are the URLs of one cluster; requests fail over between them.
 	// Hosts of different clusters are refused at connect: use one named
-	// output per cluster.
+	// output per cluster. With CloudID, Load sets it to the one URL the
+	// Cloud ID decodes to.
 	Hosts []string `toml:"hosts"`
 	// Username and Password are HTTP basic credentials.
 	Username string `toml:"username"`
@@ -159,6 +160,14 @@ type Elasticsearch struct {
 	// APIKey is an Elasticsearch API key in its encoded (base64 id:key)
 	// form; it overrides username and password.
 	APIKey string `toml:"api_key"`
+	// CloudID is an Elastic Cloud deployment's Cloud ID
+	// ("[label:]base64(host$es_id$kibana_id)"). Load decodes it into Hosts
+	// (one https URL); a file that sets it sets no hosts.
+	CloudID string `toml:"cloud_id"`
+	// CloudAuth is "username:password" for an Elastic Cloud deployment.
+	// Load splits it into Username and Password; a file that sets it sets
+	// neither of them, nor api_key. It is a secret, like Password.
+	CloudAuth string `toml:"cloud_auth"`
 	// Index names the target index, data stream or alias: Logstash sprintf
 	// syntax, %{[field][sub]} and %{+yyyy.MM.dd}.
 	Index string `toml:"index"`
@@ -167,6 +176,19 @@ type Elasticsearch struct {
 	// Pipeline is the ingest pipeline (sprintf syntax); "" for none. An
 	// event's @metadata.pipeline overrides it.
 	Pipeline string `toml:"pipeline"`
+	// DataStream says which events go to a data stream rather than to
+	// Index: "auto" (those that carry a data_stream object), true (all)
+	// or false (none).
+	DataStream DataStreamMode `toml:"data_stream"`
+	// DataStreamType, DataStreamDataset and DataStreamNamespace name the
+	// data stream "{type}-{dataset}-{namespace}" of an event that does not
+	// name it (in whole or in part) in its data_stream object.
+	DataStreamType      string `toml:"data_stream_type"`
+	DataStreamDataset   string `toml:"data_stream_dataset"`
+	DataStreamNamespace string `toml:"data_stream_namespace"`
+	// DataStreamSyncFields completes each data stream event's data_stream
+	// object with the type, dataset and namespace it was routed by.
+	DataStreamSyncFields bool `toml:"data_stream_sync_fields"`
 	// DocumentID is "auto" (@metadata._id, else an id derived from the
 	// event's place in the ledger) or "none" (Elasticsearch assigns ids;
 	// replays after a crash then write duplicates).
@@ -204,13 +226,18 @@ type Elasticsearch struct {
 	TLS ElasticsearchTLS `toml:"tls"`
 }
 
-// ElasticsearchTLS configures how the output verifies https hosts.
+// ElasticsearchTLS configures TLS to https hosts: how the output verifies
+// them, and the client certificate it presents.
 type ElasticsearchTLS struct {
 	// CA is a PEM bundle to verify the cluster's certificate against
 	// instead of the system roots.
 	CA string `toml:"ca"`
 	// VerificationMode is full (verify chain and host name) or none.
 	VerificationMode string `toml:"verification_mode"`
+	// Cert and Key are the PEM client certificate and its key, presented
+	// to hosts that ask for one: both or neither.
+	Cert string `toml:"cert"`
+	Key  string `toml:"key"`
 }
 
 // Admin configures the HTTP endpoint for metrics and health.
@@ -392,7 +419,9 @@ func parse(name string, data []byte, checks []Check) (l *Loaded, ps []*KeyError,
 	}
 	ps = d.problems
 	lifted, liftedCreds := cfg.liftHostCredentials()
-	found := append(lifted, cfg.validate()...)
+	found := append(lifted, cfg.applyCloud(d.defined)...)
+	found = append(found, cfg.checkDataStreamIndex(d.defined)...)
+	found = append(found, cfg.validate()...)
 	for _, check := range checks {
 		found = append(found, check(&cfg)...)
 	}

@@ -33,7 +33,7 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		Log     Log     `toml:"log"`
 	}
 	plain := config{Journal: c.Journal, Ledger: c.Ledger, Input: c.Input, Admin: c.Admin, Log: c.Log,
-		Output: output{Elasticsearch: &c.Output.Elasticsearch, Lumberjack: c.Output.Lumberjack}}
+		Output: output{Elasticsearch: asWritten(c.Output.Elasticsearch), Lumberjack: c.Output.Lumberjack}}
 	if len(c.Output.Lumberjack) == 0 {
 		plain.Output.Lumberjack = nil // an empty map would print an empty table
 	}
@@ -60,7 +60,7 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		var t bytes.Buffer
 		enc := toml.NewEncoder(&t)
 		enc.Indent = ""
-		if err := enc.Encode(o.Elasticsearch); err != nil {
+		if err := enc.Encode(asWritten(*o.Elasticsearch)); err != nil {
 			return nil, fmt.Errorf("conf: encoding [%s]: %w", o.Key, err)
 		}
 		fmt.Fprintf(&named, "[%s]\n", o.Key)
@@ -84,4 +84,18 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		return nil, fmt.Errorf("conf: encoding the configuration: no [admin] table to put the named outputs before")
 	}
 	return slices.Concat(doc[:at+1], named.Bytes(), doc[at+1:]), nil
+}
+
+// asWritten is an Elasticsearch output as a file sets it: without the
+// hosts that Load decodes from cloud_id, nor the username and password it
+// takes from cloud_auth, as a file that sets those sets none of these.
+// (The TOML encoder leaves nil values out.)
+func asWritten(es Elasticsearch) *Elasticsearch {
+	if es.CloudID != "" {
+		es.Hosts = nil
+	}
+	if es.CloudAuth != "" {
+		es.Username, es.Password = "", ""
+	}
+	return &es
 }

@@ -97,8 +97,8 @@ const Redacted = "<redacted>"
 // variable's value is shown as the reference it came from (${NAME} or
 // ${NAME:default}), and a literal "${" as "$${", so that the output loads
 // back, in the same environment, to the same configuration. When a host
-// URL that took a variable carried an output's credentials, that output's
-// username and password are shown as Redacted. Other keys are shown as
+// URL or a cloud_auth that took a variable carried an output's
+// credentials, that output's username and password are shown as Redacted. Other keys are shown as
 // loaded; password and api_key are left to the caller (RedactSecrets
 // hides them). The copy shares nothing with the loaded configuration.
 func (l *Loaded) Printable() Config {
@@ -113,9 +113,9 @@ func (l *Loaded) Printable() Config {
 		subst = append(subst, s)
 	}
 	for _, o := range out.elasticsearchOutputs() {
-		if keys[o.Key+".hosts"] && l.liftedCreds[o.Key] {
-			// Credentials in a host URL were moved into these two; they
-			// may hold any part of a variable's value.
+		if keys[o.Key+".hosts"] && l.liftedCreds[o.Key] || keys[o.Key+".cloud_auth"] {
+			// Credentials in a host URL or in cloud_auth were moved into
+			// these two; they may hold any part of a variable's value.
 			o.Elasticsearch.Username, o.Elasticsearch.Password = Redacted, Redacted
 		}
 	}
@@ -142,9 +142,10 @@ func (l *Loaded) Printable() Config {
 }
 
 // RedactSecrets replaces every secret of c that is set (each
-// Elasticsearch output's password and api_key) with Redacted, for
-// printing, and reports whether c shows any value as Redacted (these, or
-// credentials Printable hid).
+// Elasticsearch output's password and api_key) with Redacted, and the
+// password in its cloud_auth ("user:<redacted>", so that the printed file
+// still loads), for printing, and reports whether c shows any value as
+// Redacted (these, or credentials Printable hid).
 func (c *Config) RedactSecrets() bool {
 	hidden := false
 	for _, o := range c.elasticsearchOutputs() {
@@ -154,7 +155,12 @@ func (c *Config) RedactSecrets() bool {
 				*secret = Redacted
 			}
 		}
-		hidden = hidden || es.Username == Redacted || es.Password == Redacted || es.APIKey == Redacted
+		// A cloud_auth without ":" is Printable's ${NAME} reference to
+		// it, which shows nothing secret.
+		if user, _, ok := strings.Cut(es.CloudAuth, ":"); ok {
+			es.CloudAuth = user + ":" + Redacted
+		}
+		hidden = hidden || es.Username == Redacted || es.Password == Redacted || es.APIKey == Redacted || strings.HasSuffix(es.CloudAuth, ":"+Redacted)
 	}
 	return hidden
 }

@@ -16,7 +16,7 @@ import (
 // checks ran and which need the host that runs logpond.
 var HostChecks = []string{
 	"journal.dir and ledger.dir: each is a directory this user can write, or its parent is (logpond creates the directory itself)",
-	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls.ca; each Lumberjack output's ssl certificate_authorities, certificate and key): readable, and they parse",
+	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls ca, cert and key; each Lumberjack output's ssl certificate_authorities, certificate and key): readable, and they parse",
 	"input.beats.listen and admin.listen: the address can be listened on (port free, address on this host)",
 }
 
@@ -64,8 +64,18 @@ func (l *Loaded) checkHost(skip map[string]bool) error {
 	}
 	for _, o := range c.allOutputs() {
 		if o.Elasticsearch != nil {
-			if ca, key := o.Elasticsearch.TLS.CA, o.Key+".tls.ca"; ca != "" && !skip[key] {
+			t, k := o.Elasticsearch.TLS, o.Key+".tls."
+			if ca, key := t.CA, k+"ca"; ca != "" && !skip[key] {
 				if err := checkCA(ca); err != nil {
+					bad(key, "%v", err)
+				}
+			}
+			if t.Cert != "" && t.Key != "" && !skip[k+"cert"] && !skip[k+"key"] {
+				if err := checkKeyPair(t.Cert, t.Key); err != nil {
+					key := k + "cert"
+					if errors.Is(err, os.ErrNotExist) && fileMissing(t.Key) && !fileMissing(t.Cert) {
+						key = k + "key"
+					}
 					bad(key, "%v", err)
 				}
 			}
@@ -145,6 +155,15 @@ func checkDir(dir string) error {
 	}
 	if err := unix.Access(parent, unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("%s does not exist and its parent %s is not writable by this user (uid %d), so logpond could not create it: %v; create it for the user logpond runs as", abs, parent, os.Getuid(), err)
+	}
+	return nil
+}
+
+// checkKeyPair loads a client certificate and its key as logpond does at
+// start.
+func checkKeyPair(cert, key string) error {
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("certificate %s with key %s: %w", cert, key, err)
 	}
 	return nil
 }

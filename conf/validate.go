@@ -224,6 +224,7 @@ func (c *Config) validateElasticsearch(bad badFunc, k string, es *Elasticsearch)
 	if err := validIndexName(es.FallbackIndex); err != nil {
 		bad(k+"fallback_index", "%v", err)
 	}
+	validateDataStream(bad, k, es)
 	switch es.DocumentID {
 	case "auto", "none":
 	default:
@@ -274,6 +275,9 @@ func (c *Config) validateElasticsearch(bad badFunc, k string, es *Elasticsearch)
 	case "full", "none":
 	default:
 		bad(k+"tls.verification_mode", "%q: use full (check the certificate chain and host name) or none", es.TLS.VerificationMode)
+	}
+	if (es.TLS.Cert == "") != (es.TLS.Key == "") {
+		bad(k+"tls.key", "tls.cert and tls.key go together: set both (PEM files of the client certificate and its key) or neither")
 	}
 }
 

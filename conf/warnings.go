@@ -8,10 +8,11 @@ import (
 	"github.com/logpond/logpond/internal/hosturl"
 )
 
-// Warning is a setting that works but exposes data or credentials. logpond
-// starts with it (logging each warning) and -check-config prints it without
-// failing: the setting may be deliberate (a test cluster, a network that is
-// protected otherwise).
+// Warning is a setting that works but exposes data or credentials, or
+// that logpond ignores. logpond starts with it (logging each warning) and
+// -check-config prints it without failing: the setting may be deliberate
+// (a test cluster, a network that is protected otherwise, data stream
+// settings kept for when data_stream is turned back on).
 type Warning struct {
 	Key string // dotted path, e.g. "output.elasticsearch.tls.verification_mode"
 	Msg string // what is exposed, to whom, and what to change
@@ -24,7 +25,9 @@ func (w Warning) String() string { return w.Key + ": " + w.Msg }
 //   - tls.verification_mode = "none" on an Elasticsearch output, or
 //     ssl.verification_mode = "none" on a Lumberjack output with TLS;
 //   - credentials (username and password, or api_key) sent to http hosts;
-//   - a Beats listener without TLS on an address other hosts can reach.
+//   - a Beats listener without TLS on an address other hosts can reach;
+//   - data_stream_* keys set to other than their defaults on an
+//     Elasticsearch output with data_stream = false, which ignores them.
 //
 // Each output's warnings name its own keys ("output.elasticsearch.siem.hosts").
 func (c *Config) Warnings() []Warning {
@@ -32,6 +35,7 @@ func (c *Config) Warnings() []Warning {
 	for _, o := range c.allOutputs() {
 		if o.Elasticsearch != nil {
 			ws = append(ws, elasticsearchWarnings(o.Key+".", o.Elasticsearch)...)
+			ws = append(ws, dataStreamWarnings(o.Key+".", o.Elasticsearch)...)
 		} else if o.Lumberjack.SSL.Enabled && o.Lumberjack.SSL.VerificationMode == "none" {
 			ws = append(ws, Warning{o.Key + ".ssl.verification_mode",
 				`"none": logpond checks no certificate of the hosts, so anyone on the network path can pose as them and read the events; use "full" (with ssl.certificate_authorities for a private CA)`})
@@ -75,6 +79,40 @@ func elasticsearchWarnings(k string, es *Elasticsearch) []Warning {
 		}
 	}
 	return ws
+}
+
+// dataStreamWarnings warns of data_stream_* keys set to other than their
+// defaults on an output with data_stream = false, which ignores them; k
+// is the output's key with a trailing dot.
+func dataStreamWarnings(k string, es *Elasticsearch) []Warning {
+	if es.DataStream != DataStreamOff {
+		return nil
+	}
+	def := DefaultElasticsearch()
+	var set []string
+	for _, f := range []struct {
+		key     string
+		changed bool
+	}{
+		{"data_stream_type", es.DataStreamType != def.DataStreamType},
+		{"data_stream_dataset", es.DataStreamDataset != def.DataStreamDataset},
+		{"data_stream_namespace", es.DataStreamNamespace != def.DataStreamNamespace},
+		{"data_stream_sync_fields", es.DataStreamSyncFields != def.DataStreamSyncFields},
+	} {
+		if f.changed {
+			set = append(set, f.key)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	verb, them := "are", "them"
+	if len(set) == 1 {
+		verb, them = "is", "it"
+	}
+	return []Warning{{k + "data_stream",
+		fmt.Sprintf("false: every event goes to index, so %s %s ignored; remove %s, or set data_stream = \"auto\" (or true) to use %s",
+			strings.Join(set, ", "), verb, them, them)}}
 }
 
 // loopback reports whether addr (host:port) listens on a loopback address

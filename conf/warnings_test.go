@@ -35,6 +35,12 @@ func TestWarnings(t *testing.T) {
 		{"plaintext on ::", "[input.beats]\nlisten = \"[::]:5044\"\n", map[string]string{"input.beats.listen": "plaintext"}},
 		{"plaintext on a LAN address", "[input.beats]\nlisten = \"10.1.2.3:5044\"\n", map[string]string{"input.beats.listen": "plaintext"}},
 		{"plaintext on a host name", "[input.beats]\nlisten = \"ingest.example.com:5044\"\n", map[string]string{"input.beats.listen": "plaintext"}},
+		{"data_stream false with the data_stream keys at their defaults", safe + "[output.elasticsearch]\ndata_stream = false\ndata_stream_type = \"logs\"\n", nil},
+		{"data_stream auto with data_stream keys", safe + "[output.elasticsearch]\ndata_stream_namespace = \"prod\"\n", nil},
+		{"data_stream false with data_stream keys", safe + "[output.elasticsearch]\ndata_stream = \"false\"\ndata_stream_namespace = \"prod\"\ndata_stream_sync_fields = false\n",
+			map[string]string{"output.elasticsearch.data_stream": "data_stream_namespace, data_stream_sync_fields are ignored"}},
+		{"data_stream false with data_stream keys, named output", safe + "[output.elasticsearch.siem]\ndata_stream = false\ndata_stream_dataset = \"fw\"\n",
+			map[string]string{"output.elasticsearch.siem.data_stream": "data_stream_dataset is ignored"}},
 		{"all three", "[output.elasticsearch]\nhosts = [\"http://es1:9200\"]\napi_key = \"a2V5\"\n[output.elasticsearch.tls]\nverification_mode = \"none\"\n",
 			map[string]string{"output.elasticsearch.tls.verification_mode": "", "output.elasticsearch.hosts": "", "input.beats.listen": ""}},
 	} {

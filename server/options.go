@@ -93,6 +93,9 @@ func deadLetterOptions(cfg *conf.Config, c *conf.Elasticsearch) dlq.Options {
 // the index or pipeline template does not compile.
 func elasticsearchOptions(cfg *conf.Config, o conf.NamedOutput) (elasticsearch.Options, error) {
 	c := o.Elasticsearch
+	if _, ok := dataStreamModes[c.DataStream]; !ok {
+		return elasticsearch.Options{}, fmt.Errorf("server: %s.data_stream: %q is not a mode: use \"auto\", true or false", o.Key, c.DataStream)
+	}
 	index, err := sprintf.Compile(c.Index)
 	if err != nil {
 		return elasticsearch.Options{}, fmt.Errorf("server: %s.index: %w", o.Key, err)
@@ -107,6 +110,8 @@ func elasticsearchOptions(cfg *conf.Config, o conf.NamedOutput) (elasticsearch.O
 		Hosts: c.Hosts, Username: c.Username, Password: elasticsearch.NewSecret(c.Password), APIKey: elasticsearch.NewSecret(c.APIKey),
 		InsecureSkipVerify: c.TLS.VerificationMode == "none",
 		Index:              index, FallbackIndex: c.FallbackIndex, Pipeline: pipeline,
+		DataStream: dataStreamModes[c.DataStream], DataStreamSyncFields: c.DataStreamSyncFields,
+		DataStreamType: c.DataStreamType, DataStreamDataset: c.DataStreamDataset, DataStreamNamespace: c.DataStreamNamespace,
 		DerivedIDs: c.DocumentID == "auto",
 		Workers:    c.Workers, FixedConcurrency: c.Concurrency == "fixed",
 		FlushBytes: int(c.FlushBytes), FlushInterval: time.Duration(c.FlushInterval),
@@ -118,6 +123,14 @@ func elasticsearchOptions(cfg *conf.Config, o conf.NamedOutput) (elasticsearch.O
 		Key:             o.Key,
 		UnreadableAfter: ledgerUnreadableAfter,
 	}, nil
+}
+
+// dataStreamModes maps conf's data_stream values to the output's modes;
+// conf refuses any other value.
+var dataStreamModes = map[conf.DataStreamMode]elasticsearch.DataStreamMode{
+	conf.DataStreamOff:  elasticsearch.DataStreamOff,
+	conf.DataStreamAuto: elasticsearch.DataStreamAuto,
+	conf.DataStreamOn:   elasticsearch.DataStreamAlways,
 }
 
 // ledgerUnreadableAfter is how long the ledger's device must have failed

@@ -1,6 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,7 +130,9 @@ func TestElasticsearchOptions(t *testing.T) {
 	defaults := elasticsearch.Options{
 		Hosts: []string{"http://127.0.0.1:9200"},
 		Index: compile("%{[@metadata][beat]}-%{[@metadata][version]}"), FallbackIndex: "logpond-fallback",
-		DerivedIDs: true, Workers: 4,
+		DataStream: elasticsearch.DataStreamAuto, DataStreamType: "logs", DataStreamDataset: "generic", DataStreamNamespace: "default",
+		DataStreamSyncFields: true,
+		DerivedIDs:           true, Workers: 4,
 		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, MaxRecordBytes: 4 << 20, Timeout: time.Minute,
 		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
 		Cursor: "elasticsearch", Name: "elasticsearch", Key: "output.elasticsearch", UnreadableAfter: time.Hour,
@@ -142,11 +154,14 @@ func TestElasticsearchOptions(t *testing.T) {
 			e.FlushBytes, e.FlushInterval, e.MaxRequestBytes = 2<<20, conf.Duration(time.Millisecond), 10<<20
 			e.Compression, e.Timeout = "gzip", conf.Duration(time.Second)
 			e.RetryInitialInterval, e.RetryMaxInterval = conf.Duration(time.Second), conf.Duration(time.Minute)
+			e.DataStream, e.DataStreamType, e.DataStreamDataset, e.DataStreamNamespace = conf.DataStreamOn, "metrics", "nginx.access", "prod"
+			e.DataStreamSyncFields = false
 		}), elasticsearch.Options{
 			Hosts:    []string{"https://127.0.0.1:9201", "https://127.0.0.1:9202"},
 			Username: "logpond", Password: elasticsearch.NewSecret("pw"), APIKey: elasticsearch.NewSecret("key"),
 			InsecureSkipVerify: true,
 			Index:              compile("logs-%{+yyyy.MM.dd}"), FallbackIndex: "fallback", Pipeline: compile("%{[@metadata][pipeline]}"),
+			DataStream: elasticsearch.DataStreamAlways, DataStreamType: "metrics", DataStreamDataset: "nginx.access", DataStreamNamespace: "prod",
 			Workers: 8, FixedConcurrency: true,
 			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, MaxRecordBytes: 4 << 20, Gzip: true, Timeout: time.Second,
 			RetryInitial: time.Second, RetryMax: time.Minute,
@@ -154,6 +169,12 @@ func TestElasticsearchOptions(t *testing.T) {
 		}, ""},
 		{"bad index", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Index = "logs-%{[a]" }), elasticsearch.Options{}, "output.elasticsearch.index"},
 		{"bad pipeline", configWith(func(c *conf.Config) { c.Output.Elasticsearch.Pipeline = "%{}" }), elasticsearch.Options{}, "output.elasticsearch.pipeline"},
+		{"data_stream off", configWith(func(c *conf.Config) { c.Output.Elasticsearch.DataStream = conf.DataStreamOff }), func() elasticsearch.Options {
+			o := defaults
+			o.DataStream = elasticsearch.DataStreamOff
+			return o
+		}(), ""},
+		{"bad data_stream", configWith(func(c *conf.Config) { c.Output.Elasticsearch.DataStream = "sometimes" }), elasticsearch.Options{}, "output.elasticsearch.data_stream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := elasticsearchOptions(tc.cfg, legacyNamed(tc.cfg))
@@ -198,5 +219,54 @@ func TestBeatsOptions(t *testing.T) {
 func TestMemoryFormulaKnowsTheReadCache(t *testing.T) {
 	if conf.LedgerReadCacheBytes != ledger.DefaultReadCacheBytes {
 		t.Fatalf("conf.LedgerReadCacheBytes %d, ledger.DefaultReadCacheBytes %d: keep them equal", conf.LedgerReadCacheBytes, ledger.DefaultReadCacheBytes)
+	}
+}
+
+// TestClientCert: an Elasticsearch output's tls.cert and tls.key are
+// loaded as the client certificate; none when both are empty; a broken
+// pair is an error naming the keys.
+func TestClientCert(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	none := configWith(nil)
+	if c, err := clientCert(legacyNamed(none)); c != nil || err != nil {
+		t.Errorf("without tls.cert: got %v, %v; want none", c, err)
+	}
+	cfg := configWith(func(c *conf.Config) {
+		c.Output.Elasticsearch.TLS.Cert, c.Output.Elasticsearch.TLS.Key = certFile, keyFile
+	})
+	c, err := clientCert(legacyNamed(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Certificate) != 1 || !bytes.Equal(c.Certificate[0], der) {
+		t.Errorf("loaded %d certificates, not the one written", len(c.Certificate))
+	}
+	bad := configWith(func(c *conf.Config) {
+		c.Output.Elasticsearch.TLS.Cert, c.Output.Elasticsearch.TLS.Key = keyFile, certFile
+	})
+	if _, err := clientCert(legacyNamed(bad)); err == nil || !strings.Contains(err.Error(), "output.elasticsearch.tls.cert") {
+		t.Errorf("swapped files: got %v, want an error naming output.elasticsearch.tls.cert", err)
 	}
 }

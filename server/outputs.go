@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,6 +40,9 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			if opts.CACert, err = os.ReadFile(ca); err != nil {
 				return nil, fmt.Errorf("server: %s.tls.ca: %w", o.Key, err)
 			}
+		}
+		if opts.ClientCert, err = clientCert(o); err != nil {
+			return nil, err
 		}
 		opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{m: s.metrics, output: o.Name}
 		s.metrics.esSeries(o.Name)
@@ -82,6 +86,20 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		return newDrain(l, d)
 	}
 	return out, nil
+}
+
+// clientCert loads the client certificate of the Elasticsearch output o
+// (its tls.cert and tls.key), or returns nil when it has none.
+func clientCert(o conf.NamedOutput) (*tls.Certificate, error) {
+	t := o.Elasticsearch.TLS
+	if t.Cert == "" && t.Key == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, fmt.Errorf("server: %s.tls.cert and tls.key: %w", o.Key, err)
+	}
+	return &cert, nil
 }
 
 // startCursor places the cursor of a new output (one the ledger has no

@@ -248,3 +248,112 @@ func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// cloudID is the Cloud ID of Elastic's documentation, whose Elasticsearch
+// URL is https://cec6f261a74bf24ce33bb8811b84294f.us-east-1.aws.found.io:443.
+const cloudID = "staging:dXMtZWFzdC0xLmF3cy5mb3VuZC5pbyRjZWM2ZjI2MWE3NGJmMjRjZTMzYmI4ODExYjg0Mjk0ZiRjNmMyY2E2ZDA0MjI0OWFmMGNjN2Q3YTllOTYyNTc0Mw=="
+
+// TestCheckConfigDataStreamsAndCloud: -check-config reports every problem
+// of the data stream, Elastic Cloud and client certificate keys in one
+// run, each at its line, naming the key and what to change.
+func TestCheckConfigDataStreamsAndCloud(t *testing.T) {
+	path, stdout, stderr, code := checkConfigText(t, `[output.elasticsearch]
+data_stream = true
+index = "logs-%{+yyyy}"
+data_stream_dataset = "nginx-access"
+data_stream_namespace = "Prod"
+cloud_id = "`+cloudID+`"
+hosts = ["https://es1:9200"]
+cloud_auth = "elastic"
+[output.elasticsearch.tls]
+cert = "/etc/logpond/es-client.crt"
+[output.elasticsearch.siem]
+data_stream = "sometimes"
+data_stream_type = "events"
+cloud_id = "siem:not*base64"
+cloud_auth = "elastic:pw"
+api_key = "a2V5"
+`)
+	if code != 1 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want 1 and nothing:\n%s", code, stdout, stderr)
+	}
+	want := []string{
+		path + ":3: output.elasticsearch.index: index is not used when data_stream = true (every event goes to a data stream): remove it, or set data_stream = \"auto\"",
+		path + ":4: output.elasticsearch.data_stream_dataset: \"nginx-access\" contains \"-\"",
+		path + ":5: output.elasticsearch.data_stream_namespace: \"Prod\" has upper-case letters",
+		path + ":6: output.elasticsearch.cloud_id: and hosts are both set: use one",
+		path + ":8: output.elasticsearch.cloud_auth: has no \":\": write \"username:password\"",
+		path + ":12: output.elasticsearch.siem.data_stream: \"sometimes\" is not a data_stream mode: use \"auto\"",
+		path + ":13: output.elasticsearch.siem.data_stream_type: \"events\" is not a data stream type: use logs, metrics, traces, synthetics",
+		path + ":14: output.elasticsearch.siem.cloud_id: the part after the last \":\", \"not*base64\", is not base64",
+		path + ":15: output.elasticsearch.siem.cloud_auth: is set, and so is username, password or api_key",
+		path + ": output.elasticsearch.tls.key: tls.cert and tls.key go together",
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(stderr[at:], w)
+		if i < 0 {
+			t.Errorf("stderr does not say %q (after the previous problem):\n%s", w, stderr)
+			continue
+		}
+		at += i
+	}
+
+	// A good file: cloud_id becomes the host, cloud_auth the credentials,
+	// printed as set (the password redacted); ignored data stream keys
+	// are a warning.
+	_, stdout, stderr, code = checkConfigText(t, "[output.elasticsearch]\ncloud_id = \""+cloudID+"\"\ncloud_auth = \"elastic:pw-5e2b\"\ndata_stream = false\ndata_stream_namespace = \"prod\"\n")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	for _, w := range []string{`cloud_id = "` + cloudID + `"`, `cloud_auth = "elastic:<redacted>"`, "data_stream = false"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout does not say %s:\n%s", w, stdout)
+		}
+	}
+	if strings.Contains(stdout, "pw-5e2b") || strings.Contains(stdout, "hosts = ") && strings.Contains(stdout, "found.io") {
+		t.Errorf("stdout shows the password, or hosts beside cloud_id:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "warning: ") || !strings.Contains(stderr, "output.elasticsearch.data_stream: false: every event goes to index, so data_stream_namespace is ignored") {
+		t.Errorf("stderr has no warning about the ignored data_stream_namespace:\n%s", stderr)
+	}
+}
+
+// TestCheckConfigClientCert: -check-config loads an Elasticsearch
+// output's client certificate and key as a pair and names the problem.
+func TestCheckConfigClientCert(t *testing.T) {
+	root := t.TempDir()
+	cert, key := selfSignedPEM(t, root)
+	garbage := filepath.Join(root, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cert, key string
+		want            string // "" for none
+	}{
+		{"a good pair", cert, key, ""},
+		{"garbage certificate", garbage, key, "output.elasticsearch.tls.cert: certificate " + garbage + " with key " + key + ": "},
+		{"missing key", cert, filepath.Join(root, "nope.key"), "output.elasticsearch.tls.key: certificate " + cert + " with key " + filepath.Join(root, "nope.key") + ": "},
+		{"swapped", key, cert, "output.elasticsearch.tls.cert: certificate " + key + " with key " + cert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := hostConfig(root, cert, key) + fmt.Sprintf("[output.elasticsearch.tls]\ncert = %q\nkey = %q\n", tc.cert, tc.key)
+			text = strings.Replace(text, "[output.elasticsearch.tls]\nca = ", "[output.elasticsearch.siem.tls]\nca = ", 1)
+			path := filepath.Join(t.TempDir(), "check.toml")
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr, code := runBinary(t, "-check-config", path)
+			if tc.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d:\n%s", code, stderr)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(stderr, path+":") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant it to say %q", code, stderr, tc.want)
+			}
+		})
+	}
+}

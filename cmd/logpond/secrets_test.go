@@ -183,3 +183,49 @@ func TestStartWarnings(t *testing.T) {
 		t.Errorf("a safe configuration logs a warning:\n%s", log)
 	}
 }
+
+const cloudPassword = "cloud-pw-4b7d"
+
+// TestCloudAuthNeverShown: cloud_auth's password shows neither in
+// -check-config's output (cloud_auth is printed as "user:<redacted>" and
+// the printed file loads), nor, taken from ${VAR}, its value at all, nor
+// in the log of a running logpond.
+func TestCloudAuthNeverShown(t *testing.T) {
+	_, stdout, stderr, code := checkConfigText(t, "[output.elasticsearch]\nhosts = [\"https://es1:9200\"]\ncloud_auth = \"elastic:"+cloudPassword+"\"\n")
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, cloudPassword) {
+		t.Errorf("-check-config shows the password:\n%s\n%s", stdout, stderr)
+	}
+	if !strings.Contains(stdout, `cloud_auth = "elastic:<redacted>"`) || !strings.Contains(stdout, "# Secrets are shown as") {
+		t.Errorf("-check-config does not print cloud_auth redacted:\n%s", stdout)
+	}
+	if _, err := conf.Parse("out", []byte(stdout)); err != nil {
+		t.Errorf("the printed configuration does not load: %v\n%s", err, stdout)
+	}
+
+	t.Setenv("LP_TEST_CLOUD_AUTH", "cloud-user-9a1e:"+cloudPassword)
+	_, stdout, stderr, code = checkConfigText(t, "[output.elasticsearch]\nhosts = [\"https://es1:9200\"]\ncloud_auth = \"${LP_TEST_CLOUD_AUTH}\"\n")
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, cloudPassword) || strings.Contains(stdout+stderr, "cloud-user-9a1e") {
+		t.Errorf("-check-config shows the variable's value:\n%s\n%s", stdout, stderr)
+	}
+	if !strings.Contains(stdout, `cloud_auth = "${LP_TEST_CLOUD_AUTH}"`) {
+		t.Errorf("-check-config does not print cloud_auth as its reference:\n%s", stdout)
+	}
+
+	srv, err := estest.Start(estest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	config := configFile(t, t.TempDir(), fmt.Sprintf("[input.beats]\nlisten = \"127.0.0.1:0\"\n[output.elasticsearch]\nhosts = [%q]\ncloud_auth = \"${LP_TEST_CLOUD_AUTH}\"\n", srv.URL()))
+	cmd, log := startedUntil(t, config, "draining the ledger", "beats input listening")
+	stop(t, cmd, log)
+	if strings.Contains(log, cloudPassword) {
+		t.Errorf("the log shows the password:\n%s", log)
+	}
+}
