@@ -51,8 +51,21 @@ type Options struct {
 	// Seed seeds the fault RNG, so a run with the same seed, faults and
 	// sequence of requests makes the same fault decisions. Log it in tests.
 	Seed int64
-	// Version is the cluster version GET / reports; default DefaultVersion.
+	// Version is the Elasticsearch version the node answers as, "X.Y.Z"
+	// (7.0.0 or later); default DefaultVersion. Besides GET /'s
+	// version.number it decides: data streams (from 7.9), the
+	// X-Elastic-Product header (from 7.14), the compatible-with versions
+	// accepted (the node's major and, from 8, the previous one),
+	// "_type":"_doc" in bulk and get answers (7.x), the backing index
+	// names (dated from 7.11) and the data stream error types (7.x
+	// mapper_parsing_exception, 8+ document_parsing_exception).
 	Version string
+	// DataStreamPatterns are the index patterns (`*` is the only wildcard)
+	// whose names are data streams, like the index_patterns of index
+	// templates with a data_stream section. nil means
+	// BuiltinDataStreamPatterns; an empty non-nil slice means none. On a
+	// Version before 7.9 there are no data streams whatever they say.
+	DataStreamPatterns []string
 }
 
 // Faults describes the failures the server injects. Probabilities are in
@@ -111,7 +124,12 @@ type Faults struct {
 
 // Doc is a stored document as returned by Docs.
 type Doc struct {
-	Index string // the effective index: the item's "_index", else the path's
+	// Index is where the document is stored: the item's "_index" (else the
+	// path's), or for a data stream document its backing index.
+	Index string
+	// DataStream is the data stream the document was written to, "" for a
+	// plain index.
+	DataStream string
 	ID    string // the item's "_id", or the id the server generated
 	// Source is exactly the bytes of the source line, without its "\n" (or
 	// "\r\n"); a copy the caller owns.
@@ -146,6 +164,8 @@ type Stats struct {
 	ChunkedRequests   int64         // bulk requests with no Content-Length (chunked transfer encoding)
 	BytesReceived     int64         // bulk request body bytes read from the wire, before decoding
 	BytesDecoded      int64         // bulk request body bytes after decoding (at most MaxContentLength+1 each)
+	DataStreamRefused int64         // items refused by data stream rules: op type, @timestamp, data stream name, writes to backing indices
+	CompatRefused     int64         // requests answered 400 media_type_header_exception (compatible-with headers)
 }
 
 // Server is a running test server. Create it with Start and stop it with
@@ -154,6 +174,8 @@ type Server struct {
 	addr       string // "127.0.0.1:port", fixed for the server's life
 	maxContent int64
 	version    string
+	ver        esVersion
+	dsPatterns []string
 	clusterID  string
 	idPrefix   [7]byte
 	idCounter  atomic.Uint64
@@ -164,10 +186,11 @@ type Server struct {
 	tokens  float64   // AcceptRate's bucket
 	filled  time.Time // when tokens was last refilled; zero: full
 
-	mu      sync.Mutex // guards indices, count and stats
-	indices map[string]*index
-	count   int
-	stats   Stats
+	mu          sync.Mutex // guards indices, dataStreams, count and stats
+	indices     map[string]*index
+	dataStreams map[string]*dataStream
+	count       int
+	stats       Stats
 
 	lifeMu sync.Mutex // guards gen and closed; held across Pause, Resume and Close
 	gen    *generation
@@ -175,7 +198,8 @@ type Server struct {
 }
 
 type index struct {
-	uuid  string
+	uuid       string
+	dataStream string // the data stream it backs, or ""
 	seqNo int64 // next sequence number
 	docs  map[string]*storedDoc
 }
@@ -223,12 +247,23 @@ func Start(opts Options) (*Server, error) {
 		version:    opts.Version,
 		rng:        mrand.New(mrand.NewPCG(uint64(opts.Seed), 0x657374657374)), // "estest"
 		indices:    make(map[string]*index),
+		dsPatterns: BuiltinDataStreamPatterns,
 	}
+	s.dataStreams = make(map[string]*dataStream)
 	if s.maxContent == 0 {
 		s.maxContent = DefaultMaxContentLength
 	}
 	if s.version == "" {
 		s.version = DefaultVersion
+	}
+	if s.ver, err = parseVersion(s.version); err != nil {
+		return nil, fmt.Errorf("estest: bad Version: %w", err)
+	}
+	if opts.DataStreamPatterns != nil {
+		if err := checkPatterns(opts.DataStreamPatterns); err != nil {
+			return nil, fmt.Errorf("estest: bad DataStreamPatterns: %w", err)
+		}
+		s.dsPatterns = append([]string(nil), opts.DataStreamPatterns...)
 	}
 	s.stats.ItemsByStatus = make(map[int]int64)
 	if _, err := rand.Read(s.idPrefix[:]); err != nil {
@@ -413,7 +448,7 @@ func (s *Server) Docs() []Doc {
 	for name, ix := range s.indices {
 		for id, d := range ix.docs {
 			out = append(out, Doc{
-				Index: name, ID: id, Source: append([]byte(nil), d.source...),
+				Index: name, DataStream: ix.dataStream, ID: id, Source: append([]byte(nil), d.source...),
 				Version: d.version, SeqNo: d.seqNo, Pipeline: d.pipeline, Routing: d.routing,
 			})
 		}
@@ -425,6 +460,34 @@ func (s *Server) Docs() []Doc {
 		}
 		return out[i].ID < out[j].ID
 	})
+	return out
+}
+
+// DataStreams returns the names of the data streams that exist, sorted. A
+// data stream, and its backing index, is created by its first stored
+// document (Elasticsearch creates it already when a request first targets
+// it) and never removed, except by Reset.
+func (s *Server) DataStreams() []string {
+	s.mu.Lock()
+	out := make([]string, 0, len(s.dataStreams))
+	for name := range s.dataStreams {
+		out = append(out, name)
+	}
+	s.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// DocsIn returns the stored documents of one data stream or index (a
+// backing index's name works too), sorted by id, like Docs; nil if it does
+// not exist.
+func (s *Server) DocsIn(name string) []Doc {
+	var out []Doc
+	for _, d := range s.Docs() {
+		if d.Index == name || d.DataStream == name {
+			out = append(out, d)
+		}
+	}
 	return out
 }
 
@@ -476,6 +539,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.indices = make(map[string]*index)
+	s.dataStreams = make(map[string]*dataStream)
 	s.count = 0
 	s.stats = Stats{ItemsByStatus: make(map[int]int64)}
 }

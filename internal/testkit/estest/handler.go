@@ -20,6 +20,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.stats.Requests++
 	s.mu.Unlock()
+	if s.ver.sendsProductHeader() {
+		// Set first, so that every answer below carries it.
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+	}
+	// Elasticsearch checks the compatible-with versions when it parses a
+	// request, before routing it: every endpoint, even an unknown one,
+	// refuses a bad combination.
+	if why := s.ver.compatError(r, r.ContentLength != 0); why != "" {
+		s.mu.Lock()
+		s.stats.CompatRefused++
+		s.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, errorBodyCause(http.StatusBadRequest, "media_type_header_exception",
+			"Invalid media-type value on headers [Content-Type, Accept]", "status_exception", truncate(why, 1024)))
+		return
+	}
 
 	segs, ok := pathSegments(r.URL)
 	if !ok {
