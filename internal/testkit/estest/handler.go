@@ -114,7 +114,8 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
 }
 
 // selectIndices resolves an index expression (comma-separated names,
-// wildcards, _all) against the stored indices. It reports the first
+// wildcards, _all) against the stored indices; a data stream's name, or a
+// wildcard matching it, selects its backing index. It reports the first
 // concrete name that does not exist. Callers hold s.mu.
 func (s *Server) selectIndices(segs []string) ([]*index, string) {
 	if len(segs) < 2 || segs[0] == "_all" || segs[0] == "*" {
@@ -134,9 +135,18 @@ func (s *Server) selectIndices(segs []string) ([]*index, string) {
 					out = append(out, ix)
 				}
 			}
+			for name, ds := range s.dataStreams {
+				if ok, _ := path.Match(expr, name); ok && !seen[s.indices[ds.backing]] {
+					seen[s.indices[ds.backing]] = true
+					out = append(out, s.indices[ds.backing])
+				}
+			}
 			continue
 		}
 		ix := s.indices[expr]
+		if ds := s.dataStreams[expr]; ds != nil {
+			ix = s.indices[ds.backing]
+		}
 		if ix == nil {
 			return nil, expr
 		}
@@ -201,6 +211,9 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request, name, id s
 		return
 	}
 	b := appendString([]byte(`{"_index":`), name)
+	if s.ver.hasMappingTypes() {
+		b = append(b, `,"_type":"_doc"`...)
+	}
 	b = append(b, `,"_id":`...)
 	b = appendString(b, id)
 	status := http.StatusNotFound
