@@ -130,7 +130,7 @@ type Doc struct {
 	// DataStream is the data stream the document was written to, "" for a
 	// plain index.
 	DataStream string
-	ID    string // the item's "_id", or the id the server generated
+	ID         string // the item's "_id", or the id the server generated
 	// Source is exactly the bytes of the source line, without its "\n" (or
 	// "\r\n"); a copy the caller owns.
 	Source []byte
@@ -200,8 +200,8 @@ type Server struct {
 type index struct {
 	uuid       string
 	dataStream string // the data stream it backs, or ""
-	seqNo int64 // next sequence number
-	docs  map[string]*storedDoc
+	seqNo      int64  // next sequence number
+	docs       map[string]*storedDoc
 }
 
 type storedDoc struct {
