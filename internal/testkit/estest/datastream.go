@@ -15,10 +15,13 @@ import (
 // names an existing data stream) may only be a create with a top-level
 // @timestamp, and its document is stored in the stream's backing index.
 
-// BuiltinDataStreamPatterns are the index patterns of Elasticsearch's
+// BuiltinDataStreamPatterns returns the index patterns of Elasticsearch's
 // built-in data stream templates, used when Options.DataStreamPatterns is
-// nil.
-var BuiltinDataStreamPatterns = []string{"logs-*-*", "metrics-*-*", "synthetics-*-*", "traces-*-*"}
+// nil: logs-*-*, metrics-*-*, synthetics-*-* and traces-*-*. The slice is
+// the caller's.
+func BuiltinDataStreamPatterns() []string {
+	return []string{"logs-*-*", "metrics-*-*", "synthetics-*-*", "traces-*-*"}
+}
 
 // backingPrefix starts every backing index name, and no data stream name
 // may start with it.

@@ -1,11 +1,39 @@
-// Package estest is an in-process stand-in for an Elasticsearch 8 node that
-// speaks enough of the REST API for logpond's Elasticsearch output: the root
-// info endpoint (which go-elasticsearch's product check reads), the bulk API
-// with create, index and delete actions, and a few read endpoints for
-// inspection. It stores documents in memory, byte for byte as received, and
-// can inject the failures a real cluster produces: per-item 429 rejections,
-// whole-request 503s, dropped connections, latency, refused connections
-// (Pause), and arbitrary item or request failures chosen by hooks.
+// Package estest is an in-process stand-in for an Elasticsearch node (7.x,
+// 8.x or 9.x; Options.Version) that speaks enough of the REST API for
+// logpond's Elasticsearch output. It stores documents in memory, byte for
+// byte as received, and can inject the failures a real cluster produces:
+// per-item 429 rejections, whole-request 503s, dropped connections,
+// latency, refused connections (Pause), and arbitrary item or request
+// failures chosen by hooks.
+//
+// What it speaks:
+//   - GET and HEAD / (the info go-elasticsearch's product check reads),
+//     with the version's number, Lucene and compatibility versions;
+//   - the bulk API (/_bulk, /{index}/_bulk) with create, index and delete
+//     actions (update is refused), NDJSON or JSON bodies, gzip or deflate;
+//   - read endpoints for inspection: _count, _refresh, _cat/indices,
+//     a match_all _search, GET /{index}/_doc/{id}; a data stream's name
+//     selects its backing index in them.
+//
+// What it enforces, with Elasticsearch's statuses, error types and texts:
+//   - request validation: Content-Type, query parameters, body size
+//     (MaxContentLength), malformed action lines, ids, index names, source
+//     JSON (syntax, nesting depth, duplicate keys, UTF-8);
+//   - the version's REST behaviour: X-Elastic-Product on every answer from
+//     7.14 on; compatible-with=N in Accept and Content-Type accepted for N
+//     equal to the node's major or, from 8, the previous one (others, or a
+//     versioned header on one side only when there is a body, are answered
+//     400 media_type_header_exception); "_type":"_doc" in 7.x answers;
+//   - data streams (from 7.9): a name matching Options.DataStreamPatterns
+//     (default BuiltinDataStreamPatterns()) is a data stream, which accepts
+//     only create (index and delete are refused), needs a top-level
+//     @timestamp that is a date string or a number, must not start with
+//     ".ds-", and stores into its backing index .ds-NAME-yyyy.MM.dd-000001
+//     (the "_index" of its answers; no date before 7.11). Its backing index
+//     takes no create, nor an index without if_seq_no/if_primary_term.
+//
+// It does not model mappings, versions or sequence-number concurrency
+// control, rollover, or templates beyond the data stream patterns.
 //
 // The server binds only to 127.0.0.1. Every goroutine it starts is stopped by
 // Close. All exported methods are safe for concurrent use.
@@ -63,7 +91,7 @@ type Options struct {
 	// DataStreamPatterns are the index patterns (`*` is the only wildcard)
 	// whose names are data streams, like the index_patterns of index
 	// templates with a data_stream section. nil means
-	// BuiltinDataStreamPatterns; an empty non-nil slice means none. On a
+	// BuiltinDataStreamPatterns(); an empty non-nil slice means none. On a
 	// Version before 7.9 there are no data streams whatever they say.
 	DataStreamPatterns []string
 }
@@ -75,8 +103,9 @@ type Options struct {
 // A bulk request is served in this order: body read (413 if too large),
 // RequestHook, Latency, parsing (a malformed request is answered 400 as a
 // whole whatever the faults), Drop, Request503, then each item in request
-// order: index name check, ItemReject429, AcceptRate, source JSON check,
-// ItemHook, store. Fault decisions come from the seeded RNG in that order (a
+// order: index name and data stream checks (name, op type, backing index),
+// ItemReject429, AcceptRate, source JSON check, data stream @timestamp
+// check, ItemHook, store. Fault decisions come from the seeded RNG in that order (a
 // probability of 0 draws nothing), so they are reproducible for a given
 // seed and sequence of requests.
 type Faults struct {
@@ -106,9 +135,11 @@ type Faults struct {
 	// the response items, as some Elasticsearch-compatible engines do.
 	AnswerCreateAsIndex bool
 	// ItemHook, when non-nil, is asked about every create, index and delete
-	// item that passed the index name check, ItemReject429 and the source
-	// JSON check, just before it would be stored (source is nil for delete;
-	// id is the generated one when the item had none). Returning
+	// item that passed the index name and data stream checks,
+	// ItemReject429 and the source JSON check, just before it would be
+	// stored (index is the item's target, a data stream's name rather than
+	// its backing index; source is nil for delete; id is the generated one
+	// when the item had none). Returning
 	// ok=true makes the item fail with that status, error type and reason
 	// (for example 400 "mapper_parsing_exception") and stores nothing. A
 	// status outside 100..599 is answered as 500. It is called concurrently
@@ -247,7 +278,7 @@ func Start(opts Options) (*Server, error) {
 		version:    opts.Version,
 		rng:        mrand.New(mrand.NewPCG(uint64(opts.Seed), 0x657374657374)), // "estest"
 		indices:    make(map[string]*index),
-		dsPatterns: BuiltinDataStreamPatterns,
+		dsPatterns: BuiltinDataStreamPatterns(),
 	}
 	s.dataStreams = make(map[string]*dataStream)
 	if s.maxContent == 0 {
