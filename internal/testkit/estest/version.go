@@ -59,7 +59,9 @@ func (v esVersion) hasMappingTypes() bool { return v.major < 8 }
 func (v esVersion) datedBackingIndices() bool { return v.atLeast(7, 11) }
 
 // minCompatibleMajor is the oldest compatible-with value the node accepts:
-// the previous major from 8 on, and only 7 on a 7.x node.
+// the previous major from 8 on, and only 7 on a 7.x node. (A 7.x node has
+// no compatibility layer; refusing other values with the 8.x error, "either
+// version 7 or 7", approximates it.)
 func (v esVersion) minCompatibleMajor() int {
 	if v.major >= 8 {
 		return v.major - 1
