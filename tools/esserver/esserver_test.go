@@ -46,8 +46,20 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.opts.Addr != "127.0.0.1:9200" || c.opts.MaxContentLength != 100<<20 || c.opts.Seed != 1 ||
-		c.faults.ItemReject429 != 0 || c.faults.Request503 != 0 || c.faults.Latency != 0 {
+		c.faults.ItemReject429 != 0 || c.faults.Request503 != 0 || c.faults.Latency != 0 ||
+		c.opts.Version != estest.DefaultVersion || c.opts.DataStreamPatterns != nil {
 		t.Errorf("defaults: %+v %+v", c.opts, c.faults)
+	}
+	c, err = parseFlags([]string{"-version", "7.17.25", "-data-streams", "app-*, logs-*-*"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opts.Version != "7.17.25" || fmt.Sprint(c.opts.DataStreamPatterns) != "[app-* logs-*-*]" {
+		t.Errorf("-version, -data-streams: %+v", c.opts)
+	}
+	c, err = parseFlags([]string{"-data-streams", "none"}, io.Discard)
+	if err != nil || c.opts.DataStreamPatterns == nil || len(c.opts.DataStreamPatterns) != 0 {
+		t.Errorf("-data-streams none: %+v %v", c.opts.DataStreamPatterns, err)
 	}
 	c, err = parseFlags([]string{"-listen", "127.0.0.1:0", "-latency", "5ms", "-reject429", "0.25", "-fail503", "1",
 		"-max-content-length", "1KiB", "-seed", "7"}, io.Discard)
@@ -70,6 +82,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-max-content-length", "10MB"}, "ambiguous"},
 		{[]string{"-max-content-length", "0"}, "must be more than 0"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-data-streams", "a,,b"}, "only `*` wildcards"},
+		{[]string{"-data-streams", "logs-?"}, "only `*` wildcards"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 	} {
 		var stderr bytes.Buffer
@@ -93,6 +107,11 @@ func TestRunExitCodes(t *testing.T) {
 	code := run(context.Background(), []string{"-listen", "0.0.0.0:0"}, io.Discard, &stderr, nil)
 	if code != 1 || !strings.Contains(stderr.String(), "binds only to 127.0.0.1") {
 		t.Errorf("non-loopback address: exit %d, want 1; stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	code = run(context.Background(), []string{"-listen", "127.0.0.1:0", "-version", "8.x"}, io.Discard, &stderr, nil)
+	if code != 1 || !strings.Contains(stderr.String(), "bad Version") {
+		t.Errorf("bad -version: exit %d, want 1; stderr %q", code, stderr.String())
 	}
 }
 
@@ -137,6 +156,9 @@ func TestRunSummary(t *testing.T) {
 	post(`{"create":{"_index":"a","_id":"1"}}` + "\n{}\n" + `{"create":{"_index":"a","_id":"2"}}` + "\n{}\n" +
 		`{"create":{"_index":"b","_id":"1"}}` + "\n{}\n")
 	post(`{"create":{"_index":"a","_id":"1"}}` + "\n{}\n") // 409
+	// A data stream document, and one refused (index op).
+	post(`{"create":{"_index":"logs-x-default","_id":"1"}}` + "\n" + `{"@timestamp":1}` + "\n" +
+		`{"index":{"_index":"logs-x-default","_id":"2"}}` + "\n" + `{"@timestamp":1}` + "\n")
 	// What the quick start shows: the indices, and the documents.
 	get := func(path string) string {
 		t.Helper()
@@ -151,10 +173,10 @@ func TestRunSummary(t *testing.T) {
 		}
 		return string(b)
 	}
-	if got, want := get("/_cat/indices?v&h=index,docs.count"), "index docs.count\na              2\nb              1\n"; got != want {
+	if got, want := get("/_cat/indices/a,b?v&h=index,docs.count"), "index docs.count\na              2\nb              1\n"; got != want {
 		t.Errorf("_cat/indices: %q, want %q", got, want)
 	}
-	if got := get("/_search?size=1&sort=_id:desc"); !strings.Contains(got, `"total":{"value":3,"relation":"eq"}`) || !strings.Contains(got, `"_id":"2"`) {
+	if got := get("/_search?size=1&sort=_id:desc"); !strings.Contains(got, `"total":{"value":4,"relation":"eq"}`) || !strings.Contains(got, `"_id":"2"`) {
 		t.Errorf("_search: %s", got)
 	}
 	// Every item rejected from now on.
@@ -167,11 +189,13 @@ func TestRunSummary(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"esserver summary: 3 documents in 2 indices\n",
+		"esserver summary: 4 documents in 3 indices\n",
 		"  index a: 2 documents\n",
 		"  index b: 1 documents\n",
-		"  requests: 5 (bulk 3, ", // and the two reads
-		"  items: 5 201=3 409=1 429=1\n",
+		"  data stream logs-x-default: 1 documents\n",
+		"  requests: 6 (bulk 4, ", // and the two reads
+		"  items: 7 201=4 400=1 409=1 429=1\n",
+		"  refused: 1 items by data stream rules, 0 requests by compatible-with headers\n",
 		"  injected: 1 items rejected 429, 0 requests failed 503\n",
 		"  other: 1 conflicts 409, 0 request errors (0 too large 413), 0 dropped\n",
 	} {

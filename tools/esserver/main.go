@@ -3,6 +3,13 @@
 // logpond's Elasticsearch output:
 //
 //	esserver -listen 127.0.0.1:9200 -reject429 0.02 -seed 1
+//	esserver -version 7.17.25 -data-streams 'logs-*-*,app-*'
+//
+// -version sets the Elasticsearch version it answers as (GET /, the
+// X-Elastic-Product header from 7.14, the compatible-with versions it
+// accepts, data streams from 7.9); -data-streams sets the index patterns
+// whose names are data streams ("builtin", the default, for logs-*-*,
+// metrics-*-*, synthetics-*-* and traces-*-*; "none" for none).
 //
 // It stores every document in memory, answers the bulk API with the faults
 // its flags ask for, and logs (log/slog, text, on stderr) one line with its
@@ -16,7 +23,8 @@
 // bytes per index, and GET /_search?size=N&sort=_id:asc (or a JSON body
 // {"size":N,"sort":[{"_id":"asc"}]}) for the documents themselves. On
 // SIGINT or SIGTERM it stops, prints a summary on stdout (documents per
-// index, requests, items by status, injected 429s and 503s) and exits 0.
+// index and data stream, requests, items by status, injected 429s and
+// 503s, items refused by data stream rules) and exits 0.
 //
 // Like estest, it binds only to 127.0.0.1: any other host is refused.
 package main
@@ -31,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +71,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.faults.Request503, "fail503", 0, "probability that a whole bulk request is answered 503 (0..1)")
 	maxContent := fs.String("max-content-length", "100MiB", "largest request body accepted (Elasticsearch's http.max_content_length); binary units")
 	fs.Int64Var(&c.opts.Seed, "seed", 1, "seed of the fault decisions (same seed and requests, same faults)")
+	fs.StringVar(&c.opts.Version, "version", estest.DefaultVersion, "Elasticsearch version to answer as, X.Y.Z (7.0.0 or later)")
+	dataStreams := fs.String("data-streams", "builtin", "comma-separated index patterns (`*` wildcards) whose names are data streams; builtin: "+
+		strings.Join(estest.BuiltinDataStreamPatterns(), ",")+"; none: no data streams")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: esserver [flags]\n\nRuns the in-repo Elasticsearch test server (internal/testkit/estest) until SIGINT or SIGTERM.")
 		fs.PrintDefaults()
@@ -91,6 +103,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-max-content-length %s: must be more than 0", *maxContent)
 	}
 	c.opts.MaxContentLength = int64(n)
+	switch *dataStreams {
+	case "builtin":
+		// nil: estest's built-in patterns
+	case "none":
+		c.opts.DataStreamPatterns = []string{}
+	default:
+		for _, p := range strings.Split(*dataStreams, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" || strings.ContainsAny(p, "?[]\\") {
+				return c, fmt.Errorf("-data-streams %q: want builtin, none, or comma-separated patterns with only `*` wildcards", *dataStreams)
+			}
+			c.opts.DataStreamPatterns = append(c.opts.DataStreamPatterns, p)
+		}
+	}
 	return c, nil
 }
 
@@ -110,13 +136,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := estest.Start(c.opts)
 	if err != nil {
-		log.Error("cannot start", "err", err)
+		log.Error("cannot start", "err", err) // also a -version estest refuses
 		return 1
 	}
 	srv.SetFaults(c.faults)
 	log.Info("esserver listening", "url", srv.URL(), "reject429", c.faults.ItemReject429,
 		"fail503", c.faults.Request503, "latency", c.faults.Latency.String(),
-		"max_content_length", conf.Size(c.opts.MaxContentLength).String(), "seed", c.opts.Seed)
+		"max_content_length", conf.Size(c.opts.MaxContentLength).String(), "seed", c.opts.Seed,
+		"version", c.opts.Version, "data_streams", dataStreamsAttr(c.opts.DataStreamPatterns))
 	if ready != nil {
 		ready(srv)
 	}
@@ -131,6 +158,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	return 0
 }
 
+// dataStreamsAttr names the data stream patterns for the log line.
+func dataStreamsAttr(patterns []string) string {
+	switch {
+	case patterns == nil:
+		return strings.Join(estest.BuiltinDataStreamPatterns(), ",")
+	case len(patterns) == 0:
+		return "none"
+	}
+	return strings.Join(patterns, ",")
+}
+
 // writeSummary prints what the server stored and answered.
 func writeSummary(w io.Writer, srv *estest.Server) {
 	st := srv.Stats()
@@ -138,6 +176,9 @@ func writeSummary(w io.Writer, srv *estest.Server) {
 	fmt.Fprintf(w, "esserver summary: %d documents in %d indices\n", srv.Count(), len(indices))
 	for _, name := range indices {
 		fmt.Fprintf(w, "  index %s: %d documents\n", name, srv.IndexCount(name))
+	}
+	for _, name := range srv.DataStreams() {
+		fmt.Fprintf(w, "  data stream %s: %d documents\n", name, len(srv.DocsIn(name)))
 	}
 	fmt.Fprintf(w, "  requests: %d (bulk %d, %d bytes received)\n", st.Requests, st.BulkRequests, st.BytesReceived)
 	codes := make([]int, 0, len(st.ItemsByStatus))
@@ -153,4 +194,6 @@ func writeSummary(w io.Writer, srv *estest.Server) {
 	fmt.Fprintf(w, "  injected: %d items rejected 429, %d requests failed 503\n", st.Rejected429, st.Failed503Requests)
 	fmt.Fprintf(w, "  other: %d conflicts 409, %d request errors (%d too large 413), %d dropped\n",
 		st.Conflicts409, st.RequestErrors, st.TooLarge413, st.Dropped)
+	fmt.Fprintf(w, "  refused: %d items by data stream rules, %d requests by compatible-with headers\n",
+		st.DataStreamRefused, st.CompatRefused)
 }

@@ -21,6 +21,9 @@ type bulkItem struct {
 	pipeline string
 	source   []byte // the source line, sliced from the request body; nil for delete
 	line     int    // 1-based line number of the action
+	// ifSeqNo is set when the item carries if_seq_no or if_primary_term:
+	// Elasticsearch lets such an index op write to a backing index.
+	ifSeqNo bool
 }
 
 // itemResult is the answer to one item.
@@ -37,6 +40,12 @@ type itemResult struct {
 	errType   string
 	reason    string
 	indexUUID string // with shard and index in the error object when non-empty
+	causeType string // caused_by in the error object when non-empty
+	cause     string
+	// docType adds "_type":"_doc", as 7.x nodes answer.
+	docType bool
+	// dsRefused marks an item refused by a data stream rule.
+	dsRefused bool
 }
 
 // handleBulk serves a bulk request after the method check. The order of
@@ -219,6 +228,9 @@ func (s *Server) countItems(results []itemResult) {
 		case http.StatusTooManyRequests:
 			st.Rejected429++
 		}
+		if r.dsRefused {
+			st.DataStreamRefused++
+		}
 		switch r.result {
 		case "updated":
 			st.Updated++
@@ -399,7 +411,9 @@ func parseAction(raw []byte, line int, pathIndex, defaultPipeline, defaultRoutin
 				perr = illegalArgument("opType must be 'create' or 'index', found: [" + truncate(text, 128) + "]")
 				return false
 			}
-		case "version", "version_type", "if_seq_no", "if_primary_term", "retry_on_conflict",
+		case "if_seq_no", "if_primary_term":
+			it.ifSeqNo = true // otherwise ignored: the test server does no concurrency control
+		case "version", "version_type", "retry_on_conflict",
 			"require_alias", "require_data_stream", "list_executed_pipelines", "_source", "dynamic_templates":
 			// accepted and ignored: the test server does no concurrency control
 		default:
@@ -416,17 +430,59 @@ func parseAction(raw []byte, line int, pathIndex, defaultPipeline, defaultRoutin
 
 // execute answers one item, storing it if nothing fails.
 func (s *Server) execute(it *bulkItem, f Faults) itemResult {
-	res := itemResult{key: it.action, index: it.index, id: it.id}
+	res := itemResult{key: it.action, index: it.index, id: it.id, docType: s.ver.hasMappingTypes()}
 	if it.action == "create" && f.AnswerCreateAsIndex {
 		res.key = "index"
 	}
-	if reason := indexNameError(it.index); reason != "" {
+	// refuse fails the item before any id is generated, as Elasticsearch's
+	// coordinating node does (so "_id" is null when the item had none).
+	refuse := func(errType, reason string) itemResult {
 		res.idNull = !it.hasID
 		res.status = http.StatusBadRequest
-		res.errType = "invalid_index_name_exception"
-		res.reason = "Invalid index name [" + truncate(it.index, 512) + "], " + reason
-		res.indexUUID = "_na_"
+		res.errType = errType
+		res.reason = reason
 		return res
+	}
+	// target is the index the item is stored in: the backing index for a
+	// data stream item.
+	target := it.index
+	s.mu.Lock()
+	isStream := s.isDataStreamName(it.index)
+	stream := s.dataStreams[it.index]
+	backingOf := ""
+	if ix := s.indices[it.index]; ix != nil {
+		backingOf = ix.dataStream
+	}
+	s.mu.Unlock()
+	switch {
+	case isStream && (stream != nil || it.action != "delete"):
+		// A delete of a stream that does not exist yet is answered 404
+		// below, as Elasticsearch does not create one for it.
+		if reason := dataStreamNameError(it.index); reason != "" {
+			res.dsRefused = true
+			return refuse("illegal_argument_exception", "data_stream ["+truncate(it.index, 512)+"] "+reason)
+		}
+		if it.action != "create" {
+			res.dsRefused = true
+			return refuse("illegal_argument_exception", "only write ops with an op_type of create are allowed in data streams")
+		}
+		if stream != nil {
+			target = stream.backing
+		} else {
+			target = s.backingIndexName(it.index, time.Now())
+		}
+		res.index = target
+	case indexNameError(it.index) != "":
+		res.indexUUID = "_na_"
+		return refuse("invalid_index_name_exception", "Invalid index name ["+truncate(it.index, 512)+"], "+indexNameError(it.index))
+	case backingOf != "" && it.action == "create":
+		res.dsRefused = true
+		return refuse("illegal_argument_exception", "index request with op_type=create targeting backing indices is disallowed, "+
+			"target corresponding data stream ["+backingOf+"] instead")
+	case backingOf != "" && it.action == "index" && !it.ifSeqNo:
+		res.dsRefused = true
+		return refuse("illegal_argument_exception", "index request with op_type=index and no if_primary_term and if_seq_no set "+
+			"targeting backing indices is disallowed, target corresponding data stream ["+backingOf+"] instead")
 	}
 	if it.action == "update" {
 		res.status = http.StatusBadRequest
@@ -441,7 +497,7 @@ func (s *Server) execute(it *bulkItem, f Faults) itemResult {
 	if s.chance(f.ItemReject429) || !s.take(f.AcceptRate) {
 		res.status = http.StatusTooManyRequests
 		res.errType = "es_rejected_execution_exception"
-		res.reason = "rejected execution of primary operation [shard_detail=[" + truncate(it.index, 512) +
+		res.reason = "rejected execution of primary operation [shard_detail=[" + truncate(target, 512) +
 			"][0][P], shard_primary_operation_bytes=" + strconv.Itoa(len(it.source)) + "] (estest fault injection)"
 		return res
 	}
@@ -450,7 +506,18 @@ func (s *Server) execute(it *bulkItem, f Faults) itemResult {
 			res.status = http.StatusBadRequest
 			res.errType = "document_parsing_exception"
 			res.reason = reason
-			res.indexUUID = s.indexUUID(it.index)
+			res.indexUUID = s.indexUUID(target)
+			return res
+		}
+	}
+	if isStream && it.action == "create" {
+		if typ, why, cause := s.timestampError(it.source, it.id); typ != "" {
+			res.status = http.StatusBadRequest
+			res.errType, res.reason = typ, why
+			if cause != "" {
+				res.causeType, res.cause = "illegal_argument_exception", cause
+			}
+			res.dsRefused = true
 			return res
 		}
 	}
@@ -468,7 +535,18 @@ func (s *Server) execute(it *bulkItem, f Faults) itemResult {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ix := s.indices[it.index]
+	if isStream && it.action == "create" {
+		// The stream may have been created since the check above, by
+		// another request: its backing index wins.
+		if ds := s.dataStreams[it.index]; ds != nil {
+			target = ds.backing
+		} else {
+			s.dataStreams[it.index] = &dataStream{backing: target}
+			s.indices[target] = &index{uuid: randomUUID(), dataStream: it.index, docs: make(map[string]*storedDoc)}
+		}
+		res.index = target
+	}
+	ix := s.indices[target]
 	if it.action == "delete" {
 		if ix == nil {
 			res.status = http.StatusNotFound
@@ -491,7 +569,7 @@ func (s *Server) execute(it *bulkItem, f Faults) itemResult {
 	}
 	if ix == nil {
 		ix = &index{uuid: randomUUID(), docs: make(map[string]*storedDoc)}
-		s.indices[it.index] = ix
+		s.indices[target] = ix
 	}
 	if d := ix.docs[it.id]; d != nil {
 		if it.action == "create" {
@@ -537,6 +615,9 @@ func appendItem(b []byte, r *itemResult) []byte {
 	b = appendString(b, r.key)
 	b = append(b, `:{"_index":`...)
 	b = appendString(b, r.index)
+	if r.docType {
+		b = append(b, `,"_type":"_doc"`...)
+	}
 	b = append(b, `,"_id":`...)
 	if r.idNull {
 		b = append(b, "null"...)
@@ -560,6 +641,10 @@ func appendItem(b []byte, r *itemResult) []byte {
 	b = appendString(b, r.errType)
 	b = append(b, `,"reason":`...)
 	b = appendString(b, r.reason)
+	if r.causeType != "" {
+		b = append(b, `,"caused_by":`...)
+		b = appendCause(b, r.causeType, r.cause)
+	}
 	if r.indexUUID != "" {
 		b = append(b, `,"index_uuid":`...)
 		b = appendString(b, r.indexUUID)

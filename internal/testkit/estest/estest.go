@@ -1,11 +1,39 @@
-// Package estest is an in-process stand-in for an Elasticsearch 8 node that
-// speaks enough of the REST API for logpond's Elasticsearch output: the root
-// info endpoint (which go-elasticsearch's product check reads), the bulk API
-// with create, index and delete actions, and a few read endpoints for
-// inspection. It stores documents in memory, byte for byte as received, and
-// can inject the failures a real cluster produces: per-item 429 rejections,
-// whole-request 503s, dropped connections, latency, refused connections
-// (Pause), and arbitrary item or request failures chosen by hooks.
+// Package estest is an in-process stand-in for an Elasticsearch node (7.x,
+// 8.x or 9.x; Options.Version) that speaks enough of the REST API for
+// logpond's Elasticsearch output. It stores documents in memory, byte for
+// byte as received, and can inject the failures a real cluster produces:
+// per-item 429 rejections, whole-request 503s, dropped connections,
+// latency, refused connections (Pause), and arbitrary item or request
+// failures chosen by hooks.
+//
+// What it speaks:
+//   - GET and HEAD / (the info go-elasticsearch's product check reads),
+//     with the version's number, Lucene and compatibility versions;
+//   - the bulk API (/_bulk, /{index}/_bulk) with create, index and delete
+//     actions (update is refused), NDJSON or JSON bodies, gzip or deflate;
+//   - read endpoints for inspection: _count, _refresh, _cat/indices,
+//     a match_all _search, GET /{index}/_doc/{id}; a data stream's name
+//     selects its backing index in them.
+//
+// What it enforces, with Elasticsearch's statuses, error types and texts:
+//   - request validation: Content-Type, query parameters, body size
+//     (MaxContentLength), malformed action lines, ids, index names, source
+//     JSON (syntax, nesting depth, duplicate keys, UTF-8);
+//   - the version's REST behaviour: X-Elastic-Product on every answer from
+//     7.14 on; compatible-with=N in Accept and Content-Type accepted for N
+//     equal to the node's major or, from 8, the previous one (others, or a
+//     versioned header on one side only when there is a body, are answered
+//     400 media_type_header_exception); "_type":"_doc" in 7.x answers;
+//   - data streams (from 7.9): a name matching Options.DataStreamPatterns
+//     (default BuiltinDataStreamPatterns()) is a data stream, which accepts
+//     only create (index and delete are refused), needs a top-level
+//     @timestamp that is a date string or a number, must not start with
+//     ".ds-", and stores into its backing index .ds-NAME-yyyy.MM.dd-000001
+//     (the "_index" of its answers; no date before 7.11). Its backing index
+//     takes no create, nor an index without if_seq_no/if_primary_term.
+//
+// It does not model mappings, versions or sequence-number concurrency
+// control, rollover, or templates beyond the data stream patterns.
 //
 // The server binds only to 127.0.0.1. Every goroutine it starts is stopped by
 // Close. All exported methods are safe for concurrent use.
@@ -51,8 +79,21 @@ type Options struct {
 	// Seed seeds the fault RNG, so a run with the same seed, faults and
 	// sequence of requests makes the same fault decisions. Log it in tests.
 	Seed int64
-	// Version is the cluster version GET / reports; default DefaultVersion.
+	// Version is the Elasticsearch version the node answers as, "X.Y.Z"
+	// (7.0.0 or later); default DefaultVersion. Besides GET /'s
+	// version.number it decides: data streams (from 7.9), the
+	// X-Elastic-Product header (from 7.14), the compatible-with versions
+	// accepted (the node's major and, from 8, the previous one),
+	// "_type":"_doc" in bulk and get answers (7.x), the backing index
+	// names (dated from 7.11) and the data stream error types (7.x
+	// mapper_parsing_exception, 8+ document_parsing_exception).
 	Version string
+	// DataStreamPatterns are the index patterns (`*` is the only wildcard)
+	// whose names are data streams, like the index_patterns of index
+	// templates with a data_stream section. nil means
+	// BuiltinDataStreamPatterns(); an empty non-nil slice means none. On a
+	// Version before 7.9 there are no data streams whatever they say.
+	DataStreamPatterns []string
 }
 
 // Faults describes the failures the server injects. Probabilities are in
@@ -62,8 +103,9 @@ type Options struct {
 // A bulk request is served in this order: body read (413 if too large),
 // RequestHook, Latency, parsing (a malformed request is answered 400 as a
 // whole whatever the faults), Drop, Request503, then each item in request
-// order: index name check, ItemReject429, AcceptRate, source JSON check,
-// ItemHook, store. Fault decisions come from the seeded RNG in that order (a
+// order: index name and data stream checks (name, op type, backing index),
+// ItemReject429, AcceptRate, source JSON check, data stream @timestamp
+// check, ItemHook, store. Fault decisions come from the seeded RNG in that order (a
 // probability of 0 draws nothing), so they are reproducible for a given
 // seed and sequence of requests.
 type Faults struct {
@@ -93,9 +135,11 @@ type Faults struct {
 	// the response items, as some Elasticsearch-compatible engines do.
 	AnswerCreateAsIndex bool
 	// ItemHook, when non-nil, is asked about every create, index and delete
-	// item that passed the index name check, ItemReject429 and the source
-	// JSON check, just before it would be stored (source is nil for delete;
-	// id is the generated one when the item had none). Returning
+	// item that passed the index name and data stream checks,
+	// ItemReject429 and the source JSON check, just before it would be
+	// stored (index is the item's target, a data stream's name rather than
+	// its backing index; source is nil for delete; id is the generated one
+	// when the item had none). Returning
 	// ok=true makes the item fail with that status, error type and reason
 	// (for example 400 "mapper_parsing_exception") and stores nothing. A
 	// status outside 100..599 is answered as 500. It is called concurrently
@@ -111,8 +155,13 @@ type Faults struct {
 
 // Doc is a stored document as returned by Docs.
 type Doc struct {
-	Index string // the effective index: the item's "_index", else the path's
-	ID    string // the item's "_id", or the id the server generated
+	// Index is where the document is stored: the item's "_index" (else the
+	// path's), or for a data stream document its backing index.
+	Index string
+	// DataStream is the data stream the document was written to, "" for a
+	// plain index.
+	DataStream string
+	ID         string // the item's "_id", or the id the server generated
 	// Source is exactly the bytes of the source line, without its "\n" (or
 	// "\r\n"); a copy the caller owns.
 	Source []byte
@@ -146,6 +195,8 @@ type Stats struct {
 	ChunkedRequests   int64         // bulk requests with no Content-Length (chunked transfer encoding)
 	BytesReceived     int64         // bulk request body bytes read from the wire, before decoding
 	BytesDecoded      int64         // bulk request body bytes after decoding (at most MaxContentLength+1 each)
+	DataStreamRefused int64         // items refused by data stream rules: op type, @timestamp, data stream name, writes to backing indices
+	CompatRefused     int64         // requests answered 400 media_type_header_exception (compatible-with headers)
 }
 
 // Server is a running test server. Create it with Start and stop it with
@@ -154,6 +205,8 @@ type Server struct {
 	addr       string // "127.0.0.1:port", fixed for the server's life
 	maxContent int64
 	version    string
+	ver        esVersion
+	dsPatterns []string
 	clusterID  string
 	idPrefix   [7]byte
 	idCounter  atomic.Uint64
@@ -164,10 +217,11 @@ type Server struct {
 	tokens  float64   // AcceptRate's bucket
 	filled  time.Time // when tokens was last refilled; zero: full
 
-	mu      sync.Mutex // guards indices, count and stats
-	indices map[string]*index
-	count   int
-	stats   Stats
+	mu          sync.Mutex // guards indices, dataStreams, count and stats
+	indices     map[string]*index
+	dataStreams map[string]*dataStream
+	count       int
+	stats       Stats
 
 	lifeMu sync.Mutex // guards gen and closed; held across Pause, Resume and Close
 	gen    *generation
@@ -175,9 +229,10 @@ type Server struct {
 }
 
 type index struct {
-	uuid  string
-	seqNo int64 // next sequence number
-	docs  map[string]*storedDoc
+	uuid       string
+	dataStream string // the data stream it backs, or ""
+	seqNo      int64  // next sequence number
+	docs       map[string]*storedDoc
 }
 
 type storedDoc struct {
@@ -223,12 +278,23 @@ func Start(opts Options) (*Server, error) {
 		version:    opts.Version,
 		rng:        mrand.New(mrand.NewPCG(uint64(opts.Seed), 0x657374657374)), // "estest"
 		indices:    make(map[string]*index),
+		dsPatterns: BuiltinDataStreamPatterns(),
 	}
+	s.dataStreams = make(map[string]*dataStream)
 	if s.maxContent == 0 {
 		s.maxContent = DefaultMaxContentLength
 	}
 	if s.version == "" {
 		s.version = DefaultVersion
+	}
+	if s.ver, err = parseVersion(s.version); err != nil {
+		return nil, fmt.Errorf("estest: bad Version: %w", err)
+	}
+	if opts.DataStreamPatterns != nil {
+		if err := checkPatterns(opts.DataStreamPatterns); err != nil {
+			return nil, fmt.Errorf("estest: bad DataStreamPatterns: %w", err)
+		}
+		s.dsPatterns = append([]string(nil), opts.DataStreamPatterns...)
 	}
 	s.stats.ItemsByStatus = make(map[int]int64)
 	if _, err := rand.Read(s.idPrefix[:]); err != nil {
@@ -413,7 +479,7 @@ func (s *Server) Docs() []Doc {
 	for name, ix := range s.indices {
 		for id, d := range ix.docs {
 			out = append(out, Doc{
-				Index: name, ID: id, Source: append([]byte(nil), d.source...),
+				Index: name, DataStream: ix.dataStream, ID: id, Source: append([]byte(nil), d.source...),
 				Version: d.version, SeqNo: d.seqNo, Pipeline: d.pipeline, Routing: d.routing,
 			})
 		}
@@ -425,6 +491,34 @@ func (s *Server) Docs() []Doc {
 		}
 		return out[i].ID < out[j].ID
 	})
+	return out
+}
+
+// DataStreams returns the names of the data streams that exist, sorted. A
+// data stream, and its backing index, is created by its first stored
+// document (Elasticsearch creates it already when a request first targets
+// it) and never removed, except by Reset.
+func (s *Server) DataStreams() []string {
+	s.mu.Lock()
+	out := make([]string, 0, len(s.dataStreams))
+	for name := range s.dataStreams {
+		out = append(out, name)
+	}
+	s.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// DocsIn returns the stored documents of one data stream or index (a
+// backing index's name works too), sorted by id, like Docs; nil if it does
+// not exist.
+func (s *Server) DocsIn(name string) []Doc {
+	var out []Doc
+	for _, d := range s.Docs() {
+		if d.Index == name || d.DataStream == name {
+			out = append(out, d)
+		}
+	}
 	return out
 }
 
@@ -476,6 +570,7 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.indices = make(map[string]*index)
+	s.dataStreams = make(map[string]*dataStream)
 	s.count = 0
 	s.stats = Stats{ItemsByStatus: make(map[int]int64)}
 }

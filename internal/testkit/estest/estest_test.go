@@ -65,7 +65,9 @@ func TestHeadersOnEveryAnswer(t *testing.T) {
 		{"info", "GET", "/", "", "", 200},
 		{"bulk", "POST", "/_bulk", nd(`{"create":{"_index":"a"}}`, `{}`), "application/x-ndjson", 200},
 		{"bulk json content type", "PUT", "/a/_bulk", nd(`{"create":{}}`, `{}`), "application/json; charset=UTF-8", 200},
+		// A versioned Content-Type needs a versioned Accept, as in Elasticsearch.
 		{"bulk vendor content type", "POST", "/a/_bulk", nd(`{"create":{}}`, `{}`), "application/vnd.elasticsearch+x-ndjson; compatible-with=8", 200},
+		{"vendor content type without accept", "POST", "/a/_bulk", nd(`{"create":{}}`, `{}`), "application/vnd.elasticsearch+x-ndjson; compatible-with=8", 400},
 		{"unknown path", "GET", "/_cat/nodes", "", "", 404},
 		{"wrong method", "GET", "/_bulk", "", "", 405},
 		{"bad content type", "POST", "/_bulk", nd(`{"create":{"_index":"a"}}`, `{}`), "text/plain", 406},
@@ -81,6 +83,9 @@ func TestHeadersOnEveryAnswer(t *testing.T) {
 			var hdr []string
 			if tc.ct != "" {
 				hdr = []string{"Content-Type", tc.ct}
+			}
+			if tc.name == "bulk vendor content type" {
+				hdr = append(hdr, "Accept", "application/vnd.elasticsearch+json; compatible-with=8")
 			}
 			r := h.must(tc.method, tc.path, body, hdr...)
 			if r.status != tc.want {

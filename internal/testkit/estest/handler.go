@@ -20,6 +20,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.stats.Requests++
 	s.mu.Unlock()
+	if s.ver.sendsProductHeader() {
+		// Set first, so that every answer below carries it.
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+	}
+	// Elasticsearch checks the compatible-with versions when it parses a
+	// request, before routing it: every endpoint, even an unknown one,
+	// refuses a bad combination.
+	if why := s.ver.compatError(r, r.ContentLength != 0); why != "" {
+		s.mu.Lock()
+		s.stats.CompatRefused++
+		s.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, errorBodyCause(http.StatusBadRequest, "media_type_header_exception",
+			"Invalid media-type value on headers [Content-Type, Accept]", "status_exception", truncate(why, 1024)))
+		return
+	}
 
 	segs, ok := pathSegments(r.URL)
 	if !ok {
@@ -99,7 +114,8 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
 }
 
 // selectIndices resolves an index expression (comma-separated names,
-// wildcards, _all) against the stored indices. It reports the first
+// wildcards, _all) against the stored indices; a data stream's name, or a
+// wildcard matching it, selects its backing index. It reports the first
 // concrete name that does not exist. Callers hold s.mu.
 func (s *Server) selectIndices(segs []string) ([]*index, string) {
 	if len(segs) < 2 || segs[0] == "_all" || segs[0] == "*" {
@@ -119,9 +135,18 @@ func (s *Server) selectIndices(segs []string) ([]*index, string) {
 					out = append(out, ix)
 				}
 			}
+			for name, ds := range s.dataStreams {
+				if ok, _ := path.Match(expr, name); ok && !seen[s.indices[ds.backing]] {
+					seen[s.indices[ds.backing]] = true
+					out = append(out, s.indices[ds.backing])
+				}
+			}
 			continue
 		}
 		ix := s.indices[expr]
+		if ds := s.dataStreams[expr]; ds != nil {
+			ix = s.indices[ds.backing]
+		}
 		if ix == nil {
 			return nil, expr
 		}
@@ -186,6 +211,9 @@ func (s *Server) handleGetDoc(w http.ResponseWriter, r *http.Request, name, id s
 		return
 	}
 	b := appendString([]byte(`{"_index":`), name)
+	if s.ver.hasMappingTypes() {
+		b = append(b, `,"_type":"_doc"`...)
+	}
 	b = append(b, `,"_id":`...)
 	b = appendString(b, id)
 	status := http.StatusNotFound

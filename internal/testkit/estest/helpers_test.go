@@ -88,7 +88,7 @@ func (h *harness) must(method, path string, body []byte, hdr ...string) resp {
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	checkHeaders(h.t, r)
+	checkHeadersFor(h.t, r, h.srv.ver.sendsProductHeader())
 	return r
 }
 
@@ -114,11 +114,22 @@ func (h *harness) bulkOK(path, body string, n int) resp {
 	return r
 }
 
-// checkHeaders requires the headers every Elasticsearch answer carries.
+// checkHeaders requires the headers every answer of a 7.14+ node carries.
 func checkHeaders(t *testing.T, r resp) {
 	t.Helper()
-	if got := r.header.Get("X-Elastic-Product"); got != "Elasticsearch" {
-		t.Errorf("X-Elastic-Product = %q (status %d)", got, r.status)
+	checkHeadersFor(t, r, true)
+}
+
+// checkHeadersFor requires the headers every answer carries; product
+// says whether X-Elastic-Product is among them (7.14 on) or absent.
+func checkHeadersFor(t *testing.T, r resp, product bool) {
+	t.Helper()
+	want := ""
+	if product {
+		want = "Elasticsearch"
+	}
+	if got := r.header.Get("X-Elastic-Product"); got != want {
+		t.Errorf("X-Elastic-Product = %q, want %q (status %d)", got, want, r.status)
 	}
 	if got := r.header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type = %q (status %d)", got, r.status)

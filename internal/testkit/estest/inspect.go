@@ -327,6 +327,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, segs []str
 		}
 		b = append(b, `{"_index":`...)
 		b = appendString(b, h.index)
+		if s.ver.hasMappingTypes() {
+			b = append(b, `,"_type":"_doc"`...)
+		}
 		b = append(b, `,"_id":`...)
 		b = appendString(b, h.id)
 		if len(req.sort) > 0 {
