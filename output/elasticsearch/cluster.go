@@ -42,7 +42,7 @@ import (
 // and judged: a version before 7.14 is warned of (logpond is not tested
 // against it), and one before 7.9 has no data streams. There, with
 // data_stream = true, the output is misconfigured as with hosts of two
-// clusters (nothing is sent: every event would be refused); with
+// clusters (nothing is sent: no event could reach a data stream); with
 // data_stream = "auto", events with a data_stream object go to the index
 // instead (noDataStreams). This GET / is the only one logpond sends a
 // host: it is the start-up check the operator reads too (a WARN when no
@@ -145,9 +145,8 @@ func endpoint(scheme, host, path string) string {
 // Misconfigured says why the output sends nothing, or "" when it may send:
 // two of its hosts belong to different clusters, or a host runs a version
 // without data streams (before 7.9) while DataStream is DataStreamAlways.
-// Once set it stays until
-// the output is made anew (the configuration must change). Safe for
-// concurrent use.
+// Once set it stays until the output is made anew (the configuration must
+// change). Safe for concurrent use.
 func (o *Output) Misconfigured() string { return o.cluster.misconfigured() }
 
 func (c *clusterCheck) misconfigured() string {
@@ -233,9 +232,11 @@ func (c *clusterCheck) due(now time.Time) (due []*hostState, next time.Time, pen
 	return due, next, pending
 }
 
-// reportSilence logs one WARN when no host gave an HTTP answer to the
-// first round (errs holds each host's failure), so that a wrong host,
-// port or certificate shows at start rather than as a stalled drain.
+// reportSilence logs one WARN when no host answered the first round as
+// Elasticsearch does (errs holds each host's failure: a refused
+// connection, a timeout, a certificate refused, a 401 for wrong
+// credentials), so that a wrong setting shows at start rather than as a
+// stalled drain.
 func (c *clusterCheck) reportSilence(ctx context.Context, errs []error) {
 	if ctx.Err() != nil {
 		return // stopping: the requests were cut short, not refused
@@ -244,7 +245,7 @@ func (c *clusterCheck) reportSilence(ctx context.Context, errs []error) {
 	defer c.mu.Unlock()
 	shown := make([]string, len(c.hosts))
 	for i, h := range c.hosts {
-		if h.answered {
+		if h.versioned {
 			return
 		}
 		shown[i] = h.shown
@@ -319,8 +320,9 @@ func (c *clusterCheck) judgeVersionLocked(h *hostState, version string) {
 	}
 	switch c.dataStream {
 	case DataStreamAlways:
-		// Every event would be refused: send none, as for hosts of two
-		// clusters, rather than dead-letter the whole ledger.
+		// No event would land in a data stream (each would be refused,
+		// or make an ordinary index of the data stream's name): send
+		// none, as for hosts of two clusters.
 		if c.reason != "" {
 			return
 		}
@@ -341,8 +343,8 @@ func (c *clusterCheck) judgeVersionLocked(h *hostState, version string) {
 }
 
 // versionBefore says whether version ("X.Y", "X.Y.Z", …) is older than
-// the major.minor than. A version it cannot read is not judged older: a check that
-// cannot tell must not stop the output.
+// the major.minor than. A version it cannot read is not judged older: a
+// check that cannot tell must not stop the output.
 func versionBefore(version, than string) bool {
 	v, ok1 := majorMinor(version)
 	t, ok2 := majorMinor(than)

@@ -522,3 +522,38 @@ func TestVersionBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongCredentialsWarnAtStart: a host that refuses the credentials
+// (401) did not answer as Elasticsearch: the start-up WARN names it and
+// the refusal.
+func TestWrongCredentialsWarnAtStart(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"},"status":401}`)
+		return true
+	})
+	var logs syncbuf.Buffer
+	out, err := New(r.ledger, r.options(func(o *Options) {
+		o.Hosts = []string{host}
+		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); out.cluster.run(ctx) }()
+	if err := out.cluster.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	warn := lines(logs.String(), "did not answer at start")
+	if len(warn) != 1 || !strings.Contains(warn[0], host) || !strings.Contains(warn[0], "401") {
+		t.Errorf("want one WARN naming the host and the 401:\n%s", logs.String())
+	}
+}
