@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/ledger"
@@ -141,19 +139,6 @@ func (s *Server) openDeadLetters(o conf.NamedOutput) (*dlq.Store, error) {
 		return nil, fmt.Errorf("server: %s: %w", o.Key, err)
 	}
 	return d, nil
-}
-
-// pingOutputs asks each Elasticsearch output's cluster who it is, at
-// start, beside the pipeline (pingElasticsearch); all at once, so that a
-// cluster that does not answer delays no other output's line.
-func (s *Server) pingOutputs(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, out := range s.outputs {
-		if e, ok := out.current().(esDrain); ok {
-			wg.Go(func() { s.pingElasticsearch(ctx, out, e.Output) })
-		}
-	}
-	wg.Wait()
 }
 
 // orphanCursors are the ledger's cursors that no enabled output owns, by

@@ -252,21 +252,21 @@ type pipeline struct {
 	stopFlusher context.CancelFunc
 	flusherDone chan error // the flusher's run result
 	beatsDone   chan error // the input's Serve result
-	// stopWatchers stops the summary and the start-up check of
-	// Elasticsearch; summaryDone and pingDone close when they ended.
-	stopWatchers          context.CancelFunc
-	summaryDone, pingDone chan struct{}
+	// stopWatchers stops the summary; summaryDone closes when it ended.
+	stopWatchers context.CancelFunc
+	summaryDone  chan struct{}
 	// outputFailed receives the error of an output that stopped by
 	// itself.
 	outputFailed <-chan error
 }
 
 // startPipeline starts the admin endpoint, the output, the input, the
-// flusher, the summary and the start-up check of Elasticsearch.
+// flusher and the summary. (Each Elasticsearch output checks its cluster
+// itself, as its Run starts.)
 func (s *Server) startPipeline() *pipeline {
 	c := s.cfg
 	p := &pipeline{flusherDone: make(chan error, 1), beatsDone: make(chan error, 1),
-		summaryDone: make(chan struct{}), pingDone: make(chan struct{})}
+		summaryDone: make(chan struct{})}
 	s.started = time.Now()
 	s.startAdmin()
 	p.outputFailed = s.outputFailed
@@ -284,8 +284,7 @@ func (s *Server) startPipeline() *pipeline {
 	p.stopFlusher = stopFlusher
 	go func() { p.flusherDone <- p.flusher.run(fctx) }()
 
-	// The summary reads the components, and the start-up check of
-	// Elasticsearch uses the output's client: both stop before those do.
+	// The summary reads the components: it stops before those do.
 	sctx, stopWatchers := context.WithCancel(context.Background())
 	p.stopWatchers = stopWatchers
 	go func() {
@@ -293,10 +292,6 @@ func (s *Server) startPipeline() *pipeline {
 		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
 			s.summarize(sctx, every)
 		}
-	}()
-	go func() {
-		defer close(p.pingDone)
-		s.pingOutputs(sctx)
 	}()
 	return p
 }
@@ -308,7 +303,6 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	start := time.Now()
 	p.stopWatchers()
 	<-p.summaryDone
-	<-p.pingDone
 	// The admin endpoint reads the components: it stops before they do.
 	s.stopAdmin()
 	// The output stops first, so that its cursor is persisted while the

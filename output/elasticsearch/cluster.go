@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,16 @@ import (
 // version before 5, a cluster that has not formed, credentials without the
 // monitor privilege), is not judged: the check can only tell hosts apart,
 // not vouch for them.
+//
+// The same answer gives the host's version, which is logged once per host
+// and judged: a version before 7.14 is warned of (logpond is not tested
+// against it), and one before 7.9 has no data streams. There, with
+// data_stream = true, the output is misconfigured as with hosts of two
+// clusters (nothing is sent: no event could reach a data stream); with
+// data_stream = "auto", events with a data_stream object go to the index
+// instead (noDataStreams). This GET / is the only one logpond sends a
+// host: it is the start-up check the operator reads too (a WARN when no
+// host answers the first round).
 
 // mismatchHint is what the operator must do about hosts of two clusters.
 const mismatchHint = "hosts of one output must belong to one cluster; to send to two clusters, configure two outputs: [output.elasticsearch.NAME]"
@@ -44,6 +55,7 @@ const mismatchHint = "hosts of one output must belong to one cluster; to send to
 // says when they differ. Its methods are safe for concurrent use.
 type clusterCheck struct {
 	key          string // Options.Key, for messages
+	dataStream   DataStreamMode
 	hosts        []*hostState
 	rt           http.RoundTripper // the output's transport: its TLS settings, no failover
 	auth         func(*http.Request)
@@ -60,7 +72,17 @@ type clusterCheck struct {
 	// noDataStreams is set once a host reported a version without data
 	// streams (before 7.9).
 	noDataStreams atomic.Bool
+	dsWarned      bool // noDataStreams was logged; guarded by mu
 }
+
+// The versions the check judges.
+const (
+	// dataStreamsSince is the first version with data streams.
+	dataStreamsSince = "7.9"
+	// supportedSince is the oldest version logpond supports: the first
+	// whose answers carry X-Elastic-Product, which the client requires.
+	supportedSince = "7.14"
+)
 
 // hostState is one configured host and what is known of its cluster.
 type hostState struct {
@@ -70,10 +92,11 @@ type hostState struct {
 	lock  chan struct{} // held while asking: one GET / at a time per host
 
 	// Guarded by clusterCheck.mu.
-	cluster    Cluster // what it said, once identified
-	identified bool    // it answered with a cluster uuid
-	answered   bool    // its last GET / got an HTTP answer, of any status
-	warned     bool    // an answer that did not identify it was logged
+	cluster    clusterInfo // what it said, once identified
+	identified bool        // it answered with a cluster uuid
+	answered   bool        // its last GET / got an HTTP answer, of any status
+	versioned  bool        // it answered with a version, which was logged and judged
+	warned     bool        // an answer that did not identify it was logged
 	wait       time.Duration
 	next       time.Time // when the background asks it again
 }
@@ -82,7 +105,7 @@ type hostState struct {
 // the output's credentials.
 func newClusterCheck(opts *Options, rt http.RoundTripper, log *slog.Logger) (*clusterCheck, error) {
 	c := &clusterCheck{
-		key: opts.Key, rt: rt, timeout: opts.Timeout,
+		key: opts.Key, dataStream: opts.DataStream, rt: rt, timeout: opts.Timeout,
 		retryInitial: opts.RetryInitial, retryMax: opts.RetryMax,
 		log: log, ready: make(chan struct{}),
 	}
@@ -120,9 +143,10 @@ func endpoint(scheme, host, path string) string {
 }
 
 // Misconfigured says why the output sends nothing, or "" when it may send:
-// two of its hosts belong to different clusters. Once set it stays until
-// the output is made anew (the configuration must change). Safe for
-// concurrent use.
+// two of its hosts belong to different clusters, or a host runs a version
+// without data streams (before 7.9) while DataStream is DataStreamAlways.
+// Once set it stays until the output is made anew (the configuration must
+// change). Safe for concurrent use.
 func (o *Output) Misconfigured() string { return o.cluster.misconfigured() }
 
 func (c *clusterCheck) misconfigured() string {
@@ -151,10 +175,12 @@ func (c *clusterCheck) wait(ctx context.Context) error {
 // found, or ctx ends.
 func (c *clusterCheck) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, h := range c.hosts {
-		wg.Go(func() { c.identify(ctx, h, false) })
+	errs := make([]error, len(c.hosts))
+	for i, h := range c.hosts {
+		wg.Go(func() { errs[i] = c.identify(ctx, h, false) })
 	}
 	wg.Wait()
+	c.reportSilence(ctx, errs)
 	close(c.ready)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -206,34 +232,63 @@ func (c *clusterCheck) due(now time.Time) (due []*hostState, next time.Time, pen
 	return due, next, pending
 }
 
+// reportSilence logs one WARN when no host answered the first round as
+// Elasticsearch does (errs holds each host's failure: a refused
+// connection, a timeout, a certificate refused, a 401 for wrong
+// credentials), so that a wrong setting shows at start rather than as a
+// stalled drain.
+func (c *clusterCheck) reportSilence(ctx context.Context, errs []error) {
+	if ctx.Err() != nil {
+		return // stopping: the requests were cut short, not refused
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	shown := make([]string, len(c.hosts))
+	for i, h := range c.hosts {
+		if h.versioned {
+			return
+		}
+		shown[i] = h.shown
+	}
+	c.log.Warn("elasticsearch did not answer at start: events wait in the ledger and are sent once it does",
+		"hosts", strings.Join(shown, ","), "err", errors.Join(errs...))
+}
+
 // identify asks h which cluster it belongs to, unless it is identified
 // already (or, beforeSend, it answered its last GET /: then the background
-// asks it again), and judges the hosts when it is.
-func (c *clusterCheck) identify(ctx context.Context, h *hostState, beforeSend bool) {
+// asks it again), and judges the hosts when it is. It returns why the
+// host was not asked or gave no usable answer, for reportSilence; nil when
+// it was skipped.
+func (c *clusterCheck) identify(ctx context.Context, h *hostState, beforeSend bool) error {
 	select {
 	case h.lock <- struct{}{}:
 	case <-ctx.Done():
-		return
+		return nil
 	}
 	defer func() { <-h.lock }()
 	c.mu.Lock()
 	skip := h.identified || c.reason != "" || (beforeSend && h.answered)
 	c.mu.Unlock()
 	if skip {
-		return
+		return nil
 	}
 	cl, answered, err := c.ask(ctx, h)
 	if ctx.Err() != nil {
-		return // stopping, or the request that asked gave up: not the host's answer
+		return nil // stopping, or the request that asked gave up: not the host's answer
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h.answered = answered
+	if err == nil && !h.versioned {
+		h.versioned = true
+		c.log.Info("elasticsearch answered", "host", h.shown, "cluster_name", cl.ClusterName, "cluster_uuid", cl.UUID,
+			"version", cl.Version, "node", cl.Node)
+		c.judgeVersionLocked(h, cl.Version)
+	}
 	if err == nil && cl.UUID != "" {
 		h.identified, h.cluster = true, cl
-		c.log.Info("elasticsearch host identified", "host", h.shown, "cluster_name", cl.ClusterName, "cluster_uuid", cl.UUID, "node", cl.Node)
 		c.judgeLocked()
-		return
+		return nil
 	}
 	h.wait = min(max(2*h.wait, c.retryInitial), c.retryMax)
 	h.next = time.Now().Add(h.wait)
@@ -248,30 +303,94 @@ func (c *clusterCheck) identify(ctx context.Context, h *hostState, beforeSend bo
 	default:
 		c.log.Debug("elasticsearch host not identified", "host", h.shown, "err", err, "next_in", h.wait)
 	}
+	return fmt.Errorf("%s: %w", h.shown, err)
+}
+
+// judgeVersionLocked judges the version host h reported, once per host:
+// it warns of a version logpond does not support, and applies the data
+// stream gate to one without data streams. c.mu is held.
+func (c *clusterCheck) judgeVersionLocked(h *hostState, version string) {
+	if !versionBefore(version, supportedSince) {
+		return
+	}
+	c.log.Warn("elasticsearch answered with a version logpond does not support: it needs "+supportedSince+" or later",
+		"host", h.shown, "version", version)
+	if !versionBefore(version, dataStreamsSince) {
+		return
+	}
+	switch c.dataStream {
+	case DataStreamAlways:
+		// No event would land in a data stream (each would be refused,
+		// or make an ordinary index of the data stream's name): send
+		// none, as for hosts of two clusters.
+		if c.reason != "" {
+			return
+		}
+		c.reason = fmt.Sprintf("%s.data_stream = true needs Elasticsearch %s or later, and host %s runs %s, which has no data streams; "+
+			"set %s.data_stream = false and name the target in %s.index (or use a cluster of %s or later); "+
+			"nothing is sent until the configuration changes (events wait in the ledger)",
+			c.key, dataStreamsSince, h.shown, version, c.key, c.key, dataStreamsSince)
+		c.log.Error("data_stream = true needs Elasticsearch "+dataStreamsSince+" or later: sending nothing until the configuration changes and logpond restarts (events wait in the ledger); set data_stream = false with an index",
+			"setting", c.key+".data_stream", "host", h.shown, "version", version)
+	case DataStreamAuto:
+		c.noDataStreams.Store(true)
+		if !c.dsWarned {
+			c.dsWarned = true
+			c.log.Warn("elasticsearch has no data streams before "+dataStreamsSince+": events with a data_stream object go to index instead",
+				"setting", c.key+".index", "host", h.shown, "version", version)
+		}
+	}
+}
+
+// versionBefore says whether version ("X.Y", "X.Y.Z", …) is older than
+// the major.minor than. A version it cannot read is not judged older: a
+// check that cannot tell must not stop the output.
+func versionBefore(version, than string) bool {
+	v, ok1 := majorMinor(version)
+	t, ok2 := majorMinor(than)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return v[0] < t[0] || v[0] == t[0] && v[1] < t[1]
+}
+
+// majorMinor reads the major and minor of "X.Y", "X.Y.Z" or
+// "X.Y.Z-SNAPSHOT".
+func majorMinor(v string) ([2]int, bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return [2]int{}, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(strings.SplitN(parts[1], "-", 2)[0])
+	if err1 != nil || err2 != nil {
+		return [2]int{}, false
+	}
+	return [2]int{major, minor}, true
 }
 
 // ask sends GET / to h alone. answered says an HTTP answer came, whatever
 // its status.
-func (c *clusterCheck) ask(ctx context.Context, h *hostState) (cl Cluster, answered bool, err error) {
+func (c *clusterCheck) ask(ctx context.Context, h *hostState) (cl clusterInfo, answered bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.info, nil)
 	if err != nil {
-		return Cluster{}, false, fmt.Errorf("GET /: %w", err)
+		return clusterInfo{}, false, fmt.Errorf("GET /: %w", err)
 	}
 	c.auth(req)
 	res, err := c.rt.RoundTrip(req)
 	if err != nil {
-		return Cluster{}, false, fmt.Errorf("GET /: %w", err)
+		return clusterInfo{}, false, fmt.Errorf("GET /: %w", err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxInfoBytes))
 	if err != nil {
-		return Cluster{}, false, fmt.Errorf("reading the answer to GET /: %w", err)
+		return clusterInfo{}, false, fmt.Errorf("reading the answer to GET /: %w", err)
 	}
 	if res.StatusCode != http.StatusOK {
 		errType, why := errorBody(body)
-		return Cluster{}, true, fmt.Errorf("GET / answered %d %s %s", res.StatusCode, errType, why)
+		return clusterInfo{}, true, fmt.Errorf("GET / answered %d %s %s", res.StatusCode, errType, why)
 	}
 	cl, err = parseInfo(body)
 	return cl, true, err
@@ -316,16 +435,17 @@ func (c *clusterCheck) host(u *url.URL, suffix string) *hostState {
 	return nil
 }
 
-// errMisconfigured is a bulk request's error while the output's hosts
-// belong to different clusters (Output.Misconfigured says which).
-var errMisconfigured = errors.New("elasticsearch: not sent: the output's hosts belong to different clusters")
+// errMisconfigured is a bulk request's error while the output is
+// misconfigured (Output.Misconfigured says why).
+var errMisconfigured = errors.New("elasticsearch: not sent: the output is misconfigured (hosts of two clusters, or data streams a host lacks)")
 
 // clusterGate is the client's transport: a bulk request goes only after
 // its host was asked which cluster it belongs to (unless it answered
-// before without saying), and never once hosts of different clusters were
-// found. It catches what the workers' wait cannot: a host that comes up
-// after the first round, which the client may send to before the
-// background asks it.
+// before without saying), and never once the output is misconfigured
+// (hosts of different clusters, or a host without data streams while
+// every event must go to one). It catches what the workers' wait cannot:
+// a host that comes up after the first round, which the client may send
+// to before the background asks it.
 type clusterGate struct {
 	c    *clusterCheck
 	next http.RoundTripper

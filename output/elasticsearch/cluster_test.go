@@ -143,7 +143,7 @@ func TestHostsOfOneClusterDeliver(t *testing.T) {
 	if why := run.Out.Misconfigured(); why != "" {
 		t.Errorf("Misconfigured() = %q for hosts of one cluster", why)
 	}
-	if n := strings.Count(logs.String(), "elasticsearch host identified"); n != 3 {
+	if n := strings.Count(logs.String(), `msg="elasticsearch answered"`); n != 3 {
 		t.Errorf("%d hosts identified, want 3:\n%s", n, logs.String())
 	}
 }
@@ -249,25 +249,6 @@ func TestClusterCheckSendsCredentials(t *testing.T) {
 	}
 }
 
-// TestPingReportsClusterUUID: Ping reads the cluster's uuid.
-func TestPingReportsClusterUUID(t *testing.T) {
-	r := newRig(t, estest.Options{})
-	out, err := New(r.ledger, r.options(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.transport.CloseIdleConnections()
-	defer out.client.Close(context.Background())
-	cl, err := out.Ping(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, uuid := info(t, r.es.URL())
-	if cl.UUID != uuid || cl.ClusterName != name {
-		t.Errorf("Ping = %+v, want cluster %q, uuid %q", cl, name, uuid)
-	}
-}
-
 // TestOptionsRequireNameAndKey: the output's name and configuration key
 // have no default.
 func TestOptionsRequireNameAndKey(t *testing.T) {
@@ -329,5 +310,250 @@ func TestGateAsksAHostBeforeItsFirstBulk(t *testing.T) {
 	}
 	if out.Misconfigured() == "" {
 		t.Error("Misconfigured() is empty after the gate found the other cluster")
+	}
+}
+
+// lines returns the lines of a text log that hold msg.
+func lines(log, msg string) []string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, msg) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestSupportedVersionsAnsweredAndDeliver: hosts of 7.17, 8.17 and 9.1 are
+// each logged once with their cluster and version, judged supported, and
+// receive every event; none has its data streams turned off.
+func TestSupportedVersionsAnsweredAndDeliver(t *testing.T) {
+	for _, version := range []string{"7.17.25", "8.17.0", "9.1.0"} {
+		t.Run(version, func(t *testing.T) {
+			r := newRig(t, estest.Options{Version: version})
+			for i := range 10 {
+				r.store(time.Now(), filebeatEvent(i, ""))
+			}
+			var logs syncbuf.Buffer
+			run := r.start(r.options(func(o *Options) {
+				o.DataStream = DataStreamAuto
+				o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			}))
+			waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
+			run.Stop(t)
+			r.checkAllStoredOnce(t)
+			name, uuid := info(t, r.es.URL())
+			answered := lines(logs.String(), `msg="elasticsearch answered"`)
+			if len(answered) != 1 {
+				t.Fatalf("%d lines say the host answered, want 1:\n%s", len(answered), logs.String())
+			}
+			for _, want := range []string{"level=INFO", "version=" + version, "cluster_uuid=" + uuid, "cluster_name=" + name, "host=" + r.es.URL()} {
+				if !strings.Contains(answered[0], want) {
+					t.Errorf("the line lacks %s: %s", want, answered[0])
+				}
+			}
+			if why := run.Out.Misconfigured(); why != "" {
+				t.Errorf("Misconfigured() = %q", why)
+			}
+			if run.Out.cluster.noDataStreams.Load() {
+				t.Error("data streams turned off for a cluster that has them")
+			}
+			for _, not := range []string{"does not support", "no data streams", "level=ERROR"} {
+				if strings.Contains(logs.String(), not) {
+					t.Errorf("the log says %q:\n%s", not, logs.String())
+				}
+			}
+		})
+	}
+}
+
+// TestDataStreamAlwaysRefusedBefore7_9: with data_stream = true, a host of
+// 7.8 (no data streams) leaves the output misconfigured: nothing is sent,
+// the reason names the host, its version and the way out, one ERROR says
+// so, and Run keeps running.
+func TestDataStreamAlwaysRefusedBefore7_9(t *testing.T) {
+	r := newRig(t, estest.Options{Version: "7.8.1"})
+	for i := range 10 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	var logs syncbuf.Buffer
+	run := r.start(r.options(func(o *Options) {
+		o.DataStream = DataStreamAlways
+		o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	waitFor(t, "the refusal", func() bool { return run.Out.Misconfigured() != "" })
+	why := run.Out.Misconfigured()
+	for _, want := range []string{r.es.URL(), "7.8.1", "output.elasticsearch.data_stream = true", "7.9 or later", "data_stream = false", "output.elasticsearch.index"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("Misconfigured() = %q: lacks %q", why, want)
+		}
+	}
+	select {
+	case err := <-run.Done:
+		t.Fatalf("Run returned %v: it must keep running", err)
+	default:
+	}
+	run.Stop(t)
+	if n := r.es.Stats().BulkRequests; n != 0 {
+		t.Errorf("%d bulk requests sent to a cluster without data streams", n)
+	}
+	if c, _ := r.ledger.Cursor("elasticsearch"); c != 0 {
+		t.Errorf("cursor at %d: events passed that were not sent", c)
+	}
+	errs := lines(logs.String(), "level=ERROR")
+	if len(errs) != 1 || !strings.Contains(errs[0], "version=7.8.1") || !strings.Contains(errs[0], "data_stream = false") {
+		t.Errorf("want one ERROR naming the version and data_stream = false:\n%s", logs.String())
+	}
+	if n := len(lines(logs.String(), "does not support")); n != 1 {
+		t.Errorf("%d warnings of an unsupported version, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestDataStreamAutoOffBefore7_9: with data_stream = "auto", hosts of 7.8
+// turn data streams off (events with a data_stream object go to index),
+// say so in one WARN however many hosts report it, and leave the output
+// free to send.
+func TestDataStreamAutoOffBefore7_9(t *testing.T) {
+	r := newRig(t, estest.Options{Version: "7.8.1"})
+	var logs syncbuf.Buffer
+	out, err := New(r.ledger, r.options(func(o *Options) {
+		o.DataStream = DataStreamAuto
+		o.Hosts = []string{r.es.URL(), r.es.URL() + "/"} // two hosts, one cluster
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out.cluster.run(ctx) // returns once both hosts are identified
+	if !out.cluster.noDataStreams.Load() {
+		t.Error("data streams left on for a cluster of 7.8")
+	}
+	if why := out.Misconfigured(); why != "" {
+		t.Errorf("Misconfigured() = %q with data_stream = \"auto\"", why)
+	}
+	warn := lines(logs.String(), "no data streams")
+	if len(warn) != 1 || !strings.Contains(warn[0], "level=WARN") || !strings.Contains(warn[0], "version=7.8.1") {
+		t.Errorf("want one WARN that data streams are off:\n%s", logs.String())
+	}
+	if n := len(lines(logs.String(), `msg="elasticsearch answered"`)); n != 2 {
+		t.Errorf("%d hosts answered, want 2:\n%s", n, logs.String())
+	}
+}
+
+// TestDataStreamOffIgnoresOldVersions: with data_stream = false a host of
+// 7.8 changes nothing but the unsupported-version warning.
+func TestDataStreamOffIgnoresOldVersions(t *testing.T) {
+	r := newRig(t, estest.Options{Version: "7.8.1"})
+	out, err := New(r.ledger, r.options(func(o *Options) { o.DataStream = DataStreamOff }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out.cluster.run(ctx)
+	if why := out.Misconfigured(); why != "" || out.cluster.noDataStreams.Load() {
+		t.Errorf("Misconfigured() = %q, noDataStreams = %v with data_stream = false", why, out.cluster.noDataStreams.Load())
+	}
+}
+
+// TestNoHostAnswersAtStart: one WARN after the first round names every
+// host and why, when none answered.
+func TestNoHostAnswersAtStart(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	other := otherCluster(t)
+	for _, s := range []*estest.Server{r.es, other} {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncbuf.Buffer
+	out, err := New(r.ledger, r.options(func(o *Options) {
+		o.Hosts = []string{r.es.URL(), other.URL()}
+		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); out.cluster.run(ctx) }()
+	if err := out.cluster.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	warn := lines(logs.String(), "did not answer at start")
+	if len(warn) != 1 || !strings.Contains(warn[0], "level=WARN") {
+		t.Fatalf("want one WARN:\n%s", logs.String())
+	}
+	for _, s := range []*estest.Server{r.es, other} {
+		if strings.Count(warn[0], s.URL()) < 2 { // in hosts and in err
+			t.Errorf("the warning does not name %s and its error: %s", s.URL(), warn[0])
+		}
+	}
+}
+
+// TestVersionBefore reads versions as Elasticsearch writes them.
+func TestVersionBefore(t *testing.T) {
+	for _, tc := range []struct {
+		v, than string
+		want    bool
+	}{
+		{"7.8.1", "7.9", true},
+		{"7.9.0", "7.9", false},
+		{"7.10.2", "7.9", false},
+		{"7.13.4", "7.14", true},
+		{"8.0.0-SNAPSHOT", "7.14", false},
+		{"7.8-SNAPSHOT", "7.9", true},
+		{"10.0.0", "7.14", false},
+		{"6.8.23", "7.14", true},
+		{"banana", "7.9", false}, // unreadable: not judged
+		{"", "7.9", false},
+	} {
+		if got := versionBefore(tc.v, tc.than); got != tc.want {
+			t.Errorf("versionBefore(%q, %q) = %v, want %v", tc.v, tc.than, got, tc.want)
+		}
+	}
+}
+
+// TestWrongCredentialsWarnAtStart: a host that refuses the credentials
+// (401) did not answer as Elasticsearch: the start-up WARN names it and
+// the refusal.
+func TestWrongCredentialsWarnAtStart(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"},"status":401}`)
+		return true
+	})
+	var logs syncbuf.Buffer
+	out, err := New(r.ledger, r.options(func(o *Options) {
+		o.Hosts = []string{host}
+		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.transport.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); out.cluster.run(ctx) }()
+	if err := out.cluster.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	warn := lines(logs.String(), "did not answer at start")
+	if len(warn) != 1 || !strings.Contains(warn[0], host) || !strings.Contains(warn[0], "401") {
+		t.Errorf("want one WARN naming the host and the 401:\n%s", logs.String())
 	}
 }

@@ -289,6 +289,11 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
+	if opts.ClientCert != nil {
+		// Sent only to a host that asks for one, as crypto/tls does with
+		// Certificates: the same options serve hosts with and without PKI.
+		tlsCfg.Certificates = []tls.Certificate{*opts.ClientCert}
+	}
 	transport := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -306,7 +311,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		Username:  opts.Username,
 		Password:  opts.Password.Reveal(),
 		APIKey:    opts.APIKey.Reveal(),
-		Transport: clusterGate{c: cluster, next: lengthTransport{transport}},
+		Transport: clusterGate{c: cluster, next: plainMediaTypes{lengthTransport{transport}}},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
 		// request still marks its host dead in the client's pool, so the
@@ -456,4 +461,49 @@ func (o *Output) Run(ctx context.Context) error {
 	o.transport.CloseIdleConnections()
 	o.log.Info("drain stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
+}
+
+// vendorMediaType starts the media types of Elasticsearch's REST API
+// compatibility ("application/vnd.elasticsearch+json;compatible-with=8").
+const vendorMediaType = "application/vnd.elasticsearch+"
+
+// plainMediaTypes sends every request with plain media types (Accept:
+// application/json; Content-Type: application/json, or
+// application/x-ndjson for a bulk body) where the client set the
+// compatibility ones. The client sets those when
+// ELASTIC_CLIENT_APIVERSIONING=true is in logpond's environment, asking for
+// the API of version 8, which 7.x refuses outright and a later major may
+// not offer; logpond's requests (GET /, _bulk) are alike from 7.x to 9.x,
+// so plain types work against every version logpond supports, whatever
+// the environment says.
+type plainMediaTypes struct{ next http.RoundTripper }
+
+// RoundTrip rewrites the headers on a copy of the request (a RoundTripper
+// must not change the one it is given), sharing its body.
+func (t plainMediaTypes) RoundTrip(req *http.Request) (*http.Response, error) {
+	accept, ctype := req.Header.Get("Accept"), req.Header.Get("Content-Type")
+	vendorAccept := hasPrefixFold(accept, vendorMediaType)
+	vendorType := hasPrefixFold(ctype, vendorMediaType)
+	if !vendorAccept && !vendorType {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	if vendorAccept {
+		r.Header.Set("Accept", "application/json")
+	}
+	if vendorType {
+		// The client names a bulk body "+json" too: the path tells.
+		plain := "application/json"
+		if strings.HasSuffix(req.URL.Path, "/_bulk") || hasPrefixFold(ctype, vendorMediaType+"x-ndjson") {
+			plain = "application/x-ndjson"
+		}
+		r.Header.Set("Content-Type", plain)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case: media types are
+// case-insensitive.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

@@ -1,17 +1,28 @@
 package elasticsearch
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"log"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	es "github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
 )
@@ -97,5 +108,161 @@ func TestCredentials(t *testing.T) {
 				t.Fatalf("Authorization headers %v, want only %q", seen, tc.want)
 			}
 		})
+	}
+}
+
+// testCA is a certificate authority made for one test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key}
+}
+
+// clientCert returns a client certificate the CA signed.
+func (ca *testCA) clientCert(t *testing.T) *tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "logpond"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestClientCertificate puts an https front that requires a client
+// certificate of its CA before the test server: with Options.ClientCert
+// every event lands; without it every request fails and nothing is
+// stored.
+func TestClientCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	cert := ca.clientCert(t)
+	for _, tc := range []struct {
+		name string
+		cert *tls.Certificate
+	}{
+		{"with certificate", cert},
+		{"without", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, estest.Options{Version: "7.17.25"})
+			target, _ := url.Parse(r.es.URL())
+			front := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+			front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
+			pool := x509.NewCertPool()
+			pool.AddCert(ca.cert)
+			front.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+			front.StartTLS()
+			defer front.Close()
+			for i := range 10 {
+				r.store(time.Now(), filebeatEvent(i, ""))
+			}
+			run := r.start(r.options(func(o *Options) {
+				o.Hosts = []string{front.URL}
+				o.CACert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})
+				o.ClientCert = tc.cert
+			}))
+			if tc.cert != nil {
+				waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
+				run.Stop(t)
+				r.checkAllStoredOnce(t)
+				return
+			}
+			waitFor(t, "failed requests", func() bool { return run.Out.Stats().FailedRequests >= 3 })
+			run.Stop(t)
+			if n := r.es.Count(); n != 0 {
+				t.Fatalf("%d documents stored without a client certificate", n)
+			}
+		})
+	}
+}
+
+// TestPlainMediaTypes: with ELASTIC_CLIENT_APIVERSIONING=true in the
+// environment the client asks for the API of version 8, which 7.17
+// refuses; the output still sends plain media types (JSON, and NDJSON for
+// bulk bodies), so every event lands.
+func TestPlainMediaTypes(t *testing.T) {
+	t.Setenv("ELASTIC_CLIENT_APIVERSIONING", "true")
+	r := newRig(t, estest.Options{Version: "7.17.25"})
+	var mu sync.Mutex
+	var vendor []string            // compatibility media types received
+	bulkTypes := map[string]bool{} // Content-Type of bulk requests
+	host := front(t, r.es.URL(), func(w http.ResponseWriter, req *http.Request) bool {
+		accept, ctype := req.Header.Get("Accept"), req.Header.Get("Content-Type")
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasSuffix(req.URL.Path, "/_bulk") {
+			bulkTypes[ctype] = true
+		}
+		if strings.Contains(accept+ctype, "compatible-with=8") {
+			// As Elasticsearch 7.17 answers it.
+			vendor = append(vendor, req.Method+" "+req.URL.Path+" Accept="+accept+" Content-Type="+ctype)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"type":"media_type_header_exception","reason":"Invalid media-type value on headers [Accept, Content-Type]"},"status":400}`)
+			return true
+		}
+		return false
+	})
+	// The control: a client with the same environment sends what 7.17
+	// refuses, so the test sees the headers the output must not send.
+	plain, err := es.NewClient(es.Config{Addresses: []string{host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := plain.Info(plain.Info.WithContext(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the client without the output's transport got %d, want the 400 of a compatibility header", res.StatusCode)
+	}
+	mu.Lock()
+	vendor = nil
+	mu.Unlock()
+
+	for i := range 20 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	run := r.start(r.options(func(o *Options) { o.Hosts = []string{host} }))
+	waitFor(t, "every event", func() bool { return r.es.Count() == 20 })
+	run.Stop(t)
+	r.checkAllStoredOnce(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(vendor) > 0 {
+		t.Errorf("compatibility media types sent: %q", vendor)
+	}
+	if len(bulkTypes) != 1 || !bulkTypes["application/x-ndjson"] {
+		t.Errorf("bulk Content-Type %v, want only application/x-ndjson", bulkTypes)
 	}
 }
