@@ -1,9 +1,17 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,7 +66,10 @@ func filebeatBinary(t *testing.T) (path, version string) {
 
 // docsByTarget lists the stored documents by the name they were written to:
 // a data stream's name for a data stream's documents, else the index's. It
-// is the one place that knows how estest reports data streams.
+// is the one place that knows how estest reports data streams: while estest
+// stores a data stream's documents under the data stream's own name, that
+// is Doc.Index; where it keeps them in backing indices (.ds-…), the data
+// stream's name is its own field of Doc, to be used here instead.
 func docsByTarget(srv *estest.Server) map[string][]estest.Doc {
 	out := map[string][]estest.Doc{}
 	for _, d := range srv.Docs() {
@@ -70,8 +81,10 @@ func docsByTarget(srv *estest.Server) map[string][]estest.Doc {
 // filebeatConfig is Filebeat's configuration for TestFilebeatDataStreams:
 // two filestream inputs, one of whose events carry the data_stream object
 // an Elastic Agent's nginx integration would give them, and
-// output.logstash to logpond. Everything Filebeat writes stays under dir.
-func filebeatConfig(dir, agentLog, classicLog, logpondAddr string) string {
+// output.logstash to logpond over TLS with a client certificate, as
+// Fleet's Logstash output connects. Everything Filebeat writes stays under
+// dir.
+func filebeatConfig(dir, agentLog, classicLog, logpondAddr string, pki map[string]string) string {
 	return fmt.Sprintf(`
 filebeat.inputs:
   - type: filestream
@@ -92,6 +105,10 @@ filebeat.inputs:
 output.logstash:
   hosts: [%q]
   timeout: 10s
+  ssl.certificate_authorities: [%q]
+  ssl.certificate: %q
+  ssl.key: %q
+  ssl.verification_mode: full
 path.home: %q
 path.config: %q
 path.data: %q
@@ -99,7 +116,7 @@ path.logs: %q
 http.enabled: false
 monitoring.enabled: false
 logging.metrics.enabled: false
-`, agentLog, classicLog, logpondAddr, dir, dir, filepath.Join(dir, "data"), filepath.Join(dir, "logs"))
+`, agentLog, classicLog, logpondAddr, pki["ca"], pki["client.crt"], pki["client.key"], dir, dir, filepath.Join(dir, "data"), filepath.Join(dir, "logs"))
 }
 
 // writeLines writes n lines "prefix line i" plus padding to path. Filebeat
@@ -122,7 +139,8 @@ func writeLines(t *testing.T, path, prefix string, n int) []string {
 }
 
 // TestFilebeatDataStreams runs a real Filebeat 9 into logpond into the
-// test Elasticsearch, with data_stream = "auto": the lines of the input
+// test Elasticsearch, connected as Fleet's Logstash output connects Elastic
+// Agents (TLS, client certificate required), with data_stream = "auto": the lines of the input
 // whose events carry a data_stream object (as Elastic Agent's do) land
 // once each in logs-nginx.access-test with their data_stream fields; the
 // lines of the classic input land once each in Filebeat's index, without
@@ -137,6 +155,7 @@ func TestFilebeatDataStreams(t *testing.T) {
 	defer srv.Close()
 
 	root := t.TempDir()
+	pki := agentPKI(t, t.TempDir())
 	config := filepath.Join(root, "logpond.toml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `
 [journal]
@@ -146,6 +165,11 @@ dir = %q
 flush_interval = "10ms"
 [input.beats]
 listen = "127.0.0.1:0"
+[input.beats.tls]
+cert = %q
+key = %q
+client_ca = %q
+client_auth = "required"
 [output.elasticsearch]
 hosts = [%q]
 data_stream = "auto"
@@ -154,7 +178,8 @@ retry_initial_interval = "5ms"
 retry_max_interval = "50ms"
 [admin]
 listen = "127.0.0.1:0"
-`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), srv.URL()), 0o600); err != nil {
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"),
+		pki["server.crt"], pki["server.key"], pki["ca"], srv.URL()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -173,7 +198,7 @@ listen = "127.0.0.1:0"
 
 	fbDir := t.TempDir()
 	fbConfig := filepath.Join(fbDir, "filebeat.yml")
-	if err := os.WriteFile(fbConfig, []byte(filebeatConfig(fbDir, agentLog, classicLog, input[1])), 0o600); err != nil {
+	if err := os.WriteFile(fbConfig, []byte(filebeatConfig(fbDir, agentLog, classicLog, input[1], pki)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fbLog := startFilebeat(t, fb, fbConfig)
@@ -205,7 +230,7 @@ listen = "127.0.0.1:0"
 			t.Errorf("a classic document in %s has a data_stream object: %v", classicIndex, ev["data_stream"])
 		}
 	})
-	if len(byTarget) != 2 {
+	if len(byTarget) != 2 || t.Failed() {
 		t.Errorf("documents went to %v, want only %s and %s", targets(byTarget), dataStream, classicIndex)
 	}
 
@@ -265,14 +290,18 @@ func checkLines(t *testing.T, docs []estest.Doc, lines []string, target string, 
 		}
 		each(t, ev)
 	}
+	var wrong []string
 	for _, l := range lines {
 		if seen[l] != 1 {
-			t.Errorf("%s holds %q %d times, want once", target, l, seen[l])
+			wrong = append(wrong, fmt.Sprintf("%q %d times", l, seen[l]))
 		}
 		delete(seen, l)
 	}
 	for msg, n := range seen {
-		t.Errorf("%s holds %d documents with an unexpected message %q", target, n, msg)
+		wrong = append(wrong, fmt.Sprintf("unexpected %q %d times", msg, n))
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%s: %d of %d lines are not there exactly once; the first: %s", target, len(wrong), len(lines), strings.Join(wrong[:min(len(wrong), 3)], "; "))
 	}
 }
 
@@ -314,4 +343,56 @@ func routed(metrics, output, target string) int {
 		return int(n)
 	}
 	return 0
+}
+
+// agentPKI writes, under dir, what an Elastic Agent deployment through
+// logpond uses: a CA, logpond's server certificate for 127.0.0.1 and a
+// client certificate with a PKCS#8 key (the form Fleet requires), all
+// signed by the CA. Paths by name: ca, server.crt, server.key, client.crt,
+// client.key.
+func agentPKI(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	paths := map[string]string{}
+	write := func(name, typ string, der []byte) {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = path
+	}
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := newKey()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test agents CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("ca", "CERTIFICATE", caDER)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) {
+		key := newKey()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name+".crt", "CERTIFICATE", der)
+		write(name+".key", "PRIVATE KEY", kder)
+	}
+	leaf("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	leaf("client", 3, x509.ExtKeyUsageClientAuth, nil)
+	return paths
 }
