@@ -19,7 +19,7 @@ BIN     ?= bin
 CONFIG  ?= conf/logpond.example.toml
 FUZZTIME ?= 30s
 
-.PHONY: build logpond test check-deps bench bench-beats bench-report run demo soak fuzz clean install
+.PHONY: build logpond test check-deps bench bench-beats bench-report run demo soak fuzz clean install filebeat
 
 build: logpond
 	$(GO) build -o $(BIN)/beatsbench ./tools/beatsbench
@@ -82,6 +82,25 @@ demo: build
 SOAK_KILLS ?= 200
 soak:
 	LOGPOND_SOAK_KILLS=$(SOAK_KILLS) $(GO) test -count=1 -timeout 2h -run '^TestCrashEndToEnd$$' -v ./cmd/logpond
+
+# A real Filebeat 9 in $(BIN)/filebeat, for TestFilebeatDataStreams
+# (cmd/logpond), which skips without one. Built from the beats module the Go
+# module proxy serves: beats keeps the module path github.com/elastic/beats/v7
+# for its 9.x releases, so a 9.x commit exists there only as a pseudo-version
+# (FILEBEAT_VERSION; this one is 9.3.0-SNAPSHOT). The module's go.mod has
+# replace directives, which `go install pkg@version` refuses, so it is built
+# inside a writable copy of the module. Not part of test: it downloads several
+# hundred modules and compiles for many minutes.
+FILEBEAT_VERSION ?= v7.0.0-alpha2.0.20251031181001-be9871f5dab9
+filebeat:
+	@set -e; \
+	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; \
+	src=$$(cd "$$work" && $(GO) mod download -json github.com/elastic/beats/v7@$(FILEBEAT_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	if [ -z "$$src" ]; then echo "make filebeat: the module proxy did not serve github.com/elastic/beats/v7@$(FILEBEAT_VERSION)" >&2; exit 1; fi; \
+	cp -R "$$src" "$$work/beats"; chmod -R u+w "$$work/beats"; \
+	mkdir -p $(BIN); out=$$(cd $(BIN) && pwd)/filebeat; \
+	echo "building $$out from github.com/elastic/beats/v7@$(FILEBEAT_VERSION)"; \
+	cd "$$work/beats" && $(GO) build -o "$$out" ./filebeat && "$$out" version
 
 # Fuzz every parser of untrusted bytes; seeds live in each package's testdata/.
 fuzz:
