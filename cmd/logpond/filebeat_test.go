@@ -73,7 +73,11 @@ func filebeatBinary(t *testing.T) (path, version string) {
 func docsByTarget(srv *estest.Server) map[string][]estest.Doc {
 	out := map[string][]estest.Doc{}
 	for _, d := range srv.Docs() {
-		out[d.Index] = append(out[d.Index], d)
+		target := d.Index
+		if d.DataStream != "" {
+			target = d.DataStream // stored in its backing index, .ds-…
+		}
+		out[target] = append(out[target], d)
 	}
 	return out
 }
