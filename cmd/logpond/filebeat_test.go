@@ -65,11 +65,8 @@ func filebeatBinary(t *testing.T) (path, version string) {
 }
 
 // docsByTarget lists the stored documents by the name they were written to:
-// a data stream's name for a data stream's documents, else the index's. It
-// is the one place that knows how estest reports data streams: while estest
-// stores a data stream's documents under the data stream's own name, that
-// is Doc.Index; where it keeps them in backing indices (.ds-…), the data
-// stream's name is its own field of Doc, to be used here instead.
+// a data stream's name for a data stream's documents (estest keeps them in
+// the stream's backing index, .ds-…), else the index's.
 func docsByTarget(srv *estest.Server) map[string][]estest.Doc {
 	out := map[string][]estest.Doc{}
 	for _, d := range srv.Docs() {
