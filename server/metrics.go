@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/buildinfo"
 	"github.com/logpond/logpond/ledger"
 )
@@ -236,6 +237,7 @@ var (
 	descOutputSkippedRec = prometheus.NewDesc("logpond_output_skipped_records_total", "Ledger records retention deleted before the output sent them (max_lag); their events are in logpond_output_skipped_events_total when known.", outputLabel, nil)
 	descOutputMisconf    = prometheus.NewDesc("logpond_output_misconfigured", "1 while the output sends nothing until its configuration changes (its hosts belong to different clusters, …): GET / says why.", outputLabel, nil)
 	descLedgerReadBytes  = prometheus.NewDesc("logpond_ledger_device_read_bytes_total", "Bytes the outputs' readers read from the ledger's segment files (what the shared read cache did not hold): outputs close together in the ledger read each byte about once between them.", nil, nil)
+	descOutputRouted     = prometheus.NewDesc("logpond_output_routed_events_total", "Events by where the Elasticsearch output sent them, counted once when first sent: target data_stream (the event's data stream), index (the index template), fallback_index (the template named a field the event lacks; a WARN names it) or dead_letter (dead-lettered without being sent: an invalid data stream name, not JSON, too large).", []string{"output", "target"}, nil)
 	descOrphanCursor     = prometheus.NewDesc("logpond_ledger_orphan_cursor_bytes", "Ledger bytes held back by a cursor that no configured output owns (an output removed from the configuration): retention keeps them until `ledgerctl cursors delete CURSOR`.", []string{"cursor"}, nil)
 )
 
@@ -249,7 +251,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
-		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes} {
+		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes, descOutputRouted} {
 		ch <- d
 	}
 }
@@ -326,6 +328,11 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		counter(descOutputSkipped, float64(os.SkippedEvents), name)
 		counter(descOutputSkippedRec, float64(os.SkippedRecords), name)
 		gauge(descOutputMisconf, boolGauge(o.misconfigured != ""), name)
+		if o.out.typ == conf.TypeElasticsearch {
+			for target, n := range routedTargets(os) {
+				counter(descOutputRouted, float64(n), name, target)
+			}
+		}
 		if max := o.out.deadLetterMaxBytes; max > 0 {
 			gauge(descDeadLetterBytes, float64(o.deadLetterBytes), name)
 			gauge(descDeadLetterMax, float64(max), name)

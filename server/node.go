@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/buildinfo"
 )
 
@@ -120,6 +121,10 @@ type OutputInfo struct {
 	// oldest first.
 	SkippedEventsTotal int64      `json:"skipped_events_total"`
 	SkippedRanges      []LSNRange `json:"skipped_ranges,omitempty"`
+	// RoutedEventsTotal counts an Elasticsearch output's events by where
+	// it sent them: data_stream, index, fallback_index, dead_letter (see
+	// logpond_output_routed_events_total). Absent for other outputs.
+	RoutedEventsTotal map[string]int64 `json:"routed_events_total,omitempty"`
 }
 
 // nodeInfo gathers NodeInfo from the components.
@@ -178,6 +183,9 @@ func (s *Server) outputInfo(st state, o outputState) OutputInfo {
 		RetryQueueEvents: g.RetryEvents, DeadLetterBytes: o.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
 		DeadLetterFillRatio: ratio(o.deadLetterBytes, maxDLQ),
 		MaxLagBytes:         o.out.maxLag, SkippedEventsTotal: os.SkippedEvents}
+	if o.out.typ == conf.TypeElasticsearch {
+		out.RoutedEventsTotal = routedTargets(os)
+	}
 	for _, r := range os.SkippedRanges {
 		out.SkippedRanges = append(out.SkippedRanges, LSNRange{First: r[0], Last: r[1]})
 	}

@@ -272,6 +272,10 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.LedgerReadErrors += b.LedgerReadErrors
 	a.SkippedRecords += b.SkippedRecords
 	a.SkippedEvents += b.SkippedEvents
+	a.RoutedDataStream += b.RoutedDataStream
+	a.RoutedIndex += b.RoutedIndex
+	a.RoutedFallback += b.RoutedFallback
+	a.RoutedDeadLetter += b.RoutedDeadLetter
 	a.SkippedRanges = append(a.SkippedRanges, b.SkippedRanges...)
 	if n := len(a.SkippedRanges); n > maxSkippedRanges {
 		a.SkippedRanges = a.SkippedRanges[n-maxSkippedRanges:]
@@ -280,6 +284,17 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 		a.CursorLSN = b.CursorLSN
 	}
 	return a
+}
+
+// routedTargets is an Elasticsearch output's events by where it sent
+// them, keyed by the target label of logpond_output_routed_events_total.
+func routedTargets(st elasticsearch.Stats) map[string]int64 {
+	return map[string]int64{
+		"data_stream":    st.RoutedDataStream,
+		"index":          st.RoutedIndex,
+		"fallback_index": st.RoutedFallback,
+		"dead_letter":    st.RoutedDeadLetter,
+	}
 }
 
 // maxSkippedRanges is how many of an output's latest skipped ranges GET /
