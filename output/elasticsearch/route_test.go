@@ -8,17 +8,16 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/logpond/logpond/internal/testkit/estest"
-	_ "github.com/logpond/logpond/internal/testkit/syncbuf"
-	_ "github.com/logpond/logpond/output/dlq"
-	_ "github.com/logpond/logpond/output/internal/drain/draintest"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
 	"github.com/logpond/logpond/output/sprintf"
 )
 
 var routeReceived = time.Date(2026, 12, 5, 0, 0, 0, 123456789, time.UTC)
 
 const (
-	rts  = `"@timestamp":"2026-12-05T00:00:00.123Z"`                               // the receive time, as added
+	rts  = `"@timestamp":"2026-12-05T00:00:00.123Z"`                                 // the receive time, as added
 	dsDf = `"data_stream":{"type":"logs","dataset":"generic","namespace":"default"}` // the options, as added
 	meta = `"@metadata":{"beat":"filebeat","version":"9.3.0"}`
 	ts   = `"@timestamp":"2026-12-02T10:57:41.210Z"`
@@ -208,5 +207,216 @@ func TestRoutingAutoWithoutDataStreams(t *testing.T) {
 	ev := []byte(`{` + meta + `,"data_stream":{"dataset":"x"}}`)
 	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" || rt.dataStream {
 		t.Fatalf("auto on a cluster without data streams: data stream %v, reason %q; want the index", rt.dataStream, reason)
+	}
+}
+
+// storeCases stores the events of cases in one record and returns their
+// document ids.
+func (r *rig) storeCases(cases []routeCase) []string {
+	evs := make([][]byte, len(cases))
+	for i, c := range cases {
+		evs[i] = []byte(c.ev)
+	}
+	lsn := r.store(routeReceived, evs...)
+	prefix, _ := idPrefix(r.ledger.StreamID())
+	ids := make([]string, len(cases))
+	for i := range cases {
+		ids[i] = string(appendDocID(nil, prefix, lsn, i))
+	}
+	return ids
+}
+
+// checkCases checks where each case's event went: stored in its index or
+// data stream with its exact source, or dead-lettered (status 0, no
+// round trip) with its reason, the name it would have had and the event
+// exactly as stored.
+func (r *rig) checkCases(t *testing.T, cases []routeCase, ids []string) {
+	t.Helper()
+	dead := r.deadLetters(t)
+	for i, c := range cases {
+		if c.reason == "" {
+			src, ok := r.es.Doc(c.index, ids[i])
+			if !ok || string(src) != c.source {
+				t.Errorf("%s: stored in %s: %s, %v; want %s", c.name, c.index, src, ok, c.source)
+			}
+			if len(dead[ids[i]]) > 0 {
+				t.Errorf("%s: dead-lettered: %+v", c.name, dead[ids[i]])
+			}
+			continue
+		}
+		if len(dead[ids[i]]) != 1 {
+			t.Errorf("%s: %d dead letters, want 1", c.name, len(dead[ids[i]]))
+			continue
+		}
+		e := dead[ids[i]][0]
+		if e.Status != 0 || e.ErrType != "invalid_data_stream" || e.Reason != c.reason || e.Index != c.index ||
+			string(e.Event) != c.ev || !e.Received.Equal(routeReceived) {
+			t.Errorf("%s: dead letter status %d, %s %q, index %q, event %q, received %v; want 0, invalid_data_stream %q, %q, %q",
+				c.name, e.Status, e.ErrType, e.Reason, e.Index, e.Event, e.Received, c.reason, c.index, c.ev)
+		}
+	}
+}
+
+// TestRoutingStoresAndDeadLetters runs the routing cases of two
+// configurations through an output and Elasticsearch.
+func TestRoutingStoresAndDeadLetters(t *testing.T) {
+	for _, cfg := range []struct {
+		mode DataStreamMode
+		sync bool
+	}{{DataStreamAuto, true}, {DataStreamAlways, false}, {DataStreamAuto, false}} {
+		var cases []routeCase
+		for _, c := range routeCases {
+			if c.mode == cfg.mode && c.sync == cfg.sync {
+				cases = append(cases, c)
+			}
+		}
+		r := newRig(t, estest.Options{})
+		ids := r.storeCases(cases)
+		run := r.start(r.options(func(o *Options) {
+			o.DataStream, o.DataStreamSyncFields = cfg.mode, cfg.sync
+			o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+		}))
+		waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+		run.Stop(t)
+		r.checkCases(t, cases, ids)
+		var want Stats
+		for _, c := range cases {
+			switch {
+			case c.reason != "":
+				want.RoutedDeadLetter++
+			case strings.HasPrefix(c.index, "filebeat"):
+				want.RoutedIndex++
+			default:
+				want.RoutedDataStream++
+			}
+		}
+		st := run.Out.Stats()
+		if st.RoutedDataStream != want.RoutedDataStream || st.RoutedIndex != want.RoutedIndex ||
+			st.RoutedDeadLetter != want.RoutedDeadLetter || st.RoutedFallback != 0 {
+			t.Errorf("mode %d sync %v: routed %d/%d/%d/%d (data stream/index/fallback/dead), want %d/%d/0/%d", cfg.mode, cfg.sync,
+				st.RoutedDataStream, st.RoutedIndex, st.RoutedFallback, st.RoutedDeadLetter,
+				want.RoutedDataStream, want.RoutedIndex, want.RoutedDeadLetter)
+		}
+	}
+}
+
+// TestRoutingAutoOnAClusterWithoutDataStreams: auto mode sends an Agent
+// event to the index when the cluster predates data streams.
+func TestRoutingAutoOnAClusterWithoutDataStreams(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	ev := `{` + ts + `,` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access","namespace":"prod"}}`
+	ids := r.storeCases([]routeCase{{ev: ev}})
+	out, err := New(r.ledger, r.options(func(o *Options) { o.DataStream = DataStreamAuto }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.cluster.noDataStreams.Store(true)
+	run := draintest.Start(t, out)
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if _, ok := r.es.Doc("filebeat-9.3.0", ids[0]); !ok {
+		t.Errorf("not in the index filebeat-9.3.0: %+v", r.es.Docs())
+	}
+	if st := out.Stats(); st.RoutedIndex != 1 || st.RoutedDataStream != 0 {
+		t.Errorf("routed %+v", st)
+	}
+}
+
+// TestRoutingRetriesCountOnceAndKeepOriginals: data stream events whose
+// source lines were edited, under 429s and with some refused for good:
+// each is counted once by its target, and each refused one's dead letter
+// holds the event exactly as stored, restored from the edited line after
+// its retries.
+func TestRoutingRetriesCountOnceAndKeepOriginals(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	const n = 300
+	evs := make([][]byte, n)
+	for i := range evs {
+		switch i % 3 {
+		case 0: // @timestamp and the whole data_stream added
+			evs[i] = []byte(`{` + meta + `,"n":` + strings.Repeat("1", 1+i%7) + `}`)
+		case 1: // null members replaced, @timestamp added
+			evs[i] = []byte(`{"data_stream":{"type":null,"dataset":"app","namespace":null},` + meta + `}`)
+		default: // invalid: dead-lettered at routing
+			evs[i] = []byte(`{"data_stream":{"dataset":"App"}}`)
+		}
+	}
+	lsn := r.store(routeReceived, evs...)
+	prefix, _ := idPrefix(r.ledger.StreamID())
+	refused := map[string]bool{}
+	want := map[string][]byte{}
+	for i := range evs {
+		id := string(appendDocID(nil, prefix, lsn, i))
+		if i%3 != 2 && i%5 == 0 {
+			refused[id] = true
+			want[id] = evs[i]
+		}
+	}
+	faults := refuseForGood(refused)
+	faults.ItemReject429 = 0.3
+	r.es.SetFaults(faults)
+	run := r.start(r.options(func(o *Options) {
+		o.DataStream, o.DataStreamSyncFields = DataStreamAlways, true
+		o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	st := run.Out.Stats()
+	if st.Retried == 0 {
+		t.Fatal("no retries: the fault was not injected")
+	}
+	if st.RoutedDataStream != 200 || st.RoutedDeadLetter != 100 || st.RoutedIndex != 0 {
+		t.Errorf("routed %d to data streams, %d dead, %d to the index; want 200, 100, 0", st.RoutedDataStream, st.RoutedDeadLetter, st.RoutedIndex)
+	}
+	got := r.deadLetters(t)
+	for id, ev := range want {
+		if len(got[id]) != 1 || !bytes.Equal(got[id][0].Event, ev) || got[id][0].Status != 400 {
+			t.Errorf("%s: dead letters %+v, want one holding %s", id, got[id], ev)
+		}
+	}
+	for i := 2; i < n; i += 3 {
+		id := string(appendDocID(nil, prefix, lsn, i))
+		if len(got[id]) != 1 || !bytes.Equal(got[id][0].Event, evs[i]) {
+			t.Errorf("%s: dead letters %+v, want one holding %s", id, got[id], evs[i])
+		}
+	}
+	if r.es.Count() != 200-len(want) {
+		t.Errorf("%d documents, want %d", r.es.Count(), 200-len(want))
+	}
+}
+
+// TestFallbackWarns: events that lack a field of the index template go
+// to the fallback index, and the output says so once for the lot, naming
+// the field.
+func TestFallbackWarns(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var logs syncbuf.Buffer
+	for i := range 5 {
+		r.store(time.Now(), []byte(`{"message":"no metadata `+strings.Repeat("x", i)+`"}`))
+	}
+	run := r.start(r.options(func(o *Options) {
+		o.Index = mustCompile(t, "%{[data_stream][dataset]}-x")
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if n := r.es.IndexCount("logpond-fallback"); n != 5 {
+		t.Errorf("%d events in the fallback index, want 5", n)
+	}
+	var warns []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "fallback index") {
+			warns = append(warns, l)
+		}
+	}
+	// Five events in far less than the minute between warnings: one line.
+	if len(warns) != 1 || !strings.Contains(warns[0], "level=WARN") ||
+		!strings.Contains(warns[0], "missing_field=[data_stream][dataset]") ||
+		!strings.Contains(warns[0], `index=%{[data_stream][dataset]}-x`) ||
+		!strings.Contains(warns[0], "fallback_index=logpond-fallback") || !strings.Contains(warns[0], "events=1") {
+		t.Errorf("warnings %q", warns)
+	}
+	if st := run.Out.Stats(); st.RoutedFallback != 5 {
+		t.Errorf("%d events routed to the fallback, want 5", st.RoutedFallback)
 	}
 }
