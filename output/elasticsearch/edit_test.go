@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,9 @@ func FuzzRouteEdits(f *testing.F) {
 		if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
 			if rt.dataStream {
 				t.Fatal("a dead letter routed to a data stream")
+			}
+			if strings.Contains(reason, "not valid JSON") && json.Valid(ev) {
+				t.Fatalf("valid event %s: %s", ev, reason)
 			}
 			return
 		}

@@ -29,7 +29,9 @@ var dsTypes = []string{"logs", "metrics", "traces", "synthetics"}
 const (
 	// dsPartMax is the most bytes of a dataset or namespace, and
 	// dsNameMax of a whole data stream name (Elasticsearch's limit on
-	// index names is 255 bytes).
+	// index names is 255 bytes). Within the parts' limits a name has at
+	// most 212 bytes; the whole-name check states the rule in case they
+	// change.
 	dsPartMax = 100
 	dsNameMax = 255
 	// dsForbidden are the characters Elasticsearch refuses in index
@@ -183,7 +185,6 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 		})
 	}
 	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
-	reason = ""
 	for k := range mem {
 		rt.parts[k] = append(rt.parts[k][:0], defaults[k]...)
 		if mem[k].val[0] < 0 {
