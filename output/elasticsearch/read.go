@@ -214,6 +214,10 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		// Same @metadata as the previous event (the rule within a Beats
 		// batch), and the template reads nothing else: same index.
 		name = nc.name
+		if nc.fallback {
+			kind = &o.stats.routedFallback
+			o.fellBack(ev)
+		}
 	default:
 		var ok bool
 		name, ok = o.opts.Index.Append((*scratch)[:0], ev, received)
@@ -226,6 +230,7 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		if o.metaOnlyIndex && meta.raw != nil {
 			nc.meta = append(nc.meta[:0], meta.raw...)
 			nc.name = append(nc.name[:0], name...)
+			nc.fallback = kind == &o.stats.routedFallback
 		}
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
@@ -283,8 +288,9 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 // templates that read only @metadata fields (the default one), and holds
 // a worker's buffers for routing.
 type nameCache struct {
-	meta []byte
-	name []byte
+	meta     []byte
+	name     []byte
+	fallback bool // name is the fallback index
 	// route is the worker's routing state, kept for its buffers.
 	route routing
 }

@@ -420,3 +420,24 @@ func TestFallbackWarns(t *testing.T) {
 		t.Errorf("%d events routed to the fallback, want 5", st.RoutedFallback)
 	}
 }
+
+// TestFallbackCountedWithCachedNames: events of one Beats batch share
+// their @metadata, and the name found for the first is reused for the
+// rest; when it is the fallback index, each is counted as a fallback.
+func TestFallbackCountedWithCachedNames(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	evs := make([][]byte, 10)
+	for i := range evs {
+		evs[i] = []byte(`{"@metadata":{"beat":"filebeat"},"n":` + strings.Repeat("1", i+1) + `}`)
+	}
+	r.store(time.Now(), evs...)
+	run := r.start(r.options(nil))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if st := run.Out.Stats(); st.RoutedFallback != 10 || st.RoutedIndex != 0 {
+		t.Errorf("routed %d to the fallback, %d to the index; want 10, 0", st.RoutedFallback, st.RoutedIndex)
+	}
+	if n := r.es.IndexCount("logpond-fallback"); n != 10 {
+		t.Errorf("%d in the fallback index, want 10", n)
+	}
+}
