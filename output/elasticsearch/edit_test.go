@@ -91,14 +91,18 @@ func FuzzRouteEdits(f *testing.F) {
 			}
 			return
 		}
+		if _, err := appendEditedSource(nil, ev, rt.edits); err != nil {
+			// Not JSON and on several lines: add dead-letters it.
+			if json.Valid(ev) {
+				t.Fatalf("valid event %s: %v", ev, err)
+			}
+			return
+		}
 		b := newBatch(newBufPool(1, 1<<20), 1024, 1)
 		var scratch []byte
 		var nc nameCache
 		if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
-			if json.Valid(ev) {
-				t.Fatalf("valid event dead-lettered: %s", dead.Reason)
-			}
-			return
+			t.Fatalf("dead-lettered: %s", dead.Reason)
 		}
 		it := b.items[0]
 		lines := b.buf[it.start:it.end]

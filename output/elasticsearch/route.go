@@ -349,24 +349,28 @@ func (o *Output) defaultDSName(dst []byte) []byte {
 
 // validateDSName checks a data stream name against Elasticsearch's rules
 // for data stream names (as Logstash checks them), and returns what is
-// wrong, or "".
+// wrong, or "". It allocates only to say what is wrong.
 func validateDSName(parts [3][]byte, name []byte) string {
-	if t := string(parts[0]); !strings.Contains(","+strings.Join(dsTypes, ",")+",", ","+t+",") || t == "" {
-		return fmt.Sprintf("data_stream.type %q must be one of %s", t, strings.Join(dsTypes, ", "))
+	known := false
+	for _, t := range dsTypes {
+		known = known || string(parts[0]) == t
+	}
+	if !known {
+		return fmt.Sprintf("data_stream.type %q must be one of %s", parts[0], strings.Join(dsTypes, ", "))
 	}
 	for k := 1; k < 3; k++ {
-		p, f := string(parts[k]), dsFields[k]
+		p, f := parts[k], dsFields[k]
 		switch {
-		case p == "":
+		case len(p) == 0:
 			return fmt.Sprintf("data_stream.%s must not be empty", f)
 		case len(p) > dsPartMax:
 			return fmt.Sprintf("data_stream.%s %q is longer than %d bytes", f, p, dsPartMax)
-		case p != strings.ToLower(p):
+		case hasUpper(p):
 			return fmt.Sprintf("data_stream.%s %q must be lowercase", f, p)
-		case strings.ContainsAny(p, dsForbidden):
-			c := p[strings.IndexAny(p, dsForbidden)]
+		case bytes.ContainsAny(p, dsForbidden):
+			c := p[bytes.IndexAny(p, dsForbidden)]
 			return fmt.Sprintf("data_stream.%s %q must not contain %q", f, p, string(c))
-		case k == 1 && strings.Contains(p, "-"):
+		case k == 1 && bytes.IndexByte(p, '-') >= 0:
 			// The name's parts are joined by '-': a dataset holding one
 			// would make the name ambiguous.
 			return fmt.Sprintf("data_stream.%s %q must not contain \"-\"", f, p)
@@ -376,4 +380,19 @@ func validateDSName(parts [3][]byte, name []byte) string {
 		return fmt.Sprintf("data stream name %q is longer than %d bytes", name, dsNameMax)
 	}
 	return ""
+}
+
+// hasUpper reports whether p changes when lowercased (strings.ToLower):
+// Elasticsearch refuses index names with uppercase letters, in any
+// script.
+func hasUpper(p []byte) bool {
+	for _, c := range p {
+		if c >= 0x80 {
+			return !bytes.Equal(bytes.ToLower(p), p)
+		}
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }

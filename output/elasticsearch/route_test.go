@@ -116,6 +116,13 @@ var routeCases = []routeCase{
 	{name: "uppercase dataset", mode: DataStreamAuto,
 		ev: `{"data_stream":{"dataset":"Nginx-Access"}}`, index: "logs-Nginx-Access-default",
 		reason: `data_stream.dataset "Nginx-Access" must be lowercase`},
+	{name: "non-ASCII uppercase namespace", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":"äÄ"}}`, index: "logs-generic-äÄ",
+		reason: `data_stream.namespace "äÄ" must be lowercase`},
+	{name: "non-ASCII lowercase namespace", mode: DataStreamAuto,
+		ev:     `{` + ts + `,"data_stream":{"namespace":"ä"}}`,
+		index:  "logs-generic-ä",
+		source: `{` + ts + `,"data_stream":{"namespace":"ä"}}`},
 	{name: "'-' in dataset", mode: DataStreamAuto,
 		ev: `{"data_stream":{"dataset":"nginx-access"}}`, index: "logs-nginx-access-default",
 		reason: `data_stream.dataset "nginx-access" must not contain "-"`},
@@ -439,5 +446,20 @@ func TestFallbackCountedWithCachedNames(t *testing.T) {
 	}
 	if n := r.es.IndexCount("logpond-fallback"); n != 10 {
 		t.Errorf("%d in the fallback index, want 10", n)
+	}
+}
+
+// TestRouteAllocatesNothing: routing an Agent event to its data stream,
+// with fields to add, reuses the worker's buffers once they have grown.
+func TestRouteAllocatesNothing(t *testing.T) {
+	o := &Output{opts: routeOptions(DataStreamAuto, true)}
+	var rt routing
+	ev := []byte(`{` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access"},"message":"x"}`)
+	cut := readMeta(ev).cut
+	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, cut, routeReceived) }); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+	if !rt.dataStream || string(rt.name) != "logs-nginx.access-default" {
+		t.Errorf("routed to %q, data stream %v", rt.name, rt.dataStream)
 	}
 }
