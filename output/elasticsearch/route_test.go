@@ -452,6 +452,9 @@ func TestFallbackCountedWithCachedNames(t *testing.T) {
 // TestRouteAllocatesNothing: routing an Agent event to its data stream,
 // with fields to add, reuses the worker's buffers once they have grown.
 func TestRouteAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
 	o := &Output{opts: routeOptions(DataStreamAuto, true)}
 	var rt routing
 	ev := []byte(`{` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access"},"message":"x"}`)
