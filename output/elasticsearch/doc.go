@@ -20,6 +20,28 @@
 // (Options.MaxRecordBytes), for an outsized event, is left to the GC once
 // used, so that a burst of such events holds no memory after it.
 //
+// # Data streams
+//
+// Options.DataStream routes events to data streams (route.go), decided per
+// event so that one output serves Elastic Agents and classic Beats: in
+// auto mode an event whose top-level data_stream is an object goes to the
+// data stream "{type}-{dataset}-{namespace}" (a part the object lacks, or
+// holds as null, from the options), any other to the index template; in
+// always mode every event goes to a data stream, and one whose data_stream
+// is neither an object nor null is dead-lettered. On a cluster older than
+// 7.9 auto mode sends everything to the index template. A name
+// Elasticsearch would refuse (type not one of logs, metrics, traces,
+// synthetics; dataset or namespace empty, longer than 100 bytes, not
+// lowercase, holding one of \ / * ? " < > | , # : or a space; '-' in the
+// dataset) is dead-lettered at once, status 0, error type
+// invalid_data_stream, never sent. A data stream event's source gains
+// @timestamp (the record's receive time) when it has none or null, and
+// with sync fields its data_stream object is completed, inside the
+// object, with the values it was routed by. Events are counted by where
+// they went (Stats.Routed*). An event that goes to the fallback index is
+// logged at WARN, at most once a minute per output, naming the field of
+// the index template it lacks.
+//
 // # Document ids
 //
 // With document_id = "auto" every action carries an id: the event's own
@@ -60,8 +82,8 @@
 // time, the index and id of its action, and Elasticsearch's status, error
 // type and reason. It is built from the request alone (original.go): a
 // request keeps, beside its body and never sent, what its body lacks of
-// each event (the @metadata member and where it was, or the whole event
-// when it was compacted) and the receive time, and these go with the items
+// each event (the @metadata member and where it was, the inverse of a
+// data stream event's edits, or the whole event when it was compacted) and the receive time, and these go with the items
 // into the retry queue. The ledger is never read again for a dead letter:
 // the way back to a record can cross damage the drain passed, and a record
 // of the open segment could only be found from the segment's start. Dead

@@ -96,19 +96,32 @@ func memberSpan(event []byte, keyStart, valEnd int) [2]int {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // appendSource appends the event as it is indexed: without the span cut
-// (the @metadata member), on one line. NDJSON forbids raw newlines, and a
-// pretty-printed event (valid JSON) has them between tokens: such an
-// event is compacted. Inside valid JSON strings a newline is always
-// escaped, so compaction changes no value. An event that is not valid
-// JSON and holds a newline cannot be sent at all: errNotOneLine.
+// (the @metadata member), on one line (appendEditedSource).
 func appendSource(dst, event []byte, cut [2]int) ([]byte, error) {
-	start := len(dst)
+	var one [1]edit
+	return appendEditedSource(dst, event, cutEdits(one[:0], cut))
+}
+
+// cutEdits appends the edit that removes the span cut (none when
+// cut[1] == 0) to edits.
+func cutEdits(edits []edit, cut [2]int) []edit {
 	if cut[1] > 0 {
-		dst = append(dst, event[:cut[0]]...)
-		dst = append(dst, event[cut[1]:]...)
-	} else {
-		dst = append(dst, event...)
+		edits = append(edits, edit{at: cut[0], n: cut[1] - cut[0]})
 	}
+	return edits
+}
+
+// appendEditedSource appends the event as it is indexed: with edits
+// (sorted, not overlapping: the @metadata cut and, for a data stream
+// event, its additions) applied, on one line. NDJSON forbids raw
+// newlines, and a pretty-printed event (valid JSON) has them between
+// tokens: such an event is compacted after the edits. Inside valid JSON
+// strings a newline is always escaped, so compaction changes no value.
+// An event that is not valid JSON and holds a newline cannot be sent at
+// all: errNotOneLine.
+func appendEditedSource(dst, event []byte, edits []edit) ([]byte, error) {
+	start := len(dst)
+	dst = appendEdited(dst, event, edits)
 	if bytes.IndexByte(dst[start:], '\n') < 0 && bytes.IndexByte(dst[start:], '\r') < 0 {
 		return dst, nil
 	}

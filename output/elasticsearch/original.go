@@ -10,10 +10,12 @@ import (
 
 // A dead letter holds the event exactly as stored, and the record's
 // receive time. A request's lines hold the event as indexed: without its
-// @metadata member and, when it held raw newlines, compacted. So each
-// batch keeps, next to its lines and never sent, what the source line of
-// each item lacks: the bytes that were cut (the @metadata member and its
-// comma) and where they go back, or, for a compacted event, the whole
+// @metadata member, for a data stream event with what routing added
+// (@timestamp, data_stream members; see route.go) and, when it held raw
+// newlines, compacted. So each batch keeps, next to its lines and never
+// sent, what it takes to undo that on the source line: the bytes that
+// were cut (the @metadata member and its comma) and where they go back,
+// or the inverse of every edit, or, for a compacted event, the whole
 // event. Building a dead letter then reads nothing from the ledger: the
 // drain may have passed damage that a second read would meet, and a
 // record of the open segment, which has no index, could only be found
@@ -21,13 +23,18 @@ import (
 //
 // This costs, per event in a request or in the retry queue, the
 // @metadata member (a few dozen bytes for Beats events) and keptHeader
-// bytes: about a tenth of the lines of typical Beats events.
+// bytes: about a tenth of the lines of typical Beats events. A data
+// stream event adds invHeader bytes per edit and the bytes an edit
+// replaced (a null: 4 bytes; an insertion: none), never the event: what
+// was added is in the source line already.
 //
 // One kept entry, at batch.kept[item.kept:] (integers little-endian):
 //
 //	offset  size  field
 //	0       8     received: the record's receive time, Unix nanoseconds (0: none)
-//	8       4     at: where rest goes back into the source line; wholeEvent: rest is the whole event
+//	8       4     at: where rest goes back into the source line;
+//	              wholeEvent: rest is the whole event;
+//	              editList: rest is the inverse of the edits (edit.go)
 //	12      4     n: the length of rest
 //	16      n     rest
 const (
@@ -37,6 +44,7 @@ const (
 	keptHeader   = 16
 
 	wholeEvent = ^uint32(0)
+	editList   = ^uint32(0) - 1
 )
 
 // errKept: a kept entry does not fit its batch or its item. It would be
@@ -73,22 +81,32 @@ func keptEntry(kept []byte, off int) ([]byte, bool) {
 }
 
 // keepEvent appends the kept entry of the event ev, whose lines were just
-// appended to b.buf from start on, with its @metadata member cut (as
-// readMeta found it), and returns where the entry starts.
-func (b *batch) keepEvent(start int, ev []byte, cut [2]int, received time.Time) int {
+// appended to b.buf from start on with edits (sorted, as
+// appendEditedSource applied them) applied, and returns where the entry
+// starts.
+func (b *batch) keepEvent(start int, ev []byte, edits []edit, received time.Time) int {
 	off := len(b.kept)
 	source := b.buf[start:]
 	if i := bytes.IndexByte(source, '\n'); i >= 0 {
 		source = source[i+1:]
 	}
-	cutLen := cut[1] - cut[0]
-	if len(source)-1 != len(ev)-cutLen {
+	switch {
+	case len(source)-1 != editedLen(ev, edits):
 		// Compacted (raw newlines, which valid JSON holds only between
 		// tokens, were removed): the event cannot be spliced back.
 		b.kept = appendKept(b.kept, received, wholeEvent, ev)
-		return off
+	case len(edits) == 0:
+		b.kept = appendKept(b.kept, received, 0, nil)
+	case len(edits) == 1 && len(edits[0].ins) == 0:
+		// The common case, the @metadata cut alone: its bytes and where
+		// they go back, without an edit record's header.
+		e := edits[0]
+		b.kept = appendKept(b.kept, received, uint32(e.at), ev[e.at:e.at+e.n])
+	default:
+		b.kept = appendKept(b.kept, received, editList, nil)
+		b.kept = appendInverse(b.kept, ev, edits)
+		binary.LittleEndian.PutUint32(b.kept[off+keptLen:], uint32(len(b.kept)-off-keptHeader))
 	}
-	b.kept = appendKept(b.kept, received, uint32(cut[0]), ev[cut[0]:cut[1]])
 	return off
 }
 
@@ -114,6 +132,13 @@ func (b *batch) original(it item) ([]byte, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("%w (LSN %d, position %d)", errKept, it.lsn, it.pos)
 	}
 	source := lines[i+1 : len(lines)-1]
+	if at == editList {
+		ev, ok := appendUndone(make([]byte, 0, len(source)+len(rest)), source, rest)
+		if !ok {
+			return nil, time.Time{}, fmt.Errorf("%w (LSN %d, position %d)", errKept, it.lsn, it.pos)
+		}
+		return ev, received, nil
+	}
 	if uint64(at) > uint64(len(source)) {
 		return nil, time.Time{}, fmt.Errorf("%w (LSN %d, position %d)", errKept, it.lsn, it.pos)
 	}

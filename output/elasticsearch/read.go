@@ -193,27 +193,44 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 }
 
 // add appends the event at position pos of record lsn to b as a create
-// action. An event that cannot be sent at all (too big for any request,
-// or multi-line and not JSON) is not added: add returns its dead letter.
-// scratch is the caller's buffer for index and pipeline names.
+// action, to its data stream or index (route.go). An event that cannot be
+// sent at all (an invalid data stream, too big for any request, or
+// multi-line and not JSON) is not added: add returns its dead letter.
+// Each event is counted once by where it went, here: a retry does not
+// come back through add. scratch is the caller's buffer for index and
+// pipeline names.
 func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byte, scratch *[]byte, nc *nameCache) *dlq.Entry {
 	start := len(b.buf)
 	meta := readMeta(ev)
+	rt := &nc.route
+	invalid := o.route(rt, ev, meta.cut, received)
+	kind := &o.stats.routedIndex
 	var name []byte
-	if o.metaOnlyIndex && meta.raw != nil && nc.meta != nil && bytes.Equal(meta.raw, nc.meta) {
+	switch {
+	case rt.dataStream || invalid != "":
+		name = rt.name
+		kind = &o.stats.routedDataStream
+	case o.metaOnlyIndex && meta.raw != nil && nc.meta != nil && bytes.Equal(meta.raw, nc.meta):
 		// Same @metadata as the previous event (the rule within a Beats
 		// batch), and the template reads nothing else: same index.
 		name = nc.name
-	} else {
+		if nc.fallback {
+			kind = &o.stats.routedFallback
+			o.fellBack(ev)
+		}
+	default:
 		var ok bool
 		name, ok = o.opts.Index.Append((*scratch)[:0], ev, received)
 		if !ok {
 			name = append(name[:0], o.opts.FallbackIndex...)
+			kind = &o.stats.routedFallback
+			o.fellBack(ev)
 		}
 		*scratch = name // keep the grown buffer; name is copied into b.buf below
 		if o.metaOnlyIndex && meta.raw != nil {
 			nc.meta = append(nc.meta[:0], meta.raw...)
 			nc.name = append(nc.name[:0], name...)
+			nc.fallback = kind == &o.stats.routedFallback
 		}
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
@@ -241,10 +258,15 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	}
 	b.buf = append(b.buf, "}}\n"...)
 	var err error
-	b.buf, err = appendSource(b.buf, ev, meta.cut)
-	b.buf = append(b.buf, '\n')
+	if invalid == "" {
+		b.buf, err = appendEditedSource(b.buf, ev, rt.edits)
+		b.buf = append(b.buf, '\n')
+	}
 	var dead *dlq.Entry
 	switch {
+	case invalid != "":
+		// Elasticsearch would refuse the name: no round trip for it.
+		dead = o.deadLetter(b, start, lsn, pos, received, ev, 0, "invalid_data_stream", invalid)
 	case err != nil:
 		dead = o.deadLetter(b, start, lsn, pos, received, ev, 0, "invalid_json", err.Error())
 	case len(b.buf)-start > o.opts.MaxRequestBytes:
@@ -253,18 +275,24 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	}
 	if dead != nil {
 		b.buf = b.buf[:start]
+		o.stats.routedDeadLetter.Add(1)
 		return dead
 	}
 	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf),
-		kept: b.keepEvent(start, ev, meta.cut, received)})
+		kept: b.keepEvent(start, ev, rt.edits, received)})
+	kind.Add(1)
 	return nil
 }
 
 // nameCache remembers the index name of the last @metadata seen, for
-// templates that read only @metadata fields (the default one).
+// templates that read only @metadata fields (the default one), and holds
+// a worker's buffers for routing.
 type nameCache struct {
-	meta []byte
-	name []byte
+	meta     []byte
+	name     []byte
+	fallback bool // name is the fallback index
+	// route is the worker's routing state, kept for its buffers.
+	route routing
 }
 
 // deadLetter makes the dead letter of an event whose action starts at

@@ -16,22 +16,62 @@ type counters struct {
 	indexed, conflicts, retried, dead atomic.Int64
 	outages                           atomic.Int64
 	resent, delivered                 atomic.Int64
+	// Events by where add sent them (route.go), each counted once.
+	routedDataStream, routedIndex, routedFallback, routedDeadLetter atomic.Int64
+	// The fallback warning's rate limit (fellBack): when it was last
+	// logged (Unix nanoseconds, 0: never) and the events that fell back
+	// since.
+	fallbackLogged, fallbackPending atomic.Int64
+}
+
+// fallbackLogEvery is the least time between two warnings about events
+// that went to the fallback index: a source that lacks a field the index
+// template names usually sends many such events, and the operator needs
+// to hear of it, not of each.
+const fallbackLogEvery = time.Minute
+
+// fellBack notes that ev went to the fallback index because the index
+// template names a field ev lacks, and warns about it at most once per
+// fallbackLogEvery, with the number of such events since the last
+// warning. Safe for concurrent use.
+func (o *Output) fellBack(ev []byte) {
+	c := &o.stats
+	c.fallbackPending.Add(1)
+	now := time.Now().UnixNano()
+	last := c.fallbackLogged.Load()
+	if last != 0 && now-last < int64(fallbackLogEvery) {
+		return
+	}
+	if !c.fallbackLogged.CompareAndSwap(last, now) {
+		return // another worker logs
+	}
+	n := c.fallbackPending.Swap(0)
+	o.log.Warn("events lack a field the index template names: sent to the fallback index",
+		"missing_field", o.opts.Index.MissingField(ev), "index", o.opts.Index.String(),
+		"fallback_index", o.opts.FallbackIndex, "events", n, "per", fallbackLogEvery.String())
 }
 
 // Stats is a snapshot of what the output did since it was created.
 type Stats struct {
-	Requests       int64  // bulk requests sent (each retry counts)
-	FailedRequests int64  // requests that failed as a whole and were retried
-	Refused        int64  // requests refused for their content (400, 413), then split
-	BytesSent      int64  // request bodies, before compression
-	Indexed        int64  // items stored (2xx)
-	Conflicts      int64  // creates answered 409: stored by an earlier attempt
-	Retried        int64  // item retries (429, 5xx, 401, 403: any failure but 400, 404, 409)
-	DeadLettered   int64  // events written to the dead-letter store
-	Outages        int64  // series of failed requests
-	Resent         int64  // items sent again from the retry queue (after an item or a whole request failed)
-	Delivered      int64  // events done: stored, already stored (409), or dead-lettered
-	CursorLSN      uint64 // last persisted cursor
+	Requests       int64 // bulk requests sent (each retry counts)
+	FailedRequests int64 // requests that failed as a whole and were retried
+	Refused        int64 // requests refused for their content (400, 413), then split
+	BytesSent      int64 // request bodies, before compression
+	Indexed        int64 // items stored (2xx)
+	Conflicts      int64 // creates answered 409: stored by an earlier attempt
+	Retried        int64 // item retries (429, 5xx, 401, 403: any failure but 400, 404, 409)
+	DeadLettered   int64 // events written to the dead-letter store
+	// RoutedDataStream, RoutedIndex, RoutedFallback and RoutedDeadLetter
+	// count the events read from the ledger by where they were sent, once
+	// each however often they are retried: to a data stream, to the index
+	// template's index, to the fallback index (the template named a field
+	// the event lacks), or straight to the dead-letter store without a
+	// request (an invalid data stream, not JSON, too large).
+	RoutedDataStream, RoutedIndex, RoutedFallback, RoutedDeadLetter int64
+	Outages                                                         int64  // series of failed requests
+	Resent                                                          int64  // items sent again from the retry queue (after an item or a whole request failed)
+	Delivered                                                       int64  // events done: stored, already stored (409), or dead-lettered
+	CursorLSN                                                       uint64 // last persisted cursor
 	// SkippedRecords counts the ledger records retention deleted before
 	// the output sent them (it was more than its max_lag behind with the
 	// ledger full); SkippedEvents their events, where the ledger knew
@@ -89,6 +129,8 @@ func (o *Output) Stats() Stats {
 		BytesSent: c.bytesSent.Load(),
 		Indexed:   c.indexed.Load(), Conflicts: c.conflicts.Load(), Retried: c.retried.Load(),
 		DeadLettered: c.dead.Load(), Outages: c.outages.Load(), Resent: c.resent.Load(), Delivered: c.delivered.Load(),
+		RoutedDataStream: c.routedDataStream.Load(), RoutedIndex: c.routedIndex.Load(),
+		RoutedFallback: c.routedFallback.Load(), RoutedDeadLetter: c.routedDeadLetter.Load(),
 		CursorLSN:     o.cursor.Persisted(),
 		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
 		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,

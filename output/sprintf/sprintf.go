@@ -251,6 +251,29 @@ func (f *Format) Append(dst []byte, event []byte, received time.Time) (out []byt
 	return dst, true
 }
 
+// MissingField returns the first field reference of the template, in
+// Logstash's bracketed form ("[data_stream][dataset]"), that Append could
+// not render for event (missing, null or unreadable), or "" when Append
+// would succeed. It allocates: it is meant for messages about an event
+// that failed, not for every event.
+func (f *Format) MissingField(event []byte) string {
+	w := walker{event: event}
+	for i := range f.parts {
+		p := &f.parts[i]
+		if p.kind != partField {
+			continue
+		}
+		v, found := w.lookup(p.path)
+		if found {
+			_, found = appendValue(nil, v)
+		}
+		if !found {
+			return canonicalRef(p.path)
+		}
+	}
+	return ""
+}
+
 // Render is a convenience wrapper around Append that returns a new string
 // ("" when ok is false). It allocates; prefer Append on hot paths.
 func (f *Format) Render(event []byte, received time.Time) (string, bool) {

@@ -1,0 +1,398 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// Routing to data streams follows Logstash's data_stream setting, with
+// one difference: Logstash decides once per output, from its settings,
+// whether the output writes data streams; logpond decides per event. One
+// logpond often serves a mixed fleet (Elastic Agents, whose events name
+// their data stream, and classic Beats, whose events go to an index), and
+// a per-event decision lets one output, one cursor and one copy of the
+// ledger serve both (DataStreamAuto).
+//
+// A data stream name that Elasticsearch would refuse is dead-lettered
+// here, without a round trip: the cluster's answer (400, or an index
+// created under a name nobody meant) is known in advance, and a request
+// is not held back or split for an event that cannot succeed.
+
+// dsTypes are the data stream types Elasticsearch's index templates for
+// data streams (and Fleet) know.
+var dsTypes = []string{"logs", "metrics", "traces", "synthetics"}
+
+const (
+	// dsPartMax is the most bytes of a dataset or namespace, and
+	// dsNameMax of a whole data stream name (Elasticsearch's limit on
+	// index names is 255 bytes). Within the parts' limits a name has at
+	// most 212 bytes; the whole-name check states the rule in case they
+	// change.
+	dsPartMax = 100
+	dsNameMax = 255
+	// dsForbidden are the characters Elasticsearch refuses in index
+	// names (and so in every part of a data stream name).
+	dsForbidden = "\\/*?\"<>|,#: "
+)
+
+// routing is where an event goes, the edits that make its source line,
+// and the per-worker buffers to build them in (so that routing allocates
+// nothing once they have grown).
+type routing struct {
+	dataStream bool   // to the data stream name, else to the index
+	name       []byte // the data stream's name, when dataStream
+	edits      []edit // the edits of the source line, sorted
+	ins        []byte // the bytes the edits insert
+	spans      [][2]int
+	parts      [3][]byte // type, dataset, namespace, decoded
+}
+
+// topScan is what routing reads from an event's top-level members:
+// offsets into the event, -1 when absent.
+type topScan struct {
+	open    int // the '{' of the event, -1 when it is not an object
+	members int // its members
+	tsVal   [2]int
+	dsVal   [2]int
+}
+
+// dsMember is one of the data_stream object's name members: its
+// value's span, or -1 when absent.
+type dsMember struct {
+	val [2]int
+}
+
+// jsonType names the JSON type of the value starting with c, for
+// messages.
+func jsonType(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// keyIs reports whether the raw JSON key (quotes included) decodes to
+// name.
+func keyIs(raw []byte, name string) bool {
+	if len(raw) < 2 {
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == name
+	}
+	s, ok := sprintf.AppendString(nil, raw)
+	return ok && string(s) == name
+}
+
+// offsetIn returns where sub, a subslice of b, starts in b.
+func offsetIn(b, sub []byte) int { return cap(b) - cap(sub) }
+
+// scanTop reads the top-level members of ev that routing needs. The first
+// of duplicate keys wins, as for every other reader of events.
+func scanTop(ev []byte) topScan {
+	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
+	i := 0
+	for i < len(ev) && isSpace(ev[i]) {
+		i++
+	}
+	if i >= len(ev) || ev[i] != '{' {
+		return s
+	}
+	s.open = i
+	sprintf.Members(ev, func(key, value []byte) bool {
+		s.members++
+		at := offsetIn(ev, value)
+		switch {
+		case s.tsVal[0] < 0 && keyIs(key, "@timestamp"):
+			s.tsVal = [2]int{at, at + len(value)}
+		case s.dsVal[0] < 0 && keyIs(key, "data_stream"):
+			s.dsVal = [2]int{at, at + len(value)}
+		}
+		return true
+	})
+	return s
+}
+
+var dsFields = [3]string{"type", "dataset", "namespace"}
+
+// route decides where the event ev goes (o.opts.DataStream), and, for a
+// data stream, its name and the edits of its source line, into rt. The
+// @metadata cut is always among the edits. reason is set when the event
+// cannot go anywhere: it is dead-lettered with it, and rt.name then holds
+// the data stream name it would have had.
+func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (reason string) {
+	rt.dataStream, rt.name, rt.edits, rt.ins, rt.spans = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.spans[:0]
+	mode := o.opts.DataStream
+	if mode == DataStreamAuto && o.cluster != nil && o.cluster.noDataStreams.Load() {
+		// The cluster predates data streams (7.9): every event goes
+		// where it would without them.
+		mode = DataStreamOff
+	}
+	if mode == DataStreamOff {
+		rt.edits = cutEdits(rt.edits, cut)
+		return ""
+	}
+	top := scanTop(ev)
+	var dsVal []byte
+	if top.dsVal[0] >= 0 {
+		dsVal = ev[top.dsVal[0]:top.dsVal[1]]
+	}
+	isObj := len(dsVal) > 0 && dsVal[0] == '{'
+	isNull := len(dsVal) > 0 && dsVal[0] == 'n'
+	switch {
+	case isObj:
+	case mode == DataStreamAuto:
+		rt.edits = cutEdits(rt.edits, cut)
+		return ""
+	case dsVal != nil && !isNull:
+		rt.name = o.defaultDSName(rt.name)
+		return "data_stream is " + jsonType(dsVal[0]) + ", not an object"
+	}
+	if top.open < 0 {
+		rt.name = o.defaultDSName(rt.name)
+		return "the event is not a JSON object, which a data stream event must be"
+	}
+
+	// The name's parts: the object's string members, else the options.
+	var mem [3]dsMember
+	dsMembers := 0
+	for k := range mem {
+		mem[k].val = [2]int{-1, -1}
+	}
+	if isObj {
+		sprintf.Members(dsVal, func(key, value []byte) bool {
+			dsMembers++
+			for k, f := range dsFields {
+				if mem[k].val[0] < 0 && keyIs(key, f) {
+					at := top.dsVal[0] + offsetIn(dsVal, value)
+					mem[k].val = [2]int{at, at + len(value)}
+				}
+			}
+			return true
+		})
+	}
+	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
+	for k := range mem {
+		rt.parts[k] = append(rt.parts[k][:0], defaults[k]...)
+		if mem[k].val[0] < 0 {
+			continue
+		}
+		v := ev[mem[k].val[0]:mem[k].val[1]]
+		switch v[0] {
+		case 'n':
+		case '"':
+			s, ok := sprintf.AppendString(rt.parts[k][:0], v)
+			if !ok && reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is not a readable JSON string", dsFields[k])
+			}
+			rt.parts[k] = s
+		default:
+			if reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is %s, not a string", dsFields[k], jsonType(v[0]))
+			}
+		}
+	}
+	rt.name = append(rt.name, rt.parts[0]...)
+	rt.name = append(rt.name, '-')
+	rt.name = append(rt.name, rt.parts[1]...)
+	rt.name = append(rt.name, '-')
+	rt.name = append(rt.name, rt.parts[2]...)
+	if reason != "" {
+		return reason
+	}
+	if reason = validateDSName(rt.parts, rt.name); reason != "" {
+		return reason
+	}
+	rt.dataStream = true
+
+	// The source line's edits. Data streams require @timestamp: an event
+	// without one gets the record's receive time, as Logstash gives it
+	// the time it received the event.
+	cutting := 0
+	if cut[1] > 0 {
+		cutting = 1
+	}
+	var topIns [][2]int // spans of rt.ins to insert after the event's '{'
+	if top.tsVal[0] < 0 || ev[top.tsVal[0]] == 'n' {
+		s := len(rt.ins)
+		if top.tsVal[0] < 0 {
+			rt.ins = append(rt.ins, `"@timestamp":`...)
+		}
+		t := received
+		if t.IsZero() {
+			t = time.Now()
+		}
+		rt.ins = append(rt.ins, '"')
+		rt.ins = t.UTC().AppendFormat(rt.ins, "2006-01-02T15:04:05.000Z")
+		rt.ins = append(rt.ins, '"')
+		if top.tsVal[0] < 0 {
+			topIns = append(topIns, [2]int{s, len(rt.ins)})
+		} else {
+			rt.addEdit(top.tsVal[0], top.tsVal[1]-top.tsVal[0], s)
+		}
+	}
+	// Sync fields: the values the event was routed by go inside its
+	// data_stream object, never as dotted top-level keys: integration
+	// ingest pipelines and index templates read ctx.data_stream.dataset,
+	// which a top-level "data_stream.dataset" key is not.
+	if o.opts.DataStreamSyncFields {
+		if !isObj {
+			s := len(rt.ins)
+			if dsVal == nil {
+				rt.ins = append(rt.ins, `"data_stream":`...)
+			}
+			rt.ins = append(rt.ins, '{')
+			for k, f := range dsFields {
+				if k > 0 {
+					rt.ins = append(rt.ins, ',')
+				}
+				rt.ins = append(rt.ins, '"')
+				rt.ins = append(rt.ins, f...)
+				rt.ins = append(rt.ins, `":`...)
+				rt.ins = appendJSONString(rt.ins, rt.parts[k])
+			}
+			rt.ins = append(rt.ins, '}')
+			if dsVal == nil {
+				topIns = append(topIns, [2]int{s, len(rt.ins)})
+			} else {
+				rt.addEdit(top.dsVal[0], top.dsVal[1]-top.dsVal[0], s)
+			}
+		} else {
+			s, added := len(rt.ins), 0
+			for k, f := range dsFields {
+				if mem[k].val[0] >= 0 {
+					continue
+				}
+				if added > 0 {
+					rt.ins = append(rt.ins, ',')
+				}
+				added++
+				rt.ins = append(rt.ins, '"')
+				rt.ins = append(rt.ins, f...)
+				rt.ins = append(rt.ins, `":`...)
+				rt.ins = appendJSONString(rt.ins, rt.parts[k])
+			}
+			if added > 0 {
+				if dsMembers > 0 {
+					rt.ins = append(rt.ins, ',')
+				}
+				// Inserted members go first in the object: right after
+				// its '{', a place that exists in any object.
+				rt.addEdit(top.dsVal[0]+1, 0, s)
+			}
+			for k := range dsFields {
+				if v := mem[k].val; v[0] >= 0 && ev[v[0]] == 'n' {
+					vs := len(rt.ins)
+					rt.ins = appendJSONString(rt.ins, rt.parts[k])
+					rt.addEdit(v[0], v[1]-v[0], vs)
+				}
+			}
+		}
+	}
+	if len(topIns) > 0 {
+		// After the event's '{'. A comma follows when a member stays
+		// after the @metadata cut.
+		s := len(rt.ins)
+		for i, sp := range topIns {
+			if i > 0 {
+				rt.ins = append(rt.ins, ',')
+			}
+			rt.ins = append(rt.ins, rt.ins[sp[0]:sp[1]]...)
+		}
+		if top.members-cutting > 0 {
+			rt.ins = append(rt.ins, ',')
+		}
+		rt.addEdit(top.open+1, 0, s)
+	}
+	rt.edits = cutEdits(rt.edits, cut)
+	// The insertions are spans of rt.ins, now complete: resolve them.
+	for i := range rt.edits {
+		if i < len(rt.spans) {
+			sp := rt.spans[i]
+			rt.edits[i].ins = rt.ins[sp[0]:sp[1]]
+		}
+	}
+	sortEdits(rt.edits)
+	if !editsApply(ev, rt.edits) {
+		// Only a malformed event can make the spans overlap (readMeta
+		// and scanTop stop at different places in it).
+		rt.dataStream = false
+		return "the event is not valid JSON; its data stream fields cannot be added"
+	}
+	return ""
+}
+
+// addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it
+// is when addEdit is called).
+func (rt *routing) addEdit(at, n, from int) {
+	rt.edits = append(rt.edits, edit{at: at, n: n})
+	rt.spans = append(rt.spans, [2]int{from, len(rt.ins)})
+}
+
+// defaultDSName appends the data stream name of the options.
+func (o *Output) defaultDSName(dst []byte) []byte {
+	return fmt.Appendf(dst, "%s-%s-%s", o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace)
+}
+
+// validateDSName checks a data stream name against Elasticsearch's rules
+// for data stream names (as Logstash checks them), and returns what is
+// wrong, or "". It allocates only to say what is wrong.
+func validateDSName(parts [3][]byte, name []byte) string {
+	known := false
+	for _, t := range dsTypes {
+		known = known || string(parts[0]) == t
+	}
+	if !known {
+		return fmt.Sprintf("data_stream.type %q must be one of %s", parts[0], strings.Join(dsTypes, ", "))
+	}
+	for k := 1; k < 3; k++ {
+		p, f := parts[k], dsFields[k]
+		switch {
+		case len(p) == 0:
+			return fmt.Sprintf("data_stream.%s must not be empty", f)
+		case len(p) > dsPartMax:
+			return fmt.Sprintf("data_stream.%s %q is longer than %d bytes", f, p, dsPartMax)
+		case hasUpper(p):
+			return fmt.Sprintf("data_stream.%s %q must be lowercase", f, p)
+		case bytes.ContainsAny(p, dsForbidden):
+			c := p[bytes.IndexAny(p, dsForbidden)]
+			return fmt.Sprintf("data_stream.%s %q must not contain %q", f, p, string(c))
+		case k == 1 && bytes.IndexByte(p, '-') >= 0:
+			// The name's parts are joined by '-': a dataset holding one
+			// would make the name ambiguous.
+			return fmt.Sprintf("data_stream.%s %q must not contain \"-\"", f, p)
+		}
+	}
+	if len(name) > dsNameMax {
+		return fmt.Sprintf("data stream name %q is longer than %d bytes", name, dsNameMax)
+	}
+	return ""
+}
+
+// hasUpper reports whether p changes when lowercased (strings.ToLower):
+// Elasticsearch refuses index names with uppercase letters, in any
+// script.
+func hasUpper(p []byte) bool {
+	for _, c := range p {
+		if c >= 0x80 {
+			return !bytes.Equal(bytes.ToLower(p), p)
+		}
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,486 @@
+package elasticsearch
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+var routeReceived = time.Date(2026, 12, 5, 0, 0, 0, 123456789, time.UTC)
+
+const (
+	rts  = `"@timestamp":"2026-12-05T00:00:00.123Z"`                                 // the receive time, as added
+	dsDf = `"data_stream":{"type":"logs","dataset":"generic","namespace":"default"}` // the options, as added
+	meta = `"@metadata":{"beat":"filebeat","version":"9.3.0"}`
+	ts   = `"@timestamp":"2026-12-02T10:57:41.210Z"`
+)
+
+// routeOptions are the data stream options of the routing tests.
+func routeOptions(mode DataStreamMode, sync bool) Options {
+	return Options{
+		Index:         sprintfMust("%{[@metadata][beat]}-%{[@metadata][version]}"),
+		FallbackIndex: "logpond-fallback", MaxRequestBytes: 1 << 20,
+		DataStream: mode, DataStreamSyncFields: sync,
+		DataStreamType: "logs", DataStreamDataset: "generic", DataStreamNamespace: "default",
+	}
+}
+
+type routeCase struct {
+	name   string
+	mode   DataStreamMode
+	sync   bool
+	ev     string
+	index  string // where it goes (a dead letter: the name it would have had)
+	source string // the source line; "" for a dead letter
+	reason string // the dead letter's reason; "" when sent
+}
+
+var routeCases = []routeCase{
+	{name: "agent logs, whole data_stream", mode: DataStreamAuto, sync: true,
+		ev:     `{` + ts + `,` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access","namespace":"prod"},"message":"m"}`,
+		index:  "logs-nginx.access-prod",
+		source: `{` + ts + `,"data_stream":{"type":"logs","dataset":"nginx.access","namespace":"prod"},"message":"m"}`},
+	{name: "agent metrics, whole data_stream, no @metadata", mode: DataStreamAlways, sync: true,
+		ev:     `{` + ts + `,"data_stream":{"type":"metrics","dataset":"system.cpu","namespace":"default"},"v":1}`,
+		index:  "metrics-system.cpu-default",
+		source: `{` + ts + `,"data_stream":{"type":"metrics","dataset":"system.cpu","namespace":"default"},"v":1}`},
+	{name: "partial, synced", mode: DataStreamAuto, sync: true,
+		ev:     `{` + ts + `,"data_stream":{"dataset":"nginx.error"}}`,
+		index:  "logs-nginx.error-default",
+		source: `{` + ts + `,"data_stream":{"type":"logs","namespace":"default","dataset":"nginx.error"}}`},
+	{name: "partial, not synced", mode: DataStreamAuto,
+		ev:     `{` + ts + `,"data_stream":{"dataset":"nginx.error"}}`,
+		index:  "logs-nginx.error-default",
+		source: `{` + ts + `,"data_stream":{"dataset":"nginx.error"}}`},
+	{name: "auto, none: the index", mode: DataStreamAuto, sync: true,
+		ev:     `{` + meta + `,"message":"m"}`,
+		index:  "filebeat-9.3.0",
+		source: `{"message":"m"}`},
+	{name: "auto, string: the index", mode: DataStreamAuto, sync: true,
+		ev:     `{` + meta + `,"data_stream":"x"}`,
+		index:  "filebeat-9.3.0",
+		source: `{"data_stream":"x"}`},
+	{name: "off, object: the index", mode: DataStreamOff, sync: true,
+		ev:     `{` + meta + `,"data_stream":{"dataset":"x"}}`,
+		index:  "filebeat-9.3.0",
+		source: `{"data_stream":{"dataset":"x"}}`},
+	{name: "always, none, synced", mode: DataStreamAlways, sync: true,
+		ev:     `{` + meta + `,"message":"m"}`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `,` + dsDf + `,"message":"m"}`},
+	{name: "always, none, not synced", mode: DataStreamAlways,
+		ev:     `{"message":"m",` + meta + `}`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `,"message":"m"}`},
+	{name: "always, data_stream null, synced", mode: DataStreamAlways, sync: true,
+		ev:     `{"data_stream":null,"a":1}`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `,` + dsDf + `,"a":1}`},
+	{name: "always, string", mode: DataStreamAlways, sync: true,
+		ev: `{"data_stream":"logs"}`, index: "logs-generic-default", reason: "data_stream is a string, not an object"},
+	{name: "always, array", mode: DataStreamAlways,
+		ev: `{"data_stream":[1]}`, index: "logs-generic-default", reason: "data_stream is an array, not an object"},
+	{name: "always, not an object", mode: DataStreamAlways,
+		ev: `[1,2]`, index: "logs-generic-default", reason: "the event is not a JSON object, which a data stream event must be"},
+	{name: "null members and @timestamp, synced", mode: DataStreamAuto, sync: true,
+		ev:     `{"@timestamp":null,"data_stream":{"type":null,"dataset":"x","namespace":null}}`,
+		index:  "logs-x-default",
+		source: `{` + rts + `,"data_stream":{"type":"logs","dataset":"x","namespace":"default"}}`},
+	{name: "null members, not synced", mode: DataStreamAuto,
+		ev:     `{"@timestamp":null,"data_stream":{"type":null,"dataset":"x","namespace":null}}`,
+		index:  "logs-x-default",
+		source: `{` + rts + `,"data_stream":{"type":null,"dataset":"x","namespace":null}}`},
+	{name: "number member", mode: DataStreamAuto, sync: true,
+		ev: `{"data_stream":{"dataset":5}}`, index: "logs-generic-default", reason: "data_stream.dataset is a number, not a string"},
+	{name: "boolean member", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":true}}`, index: "logs-generic-default", reason: "data_stream.namespace is a boolean, not a string"},
+	{name: "escaped member", mode: DataStreamAuto,
+		ev:     `{` + ts + `,"data_stream":{"dataset":"nginx\u002eaccess"}}`,
+		index:  "logs-nginx.access-default",
+		source: `{` + ts + `,"data_stream":{"dataset":"nginx\u002eaccess"}}`},
+	{name: "namespace may hold '-'", mode: DataStreamAuto,
+		ev:     `{` + ts + `,"data_stream":{"namespace":"eu-west"}}`,
+		index:  "logs-generic-eu-west",
+		source: `{` + ts + `,"data_stream":{"namespace":"eu-west"}}`},
+	{name: "invalid type", mode: DataStreamAuto,
+		ev: `{"data_stream":{"type":"events"}}`, index: "events-generic-default",
+		reason: `data_stream.type "events" must be one of logs, metrics, traces, synthetics`},
+	{name: "uppercase dataset", mode: DataStreamAuto,
+		ev: `{"data_stream":{"dataset":"Nginx-Access"}}`, index: "logs-Nginx-Access-default",
+		reason: `data_stream.dataset "Nginx-Access" must be lowercase`},
+	{name: "non-ASCII uppercase namespace", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":"äÄ"}}`, index: "logs-generic-äÄ",
+		reason: `data_stream.namespace "äÄ" must be lowercase`},
+	{name: "non-ASCII lowercase namespace", mode: DataStreamAuto,
+		ev:     `{` + ts + `,"data_stream":{"namespace":"ä"}}`,
+		index:  "logs-generic-ä",
+		source: `{` + ts + `,"data_stream":{"namespace":"ä"}}`},
+	{name: "'-' in dataset", mode: DataStreamAuto,
+		ev: `{"data_stream":{"dataset":"nginx-access"}}`, index: "logs-nginx-access-default",
+		reason: `data_stream.dataset "nginx-access" must not contain "-"`},
+	{name: "empty dataset", mode: DataStreamAuto,
+		ev: `{"data_stream":{"dataset":""}}`, index: "logs--default", reason: `data_stream.dataset must not be empty`},
+	{name: "long namespace", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":"` + strings.Repeat("n", 101) + `"}}`, index: "logs-generic-" + strings.Repeat("n", 101),
+		reason: `data_stream.namespace "` + strings.Repeat("n", 101) + `" is longer than 100 bytes`},
+	{name: "space in namespace", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":"a b"}}`, index: "logs-generic-a b", reason: `data_stream.namespace "a b" must not contain " "`},
+	{name: "'*' in dataset", mode: DataStreamAuto,
+		ev: `{"data_stream":{"dataset":"a*"}}`, index: "logs-a*-default", reason: `data_stream.dataset "a*" must not contain "*"`},
+	{name: "':' in namespace", mode: DataStreamAuto,
+		ev: `{"data_stream":{"namespace":"a:b"}}`, index: "logs-generic-a:b", reason: `data_stream.namespace "a:b" must not contain ":"`},
+	{name: "@timestamp present: kept", mode: DataStreamAlways,
+		ev:     `{"a":1,` + ts + `}`,
+		index:  "logs-generic-default",
+		source: `{"a":1,` + ts + `}`},
+	{name: "empty event", mode: DataStreamAlways, sync: true,
+		ev:     `{}`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `,` + dsDf + `}`},
+	{name: "only @metadata", mode: DataStreamAlways,
+		ev:     `{` + meta + `}`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `}`},
+	{name: "whitespace", mode: DataStreamAlways, sync: true,
+		ev:     `{ "@metadata" : {} , "a" : 1 , "data_stream" : { } }`,
+		index:  "logs-generic-default",
+		source: `{` + rts + `,  "a" : 1 , "data_stream" : {"type":"logs","dataset":"generic","namespace":"default" } }`},
+	{name: "pretty-printed: compacted", mode: DataStreamAlways, sync: true,
+		ev:     "{\n  \"@metadata\": {\"beat\": \"x\"},\n  \"data_stream\": {\"dataset\": \"d\"}\n}",
+		index:  "logs-d-default",
+		source: `{` + rts + `,"data_stream":{"type":"logs","namespace":"default","dataset":"d"}}`},
+}
+
+func sprintfMust(s string) *sprintf.Format { return sprintf.MustCompile(s) }
+
+// routeOne routes ev as add does, in a batch of its own, and returns its
+// target, source line and the original restored from the batch (or the
+// dead letter's reason).
+func routeOne(t *testing.T, opts Options, ev []byte) (index, source, reason string, original []byte) {
+	t.Helper()
+	o := &Output{opts: opts, log: slog.New(slog.DiscardHandler)}
+	var rt routing
+	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
+		return string(rt.name), "", reason, nil
+	}
+	b := newBatch(newBufPool(1, 1<<20), 1024, 1)
+	var scratch []byte
+	var nc nameCache
+	if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
+		t.Fatalf("add: dead letter %q, route said nothing", dead.Reason)
+	}
+	lines := b.buf[b.items[0].start:b.items[0].end]
+	nl := bytes.IndexByte(lines, '\n')
+	index, _ = actionTarget(lines)
+	orig, rcv, err := b.original(b.items[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rcv.Equal(routeReceived) {
+		t.Errorf("kept receive time %v", rcv)
+	}
+	return index, string(lines[nl+1 : len(lines)-1]), "", orig
+}
+
+func TestRoutingTable(t *testing.T) {
+	for _, c := range routeCases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.source != "" && !json.Valid([]byte(c.source)) {
+				t.Fatalf("the case's source is not JSON: %s", c.source)
+			}
+			index, source, reason, orig := routeOne(t, routeOptions(c.mode, c.sync), []byte(c.ev))
+			if index != c.index || source != c.source || reason != c.reason {
+				t.Errorf("got index %q, source %s, reason %q\nwant index %q, source %s, reason %q", index, source, reason, c.index, c.source, c.reason)
+			}
+			if reason == "" && string(orig) != c.ev {
+				t.Errorf("original %q, want the event %q", orig, c.ev)
+			}
+		})
+	}
+}
+
+func TestRoutingAutoWithoutDataStreams(t *testing.T) {
+	o := &Output{opts: routeOptions(DataStreamAuto, true), cluster: &clusterCheck{}}
+	o.cluster.noDataStreams.Store(true)
+	var rt routing
+	ev := []byte(`{` + meta + `,"data_stream":{"dataset":"x"}}`)
+	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" || rt.dataStream {
+		t.Fatalf("auto on a cluster without data streams: data stream %v, reason %q; want the index", rt.dataStream, reason)
+	}
+}
+
+// storeCases stores the events of cases in one record and returns their
+// document ids.
+func (r *rig) storeCases(cases []routeCase) []string {
+	evs := make([][]byte, len(cases))
+	for i, c := range cases {
+		evs[i] = []byte(c.ev)
+	}
+	lsn := r.store(routeReceived, evs...)
+	prefix, _ := idPrefix(r.ledger.StreamID())
+	ids := make([]string, len(cases))
+	for i := range cases {
+		ids[i] = string(appendDocID(nil, prefix, lsn, i))
+	}
+	return ids
+}
+
+// docByID returns the index and source of the stored document id.
+func (r *rig) docByID(id string) (index string, source []byte, ok bool) {
+	for _, d := range r.es.Docs() {
+		if d.ID == id {
+			return d.Index, d.Source, true
+		}
+	}
+	return "", nil, false
+}
+
+// inIndex reports whether a document stored in index went to name: the
+// index itself or, for a data stream, one of its backing indices
+// (".ds-NAME-…"), where an Elasticsearch that knows data streams stores
+// it.
+func inIndex(index, name string) bool {
+	return index == name || strings.HasPrefix(index, ".ds-"+name+"-")
+}
+
+// checkCases checks where each case's event went: stored in its index or
+// data stream with its exact source, or dead-lettered (status 0, no
+// round trip) with its reason, the name it would have had and the event
+// exactly as stored.
+func (r *rig) checkCases(t *testing.T, cases []routeCase, ids []string) {
+	t.Helper()
+	dead := r.deadLetters(t)
+	for i, c := range cases {
+		if c.reason == "" {
+			index, src, ok := r.docByID(ids[i])
+			if !ok || !inIndex(index, c.index) || string(src) != c.source {
+				t.Errorf("%s: stored in %s: %s, %v; want in %s: %s", c.name, index, src, ok, c.index, c.source)
+			}
+			if len(dead[ids[i]]) > 0 {
+				t.Errorf("%s: dead-lettered: %+v", c.name, dead[ids[i]])
+			}
+			continue
+		}
+		if len(dead[ids[i]]) != 1 {
+			t.Errorf("%s: %d dead letters, want 1", c.name, len(dead[ids[i]]))
+			continue
+		}
+		e := dead[ids[i]][0]
+		if e.Status != 0 || e.ErrType != "invalid_data_stream" || e.Reason != c.reason || e.Index != c.index ||
+			string(e.Event) != c.ev || !e.Received.Equal(routeReceived) {
+			t.Errorf("%s: dead letter status %d, %s %q, index %q, event %q, received %v; want 0, invalid_data_stream %q, %q, %q",
+				c.name, e.Status, e.ErrType, e.Reason, e.Index, e.Event, e.Received, c.reason, c.index, c.ev)
+		}
+	}
+}
+
+// TestRoutingStoresAndDeadLetters runs the routing cases of two
+// configurations through an output and Elasticsearch.
+func TestRoutingStoresAndDeadLetters(t *testing.T) {
+	for _, cfg := range []struct {
+		mode DataStreamMode
+		sync bool
+	}{{DataStreamAuto, true}, {DataStreamAlways, false}, {DataStreamAuto, false}} {
+		var cases []routeCase
+		for _, c := range routeCases {
+			if c.mode == cfg.mode && c.sync == cfg.sync {
+				cases = append(cases, c)
+			}
+		}
+		r := newRig(t, estest.Options{})
+		ids := r.storeCases(cases)
+		run := r.start(r.options(func(o *Options) {
+			o.DataStream, o.DataStreamSyncFields = cfg.mode, cfg.sync
+			o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+		}))
+		waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+		run.Stop(t)
+		r.checkCases(t, cases, ids)
+		var want Stats
+		for _, c := range cases {
+			switch {
+			case c.reason != "":
+				want.RoutedDeadLetter++
+			case strings.HasPrefix(c.index, "filebeat"):
+				want.RoutedIndex++
+			default:
+				want.RoutedDataStream++
+			}
+		}
+		st := run.Out.Stats()
+		if st.RoutedDataStream != want.RoutedDataStream || st.RoutedIndex != want.RoutedIndex ||
+			st.RoutedDeadLetter != want.RoutedDeadLetter || st.RoutedFallback != 0 {
+			t.Errorf("mode %d sync %v: routed %d/%d/%d/%d (data stream/index/fallback/dead), want %d/%d/0/%d", cfg.mode, cfg.sync,
+				st.RoutedDataStream, st.RoutedIndex, st.RoutedFallback, st.RoutedDeadLetter,
+				want.RoutedDataStream, want.RoutedIndex, want.RoutedDeadLetter)
+		}
+	}
+}
+
+// TestRoutingAutoOnAClusterWithoutDataStreams: auto mode sends an Agent
+// event to the index when the cluster predates data streams.
+func TestRoutingAutoOnAClusterWithoutDataStreams(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	ev := `{` + ts + `,` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access","namespace":"prod"}}`
+	ids := r.storeCases([]routeCase{{ev: ev}})
+	out, err := New(r.ledger, r.options(func(o *Options) { o.DataStream = DataStreamAuto }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.cluster.noDataStreams.Store(true)
+	run := draintest.Start(t, out)
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if _, ok := r.es.Doc("filebeat-9.3.0", ids[0]); !ok {
+		t.Errorf("not in the index filebeat-9.3.0: %+v", r.es.Docs())
+	}
+	if st := out.Stats(); st.RoutedIndex != 1 || st.RoutedDataStream != 0 {
+		t.Errorf("routed %+v", st)
+	}
+}
+
+// TestRoutingRetriesCountOnceAndKeepOriginals: data stream events whose
+// source lines were edited, under 429s and with some refused for good:
+// each is counted once by its target, and each refused one's dead letter
+// holds the event exactly as stored, restored from the edited line after
+// its retries.
+func TestRoutingRetriesCountOnceAndKeepOriginals(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	const n = 300
+	evs := make([][]byte, n)
+	for i := range evs {
+		switch i % 3 {
+		case 0: // @timestamp and the whole data_stream added
+			evs[i] = []byte(`{` + meta + `,"n":` + strings.Repeat("1", 1+i%7) + `}`)
+		case 1: // null members replaced, @timestamp added
+			evs[i] = []byte(`{"data_stream":{"type":null,"dataset":"app","namespace":null},` + meta + `}`)
+		default: // invalid: dead-lettered at routing
+			evs[i] = []byte(`{"data_stream":{"dataset":"App"}}`)
+		}
+	}
+	lsn := r.store(routeReceived, evs...)
+	prefix, _ := idPrefix(r.ledger.StreamID())
+	refused := map[string]bool{}
+	want := map[string][]byte{}
+	for i := range evs {
+		id := string(appendDocID(nil, prefix, lsn, i))
+		if i%3 != 2 && i%5 == 0 {
+			refused[id] = true
+			want[id] = evs[i]
+		}
+	}
+	faults := refuseForGood(refused)
+	faults.ItemReject429 = 0.3
+	r.es.SetFaults(faults)
+	run := r.start(r.options(func(o *Options) {
+		o.DataStream, o.DataStreamSyncFields = DataStreamAlways, true
+		o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	st := run.Out.Stats()
+	if st.Retried == 0 {
+		t.Fatal("no retries: the fault was not injected")
+	}
+	if st.RoutedDataStream != 200 || st.RoutedDeadLetter != 100 || st.RoutedIndex != 0 {
+		t.Errorf("routed %d to data streams, %d dead, %d to the index; want 200, 100, 0", st.RoutedDataStream, st.RoutedDeadLetter, st.RoutedIndex)
+	}
+	got := r.deadLetters(t)
+	for id, ev := range want {
+		if len(got[id]) != 1 || !bytes.Equal(got[id][0].Event, ev) || got[id][0].Status != 400 {
+			t.Errorf("%s: dead letters %+v, want one holding %s", id, got[id], ev)
+		}
+	}
+	for i := 2; i < n; i += 3 {
+		id := string(appendDocID(nil, prefix, lsn, i))
+		if len(got[id]) != 1 || !bytes.Equal(got[id][0].Event, evs[i]) {
+			t.Errorf("%s: dead letters %+v, want one holding %s", id, got[id], evs[i])
+		}
+	}
+	if r.es.Count() != 200-len(want) {
+		t.Errorf("%d documents, want %d", r.es.Count(), 200-len(want))
+	}
+}
+
+// TestFallbackWarns: events that lack a field of the index template go
+// to the fallback index, and the output says so once for the lot, naming
+// the field.
+func TestFallbackWarns(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var logs syncbuf.Buffer
+	for i := range 5 {
+		r.store(time.Now(), []byte(`{"message":"no metadata `+strings.Repeat("x", i)+`"}`))
+	}
+	run := r.start(r.options(func(o *Options) {
+		o.Index = mustCompile(t, "%{[data_stream][dataset]}-x")
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if n := r.es.IndexCount("logpond-fallback"); n != 5 {
+		t.Errorf("%d events in the fallback index, want 5", n)
+	}
+	var warns []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "fallback index") {
+			warns = append(warns, l)
+		}
+	}
+	// Five events in far less than the minute between warnings: one line.
+	if len(warns) != 1 || !strings.Contains(warns[0], "level=WARN") ||
+		!strings.Contains(warns[0], "missing_field=[data_stream][dataset]") ||
+		!strings.Contains(warns[0], `index=%{[data_stream][dataset]}-x`) ||
+		!strings.Contains(warns[0], "fallback_index=logpond-fallback") || !strings.Contains(warns[0], "events=1") {
+		t.Errorf("warnings %q", warns)
+	}
+	if st := run.Out.Stats(); st.RoutedFallback != 5 {
+		t.Errorf("%d events routed to the fallback, want 5", st.RoutedFallback)
+	}
+}
+
+// TestFallbackCountedWithCachedNames: events of one Beats batch share
+// their @metadata, and the name found for the first is reused for the
+// rest; when it is the fallback index, each is counted as a fallback.
+func TestFallbackCountedWithCachedNames(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	evs := make([][]byte, 10)
+	for i := range evs {
+		evs[i] = []byte(`{"@metadata":{"beat":"filebeat"},"n":` + strings.Repeat("1", i+1) + `}`)
+	}
+	r.store(time.Now(), evs...)
+	run := r.start(r.options(nil))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if st := run.Out.Stats(); st.RoutedFallback != 10 || st.RoutedIndex != 0 {
+		t.Errorf("routed %d to the fallback, %d to the index; want 10, 0", st.RoutedFallback, st.RoutedIndex)
+	}
+	if n := r.es.IndexCount("logpond-fallback"); n != 10 {
+		t.Errorf("%d in the fallback index, want 10", n)
+	}
+}
+
+// TestRouteAllocatesNothing: routing an Agent event to its data stream,
+// with fields to add, reuses the worker's buffers once they have grown.
+func TestRouteAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	o := &Output{opts: routeOptions(DataStreamAuto, true)}
+	var rt routing
+	ev := []byte(`{` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access"},"message":"x"}`)
+	cut := readMeta(ev).cut
+	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, cut, routeReceived) }); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+	if !rt.dataStream || string(rt.name) != "logs-nginx.access-default" {
+		t.Errorf("routed to %q, data stream %v", rt.name, rt.dataStream)
+	}
+}
