@@ -3,7 +3,11 @@ package elasticsearch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/logpond/logpond/output/eventid"
 	"github.com/logpond/logpond/output/sprintf"
@@ -132,12 +136,38 @@ func appendEditedSource(dst, event []byte, edits []edit) ([]byte, error) {
 	return append(dst[:start], buf.Bytes()...), nil
 }
 
-// Source returns event as the output indexes it: without its top-level
-// @metadata member, on one line (compacted only when it holds raw
-// newlines). It is what `ledgerctl dlq redrive` sends, so that a re-driven
-// dead letter is indexed exactly as the output would have.
+// Source returns event as the output indexes it into an index: without
+// its top-level @metadata member, on one line (compacted only when it
+// holds raw newlines).
 func Source(event []byte) ([]byte, error) {
 	return appendSource(nil, event, readMeta(event).cut)
+}
+
+// RedriveSource returns a dead letter's event as the output sends it to
+// index, the dead letter's target, so that `ledgerctl dlq redrive` stores
+// it as the output would have. When index is a data stream name
+// ({type}-{dataset}-{namespace} with a known type and no "-" in the
+// dataset), the event is routed to it as with data_stream = true and
+// sync fields, the name's parts standing for the settings: a missing
+// @timestamp becomes received, and the data_stream object is completed.
+// An event that names another data stream than index, or an invalid one,
+// is refused with the reason. Any other index gets Source.
+func RedriveSource(event []byte, index string, received time.Time) ([]byte, error) {
+	typ, rest, ok := strings.Cut(index, "-")
+	dataset, namespace, ok2 := strings.Cut(rest, "-")
+	if !ok || !ok2 || !slices.Contains(dsTypes, typ) {
+		return Source(event)
+	}
+	o := &Output{opts: Options{DataStream: DataStreamAlways, DataStreamType: typ, DataStreamDataset: dataset,
+		DataStreamNamespace: namespace, DataStreamSyncFields: true}}
+	var rt routing
+	if reason := o.route(&rt, event, readMeta(event).cut, received); reason != "" {
+		return nil, errors.New(reason)
+	}
+	if string(rt.name) != index {
+		return nil, fmt.Errorf("the event names the data stream %q, not %q", rt.name, index)
+	}
+	return appendEditedSource(nil, event, rt.edits)
 }
 
 // idPrefix is the stream id as it starts every derived document id

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/output/dlq"
@@ -231,9 +233,45 @@ func TestDLQPurgeWhileLocked(t *testing.T) {
 
 func TestRedriveSource(t *testing.T) {
 	for i, en := range oddLetters() {
-		src, err := redriveSource(en.Event)
+		src, err := redriveSource(en)
 		if err != nil || string(src) != wantSources[i] {
 			t.Fatalf("%q → %q, %v; want %q", en.Event, src, err, wantSources[i])
 		}
 	}
+}
+
+// TestRedriveSourceIntoDataStreams: a dead letter bound for a data stream
+// is re-driven as the output sent it (its @timestamp, its data_stream
+// object completed from the name), and one that names another data
+// stream, or an invalid one, is refused with the reason.
+func TestRedriveSourceIntoDataStreams(t *testing.T) {
+	received := time.Date(2026, 12, 5, 1, 2, 3, 456e6, time.UTC)
+	for _, tc := range []struct {
+		event, index, want, err string
+	}{
+		{`{"@metadata":{"beat":"filebeat"},"message":"m"}`, "logs-nginx.access-prod",
+			`{"@timestamp":"2026-12-05T01:02:03.456Z","data_stream":{"type":"logs","dataset":"nginx.access","namespace":"prod"},"message":"m"}`, ""},
+		{`{"@timestamp":"2026-01-01T00:00:00Z","data_stream":{"dataset":"app"},"m":1}`, "metrics-app-default",
+			`{"@timestamp":"2026-01-01T00:00:00Z","data_stream":{"type":"metrics","namespace":"default","dataset":"app"},"m":1}`, ""},
+		{`{"@timestamp":"2026-01-01T00:00:00Z","data_stream":{"type":"logs","dataset":"a","namespace":"b"}}`, "logs-a-b",
+			`{"@timestamp":"2026-01-01T00:00:00Z","data_stream":{"type":"logs","dataset":"a","namespace":"b"}}`, ""},
+		{`{"data_stream":{"type":"logs","dataset":"other","namespace":"b"}}`, "logs-a-b", "", `names the data stream "logs-other-b"`},
+		{`{"data_stream":{"type":"logs","dataset":"Bad","namespace":"b"}}`, "logs-Bad-b", "", "lowercase"},
+		{`{"@metadata":{"beat":"filebeat"},"message":"m"}`, "filebeat-9.3.0", `{"message":"m"}`, ""},
+		{`{"message":"m"}`, "logs-2026.12.05", `{"message":"m"}`, ""},
+	} {
+		src, err := redriveSource(dlq.Entry{Event: []byte(tc.event), Index: tc.index, Received: received})
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s into %s: %s, %v; want an error naming %q", tc.event, tc.index, src, err, tc.err)
+		case tc.err == "" && (err != nil || !jsonEqual(src, []byte(tc.want))):
+			t.Errorf("%s into %s: %s, %v; want %s", tc.event, tc.index, src, err, tc.want)
+		}
+	}
+}
+
+// jsonEqual says whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

@@ -270,7 +270,7 @@ func (rd *redriver) add(pos dlq.Pos, en dlq.Entry) {
 		rd.items = append(rd.items, line)
 		return
 	}
-	src, err := redriveSource(en.Event)
+	src, err := redriveSource(en)
 	if err != nil {
 		line.Outcome, line.Error = "failed", err.Error()
 		rd.items = append(rd.items, line)
@@ -382,16 +382,19 @@ func (rd *redriver) report(line redriveLine) {
 	fmt.Fprintf(rd.tw, "%s:%d\t%d\t%d\t%s\t%s\t%s\n", line.File, line.Offset, line.LSN, line.Position, line.Index, orDash(line.DocID), outcome)
 }
 
-// redriveSource is the document source of a dead letter's event: the event
-// as stored minus its top-level @metadata member (which Beats add for the
-// output and logpond does not index), on one line.
-func redriveSource(event []byte) ([]byte, error) {
-	if !json.Valid(event) {
+// redriveSource is the document source of a dead letter's event, as the
+// output sends it to the dead letter's index: the event as stored minus
+// its top-level @metadata member (which Beats add for the output and
+// logpond does not index), on one line; into a data stream, with the
+// @timestamp and data_stream members the output adds
+// (elasticsearch.RedriveSource).
+func redriveSource(en dlq.Entry) ([]byte, error) {
+	if !json.Valid(en.Event) {
 		return nil, errors.New("the event is not valid JSON: it cannot be sent as a document (inspect it with `dlq dump`)")
 	}
-	src, err := elasticsearch.Source(event)
+	src, err := elasticsearch.RedriveSource(en.Event, en.Index, en.Received)
 	if err != nil {
-		return nil, fmt.Errorf("the event is not valid JSON without its @metadata: %w", err)
+		return nil, fmt.Errorf("the event cannot be sent to %s: %w", en.Index, err)
 	}
 	return src, nil
 }
