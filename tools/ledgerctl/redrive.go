@@ -173,6 +173,7 @@ type redriveTo struct {
 	hosts                      []string
 	username, password, apiKey string
 	caFile                     string // "" for the system roots
+	certFile, keyFile          string // the client certificate of a configured host (tls.cert, tls.key); "" for none
 	skipVerify                 bool
 }
 
@@ -223,6 +224,9 @@ func redriveTarget(e *env, esURL, username, caFile string) (redriveTo, error) {
 			t.username, t.password, t.apiKey = cfgES.Username, cfgES.Password, cfgES.APIKey
 		}
 		t.caFile, t.skipVerify = cfgES.TLS.CA, cfgES.TLS.VerificationMode == "none"
+		// A cluster that authenticates logpond by its certificate (PKI
+		// realm) authenticates the re-drive by the same one.
+		t.certFile, t.keyFile = cfgES.TLS.Cert, cfgES.TLS.Key
 	} else if cfgES != nil && !explicit && (cfgES.APIKey != "" || cfgES.Password != "") {
 		fmt.Fprintf(e.stderr, "ledgerctl: dlq redrive: %s is not one of the hosts of output %s: the configured credentials are not sent to it; give its own with -username and $%s, or $%s\n",
 			hosturl.Redact(t.hosts[0]), e.dlqOut.name, envPassword, envAPIKey)
@@ -255,6 +259,13 @@ func redriveTransport(t redriveTo) (*http.Transport, error) {
 			return nil, fmt.Errorf("CA bundle %s holds no PEM certificate", t.caFile)
 		}
 		tlsCfg.RootCAs = pool
+	}
+	if t.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.certFile, t.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate (tls.cert, tls.key): %w", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
 	}
 	return &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1}, nil
 }

@@ -4,11 +4,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -191,4 +194,67 @@ func unrelatedCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestRedrivePresentsTheClientCertificate: a configured host that requires
+// a client certificate (Elasticsearch's PKI realm) gets the output's
+// tls.cert; without it the re-drive fails and sends nothing.
+func TestRedrivePresentsTheClientCertificate(t *testing.T) {
+	s := buildStores(t)
+	writeDeadLetters(t, s.ledger, oddLetters()[:1])
+	target, err := url.Parse(startES(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var presented []int
+	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		presented = append(presented, len(req.TLS.PeerCertificates))
+		mu.Unlock()
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, req)
+	}))
+	front.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	front.StartTLS()
+	t.Cleanup(front.Close)
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "logpond"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envPassword, "")
+	t.Setenv(envAPIKey, "")
+
+	without := redriveConfig(t, s, fmt.Sprintf("hosts = [%q]\n[output.elasticsearch.tls]\nverification_mode = \"none\"", front.URL))
+	if out, _, code := ctl(t, "-config", without, "dlq", "redrive"); code != exitFailed {
+		t.Errorf("without a client certificate: exit %d:\n%s", code, out)
+	}
+	with := redriveConfig(t, s, fmt.Sprintf("hosts = [%q]\n[output.elasticsearch.tls]\nverification_mode = \"none\"\ncert = %q\nkey = %q", front.URL, certFile, keyFile))
+	if out, errOut, code := ctl(t, "-config", with, "dlq", "redrive"); code != exitOK || !strings.Contains(out, "1 created") {
+		t.Fatalf("with the client certificate: exit %d:\n%s%s", code, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(presented) == 0 || slices.Contains(presented, 0) {
+		t.Errorf("certificates presented per request: %v", presented)
+	}
 }
