@@ -34,7 +34,68 @@ type Config struct {
 	Compression                   int // zlib level 0–9 (Filebeat's default is 3)
 	Duration                      time.Duration
 	Rate                          float64 // events/s over all connections; 0 = as fast as acknowledged
+	// Shape is how the events are laid out (ShapedEvent); "" is
+	// ShapeClassic. Every shape makes events of the same size.
+	Shape Shape
 }
+
+// Shape names a layout of the generated events: the same size and
+// message text, with or without the fields Elastic Agent adds, so that a
+// benchmark can compare what routing them costs.
+type Shape string
+
+const (
+	// ShapeClassic is a Beats event without @timestamp or data_stream
+	// (Event): an Elasticsearch output sends it to its index.
+	ShapeClassic Shape = "classic"
+	// ShapeAgent is an Elastic Agent event: @timestamp and a whole
+	// data_stream object {type: logs, dataset: Dataset(n), namespace:
+	// default}, so an output in data_stream "auto" sends it to its data
+	// stream without editing it.
+	ShapeAgent Shape = "agent"
+	// ShapeAgentPartial is an event whose data_stream object names only
+	// the dataset and which has no @timestamp: an output routes it by
+	// its dataset and must fill in the type, the namespace and the
+	// @timestamp.
+	ShapeAgentPartial Shape = "agent-partial"
+)
+
+// Shapes are the known shapes, classic first.
+var Shapes = []Shape{ShapeClassic, ShapeAgent, ShapeAgentPartial}
+
+// ParseShape returns the shape named s ("" is ShapeClassic), or an error
+// naming the known ones.
+func ParseShape(s string) (Shape, error) {
+	if s == "" {
+		return ShapeClassic, nil
+	}
+	if sh := Shape(s); slices.Contains(Shapes, sh) {
+		return sh, nil
+	}
+	return "", fmt.Errorf("lumberload: unknown event shape %q (known: %s, %s, %s)", s, ShapeClassic, ShapeAgent, ShapeAgentPartial)
+}
+
+// datasets are the datasets Agent-shaped events name, a few as one
+// Agent's integrations would send side by side: each is its own data
+// stream, so an output sorts every bulk request into several of them.
+var datasets = []string{"system.syslog", "nginx.access", "nginx.error", "kubernetes.container_logs"}
+
+// Datasets returns the datasets Agent-shaped events name, in the order
+// Dataset cycles through them (a copy).
+func Datasets() []string { return slices.Clone(datasets) }
+
+// Dataset is the dataset of the Agent-shaped event number n: the events
+// cycle through Datasets().
+func Dataset(n int) string { return datasets[uint(n)%uint(len(datasets))] }
+
+// DataStream is the data stream an output in data_stream "auto" with its
+// default type ("logs") and namespace ("default") routes the
+// Agent-shaped event number n to, of either Agent shape.
+func DataStream(n int) string { return "logs-" + Dataset(n) + "-default" }
+
+// timestampBase is the @timestamp of the Agent-shaped event 0; event n is
+// n milliseconds later, so that timestamps differ and sort as the events.
+var timestampBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Sample is one batch's acknowledgement latency and when, after the load
 // started, it was acknowledged.
@@ -94,7 +155,33 @@ for key session:91a2 took 0.043s INFO WARN ERROR worker-7 worker-12 shard=3 byte
 // a Beats event (its @metadata names the beat and version), with a
 // message of pseudo-random words that differs from event to event.
 func Event(size, n int) []byte {
-	b := fmt.Appendf(nil, `{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`, n)
+	return fill(fmt.Appendf(nil, `{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`, n), size, n)
+}
+
+// ShapedEvent builds event number n of a shape, of exactly size bytes
+// when size is larger than the shape's fields (as Event): the shapes
+// differ in their fields, not their size, as the message makes up the
+// rest. ShapeClassic (or "") is Event. An unknown shape is an error.
+func ShapedEvent(shape Shape, size, n int) ([]byte, error) {
+	switch shape {
+	case "", ShapeClassic:
+		return Event(size, n), nil
+	case ShapeAgent:
+		ts := timestampBase.Add(time.Duration(n) * time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+		return fill(fmt.Appendf(nil, `{"@metadata":{"beat":"beatsbench","version":"1"},"@timestamp":%q,"data_stream":{"type":"logs","dataset":%q,"namespace":"default"},"n":%d,"message":"`,
+			ts, Dataset(n), n), size, n), nil
+	case ShapeAgentPartial:
+		return fill(fmt.Appendf(nil, `{"@metadata":{"beat":"beatsbench","version":"1"},"data_stream":{"dataset":%q},"n":%d,"message":"`,
+			Dataset(n), n), size, n), nil
+	}
+	_, err := ParseShape(string(shape))
+	return nil, err
+}
+
+// fill completes an event whose text so far, b, ends inside its message
+// string: pseudo-random words seeded by n up to size bytes in all, then
+// the closing quote and brace.
+func fill(b []byte, size, n int) []byte {
 	head := len(b)
 	x := uint32(n)*2654435761 + 1
 	for len(b) < size-2 {
@@ -121,12 +208,16 @@ func Event(size, n int) []byte {
 // from when it was due, not from when a late connection got to send it, and
 // the connections' schedules are staggered. The first
 // connection or send error ends that connection and is returned; what was
-// acknowledged before it still counts.
+// acknowledged before it still counts. An unknown cfg.Shape is an error
+// before anything is sent.
 func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 	batch := make([]interface{}, cfg.Batch)
 	var batchBytes int64
 	for i := range batch {
-		ev := Event(cfg.EventSize, i)
+		ev, err := ShapedEvent(cfg.Shape, cfg.EventSize, i)
+		if err != nil {
+			return Result{}, err
+		}
 		batch[i] = ev
 		batchBytes += int64(len(ev))
 	}

@@ -70,3 +70,80 @@ func TestProcessStat(t *testing.T) {
 		t.Fatal("a nonexistent pid is running")
 	}
 }
+
+// TestShapedEvents: every shape makes valid JSON events of the asked
+// size with the same n; classic is Event; agent carries @timestamp and a
+// whole data_stream naming Dataset(n); agent-partial names only the
+// dataset and has no @timestamp; the events cycle through every dataset.
+func TestShapedEvents(t *testing.T) {
+	type dataStream struct {
+		Type, Dataset, Namespace string
+	}
+	for _, size := range []int{256, 512, 1024} {
+		used := map[string]bool{}
+		for n := range 50 {
+			for _, shape := range append([]Shape{""}, Shapes...) {
+				ev, err := ShapedEvent(shape, size, n)
+				if err != nil {
+					t.Fatalf("ShapedEvent(%q, %d, %d): %v", shape, size, n, err)
+				}
+				var v struct {
+					N          int         `json:"n"`
+					Timestamp  *string     `json:"@timestamp"`
+					DataStream *dataStream `json:"data_stream"`
+					Message    string      `json:"message"`
+				}
+				if err := json.Unmarshal(ev, &v); err != nil {
+					t.Fatalf("ShapedEvent(%q, %d, %d) = %q: %v", shape, size, n, ev, err)
+				}
+				if len(ev) != size || v.N != n || v.Message == "" {
+					t.Fatalf("ShapedEvent(%q, %d, %d): %d bytes, n = %d, message %q", shape, size, n, len(ev), v.N, v.Message)
+				}
+				switch shape {
+				case "", ShapeClassic:
+					if string(ev) != string(Event(size, n)) {
+						t.Fatalf("classic event %d differs from Event: %s", n, ev)
+					}
+				case ShapeAgent:
+					if v.Timestamp == nil || v.DataStream == nil || *v.DataStream != (dataStream{"logs", Dataset(n), "default"}) {
+						t.Fatalf("agent event %d lacks @timestamp or a whole data_stream: %s", n, ev)
+					}
+					if _, err := time.Parse(time.RFC3339Nano, *v.Timestamp); err != nil {
+						t.Fatalf("agent event %d: @timestamp: %v", n, err)
+					}
+					used[v.DataStream.Dataset] = true
+				case ShapeAgentPartial:
+					if v.Timestamp != nil || v.DataStream == nil || *v.DataStream != (dataStream{Dataset: Dataset(n)}) {
+						t.Fatalf("agent-partial event %d is not a data_stream with only the dataset and no @timestamp: %s", n, ev)
+					}
+				}
+			}
+		}
+		if len(used) != len(Datasets()) {
+			t.Fatalf("agent events use %d datasets of %v", len(used), Datasets())
+		}
+	}
+	if got := DataStream(1); got != "logs-"+Datasets()[1]+"-default" {
+		t.Fatalf("DataStream(1) = %q", got)
+	}
+}
+
+// TestUnknownShape: an unknown shape is refused by ParseShape,
+// ShapedEvent and Run (before dialling anything); "" is classic.
+func TestUnknownShape(t *testing.T) {
+	if sh, err := ParseShape(""); err != nil || sh != ShapeClassic {
+		t.Fatalf("ParseShape(\"\") = %q, %v", sh, err)
+	}
+	if sh, err := ParseShape("agent-partial"); err != nil || sh != ShapeAgentPartial {
+		t.Fatalf("ParseShape(agent-partial) = %q, %v", sh, err)
+	}
+	if _, err := ParseShape("agnet"); err == nil {
+		t.Fatal("ParseShape accepts agnet")
+	}
+	if _, err := ShapedEvent("agnet", 256, 1); err == nil {
+		t.Fatal("ShapedEvent accepts agnet")
+	}
+	if _, err := Run(t.Context(), "127.0.0.1:1", Config{Connections: 1, Batch: 1, EventSize: 256, Duration: time.Second, Shape: "agnet"}); err == nil {
+		t.Fatal("Run accepts agnet")
+	}
+}
