@@ -34,6 +34,12 @@ type Config struct {
 	Compression                   int // zlib level 0–9 (Filebeat's default is 3)
 	Duration                      time.Duration
 	Rate                          float64 // events/s over all connections; 0 = as fast as acknowledged
+	// Events, when above 0, is how many events the load sends in all:
+	// the connections share it out batch by batch, the last batch cut
+	// short, and stop when it is spent (or Duration has passed, whichever
+	// comes first), so that loads of different shapes leave exactly the
+	// same number of events behind. 0 sends until Duration has passed.
+	Events int64
 	// Shape is how the events are laid out (ShapedEvent); "" is
 	// ShapeClassic. Every shape makes events of the same size.
 	Shape Shape
@@ -202,8 +208,8 @@ func fill(b []byte, size, n int) []byte {
 	return append(b, `"}`...)
 }
 
-// Run loads addr as cfg says, until cfg.Duration has passed or parent
-// ends (then it returns parent's error with the partial result), and
+// Run loads addr as cfg says, until cfg.Duration has passed, cfg.Events
+// are sent, or parent ends (then it returns parent's error with the partial result), and
 // returns what was acknowledged. With cfg.Rate, each batch's latency counts
 // from when it was due, not from when a late connection got to send it, and
 // the connections' schedules are staggered. The first
@@ -212,14 +218,14 @@ func fill(b []byte, size, n int) []byte {
 // before anything is sent.
 func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 	batch := make([]interface{}, cfg.Batch)
-	var batchBytes int64
+	prefixBytes := make([]int64, cfg.Batch+1) // prefixBytes[k]: the bytes of batch[:k]
 	for i := range batch {
 		ev, err := ShapedEvent(cfg.Shape, cfg.EventSize, i)
 		if err != nil {
 			return Result{}, err
 		}
 		batch[i] = ev
-		batchBytes += int64(len(ev))
+		prefixBytes[i+1] = prefixBytes[i] + int64(len(ev))
 	}
 	raw := lj.JSONEncoder(func(v interface{}) ([]byte, error) { return v.([]byte), nil })
 	ctx, cancel := context.WithTimeout(parent, cfg.Duration)
@@ -227,6 +233,19 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 	var mu sync.Mutex
 	var res Result
 	var firstErr error
+	var reserved int64 // events handed out to the connections, with cfg.Events
+	// take reserves the next batch's events: all of batch, or with
+	// cfg.Events what is left of it; 0 when it is spent.
+	take := func() int {
+		if cfg.Events <= 0 {
+			return len(batch)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := int(min(int64(len(batch)), cfg.Events-reserved))
+		reserved += int64(max(k, 0))
+		return max(k, 0)
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for conn := range cfg.Connections {
@@ -257,7 +276,11 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 					t0 = next
 					next = next.Add(interval)
 				}
-				n, err := c.Send(batch)
+				k := take()
+				if k == 0 {
+					return
+				}
+				n, err := c.Send(batch[:k])
 				lat := time.Since(t0)
 				if err != nil {
 					mu.Lock()
@@ -269,7 +292,7 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 				}
 				mu.Lock()
 				res.Events += int64(n)
-				res.Bytes += batchBytes * int64(n) / int64(len(batch))
+				res.Bytes += prefixBytes[min(n, k)]
 				res.Batches++
 				res.Latencies = append(res.Latencies, lat)
 				res.Timeline = append(res.Timeline, Sample{At: t0.Add(lat).Sub(start), Latency: lat})

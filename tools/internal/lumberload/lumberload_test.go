@@ -2,9 +2,13 @@ package lumberload
 
 import (
 	"encoding/json"
+	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
+
+	server "github.com/elastic/go-lumber/server/v2"
 )
 
 // TestEventIsValidJSONOfTheAskedSize: every event is one JSON object of
@@ -145,5 +149,50 @@ func TestUnknownShape(t *testing.T) {
 	}
 	if _, err := Run(t.Context(), "127.0.0.1:1", Config{Connections: 1, Batch: 1, EventSize: 256, Duration: time.Second, Shape: "agnet"}); err == nil {
 		t.Fatal("Run accepts agnet")
+	}
+}
+
+// TestRunSendsExactlyEvents: with Config.Events, the connections together
+// send exactly that many events, the last batch cut short, and the
+// result counts them and their bytes; the receiver saw each batch's
+// events of the asked shape.
+func TestRunSendsExactlyEvents(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.NewWithListener(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Close twice panics in go-lumber: once, here or at the end.
+	closeSrv := sync.OnceFunc(func() { srv.Close() })
+	defer closeSrv()
+	received := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { received <- n }()
+		for b := range srv.ReceiveChan() {
+			for _, ev := range b.Events {
+				m, ok := ev.(map[string]interface{})
+				if !ok || m["data_stream"] == nil {
+					t.Errorf("received %v, not an agent event", ev)
+				}
+			}
+			n += len(b.Events)
+			b.ACK()
+		}
+	}()
+	const events = 1050 // not a multiple of 3 × 100
+	res, err := Run(t.Context(), ln.Addr().String(), Config{Connections: 3, Batch: 100, EventSize: 256, Shape: ShapeAgent, Duration: time.Minute, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSrv()
+	if got := <-received; res.Events != events || got != events {
+		t.Fatalf("Run acknowledged %d events, the server received %d; want %d", res.Events, got, events)
+	}
+	if res.Bytes != events*256 || res.Batches != 11 {
+		t.Fatalf("Run counted %d bytes in %d batches; want %d in 11", res.Bytes, res.Batches, events*256)
 	}
 }
