@@ -87,7 +87,7 @@ func (b *bench) fanout(ctx context.Context) (*fanoutResult, error) {
 	}
 
 	// One backlog, built with the output off, for every drain.
-	events, saved, err := b.savedBacklog(ctx, "fanout-saved", b.o.fanoutEvents, b.o.fanoutSize)
+	events, saved, err := b.savedBacklog(ctx, "fanout-saved", b.o.fanoutEvents, b.o.fanoutSize, lumberload.ShapeClassic)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (b *bench) fanOneCopy(ctx context.Context, n int) (fanRun, error) {
 	if err != nil {
 		return r, err
 	}
-	if _, err := loadEvents(ctx, p.Addr(), admin, b.o.fanoutEvents, b.o.fanoutSize); err != nil {
+	if _, err := loadEvents(ctx, p.Addr(), admin, b.o.fanoutEvents, b.o.fanoutSize, lumberload.ShapeClassic, false); err != nil {
 		p.Stop()
 		return r, err
 	}
@@ -338,9 +338,12 @@ level = "info"
 }
 
 // loadEvents loads the logpond listening on addr with 4 connections of
-// 2048-event windows of size-byte events until its admin listener at
+// 2048-event windows of size-byte events of a shape until its admin listener at
 // admin reports n events acknowledged, and returns the load's result.
-func loadEvents(ctx context.Context, addr, admin string, n int64, size int) (lumberload.Result, error) {
+// With exact, the load sends exactly n events (lumberload.Config.Events),
+// the last window cut short, rather than whole windows until the
+// threshold, which overshoots by up to a window per connection.
+func loadEvents(ctx context.Context, addr, admin string, n int64, size int, shape lumberload.Shape, exact bool) (lumberload.Result, error) {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -352,7 +355,11 @@ func loadEvents(ctx context.Context, addr, admin string, n int64, size int) (lum
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	res, err := lumberload.Run(lctx, addr, lumberload.Config{Connections: 4, Batch: 2048, EventSize: size, Duration: 10 * time.Minute})
+	cfg := lumberload.Config{Connections: 4, Batch: 2048, EventSize: size, Shape: shape, Duration: 10 * time.Minute}
+	if exact {
+		cfg.Events = n
+	}
+	res, err := lumberload.Run(lctx, addr, cfg)
 	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
 		err = nil
 	}

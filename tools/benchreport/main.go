@@ -22,7 +22,12 @@
 //     bytes for the same load with 1 and 3 outputs, the device bytes read
 //     draining one backlog with 1 and with 3 outputs in step, and one
 //     output's drain rate alone and beside an output whose server is down
-//     (-fanout-events events of -fanout-size bytes).
+//     (-fanout-events events of -fanout-size bytes);
+//   - datastreams: what routing each event to its data stream costs: one
+//     backlog per event shape (classic Beats events, Elastic Agent events,
+//     Agent events the output must complete), -datastreams-events events
+//     of -datastreams-size bytes each, drained into an estest server with
+//     data_stream = "auto", checking where every event landed.
 //
 // The journal goes under the work directory on this machine's disk; the
 // ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
@@ -60,13 +65,15 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout
+	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
 	drainRefusal  time.Duration // the storm profile refuses every item this long first
 	fanoutEvents  int64         // events of the fan-out runs' load and backlog
 	fanoutSize    int
+	dsEvents      int64 // events of each shape's backlog in the datastreams part
+	dsSize        int
 }
 
 func defaultOptions() options {
@@ -75,9 +82,9 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
-		fanoutEvents: 300000, fanoutSize: 512,
+		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
 	}
 }
 
@@ -100,10 +107,12 @@ func main() {
 	flag.DurationVar(&o.drainRefusal, "drain-refusal", o.drainRefusal, "how long the drain run's storm profile refuses every item before it accepts a third of the clean rate")
 	flag.Int64Var(&o.fanoutEvents, "fanout-events", o.fanoutEvents, "events of the fan-out runs' load and backlog")
 	flag.IntVar(&o.fanoutSize, "fanout-size", o.fanoutSize, "bytes per event of the fan-out runs")
+	flag.Int64Var(&o.dsEvents, "datastreams-events", o.dsEvents, "events of each event shape's backlog in the datastreams run")
+	flag.IntVar(&o.dsSize, "datastreams-size", o.dsSize, "bytes per event of the datastreams run (every shape the same)")
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog, -throttle and the event counts and sizes must be positive")
 		os.Exit(2)
 	}
@@ -178,6 +187,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["fanout"] {
 		if rep.Fanout, err = b.fanout(ctx); err != nil {
 			return fmt.Errorf("fanout: %w", err)
+		}
+	}
+	if parts["datastreams"] {
+		if rep.Datastreams, err = b.datastreams(ctx); err != nil {
+			return fmt.Errorf("datastreams: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {

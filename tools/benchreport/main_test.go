@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -143,7 +145,8 @@ func checkPNG(t *testing.T, path string) {
 	}
 }
 
-// TestQuickReport runs the whole report, every part, on this machine
+// TestQuickReport runs the whole report, every part (the datastreams
+// part's routing checks included), on this machine
 // with tiny durations: the binaries are built, the ledger gets a loop
 // device, the isolation run fills and drains a backlog and throttles the
 // ledger's device. It needs root and the loop tools; it checks that every
@@ -178,6 +181,7 @@ func TestQuickReport(t *testing.T) {
 	o.ledgerImage = 2 << 30
 	o.drainEvents, o.drainRefusal = 20000, time.Second
 	o.fanoutEvents = 20000
+	o.dsEvents = 20000
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +205,7 @@ func TestQuickReport(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |"} {
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |", "| classic |", "| agent |", "| agent-partial |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -253,7 +257,7 @@ func TestFanoutMarkdown(t *testing.T) {
 		"interleaved 3 times",
 		"within 5%", "at most 1.5×", "at least 0.9×",
 		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
-		"-fanout-events 300000 -fanout-size 512`)",
+		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512`)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -262,5 +266,95 @@ func TestFanoutMarkdown(t *testing.T) {
 	r.Fanout = nil
 	if strings.Contains(r.markdown(), "Fan-out") {
 		t.Errorf("the fan-out section is there although the part did not run")
+	}
+}
+
+// TestDatastreamsMarkdown: the data streams table gives each shape its
+// events, drain time, rate, rate over classic's, memory and where its
+// documents landed, and states the goal.
+func TestDatastreamsMarkdown(t *testing.T) {
+	o := defaultOptions()
+	o.dsEvents = 300000
+	runs := []dsRun{
+		{Shape: lumberload.ShapeClassic, What: dsShapes[0].what, Events: 300000, Elapsed: 6 * time.Second, PeakRSS: 70 << 20, Formula: 200 << 20, Rounds: 3,
+			Landed: map[string]int{classicIndex: 300000}},
+		{Shape: lumberload.ShapeAgent, What: dsShapes[1].what, Events: 300000, Elapsed: 7500 * time.Millisecond, PeakRSS: 75 << 20, Formula: 200 << 20, Rounds: 3,
+			Landed: map[string]int{"logs-nginx.error-default": 150000, "logs-nginx.access-default": 150000}},
+		{Shape: lumberload.ShapeAgentPartial, What: dsShapes[2].what, Events: 300000, Elapsed: 8 * time.Second, PeakRSS: 80 << 20, Formula: 200 << 20, Rounds: 3},
+	}
+	md := (&report{Date: "2026-12-05", Opts: o, Datastreams: runs}).markdown()
+	for _, want := range []string{
+		"## Data streams: what routing each event costs",
+		"One backlog of 300000 events of 512 B per event shape",
+		"interleaved 3 times",
+		"| classic | no data_stream: to `index`, as sent | 300000 | 6.0 | 50000 | 1.00× | 70 | 200 | 1 index: `beatsbench-1` 300000 |",
+		"| agent | Elastic Agent's: @timestamp and a whole data_stream: to its data stream, as sent | 300000 | 7.5 | 40000 | 0.80× | 75 | 200 | 2 data streams: `logs-nginx.access-default` 150000, `logs-nginx.error-default` 150000 |",
+		"| agent-partial | ",
+		"| 300000 | 8.0 | 37500 | 0.75× | 80 | 200 | – |",
+		"Goal: agent and agent-partial drain at least 0.9× classic's events/s.",
+		"-datastreams-events 300000 -datastreams-size 512`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains((&report{Opts: o}).markdown(), "Data streams") {
+		t.Errorf("the data streams section is there although the part did not run")
+	}
+	if !strings.Contains(defaultOptions().parts, "datastreams") {
+		t.Errorf("datastreams is not among the default parts %q", defaultOptions().parts)
+	}
+}
+
+// TestCheckLanded: a drain's documents pass only when every classic event
+// is in the index and every Agent-shaped event in its own data stream
+// with @timestamp and its whole data_stream object; one missing, one in
+// the wrong place or one left incomplete fails it.
+func TestCheckLanded(t *testing.T) {
+	const n = 8
+	agentDoc := func(i int, stream, source string) estest.Doc {
+		return estest.Doc{Index: ".ds-" + stream + "-000001", DataStream: stream, ID: fmt.Sprint(i), Source: []byte(source)}
+	}
+	complete := func(i int) string {
+		return fmt.Sprintf(`{"@timestamp":"2026-01-01T00:00:00.000Z","data_stream":{"type":"logs","dataset":%q,"namespace":"default"},"n":%d,"message":"x"}`, lumberload.Dataset(i), i)
+	}
+	var classic, agent []estest.Doc
+	for i := range n {
+		ev, err := lumberload.ShapedEvent(lumberload.ShapeClassic, 256, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		classic = append(classic, estest.Doc{Index: classicIndex, ID: fmt.Sprint(i), Source: ev})
+		agent = append(agent, agentDoc(i, lumberload.DataStream(i), complete(i)))
+	}
+	landed, err := checkLanded(lumberload.ShapeClassic, classic, n)
+	if err != nil || landed[classicIndex] != n || len(landed) != 1 {
+		t.Fatalf("classic: %v, %v", landed, err)
+	}
+	landed, err = checkLanded(lumberload.ShapeAgentPartial, agent, n)
+	if err != nil || len(landed) != len(lumberload.Datasets()) || landed[lumberload.DataStream(0)] != n/len(lumberload.Datasets()) {
+		t.Fatalf("agent-partial: %v, %v", landed, err)
+	}
+	bad := func(docs []estest.Doc, i int, d estest.Doc) []estest.Doc {
+		out := slices.Clone(docs)
+		out[i] = d
+		return out
+	}
+	for name, c := range map[string]struct {
+		shape lumberload.Shape
+		docs  []estest.Doc
+	}{
+		"classic missing":            {lumberload.ShapeClassic, classic[1:]},
+		"classic in a data stream":   {lumberload.ShapeClassic, bad(classic, 2, agentDoc(2, "logs-generic-default", string(classic[2].Source)))},
+		"classic in another index":   {lumberload.ShapeClassic, bad(classic, 2, estest.Doc{Index: "logpond-fallback", ID: "2", Source: classic[2].Source})},
+		"agent in the index":         {lumberload.ShapeAgent, bad(agent, 3, estest.Doc{Index: classicIndex, ID: "3", Source: []byte(complete(3))})},
+		"agent in the wrong stream":  {lumberload.ShapeAgent, bad(agent, 3, agentDoc(3, lumberload.DataStream(4), complete(3)))},
+		"agent-partial not filled":   {lumberload.ShapeAgentPartial, bad(agent, 5, agentDoc(5, lumberload.DataStream(5), fmt.Sprintf(`{"@timestamp":"2026-01-01T00:00:00Z","data_stream":{"dataset":%q},"n":5}`, lumberload.Dataset(5))))},
+		"agent-partial no timestamp": {lumberload.ShapeAgentPartial, bad(agent, 6, agentDoc(6, lumberload.DataStream(6), fmt.Sprintf(`{"data_stream":{"type":"logs","dataset":%q,"namespace":"default"},"n":6}`, lumberload.Dataset(6))))},
+		"not an event":               {lumberload.ShapeAgent, bad(agent, 7, agentDoc(7, lumberload.DataStream(7), `{"message":"x"}`))},
+	} {
+		if _, err := checkLanded(c.shape, c.docs, n); err == nil {
+			t.Errorf("%s: passed", name)
+		}
 	}
 }

@@ -16,6 +16,7 @@ type report struct {
 	Small                   []smallRun
 	Drain                   []drainRun
 	Fanout                  *fanoutResult
+	Datastreams             []dsRun
 	StraceNote              string
 	PNG                     string
 }
@@ -54,8 +55,8 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize)
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
 	p("## Ingest: logpond beside the baselines\n\n")
@@ -147,6 +148,9 @@ func (r *report) markdown() string {
 	if r.Fanout != nil {
 		p("%s", fanoutMarkdown(r.Fanout, o))
 	}
+	if len(r.Datastreams) > 0 {
+		p("%s", dsMarkdown(r.Datastreams, o))
+	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
@@ -164,5 +168,8 @@ func estimate(o options) time.Duration {
 	// Two loads and four drains of the fan-out backlog, each a few seconds
 	// plus logpond's start and stop.
 	fanout := time.Minute + time.Duration(o.fanoutEvents/1000)*time.Second
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout
+	// Three backlogs filled, then dsRounds drains of each, each a few
+	// seconds plus logpond's start and stop.
+	datastreams := time.Minute + time.Duration(o.dsEvents/1000)*time.Second
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams
 }

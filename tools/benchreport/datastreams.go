@@ -1,0 +1,204 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/tools/internal/lumberload"
+)
+
+// dsRounds is how many times each shape's backlog is drained, the shapes
+// interleaved round by round: a short drain on a shared machine is noisy,
+// and the goal is a ratio of two of them.
+const dsRounds = 3
+
+// classicIndex is where the default output configuration sends a classic
+// event of lumberload's: its index is %{[@metadata][beat]}-%{[@metadata][version]}.
+const classicIndex = "beatsbench-1"
+
+// dsShapes are the shapes the datastreams part drains, classic first (the
+// others are compared with it), each with what it is.
+var dsShapes = []struct {
+	shape lumberload.Shape
+	what  string
+}{
+	{lumberload.ShapeClassic, "no data_stream: to `index`, as sent"},
+	{lumberload.ShapeAgent, "Elastic Agent's: @timestamp and a whole data_stream: to its data stream, as sent"},
+	{lumberload.ShapeAgentPartial, "data_stream naming only the dataset, no @timestamp: to its data stream, the output adding @timestamp, type and namespace"},
+}
+
+// dsRun is one shape's drain: the median over the rounds.
+type dsRun struct {
+	Shape   lumberload.Shape
+	What    string
+	Events  int64
+	Elapsed time.Duration // from logpond's start until the server held every event
+	PeakRSS int64         // the largest over the rounds
+	Formula int64
+	Rounds  int
+	// Landed is how many documents each index (classic) or data stream
+	// (Agent shapes) holds after the drain, the same in every round.
+	Landed map[string]int
+}
+
+// EventsPerSec is the drain rate.
+func (r dsRun) EventsPerSec() float64 { return float64(r.Events) / r.Elapsed.Seconds() }
+
+// datastreams builds one backlog per shape, of o.dsEvents events of
+// o.dsSize bytes, with the output off, and drains each dsRounds times
+// into a fresh estest server from a copy of its stores, with the default
+// output settings (data_stream = "auto"), checking that every event
+// landed where its shape says, once.
+func (b *bench) datastreams(ctx context.Context) ([]dsRun, error) {
+	type backlog struct {
+		events int64
+		saved  string
+	}
+	var backlogs []backlog
+	defer func() {
+		for _, bl := range backlogs {
+			os.RemoveAll(bl.saved)
+		}
+	}()
+	for _, s := range dsShapes {
+		events, saved, err := b.savedBacklog(ctx, "ds-saved-"+string(s.shape), b.o.dsEvents, b.o.dsSize, s.shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s backlog: %w", s.shape, err)
+		}
+		backlogs = append(backlogs, backlog{events, saved})
+	}
+	runs := make([][]dsRun, len(dsShapes))
+	for range dsRounds {
+		for i, s := range dsShapes {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := b.fresh(false); err != nil {
+				return nil, err
+			}
+			if err := restoreStores(backlogs[i].saved, b.journalDir(), b.ledgerDir()); err != nil {
+				return nil, err
+			}
+			var landed map[string]int
+			check := func(srv *estest.Server) error {
+				var err error
+				landed, err = checkLanded(s.shape, srv.Docs(), backlogs[i].events)
+				return err
+			}
+			d, err := b.drainOnce(ctx, "datastreams-"+string(s.shape), s.what, backlogs[i].events, drainFaults{}, check)
+			if err != nil {
+				return nil, err
+			}
+			r := dsRun{Shape: s.shape, What: s.what, Events: d.Events, Elapsed: d.Elapsed, PeakRSS: d.PeakRSS, Formula: d.Formula, Landed: landed}
+			runs[i] = append(runs[i], r)
+			fmt.Fprintf(b.log, "datastreams %-13s %d events in %.1f s (%.0f/s), peak RSS %d MiB; landed %v\n", s.shape, r.Events, r.Elapsed.Seconds(), r.EventsPerSec(), r.PeakRSS>>20, landed)
+		}
+	}
+	out := make([]dsRun, len(runs))
+	for i, rs := range runs {
+		out[i] = medianDS(rs)
+	}
+	return out, nil
+}
+
+// medianDS is the run with the median drain time, with the largest peak
+// RSS of them all and the count of runs.
+func medianDS(rs []dsRun) dsRun {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b dsRun) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
+	m := sorted[len(sorted)/2]
+	for _, r := range rs {
+		m.PeakRSS = max(m.PeakRSS, r.PeakRSS)
+	}
+	m.Rounds = len(rs)
+	return m
+}
+
+// checkLanded checks that the stored documents are the events of one
+// shape, each where an output with default settings must put it: a
+// classic event in classicIndex and no data stream; an Agent-shaped event
+// number n in lumberload.DataStream(n), stored with @timestamp and the
+// whole data_stream object it was routed by (the output completes
+// agent-partial's). With drainOnce's check (as many documents stored, and
+// answered 201, as the backlog's events) this makes every event stored
+// once, where it belongs. It returns the documents per index or data
+// stream.
+func checkLanded(shape lumberload.Shape, docs []estest.Doc, events int64) (map[string]int, error) {
+	if int64(len(docs)) != events {
+		return nil, fmt.Errorf("%d documents stored for %d events", len(docs), events)
+	}
+	landed := map[string]int{}
+	for _, d := range docs {
+		var v struct {
+			N          *int    `json:"n"`
+			Timestamp  *string `json:"@timestamp"`
+			DataStream *struct {
+				Type, Dataset, Namespace string
+			} `json:"data_stream"`
+		}
+		if err := json.Unmarshal(d.Source, &v); err != nil || v.N == nil {
+			return nil, fmt.Errorf("document %s/%s is not an event of the load (%v): %.200s", d.Index, d.ID, err, d.Source)
+		}
+		switch shape {
+		case lumberload.ShapeClassic:
+			if d.DataStream != "" || d.Index != classicIndex {
+				return nil, fmt.Errorf("classic event %d landed in %s (data stream %q), not in the index %s", *v.N, d.Index, d.DataStream, classicIndex)
+			}
+			landed[d.Index]++
+		default:
+			want := lumberload.DataStream(*v.N)
+			if d.DataStream != want {
+				return nil, fmt.Errorf("%s event %d landed in %s (data stream %q), not in the data stream %s", shape, *v.N, d.Index, d.DataStream, want)
+			}
+			if v.Timestamp == nil || v.DataStream == nil || v.DataStream.Type != "logs" || v.DataStream.Dataset != lumberload.Dataset(*v.N) || v.DataStream.Namespace != "default" {
+				return nil, fmt.Errorf("%s event %d stored in %s without @timestamp or its whole data_stream: %.300s", shape, *v.N, want, d.Source)
+			}
+			landed[d.DataStream]++
+		}
+	}
+	return landed, nil
+}
+
+// landedText is where a shape's documents landed, for the table.
+func landedText(r dsRun) string {
+	if len(r.Landed) == 0 {
+		return "–"
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(r.Landed)) {
+		parts = append(parts, fmt.Sprintf("`%s` %d", name, r.Landed[name]))
+	}
+	kind := "index"
+	if r.Shape != lumberload.ShapeClassic {
+		kind = "data streams"
+	}
+	return fmt.Sprintf("%d %s: %s", len(r.Landed), kind, strings.Join(parts, ", "))
+}
+
+// dsMarkdown renders the data streams section.
+func dsMarkdown(runs []dsRun, o options) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("## Data streams: what routing each event costs\n\n")
+	if len(runs) == 0 {
+		return b.String()
+	}
+	p("One backlog of %d events of %d B per event shape, each built with the output off, then drained into a fresh in-process `estest` server (which enforces data stream rules: create only, `@timestamp` required) from a copy of its stores, with the default output settings (`data_stream = \"auto\"`: an event with a `data_stream` object goes to the data stream it names, any other to `index`). The shapes are drained in turn, interleaved %d times; the table shows each shape's median drain (peak RSS: the largest). Time runs from logpond's start until the server holds every event; every event must be stored exactly once (201 once per event), a classic event in the index `%s`, an Agent-shaped event in its data stream `logs-{dataset}-default` with `@timestamp` and its whole `data_stream` object. The Agent shapes cycle through %d datasets, so every bulk request holds events bound for %d data streams.\n\n",
+		o.dsEvents, o.dsSize, runs[0].Rounds, classicIndex, len(lumberload.Datasets()), len(lumberload.Datasets()))
+	p("| shape | what | events | drain s | events/s | × classic | peak RSS MiB | formula MiB | landed (documents) |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	classic := runs[0].EventsPerSec()
+	for _, r := range runs {
+		p("| %s | %s | %d | %.1f | %.0f | %s | %s | %s | %s |\n", r.Shape, r.What, r.Events, r.Elapsed.Seconds(), r.EventsPerSec(), ratio(r.EventsPerSec(), classic), mib(r.PeakRSS), mib(r.Formula), landedText(r))
+	}
+	p("\nGoal: agent and agent-partial drain at least 0.9× classic's events/s.\n\n")
+	return b.String()
+}
