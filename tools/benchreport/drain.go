@@ -31,6 +31,14 @@ type drainRun struct {
 	Refusal       time.Duration // storm: how long every item was refused first
 	PeakRSS       int64
 	Formula       int64 // logpond's memory formula
+	// Stall is the longest the server's document count stood still
+	// between its first rise and every event, to the poll's 20 ms, and
+	// StallAt the count it stood at: when the backlog's last bulk
+	// request is not full, the output waits flush_interval (1 s by
+	// default) for more events before it sends it, a wait that depends
+	// on where the backlog ends, not on the events.
+	Stall   time.Duration
+	StallAt int
 }
 
 // drainProfiles are the fault sets, in the order they run; the overload
@@ -136,10 +144,22 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 		return r, err
 	}
 	limit := time.Now().Add(b.o.drainLimit)
-	for srv.Count() < int(events) {
+	lastCount, lastChange := 0, start
+	for {
+		n := srv.Count()
+		if n != lastCount {
+			now := time.Now()
+			if d := now.Sub(lastChange); lastCount > 0 && d > r.Stall { // not logpond's start before the first rise
+				r.Stall, r.StallAt = d, lastCount
+			}
+			lastCount, lastChange = n, now
+		}
+		if n >= int(events) {
+			break
+		}
 		if ctx.Err() != nil || time.Now().After(limit) {
 			p.Stop()
-			return r, fmt.Errorf("%s: %d of %d events delivered after %s", name, srv.Count(), events, time.Since(start).Round(time.Second))
+			return r, fmt.Errorf("%s: %d of %d events delivered after %s", name, n, events, time.Since(start).Round(time.Second))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

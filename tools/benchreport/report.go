@@ -168,8 +168,9 @@ func estimate(o options) time.Duration {
 	// Two loads and four drains of the fan-out backlog, each a few seconds
 	// plus logpond's start and stop.
 	fanout := time.Minute + time.Duration(o.fanoutEvents/1000)*time.Second
-	// Three backlogs filled, then dsRounds drains of each, each a few
-	// seconds plus logpond's start and stop.
-	datastreams := time.Minute + time.Duration(o.dsEvents/1000)*time.Second
+	// Three backlogs filled (each followed by the settle wait), then
+	// dsRounds drains of each: fills and drains ran at about 50000
+	// events/s here, plus about a second for logpond's start and stop.
+	datastreams := 3*o.settle + time.Duration(3+3*dsRounds)*(time.Second+time.Duration(o.dsEvents/50000)*time.Second)
 	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams
 }
