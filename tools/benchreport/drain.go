@@ -182,8 +182,8 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 	return r, nil
 }
 
-// savedBacklog builds a backlog of n events of size bytes and a shape in fresh stores
-// with the output off, and keeps a copy of both stores in the directory
+// savedBacklog builds a backlog of n events of size bytes and a shape in
+// fresh stores with the output off, and keeps a copy of both stores in the directory
 // name on the ledger's file system, for runs that each drain the same
 // backlog (restoreStores). It returns the events the ledger holds and the
 // copy's directory, which the caller removes.
@@ -203,10 +203,9 @@ func (b *bench) savedBacklog(ctx context.Context, name string, n int64, size int
 }
 
 // fillEvents runs logpond without output and loads it with exactly n
-// events of size bytes and a shape, so that backlogs of different shapes
-// are the same; it stops logpond (whose final
-// flush moves the journal into the ledger) and returns the events
-// acknowledged.
+// events of size bytes and a shape (so that backlogs of different shapes
+// hold as many events); it stops logpond (whose final flush moves the
+// journal into the ledger) and returns the events the ledger holds.
 func (b *bench) fillEvents(ctx context.Context, n int64, size int, shape lumberload.Shape) (int64, error) {
 	cfgPath, err := b.config("drain-fill", "")
 	if err != nil {
