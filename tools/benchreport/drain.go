@@ -183,10 +183,10 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 }
 
 // savedBacklog builds a backlog of n events of size bytes and a shape in
-// fresh stores with the output off, and keeps a copy of both stores in the directory
-// name on the ledger's file system, for runs that each drain the same
-// backlog (restoreStores). It returns the events the ledger holds and the
-// copy's directory, which the caller removes.
+// fresh stores with the output off, and keeps a copy of both stores in
+// the directory name on the ledger's file system, for runs that each
+// drain the same backlog (restoreStores). It returns the events the
+// ledger holds and the copy's directory, which the caller removes.
 func (b *bench) savedBacklog(ctx context.Context, name string, n int64, size int, shape lumberload.Shape) (int64, string, error) {
 	if err := b.fresh(true); err != nil {
 		return 0, "", err
