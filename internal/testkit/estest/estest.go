@@ -48,9 +48,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -500,13 +502,8 @@ func (s *Server) Docs() []Doc {
 // it) and never removed, except by Reset.
 func (s *Server) DataStreams() []string {
 	s.mu.Lock()
-	out := make([]string, 0, len(s.dataStreams))
-	for name := range s.dataStreams {
-		out = append(out, name)
-	}
-	s.mu.Unlock()
-	sort.Strings(out)
-	return out
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.dataStreams))
 }
 
 // DocsIn returns the stored documents of one data stream or index (a
@@ -543,13 +540,8 @@ func (s *Server) IndexCount(index string) int {
 // by its first stored document and never removed, except by Reset), sorted.
 func (s *Server) Indices() []string {
 	s.mu.Lock()
-	out := make([]string, 0, len(s.indices))
-	for name := range s.indices {
-		out = append(out, name)
-	}
-	s.mu.Unlock()
-	sort.Strings(out)
-	return out
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.indices))
 }
 
 // Stats returns a snapshot of the counters; the map is a copy.
