@@ -484,3 +484,26 @@ func TestRouteAllocatesNothing(t *testing.T) {
 		t.Errorf("routed to %q, data stream %v", rt.name, rt.dataStream)
 	}
 }
+
+// TestFallbackWarnsOnlyOfSentEvents: an event that lacks the index
+// template's field but is dead-lettered (too large, or on several lines
+// and not JSON) never goes to the fallback index, and the warning, which
+// says events were sent there, does not count it.
+func TestFallbackWarnsOnlyOfSentEvents(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var logs syncbuf.Buffer
+	r.store(time.Now(), []byte(`{"message":"`+strings.Repeat("x", 2<<10)+`"}`), []byte("{\"message\":\n"))
+	run := r.start(r.options(func(o *Options) {
+		o.Index = mustCompile(t, "%{[data_stream][dataset]}-x")
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.FlushBytes, o.MaxRequestBytes = 1<<10, 1<<10
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if st := run.Out.Stats(); st.RoutedDeadLetter != 2 || st.RoutedFallback != 0 {
+		t.Errorf("routed %d dead, %d to the fallback; want 2, 0", st.RoutedDeadLetter, st.RoutedFallback)
+	}
+	if strings.Contains(logs.String(), "fallback index") {
+		t.Errorf("warned of the fallback index for dead letters:\n%s", logs.String())
+	}
+}
