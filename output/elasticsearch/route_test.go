@@ -507,3 +507,35 @@ func TestFallbackWarnsOnlyOfSentEvents(t *testing.T) {
 		t.Errorf("warned of the fallback index for dead letters:\n%s", logs.String())
 	}
 }
+
+// TestDuplicateMetadataIsNotHidden: Elasticsearch refuses an event with
+// duplicate keys. One with two top-level @metadata members is sent with
+// both (cutting one would index the other), in every data stream mode,
+// so the cluster refuses it and its dead letter holds it as stored.
+func TestDuplicateMetadataIsNotHidden(t *testing.T) {
+	cases := []routeCase{
+		{name: "always", mode: DataStreamAlways, ev: `{` + meta + `,` + ts + `,"@metadata":{}}`,
+			index: "logs-generic-default", source: `{` + meta + `,` + ts + `,"@metadata":{}}`},
+		{name: "auto, to the index", mode: DataStreamAuto, sync: true, ev: `{"@metadata":{},"a":1,"@met\u0061data":{}}`,
+			index: "logpond-fallback", source: `{"@metadata":{},"a":1,"@met\u0061data":{}}`},
+	}
+	for _, c := range cases {
+		index, source, reason, _ := routeOne(t, routeOptions(c.mode, c.sync), []byte(c.ev))
+		if index != c.index || source != c.source || reason != "" {
+			t.Errorf("%s: index %q, source %s, reason %q; want %q, %s", c.name, index, source, reason, c.index, c.source)
+		}
+		r := newRig(t, estest.Options{})
+		ids := r.storeCases([]routeCase{c})
+		run := r.start(r.options(func(o *Options) {
+			o.DataStream, o.DataStreamSyncFields = c.mode, c.sync
+			o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+		}))
+		waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+		run.Stop(t)
+		dead := r.deadLetters(t)[ids[0]]
+		if len(dead) != 1 || dead[0].Status != 400 || !strings.Contains(dead[0].Reason, "Duplicate field '@metadata'") ||
+			string(dead[0].Event) != c.ev {
+			t.Errorf("%s: dead letters %+v, want one refused for the duplicate, holding %s", c.name, dead, c.ev)
+		}
+	}
+}
