@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -537,5 +538,45 @@ func TestDuplicateMetadataIsNotHidden(t *testing.T) {
 			string(dead[0].Event) != c.ev {
 			t.Errorf("%s: dead letters %+v, want one refused for the duplicate, holding %s", c.name, dead, c.ev)
 		}
+	}
+}
+
+// TestFallbackWarningCountsEveryEvent: workers falling back at once
+// share one warning's rate limit, and every event is counted exactly
+// once: in a warning's events, or pending for the next one.
+func TestFallbackWarningCountsEveryEvent(t *testing.T) {
+	var logs syncbuf.Buffer
+	o := &Output{opts: routeOptions(DataStreamOff, false), log: slog.New(slog.NewTextHandler(&logs, nil))}
+	const workers, each = 8, 500
+	ev := []byte(`{"message":"m"}`)
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				o.fellBack(ev)
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	logged := int64(0)
+	lines := 0
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, "fallback index") {
+			continue
+		}
+		lines++
+		var n int64
+		i := strings.Index(l, " events=")
+		if i < 0 {
+			t.Fatalf("no event count in %q", l)
+		}
+		fmt.Sscanf(l[i+len(" events="):], "%d", &n)
+		logged += n
+	}
+	if lines == 0 || logged+o.stats.fallbackPending.Load() != workers*each {
+		t.Errorf("%d warnings for %d events, %d pending; want at least one, %d in all", lines, logged, o.stats.fallbackPending.Load(), workers*each)
 	}
 }
