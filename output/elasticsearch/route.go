@@ -56,7 +56,6 @@ type routing struct {
 type topScan struct {
 	open    int // the '{' of the event, -1 when it is not an object
 	members int // its members
-	metas   int // its @metadata members
 	tsVal   [2]int
 	dsVal   [2]int
 }
@@ -102,8 +101,7 @@ func keyIs(raw []byte, name string) bool {
 func offsetIn(b, sub []byte) int { return cap(b) - cap(sub) }
 
 // scanTop reads the top-level members of ev that routing needs. The first
-// of duplicate keys wins, as for every other reader of events; @metadata
-// members are counted, as a duplicate one must not be cut (route).
+// of duplicate keys wins, as for every other reader of events.
 func scanTop(ev []byte) topScan {
 	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
@@ -122,8 +120,6 @@ func scanTop(ev []byte) topScan {
 			s.tsVal = [2]int{at, at + len(value)}
 		case s.dsVal[0] < 0 && keyIs(key, "data_stream"):
 			s.dsVal = [2]int{at, at + len(value)}
-		case keyIs(key, "@metadata"):
-			s.metas++
 		}
 		return true
 	})
@@ -150,13 +146,6 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 		return ""
 	}
 	top := scanTop(ev)
-	if top.metas > 1 {
-		// Elasticsearch refuses an object with duplicate keys. Cutting
-		// the first @metadata would hide that and index the second:
-		// both are sent, and the event is dead-lettered with the
-		// cluster's reason.
-		cut = [2]int{}
-	}
 	var dsVal []byte
 	if top.dsVal[0] >= 0 {
 		dsVal = ev[top.dsVal[0]:top.dsVal[1]]

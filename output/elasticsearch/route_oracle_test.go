@@ -217,7 +217,7 @@ func checkRouteOracle(t *testing.T, opts Options, ev []byte) {
 	if !json.Valid(source) {
 		t.Fatalf("mode %d sync %v: event %s gave source %s, not JSON", opts.DataStream, opts.DataStreamSyncFields, ev, source)
 	}
-	if dupKeys(source) != dups && !(opts.DataStream == DataStreamOff && dupMetadata(ev)) {
+	if dupKeys(source) != dups {
 		t.Fatalf("mode %d sync %v: event %s (duplicate keys: %v) gave source %s", opts.DataStream, opts.DataStreamSyncFields, ev, dups, source)
 	}
 	if dups {

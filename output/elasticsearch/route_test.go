@@ -519,6 +519,10 @@ func TestDuplicateMetadataIsNotHidden(t *testing.T) {
 			index: "logs-generic-default", source: `{` + meta + `,` + ts + `,"@metadata":{}}`},
 		{name: "auto, to the index", mode: DataStreamAuto, sync: true, ev: `{"@metadata":{},"a":1,"@met\u0061data":{}}`,
 			index: "logpond-fallback", source: `{"@metadata":{},"a":1,"@met\u0061data":{}}`},
+		{name: "off, escaped", mode: DataStreamOff, ev: `{` + meta + `,"a":"\\u","\u0040metadata":{}}`,
+			index: "filebeat-9.3.0", source: `{` + meta + `,"a":"\\u","\u0040metadata":{}}`},
+		{name: "off, plain", mode: DataStreamOff, ev: `{` + meta + `,"@metadata":{}}`,
+			index: "filebeat-9.3.0", source: `{` + meta + `,"@metadata":{}}`},
 	}
 	for _, c := range cases {
 		index, source, reason, _ := routeOne(t, routeOptions(c.mode, c.sync), []byte(c.ev))
