@@ -211,6 +211,15 @@ func checkRouteOracle(t *testing.T, opts Options, ev []byte) {
 	if err != nil || !bytes.Equal(orig, ev) {
 		t.Fatalf("original %q, %v; want %q", orig, err, ev)
 	}
+	// `ledgerctl dlq redrive` sends a dead letter's event as the output
+	// sent it: to a data stream as with sync fields, elsewhere without
+	// @metadata.
+	if index, _ := actionTarget(lines); rt.dataStream && opts.DataStreamSyncFields || !rt.dataStream && !strings.HasPrefix(index, "logs-") {
+		re, err := RedriveSource(ev, index, routeReceived)
+		if err != nil || !bytes.Equal(re, source) {
+			t.Fatalf("mode %d sync %v: %q into %s redriven as %q, %v; sent as %q", opts.DataStream, opts.DataStreamSyncFields, ev, index, re, err, source)
+		}
+	}
 	if !valid {
 		return
 	}
