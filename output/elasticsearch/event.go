@@ -21,7 +21,8 @@ type eventMeta struct {
 	pipeline []byte // @metadata.pipeline, nil when absent
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
 	// indexed source: the @metadata member and one comma next to it.
-	// cut[1] == 0 when there is nothing to cut.
+	// cut[1] == 0 when there is nothing to cut, or when the event holds
+	// a second top-level @metadata (secondMetadata).
 	cut [2]int
 }
 
