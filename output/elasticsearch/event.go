@@ -21,7 +21,8 @@ type eventMeta struct {
 	pipeline []byte // @metadata.pipeline, nil when absent
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
 	// indexed source: the @metadata member and one comma next to it.
-	// cut[1] == 0 when there is nothing to cut.
+	// cut[1] == 0 when there is nothing to cut, or when the event holds
+	// a second top-level @metadata (secondMetadata).
 	cut [2]int
 }
 
@@ -47,8 +48,33 @@ func readMeta(event []byte) eventMeta {
 			return true
 		})
 	}
-	m.cut = memberSpan(event, ks, ve)
+	if !secondMetadata(event, ve) {
+		m.cut = memberSpan(event, ks, ve)
+	}
 	return m
+}
+
+// secondMetadata reports whether the object event has another top-level
+// @metadata member than the first, whose value ends at ve. Elasticsearch
+// refuses an object with duplicate keys; cutting the first @metadata
+// would hide that and index the second, so such an event is sent whole,
+// for the cluster to refuse and the event to be dead-lettered as stored.
+// A key that decodes to "@metadata" is either spelled so or holds a \u
+// escape (no other escape gives its characters): the rest of an event
+// holding neither, nearly every one, is not scanned member by member.
+func secondMetadata(event []byte, ve int) bool {
+	rest := event[ve:]
+	if !bytes.Contains(rest, []byte(`@metadata"`)) && !bytes.Contains(rest, []byte(`\u`)) {
+		return false
+	}
+	n := 0
+	sprintf.Members(event[bytes.IndexByte(event, '{'):], func(key, _ []byte) bool {
+		if keyIs(key, "@metadata") {
+			n++
+		}
+		return n < 2
+	})
+	return n > 1
 }
 
 // stringValue returns the decoded JSON string raw (quotes included), or

@@ -216,7 +216,6 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		name = nc.name
 		if nc.fallback {
 			kind = &o.stats.routedFallback
-			o.fellBack(ev)
 		}
 	default:
 		var ok bool
@@ -224,7 +223,6 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 		if !ok {
 			name = append(name[:0], o.opts.FallbackIndex...)
 			kind = &o.stats.routedFallback
-			o.fellBack(ev)
 		}
 		*scratch = name // keep the grown buffer; name is copied into b.buf below
 		if o.metaOnlyIndex && meta.raw != nil {
@@ -281,6 +279,11 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf),
 		kept: b.keepEvent(start, ev, rt.edits, received)})
 	kind.Add(1)
+	if kind == &o.stats.routedFallback {
+		// Warned of only once it is sure to go there: a dead letter
+		// does not.
+		o.fellBack(ev)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -482,5 +483,104 @@ func TestRouteAllocatesNothing(t *testing.T) {
 	}
 	if !rt.dataStream || string(rt.name) != "logs-nginx.access-default" {
 		t.Errorf("routed to %q, data stream %v", rt.name, rt.dataStream)
+	}
+}
+
+// TestFallbackWarnsOnlyOfSentEvents: an event that lacks the index
+// template's field but is dead-lettered (too large, or on several lines
+// and not JSON) never goes to the fallback index, and the warning, which
+// says events were sent there, does not count it.
+func TestFallbackWarnsOnlyOfSentEvents(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	var logs syncbuf.Buffer
+	r.store(time.Now(), []byte(`{"message":"`+strings.Repeat("x", 2<<10)+`"}`), []byte("{\"message\":\n"))
+	run := r.start(r.options(func(o *Options) {
+		o.Index = mustCompile(t, "%{[data_stream][dataset]}-x")
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.FlushBytes, o.MaxRequestBytes = 1<<10, 1<<10
+	}))
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	if st := run.Out.Stats(); st.RoutedDeadLetter != 2 || st.RoutedFallback != 0 {
+		t.Errorf("routed %d dead, %d to the fallback; want 2, 0", st.RoutedDeadLetter, st.RoutedFallback)
+	}
+	if strings.Contains(logs.String(), "fallback index") {
+		t.Errorf("warned of the fallback index for dead letters:\n%s", logs.String())
+	}
+}
+
+// TestDuplicateMetadataIsNotHidden: Elasticsearch refuses an event with
+// duplicate keys. One with two top-level @metadata members is sent with
+// both (cutting one would index the other), in every data stream mode,
+// so the cluster refuses it and its dead letter holds it as stored.
+func TestDuplicateMetadataIsNotHidden(t *testing.T) {
+	cases := []routeCase{
+		{name: "always", mode: DataStreamAlways, ev: `{` + meta + `,` + ts + `,"@metadata":{}}`,
+			index: "logs-generic-default", source: `{` + meta + `,` + ts + `,"@metadata":{}}`},
+		{name: "auto, to the index", mode: DataStreamAuto, sync: true, ev: `{"@metadata":{},"a":1,"@met\u0061data":{}}`,
+			index: "logpond-fallback", source: `{"@metadata":{},"a":1,"@met\u0061data":{}}`},
+		{name: "off, escaped", mode: DataStreamOff, ev: `{` + meta + `,"a":"\\u","\u0040metadata":{}}`,
+			index: "filebeat-9.3.0", source: `{` + meta + `,"a":"\\u","\u0040metadata":{}}`},
+		{name: "off, plain", mode: DataStreamOff, ev: `{` + meta + `,"@metadata":{}}`,
+			index: "filebeat-9.3.0", source: `{` + meta + `,"@metadata":{}}`},
+	}
+	for _, c := range cases {
+		index, source, reason, _ := routeOne(t, routeOptions(c.mode, c.sync), []byte(c.ev))
+		if index != c.index || source != c.source || reason != "" {
+			t.Errorf("%s: index %q, source %s, reason %q; want %q, %s", c.name, index, source, reason, c.index, c.source)
+		}
+		r := newRig(t, estest.Options{})
+		ids := r.storeCases([]routeCase{c})
+		run := r.start(r.options(func(o *Options) {
+			o.DataStream, o.DataStreamSyncFields = c.mode, c.sync
+			o.DataStreamType, o.DataStreamDataset, o.DataStreamNamespace = "logs", "generic", "default"
+		}))
+		waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+		run.Stop(t)
+		dead := r.deadLetters(t)[ids[0]]
+		if len(dead) != 1 || dead[0].Status != 400 || !strings.Contains(dead[0].Reason, "Duplicate field '@metadata'") ||
+			string(dead[0].Event) != c.ev {
+			t.Errorf("%s: dead letters %+v, want one refused for the duplicate, holding %s", c.name, dead, c.ev)
+		}
+	}
+}
+
+// TestFallbackWarningCountsEveryEvent: workers falling back at once
+// share one warning's rate limit, and every event is counted exactly
+// once: in a warning's events, or pending for the next one.
+func TestFallbackWarningCountsEveryEvent(t *testing.T) {
+	var logs syncbuf.Buffer
+	o := &Output{opts: routeOptions(DataStreamOff, false), log: slog.New(slog.NewTextHandler(&logs, nil))}
+	const workers, each = 8, 500
+	ev := []byte(`{"message":"m"}`)
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				o.fellBack(ev)
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	logged := int64(0)
+	lines := 0
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, "fallback index") {
+			continue
+		}
+		lines++
+		var n int64
+		i := strings.Index(l, " events=")
+		if i < 0 {
+			t.Fatalf("no event count in %q", l)
+		}
+		fmt.Sscanf(l[i+len(" events="):], "%d", &n)
+		logged += n
+	}
+	if lines == 0 || logged+o.stats.fallbackPending.Load() != workers*each {
+		t.Errorf("%d warnings for %d events, %d pending; want at least one, %d in all", lines, logged, o.stats.fallbackPending.Load(), workers*each)
 	}
 }
