@@ -1,26 +1,21 @@
 package input
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	lj "github.com/elastic/go-lumber/client/v2"
+
+	"github.com/logpond/logpond/internal/testkit/pki"
 )
 
-// testPKI makes a CA and, signed by it, a server certificate for
-// 127.0.0.1 and a client certificate; it writes PEM files into dir.
+// testPKI is a CA and, signed by it, a server certificate for 127.0.0.1
+// (its key as an EC PRIVATE KEY block, the form the input must accept)
+// and a client certificate; the CA and the server pair are PEM files.
 type testPKI struct {
 	caPool                    *x509.CertPool
 	caFile, certFile, keyFile string
@@ -29,45 +24,10 @@ type testPKI struct {
 
 func newTestPKI(t *testing.T) testPKI {
 	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, server bool) ([]byte, *ecdsa.PrivateKey) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "logpond test"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-		if server {
-			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		} else {
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, key
-	}
-	write := func(name, typ string, b []byte) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600)
-		return p
-	}
-	p := testPKI{caPool: x509.NewCertPool()}
-	p.caPool.AddCert(ca)
-	p.caFile = write("ca.pem", "CERTIFICATE", caDER)
-	sDER, sKey := issue(2, true)
-	p.certFile = write("server.pem", "CERTIFICATE", sDER)
-	sKeyDER, _ := x509.MarshalECPrivateKey(sKey)
-	p.keyFile = write("server-key.pem", "EC PRIVATE KEY", sKeyDER)
-	cDER, cKey := issue(3, false)
-	p.clientCert = tls.Certificate{Certificate: [][]byte{cDER}, PrivateKey: cKey}
+	ca := pki.NewCA(t)
+	p := testPKI{caPool: ca.Pool(), caFile: ca.WriteFile(t, dir)}
+	p.certFile, p.keyFile = ca.Issue(t, pki.Options{IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true, Key: pki.EC}).WriteFiles(t, dir, "server")
+	p.clientCert = ca.Issue(t, pki.Options{Client: true}).TLS()
 	return p
 }
 

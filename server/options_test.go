@@ -2,15 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +9,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/internal/testkit/pki"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
@@ -226,28 +218,9 @@ func TestMemoryFormulaKnowsTheReadCache(t *testing.T) {
 // loaded as the client certificate; none when both are empty; a broken
 // pair is an error naming the keys.
 func TestClientCert(t *testing.T) {
-	dir := t.TempDir()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cert := pki.SelfSigned(t, pki.Options{CommonName: "logpond", Client: true})
+	der := cert.Certificate.Raw
+	certFile, keyFile := cert.WriteFiles(t, t.TempDir(), "c")
 
 	none := configWith(nil)
 	if c, err := clientCert(legacyNamed(none)); c != nil || err != nil {

@@ -1,16 +1,9 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +17,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/pki"
 	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
@@ -353,47 +347,9 @@ func routed(metrics, output, target string) int {
 // client.key.
 func agentPKI(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	paths := map[string]string{}
-	write := func(name, typ string, der []byte) {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		paths[name] = path
-	}
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey := newKey()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test agents CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("ca", "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) {
-		key := newKey()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(name+".crt", "CERTIFICATE", der)
-		write(name+".key", "PRIVATE KEY", kder)
-	}
-	leaf("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	leaf("client", 3, x509.ExtKeyUsageClientAuth, nil)
+	ca := pki.NewCA(t)
+	paths := map[string]string{"ca": ca.WriteFile(t, dir)}
+	paths["server.crt"], paths["server.key"] = ca.Issue(t, pki.Options{CommonName: "server", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).WriteFiles(t, dir, "server")
+	paths["client.crt"], paths["client.key"] = ca.Issue(t, pki.Options{CommonName: "client", Client: true, Key: pki.PKCS8}).WriteFiles(t, dir, "client")
 	return paths
 }

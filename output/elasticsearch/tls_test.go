@@ -2,17 +2,11 @@ package elasticsearch
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,6 +19,7 @@ import (
 	es "github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/pki"
 )
 
 // TestTLS puts an https front (127.0.0.1, port 0) before the test server:
@@ -111,60 +106,14 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "logpond test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key}
-}
-
-// clientCert returns a client certificate the CA signed.
-func (ca *testCA) clientCert(t *testing.T) *tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "logpond"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // TestClientCertificate puts an https front that requires a client
 // certificate of its CA before the test server: with Options.ClientCert
 // every event lands; without it every request fails and nothing is
 // stored.
 func TestClientCertificate(t *testing.T) {
-	ca := newTestCA(t)
-	cert := ca.clientCert(t)
+	ca := pki.NewCA(t)
+	clientCert := ca.Issue(t, pki.Options{CommonName: "logpond", Client: true}).TLS()
+	cert := &clientCert
 	for _, tc := range []struct {
 		name string
 		cert *tls.Certificate
@@ -177,9 +126,7 @@ func TestClientCertificate(t *testing.T) {
 			target, _ := url.Parse(r.es.URL())
 			front := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
 			front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
-			pool := x509.NewCertPool()
-			pool.AddCert(ca.cert)
-			front.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+			front.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
 			front.StartTLS()
 			defer front.Close()
 			for i := range 10 {

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,7 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/logpond/logpond/internal/testkit/pki"
 )
 
 // authFront is an HTTP server in front of a test Elasticsearch that
@@ -169,31 +163,13 @@ func TestRedriveTLSRelaxationOnlyForConfiguredHosts(t *testing.T) {
 	// configuration turned verification off: this one cannot vouch for
 	// the test server's self-signed certificate.
 	ca := filepath.Join(t.TempDir(), "unrelated-ca.pem")
-	if err := os.WriteFile(ca, unrelatedCA(t), 0o600); err != nil {
+	if err := os.WriteFile(ca, pki.NewCA(t).CertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, _, code = ctl(t, "-config", config, "dlq", "redrive", "-ca", ca)
 	if code != exitFailed || !strings.Contains(out, "certificate") {
 		t.Errorf("configured host with -ca that does not vouch for it: exit %d:\n%s", code, out)
 	}
-}
-
-// unrelatedCA is the PEM of a fresh self-signed CA certificate that vouches
-// for no test server.
-func unrelatedCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "unrelated test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // TestRedrivePresentsTheClientCertificate: a configured host that requires
@@ -219,28 +195,8 @@ func TestRedrivePresentsTheClientCertificate(t *testing.T) {
 	front.StartTLS()
 	t.Cleanup(front.Close)
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "logpond"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// Self-signed: the front asks for any certificate and verifies none.
+	certFile, keyFile := pki.SelfSigned(t, pki.Options{CommonName: "logpond", Client: true}).WriteFiles(t, t.TempDir(), "client")
 	t.Setenv(envPassword, "")
 	t.Setenv(envAPIKey, "")
 
