@@ -11,7 +11,9 @@
 // receive time — never the drain's clock, so a replay names the same
 // index), pipeline from @metadata.pipeline or the template, and the
 // source: the raw event bytes without the @metadata member, compacted onto
-// one line only when it holds raw newlines. Events are not decoded and
+// one line only when it holds raw newlines. (An event with two top-level
+// @metadata members is sent whole: Elasticsearch refuses the duplicate,
+// and the event becomes a dead letter rather than have one of them stored.) Events are not decoded and
 // re-encoded. Batches of about flush_bytes go to Options.Workers workers
 // over a channel that holds one more: read-ahead, and memory, is bounded
 // by about workers + 2 chunks and one request per worker, each about
