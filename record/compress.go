@@ -188,7 +188,7 @@ func NewDecompressor() (*Decompressor, error) {
 
 // Decode verifies the record that fills b exactly, of either version, and
 // returns it. A version 1 record is decoded as [Decode] does, its events
-// aliasing b. A version 2 record passes the same checks on its stored bytes
+// aliasing b (maxEvents does not apply: nothing is allocated). A version 2 record passes the same checks on its stored bytes
 // (length, CRC, version, flags), then its codec must be known, and its
 // declared uncompressed size must not exceed maxEvents (nor MaxBlockBytes):
 // that is checked before anything is allocated, so maxEvents bounds the

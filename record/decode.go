@@ -8,7 +8,8 @@ import (
 
 // Record is a decoded, verified record. It does not copy event bytes: the
 // slices it yields alias the buffer given to Decode and are valid exactly as
-// long as that buffer is left unchanged.
+// long as that buffer is left unchanged (for a version 2 record, the
+// Decompressor's buffer, valid until its next Decode).
 type Record struct {
 	received int64
 	flags    Flags
@@ -36,7 +37,8 @@ func (r Record) Slot() uint16 { return r.slot }
 // Count is the number of events in the record.
 func (r Record) Count() int { return r.count }
 
-// Size is the encoded size of the record in bytes.
+// Size is the encoded size of the record in bytes, as stored (compressed,
+// for version 2).
 func (r Record) Size() int { return r.size }
 
 // Events yields the events in order, each aliasing the decoded buffer. The
