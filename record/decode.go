@@ -1,13 +1,15 @@
 package record
 
 import (
+	"fmt"
 	"iter"
 	"time"
 )
 
 // Record is a decoded, verified record. It does not copy event bytes: the
 // slices it yields alias the buffer given to Decode and are valid exactly as
-// long as that buffer is left unchanged.
+// long as that buffer is left unchanged (for a version 2 record, the
+// Decompressor's buffer, valid until its next Decode).
 type Record struct {
 	received int64
 	flags    Flags
@@ -35,7 +37,8 @@ func (r Record) Slot() uint16 { return r.slot }
 // Count is the number of events in the record.
 func (r Record) Count() int { return r.count }
 
-// Size is the encoded size of the record in bytes.
+// Size is the encoded size of the record in bytes, as stored (compressed,
+// for version 2).
 func (r Record) Size() int { return r.size }
 
 // Events yields the events in order, each aliasing the decoded buffer. The
@@ -65,32 +68,34 @@ func (r Record) Clone(dst []byte) ([]byte, Record) {
 }
 
 // SizeOf reads the total record size from the first HeaderSize bytes of a
-// record, for readers of a stream of records that must know how much to read
-// next. It checks what the header alone can show (version, length ≥
-// MinSize); the record still needs Decode.
+// record of either version, for readers of a stream of records that must
+// know how much to read next. It checks what the header alone can show
+// (version, length ≥ the version's empty record); the record still needs
+// Decode (or a Decompressor's Decode).
 func SizeOf(head []byte) (int, error) {
 	if len(head) < HeaderSize {
 		return 0, corrupt(len(head), ErrTruncated, "header needs %d bytes, have %d", HeaderSize, len(head))
 	}
 	h := readHeader(head)
-	if h.version != Version {
+	least := minSize(h.version)
+	if least == 0 {
 		return 0, versionError(h.version)
 	}
-	if h.length < MinSize {
-		return 0, corrupt(offLength, ErrLength, "length %d is below the %d bytes of an empty record", h.length, MinSize)
+	if h.length < least {
+		return 0, corrupt(offLength, ErrLength, "length %d is below the %d bytes of an empty version %d record", h.length, least, h.version)
 	}
 	return int(h.length), nil
 }
 
 // Peek reads a record's batch flags and slot from its first HeaderSize
-// bytes, for a reader that routes records it trusts (already verified)
+// bytes (either version), for a reader that routes records it trusts (already verified)
 // without decoding them. It checks only the version and the flags.
 func Peek(head []byte) (Flags, uint16, error) {
 	if len(head) < HeaderSize {
 		return 0, 0, corrupt(len(head), ErrTruncated, "header needs %d bytes, have %d", HeaderSize, len(head))
 	}
 	h := readHeader(head)
-	if h.version != Version {
+	if minSize(h.version) == 0 {
 		return 0, 0, versionError(h.version)
 	}
 	if bad := h.flags.check(h.count); bad != "" {
@@ -103,47 +108,73 @@ func Peek(head []byte) (Flags, uint16, error) {
 // copying: the length field must equal len(b), the checksum must match, the
 // version and flags must be known, and the events must exactly fill the
 // record. Every failure is a *CorruptError wrapping one of the Err…
-// sentinels.
+// sentinels, but one: an intact version 2 record (length and checksum
+// verified) returns an error wrapping ErrCompressed, since its events exist
+// only once a [Decompressor] has decompressed them.
 func Decode(b []byte) (Record, error) {
-	size, err := SizeOf(b)
+	size, err := verify(b)
 	if err != nil {
 		return Record{}, err
 	}
-	if size > len(b) {
-		return Record{}, corrupt(len(b), ErrTruncated, "record is %d bytes, buffer ends after %d", size, len(b))
-	}
-	if size < len(b) {
-		return Record{}, corrupt(offLength, ErrLength, "record is %d bytes but fills a buffer of %d", size, len(b))
-	}
 	body := b[:size-TrailerSize]
-	if want, got := le.Uint32(b[size-TrailerSize:]), checksum(body); want != got {
-		return Record{}, corrupt(size-TrailerSize, ErrChecksum, "stored %08x, computed %08x", want, got)
-	}
 	h := readHeader(b)
+	if h.version == VersionCompressed {
+		return Record{}, fmt.Errorf("record: version %d record of %d events: decode it with a Decompressor: %w", h.version, h.count, ErrCompressed)
+	}
 	if bad := h.flags.check(h.count); bad != "" {
 		return Record{}, corrupt(offFlags, ErrFlags, "%s", bad)
 	}
 	events := body[HeaderSize:]
+	if err := checkEvents(events, h.count, func(rest int) int { return size - TrailerSize - rest }); err != nil {
+		return Record{}, err
+	}
+	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events, size: size}, nil
+}
+
+// verify checks what both versions share: a known version, a length field
+// equal to len(b), and the CRC-32C of every byte before the trailer. It
+// returns the record's size.
+func verify(b []byte) (int, error) {
+	size, err := SizeOf(b)
+	if err != nil {
+		return 0, err
+	}
+	if size > len(b) {
+		return 0, corrupt(len(b), ErrTruncated, "record is %d bytes, buffer ends after %d", size, len(b))
+	}
+	if size < len(b) {
+		return 0, corrupt(offLength, ErrLength, "record is %d bytes but fills a buffer of %d", size, len(b))
+	}
+	if want, got := le.Uint32(b[size-TrailerSize:]), checksum(b[:size-TrailerSize]); want != got {
+		return 0, corrupt(size-TrailerSize, ErrChecksum, "stored %08x, computed %08x", want, got)
+	}
+	return size, nil
+}
+
+// checkEvents verifies that count events, each a u32 length and its bytes,
+// exactly fill events. at maps the number of bytes left unread to the
+// record offset that an error reports.
+func checkEvents(events []byte, count uint32, at func(rest int) int) error {
 	rest := events
-	for i := range h.count {
+	for i := range count {
 		if len(rest) < EventOverhead {
-			return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "event %d of %d: length prefix runs past the end", i+1, h.count)
+			return corrupt(at(len(rest)), ErrLayout, "event %d of %d: length prefix runs past the end", i+1, count)
 		}
 		n := le.Uint32(rest)
 		if uint64(n) > uint64(len(rest)-EventOverhead) {
-			return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "event %d of %d: %d bytes declared, %d left", i+1, h.count, n, len(rest)-EventOverhead)
+			return corrupt(at(len(rest)), ErrLayout, "event %d of %d: %d bytes declared, %d left", i+1, count, n, len(rest)-EventOverhead)
 		}
 		rest = rest[EventOverhead+int(n):]
 	}
 	if len(rest) != 0 {
-		return Record{}, corrupt(size-TrailerSize-len(rest), ErrLayout, "%d bytes left over after %d events", len(rest), h.count)
+		return corrupt(at(len(rest)), ErrLayout, "%d bytes left over after %d events", len(rest), count)
 	}
-	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events, size: size}, nil
+	return nil
 }
 
 func versionError(v uint8) error {
 	if v == 0 {
 		return corrupt(offVersion, ErrVersion, "version 0 (zero-filled bytes?)")
 	}
-	return corrupt(offVersion, ErrVersion, "version %d, this build reads version %d", v, Version)
+	return corrupt(offVersion, ErrVersion, "version %d, this build reads versions %d and %d", v, Version, VersionCompressed)
 }

@@ -79,6 +79,66 @@
 //   - The receive time is in the record, not taken from a clock when an output
 //     drains it, so that a replay names indices exactly as the first run did.
 //
-// The constants in format.go never change for version 1; a new layout gets a
-// new version number and both are decoded.
+// # Format, version 2: compressed events
+//
+// A version 2 record holds the same events as a version 1 record, stored
+// as one compressed block. [Encode] and [Builder] write version 1; a
+// [Compressor] turns a version 1 record into version 2 and a
+// [Decompressor] reads both. Integers are little-endian as in version 1.
+//
+//	offset  size  field
+//	0       1     version       = 2
+//	1       1     flags         as in version 1
+//	2       2     slot          as in version 1
+//	4       4     length        total record length in bytes, header and CRC included
+//	8       4     count         number of events (at least 1)
+//	12      8     received      as in version 1
+//	20      1     codec         1 = zstd; 0 is invalid, 2 is reserved for S2
+//	21      3     reserved      zero
+//	24      4     raw size      size of the block once decompressed
+//	28      ...   block         compressed bytes (for zstd, Zstandard frames)
+//	length-4 4    crc           CRC-32C (Castagnoli) of bytes [0, length-4)
+//
+// Decompressed, the block is exactly version 1's events area: count × { u32
+// event length, event bytes }, raw size bytes in all. The first 20 bytes
+// mean what they mean in version 1, so [SizeOf], [Peek] and [AppendVoid]
+// read either version from them. A Compressor writes version 2 only when it
+// makes the record smaller: a record without events (abort and void
+// included), or whose events do not compress, or whose events area exceeds
+// [MaxBlockBytes], stays version 1.
+//
+// # Checks, version 2
+//
+// Decompressor.Decode applies version 1's checks to the stored bytes
+// (length equals the buffer, CRC, version, flags), then: the codec is
+// known and the reserved bytes are zero ([ErrCodec]); the raw size is
+// within the caller's limit and MaxBlockBytes ([ErrTooLarge]), checked
+// before anything is allocated; count is at least 1 and count length
+// prefixes fit in raw size ([ErrLayout]); the block decompresses, into a
+// buffer of exactly raw size bytes, to exactly raw size bytes ([ErrBlock]);
+// and the events exactly fill it ([ErrLayout]). Plain [Decode] verifies
+// the length and CRC of a version 2 record, then refuses an intact one with
+// [ErrCompressed] (not a *CorruptError: the record is sound), so that no
+// caller takes compressed bytes for events.
+//
+// # Why these choices, version 2
+//
+//   - One block per record: the events of a record come from one client
+//     batch (one host, one file), so most of each event repeats its
+//     neighbours; compressed as one unit they shrink many times more than
+//     compressed one by one. A record stays the unit of reading: no block
+//     spans records, so a reader never needs another record to decode one.
+//   - The CRC covers the stored (compressed) bytes, as in version 1: a
+//     torn or damaged record is found before decompression, every single
+//     flipped bit and every truncation is still reported, and the
+//     journal's and ledger's damage rules hold unchanged.
+//   - The raw size is in the header so that a reader refuses a block too
+//     big for its limit before allocating for it, and decompresses into a
+//     buffer of exactly that size, which a hostile block cannot grow.
+//   - A codec byte, so another codec (S2, faster but larger) can be added
+//     without a new version; the reserved bytes keep the block 4-aligned
+//     and are zero so they can later carry codec options.
+//
+// The constants in format.go never change for versions 1 and 2; a new
+// layout gets a new version number and all are decoded.
 package record

@@ -27,7 +27,24 @@ var (
 	// the record (an event runs past the end, or bytes are left over). Only
 	// a faulty or hostile writer produces this.
 	ErrLayout = errors.New("bad event layout")
+	// ErrCodec: a version 2 record names a codec this build does not
+	// know, or its reserved bytes are not zero.
+	ErrCodec = errors.New("unknown codec")
+	// ErrTooLarge: a version 2 record declares an uncompressed event
+	// block larger than the reader's limit (or MaxBlockBytes). It is
+	// refused before anything is allocated for the block.
+	ErrTooLarge = errors.New("event block too large")
+	// ErrBlock: the checksum matches, yet a version 2 record's block
+	// does not decompress, or decompresses to another size than its
+	// header declares. Only a faulty or hostile writer produces this.
+	ErrBlock = errors.New("bad compressed block")
 )
+
+// ErrCompressed is what [Decode] returns (wrapped, not in a
+// *CorruptError) for an intact version 2 record: its events are
+// compressed, and only a [Decompressor] yields them. The record itself is
+// sound.
+var ErrCompressed = errors.New("compressed record")
 
 // CorruptError reports a record that cannot be decoded: what is wrong (Err,
 // one of the sentinels above) and where decoding stopped (Offset, in bytes

@@ -9,7 +9,8 @@ import (
 // Version 1 layout. These values are on disk in every journal and ledger:
 // never change them; add a new version instead (see doc.go).
 const (
-	// Version is the format version this package writes.
+	// Version is the format version that Encode and Builder write: events
+	// stored as they are.
 	Version = 1
 
 	offVersion  = 0
@@ -32,6 +33,52 @@ const (
 	// field is 32 bits). Stores set far lower limits of their own.
 	MaxSize = 1<<32 - 1
 )
+
+// Version 2 layout: the version 1 header, then what a compressed event block
+// needs (see doc.go, "Format, version 2"). On disk like version 1: never
+// change these values.
+const (
+	// VersionCompressed is the format version whose events are one
+	// compressed block, written by [Compressor] and read by [Decompressor].
+	VersionCompressed = 2
+
+	offCodec    = 20
+	offReserved = 21
+	offRawSize  = 24
+
+	// HeaderSizeCompressed is the size of a version 2 header, which
+	// precedes the compressed block.
+	HeaderSizeCompressed = 28
+	// MinSizeCompressed is the size of a version 2 record whose block is
+	// empty (no valid record is that small: a block always holds a frame).
+	MinSizeCompressed = HeaderSizeCompressed + TrailerSize
+	// MaxBlockBytes is the largest uncompressed event block a version 2
+	// record may declare. It bounds what a hostile header can make a
+	// Decompressor accept whatever limit its caller passes, and it is the
+	// largest window a decoder must support. A record whose events area is
+	// bigger stays version 1.
+	MaxBlockBytes = 64 << 20
+)
+
+// Codec names the compression of a version 2 record's event block (the
+// byte at offset 20).
+type Codec uint8
+
+const (
+	// CodecZstd: the block is Zstandard frames (RFC 8878) decoding to the
+	// version 1 events area.
+	CodecZstd Codec = 1
+	// Value 0 is never valid (zero-filled bytes), value 2 is reserved for
+	// S2; other values are not defined.
+)
+
+// String names the codec, e.g. "zstd".
+func (c Codec) String() string {
+	if c == CodecZstd {
+		return "zstd"
+	}
+	return fmt.Sprintf("codec(%d)", uint8(c))
+}
 
 // Flags say how a record belongs to its client batch (see doc.go, "Batches
 // and flags"). A record with no flag holds one whole batch.
@@ -136,6 +183,18 @@ func readHeader(b []byte) header {
 		count:    le.Uint32(b[offCount:]),
 		received: int64(le.Uint64(b[offReceived:])),
 	}
+}
+
+// minSize is the smallest length field a record of version v may hold; 0
+// for a version this build does not read.
+func minSize(v uint8) uint32 {
+	switch v {
+	case Version:
+		return MinSize
+	case VersionCompressed:
+		return MinSizeCompressed
+	}
+	return 0
 }
 
 // checksum is the CRC stored in a record's trailer for the bytes before it.

@@ -226,7 +226,7 @@ func TestCorruptionTable(t *testing.T) {
 		{"torn header", func(b []byte) []byte { return b[:HeaderSize-1] }, ErrTruncated, HeaderSize - 1},
 		{"torn body", func(b []byte) []byte { return b[:len(b)-1] }, ErrTruncated, -1},
 		{"zero-filled", func(b []byte) []byte { clear(b); return b }, ErrVersion, offVersion},
-		{"future version", func(b []byte) []byte { b[offVersion] = 2; return reseal(b) }, ErrVersion, offVersion},
+		{"future version", func(b []byte) []byte { b[offVersion] = 3; return reseal(b) }, ErrVersion, offVersion},
 		{"trailing bytes", func(b []byte) []byte { return append(b, 0) }, ErrLength, offLength},
 		{"length below minimum", func(b []byte) []byte { le.PutUint32(b[offLength:], MinSize-1); return b }, ErrLength, offLength},
 		{"flipped event byte", func(b []byte) []byte { b[HeaderSize+EventOverhead] ^= 0x20; return b }, ErrChecksum, -1},

@@ -1,0 +1,264 @@
+package record
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Level is a Zstandard compression level, from the fastest to the
+// smallest output. Its names ("fastest", "default", "better", "best") are
+// what a configuration file spells.
+type Level uint8
+
+const (
+	// LevelFastest compresses fastest (about zstd level 1).
+	LevelFastest Level = 1
+	// LevelDefault balances speed and size (about zstd level 3).
+	LevelDefault Level = 2
+	// LevelBetter compresses smaller and slower (about zstd level 7).
+	LevelBetter Level = 3
+	// LevelBest compresses smallest and slowest (about zstd level 11).
+	LevelBest Level = 4
+)
+
+var levelNames = [...]string{LevelFastest: "fastest", LevelDefault: "default", LevelBetter: "better", LevelBest: "best"}
+
+// String is the level's name, e.g. "default".
+func (l Level) String() string {
+	if l >= LevelFastest && l <= LevelBest {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("level(%d)", uint8(l))
+}
+
+// ParseLevel reads a level's name (case-insensitive), as String writes it.
+func ParseLevel(s string) (Level, error) {
+	for l := LevelFastest; l <= LevelBest; l++ {
+		if strings.EqualFold(s, levelNames[l]) {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("record: compression level %q: want fastest, default, better or best", s)
+}
+
+func (l Level) zstd() (zstd.EncoderLevel, error) {
+	switch l {
+	case LevelFastest:
+		return zstd.SpeedFastest, nil
+	case LevelDefault:
+		return zstd.SpeedDefault, nil
+	case LevelBetter:
+		return zstd.SpeedBetterCompression, nil
+	case LevelBest:
+		return zstd.SpeedBestCompression, nil
+	}
+	return 0, fmt.Errorf("record: compression level %d is not defined", uint8(l))
+}
+
+// CompressorMemory is an upper bound, in bytes, of what one Compressor of
+// level l holds once it has compressed records (its encoder's tables and
+// history), not counting the dst buffers its caller passes. It is measured
+// by TestCompressorMemory on records of 1 and 4 MiB; a memory budget multiplies
+// it by the number of Compressors alive at once. LevelBest costs an order
+// of magnitude more than the others.
+func CompressorMemory(l Level) int {
+	switch l {
+	case LevelFastest:
+		return compressorMemFastest
+	case LevelDefault:
+		return compressorMemDefault
+	case LevelBetter:
+		return compressorMemBetter
+	}
+	return compressorMemBest
+}
+
+// DecompressorMemory is an upper bound, in bytes, of what one Decompressor
+// holds besides its output buffer (its decoder's state). The output buffer
+// keeps the capacity of the largest event block decoded so far, at most the
+// largest maxEvents passed to Decode. Measured by TestDecompressorMemory.
+const DecompressorMemory = decompressorMem
+
+// Compressor turns version 1 records into version 2 records whose events
+// are one Zstandard block. It holds one encoder, reused for every record,
+// so steady-state compression allocates nothing (see [CompressorMemory]).
+// A Compressor is not safe for concurrent use: give each goroutine its own.
+// Close releases it.
+type Compressor struct {
+	enc   *zstd.Encoder
+	level Level
+}
+
+// NewCompressor returns a Compressor at the given level.
+func NewCompressor(level Level) (*Compressor, error) {
+	zl, err := level.zstd()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zl),
+		// One record is compressed at a time by one goroutine; more
+		// would only cost memory.
+		zstd.WithEncoderConcurrency(1),
+		// The record's CRC-32C already covers the stored block, and a
+		// decoded block is checked against its declared size and event
+		// layout: a frame checksum would add 4 bytes and a pass for
+		// little.
+		zstd.WithEncoderCRC(false),
+		// Records are at most a few MiB (two journal groups) and the
+		// repetition in Filebeat events is between neighbours: a 1 MiB
+		// window loses next to nothing and divides the memory by 3 to 5.
+		zstd.WithWindowSize(encoderWindow),
+		zstd.WithLowerEncoderMem(true),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("record: zstd encoder at level %s: %w", level, err)
+	}
+	return &Compressor{enc: enc, level: level}, nil
+}
+
+// Level is the level the Compressor was made with.
+func (c *Compressor) Level() Level { return c.level }
+
+// Compress verifies rec, a whole version 1 record as Decode accepts it, and
+// appends to dst its version 2 form: the same flags, slot, count and receive
+// time, with the events area compressed. When compressing does not make
+// the record smaller, when it has no events (abort and void records
+// included), or when its events area exceeds MaxBlockBytes, Compress
+// appends rec unchanged, still version 1: readers tell the two apart by the
+// version byte. dst must not overlap rec. An error (rec is not a valid
+// version 1 record) leaves dst as it was.
+func (c *Compressor) Compress(dst, rec []byte) ([]byte, error) {
+	r, err := Decode(rec)
+	if err != nil {
+		return dst, fmt.Errorf("record: compress: %w", err)
+	}
+	if r.count == 0 || len(r.events) > MaxBlockBytes {
+		return append(dst, rec...), nil
+	}
+	start := len(dst)
+	var head [HeaderSizeCompressed]byte
+	dst = append(dst, head[:]...)
+	dst = c.enc.EncodeAll(r.events, dst)
+	size := len(dst) - start + TrailerSize
+	if size >= len(rec) {
+		return append(dst[:start], rec...), nil
+	}
+	h := readHeader(rec)
+	h.version, h.length = VersionCompressed, uint32(size)
+	out := dst[start:]
+	putHeader(out, h)
+	out[offCodec] = uint8(CodecZstd)
+	le.PutUint32(out[offRawSize:], uint32(len(r.events)))
+	return le.AppendUint32(dst, checksum(out)), nil
+}
+
+// Close releases the encoder. The Compressor must not be used afterwards.
+func (c *Compressor) Close() error { return c.enc.Close() }
+
+// Decompressor decodes records of both versions, decompressing the event
+// block of version 2 records into a buffer it owns and reuses. Its decoder
+// runs on the calling goroutine (no background goroutine) with bounded
+// memory: no window or block beyond MaxBlockBytes, and never more output
+// than the record declares (see [DecompressorMemory]). A Decompressor is
+// not safe for concurrent use. Close releases it.
+type Decompressor struct {
+	dec *zstd.Decoder
+	buf []byte
+}
+
+// NewDecompressor returns a Decompressor.
+func NewDecompressor() (*Decompressor, error) {
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(MaxBlockBytes),
+		zstd.WithDecoderMaxMemory(MaxBlockBytes),
+		// Decode passes a buffer whose capacity is the declared size:
+		// a block that would decode to more fails instead of growing it.
+		zstd.WithDecodeAllCapLimit(true),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("record: zstd decoder: %w", err)
+	}
+	return &Decompressor{dec: dec}, nil
+}
+
+// Decode verifies the record that fills b exactly, of either version, and
+// returns it. A version 1 record is decoded as [Decode] does, its events
+// aliasing b (maxEvents does not apply: nothing is allocated). A version 2 record passes the same checks on its stored bytes
+// (length, CRC, version, flags), then its codec must be known, and its
+// declared uncompressed size must not exceed maxEvents (nor MaxBlockBytes):
+// that is checked before anything is allocated, so maxEvents bounds the
+// memory a hostile header can claim. The block must then decompress to
+// exactly the declared size, holding exactly count events.
+//
+// The events of a version 2 record alias the Decompressor's buffer: they
+// are valid until the next call of Decode (Record.Clone keeps them longer).
+// Every failure is a *CorruptError wrapping one of the Err… sentinels.
+func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
+	size, err := verify(b)
+	if err != nil {
+		return Record{}, err
+	}
+	h := readHeader(b)
+	if h.version != VersionCompressed {
+		return Decode(b)
+	}
+	if bad := h.flags.check(h.count); bad != "" {
+		return Record{}, corrupt(offFlags, ErrFlags, "%s", bad)
+	}
+	if c := Codec(b[offCodec]); c != CodecZstd {
+		return Record{}, corrupt(offCodec, ErrCodec, "codec %d, this build reads %d (%s)", uint8(c), uint8(CodecZstd), CodecZstd)
+	}
+	for i, v := range b[offReserved:offRawSize] {
+		if v != 0 {
+			return Record{}, corrupt(offReserved+i, ErrCodec, "reserved byte is %#02x, want 0", v)
+		}
+	}
+	raw := le.Uint32(b[offRawSize:])
+	limit := uint64(max(min(maxEvents, MaxBlockBytes), 0))
+	if uint64(raw) > limit {
+		return Record{}, corrupt(offRawSize, ErrTooLarge, "block decompresses to %d bytes, limit is %d", raw, limit)
+	}
+	if h.count == 0 {
+		return Record{}, corrupt(offCount, ErrLayout, "a compressed record holds at least one event")
+	}
+	if uint64(h.count)*EventOverhead > uint64(raw) {
+		return Record{}, corrupt(offRawSize, ErrLayout, "%d events cannot fit in a block of %d bytes", h.count, raw)
+	}
+	if cap(d.buf) < int(raw) {
+		d.buf = make([]byte, 0, raw)
+	}
+	block := b[HeaderSizeCompressed : size-TrailerSize]
+	events, err := d.dec.DecodeAll(block, d.buf[:0:raw])
+	if err != nil {
+		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", CodecZstd, err)
+	}
+	if len(events) != int(raw) {
+		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", len(events), raw)
+	}
+	if err := checkEvents(events, h.count, func(int) int { return HeaderSizeCompressed }); err != nil {
+		return Record{}, err
+	}
+	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events[:raw:raw], size: size}, nil
+}
+
+// Close releases the decoder. The Decompressor must not be used afterwards.
+func (d *Decompressor) Close() { d.dec.Close() }
+
+// Memory bounds stated by CompressorMemory and DecompressorMemory; the
+// tests that measure them fail when they no longer hold.
+const (
+	compressorMemFastest = 2 << 20
+	compressorMemDefault = 7 << 19
+	compressorMemBetter  = 7 << 20
+	compressorMemBest    = 40 << 20
+	decompressorMem      = 512 << 10
+
+	// encoderWindow is the farthest back a match may reach (see
+	// NewCompressor).
+	encoderWindow = 1 << 20
+)
