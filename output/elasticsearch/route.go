@@ -49,6 +49,16 @@ type routing struct {
 	ins        []byte // the bytes the edits insert
 	spans      [][2]int
 	parts      [3][]byte // type, dataset, namespace, decoded
+
+	// The events of a batch mostly name one data stream and share their
+	// record's receive time: the last valid name (with the lengths of its
+	// type and dataset, which say how it splits) and the last receive time
+	// as text are kept, so that such events are neither validated nor
+	// formatted again.
+	validName []byte
+	validLens [2]int
+	tsAt      time.Time
+	tsText    []byte
 }
 
 // topScan is what routing reads from an event's top-level members:
@@ -213,8 +223,12 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	if reason != "" {
 		return reason
 	}
-	if reason = validateDSName(rt.parts, rt.name); reason != "" {
-		return reason
+	if !rt.knownValid() {
+		if reason = validateDSName(rt.parts, rt.name); reason != "" {
+			return reason
+		}
+		rt.validName = append(rt.validName[:0], rt.name...)
+		rt.validLens = [2]int{len(rt.parts[0]), len(rt.parts[1])}
 	}
 	rt.dataStream = true
 
@@ -235,9 +249,13 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 		if t.IsZero() {
 			t = time.Now()
 		}
-		rt.ins = append(rt.ins, '"')
-		rt.ins = t.UTC().AppendFormat(rt.ins, "2006-01-02T15:04:05.000Z")
-		rt.ins = append(rt.ins, '"')
+		if !t.Equal(rt.tsAt) || len(rt.tsText) == 0 {
+			rt.tsAt = t
+			rt.tsText = append(rt.tsText[:0], '"')
+			rt.tsText = t.UTC().AppendFormat(rt.tsText, "2006-01-02T15:04:05.000Z")
+			rt.tsText = append(rt.tsText, '"')
+		}
+		rt.ins = append(rt.ins, rt.tsText...)
 		if top.tsVal[0] < 0 {
 			topIns = append(topIns, [2]int{s, len(rt.ins)})
 		} else {
@@ -333,6 +351,14 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 		return "the event is not valid JSON; its data stream fields cannot be added"
 	}
 	return ""
+}
+
+// knownValid says whether rt.name, made of rt.parts, is the last name
+// validateDSName accepted: the same bytes with the same split into parts
+// (a name alone could split otherwise, "logs-a-b-c").
+func (rt *routing) knownValid() bool {
+	return len(rt.validName) > 0 && bytes.Equal(rt.name, rt.validName) &&
+		rt.validLens == [2]int{len(rt.parts[0]), len(rt.parts[1])}
 }
 
 // addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it

@@ -584,3 +584,40 @@ func TestFallbackWarningCountsEveryEvent(t *testing.T) {
 		t.Errorf("%d warnings for %d events, %d pending; want at least one, %d in all", lines, logged, o.stats.fallbackPending.Load(), workers*each)
 	}
 }
+
+// TestRouteRemembersOnlyWhatHolds: the routing state kept between events
+// (the last valid name, the last receive time as text) never lets an
+// event through that would fail alone: a name of the same bytes split
+// otherwise is checked again, and another receive time is formatted
+// again.
+func TestRouteRemembersOnlyWhatHolds(t *testing.T) {
+	o := &Output{opts: Options{DataStream: DataStreamAlways, DataStreamType: "logs", DataStreamDataset: "generic",
+		DataStreamNamespace: "default", DataStreamSyncFields: true}}
+	var rt routing
+	t1 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	t2 := t1.Add(1500 * time.Millisecond)
+	steps := []struct {
+		ev       string
+		received time.Time
+		reason   string
+		ts       string
+	}{
+		{`{"data_stream":{"type":"logs","dataset":"a","namespace":"b-c"}}`, t1, "", "2026-12-05T01:00:00.000Z"},
+		{`{"data_stream":{"type":"logs","dataset":"a-b","namespace":"c"}}`, t1, `must not contain "-"`, ""},
+		{`{"data_stream":{"type":"logs","dataset":"a","namespace":"b-c"}}`, t2, "", "2026-12-05T01:00:01.500Z"},
+		{`{"data_stream":{"type":"logs","dataset":"a","namespace":"b-c"}}`, t1, "", "2026-12-05T01:00:00.000Z"},
+	}
+	for i, st := range steps {
+		reason := o.route(&rt, []byte(st.ev), [2]int{}, st.received)
+		if st.reason == "" && reason != "" || st.reason != "" && !strings.Contains(reason, st.reason) {
+			t.Fatalf("step %d: reason %q, want %q", i, reason, st.reason)
+		}
+		if st.reason != "" {
+			continue
+		}
+		src, err := appendEditedSource(nil, []byte(st.ev), rt.edits)
+		if err != nil || !strings.Contains(string(src), `"@timestamp":"`+st.ts+`"`) {
+			t.Fatalf("step %d: %s, %v; want @timestamp %s", i, src, err, st.ts)
+		}
+	}
+}
