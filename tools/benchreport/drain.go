@@ -30,7 +30,8 @@ type drainRun struct {
 	AcceptRate    float64       // overload and storm: the server's items/s; 0 otherwise
 	Refusal       time.Duration // storm: how long every item was refused first
 	PeakRSS       int64
-	Formula       int64 // logpond's memory formula
+	Formula       int64         // logpond's memory formula
+	CPU           time.Duration // logpond's CPU time (user and system) from its start until the server held every event
 	// Stall is the longest the server's document count stood still
 	// between its first rise and every event, to the poll's 20 ms, and
 	// StallAt the count it stood at: when the backlog's last bulk
@@ -164,7 +165,7 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.Elapsed = time.Since(start)
-	r.PeakRSS = p.PeakRSS()
+	r.PeakRSS, r.CPU = p.PeakRSS(), p.CPU()
 	if err := p.Stop(); err != nil {
 		return r, fmt.Errorf("%s: stop: %w\n%s", name, err, p.Output())
 	}

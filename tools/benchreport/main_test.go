@@ -276,23 +276,23 @@ func TestDatastreamsMarkdown(t *testing.T) {
 	o := defaultOptions()
 	o.dsEvents = 300000
 	runs := []dsRun{
-		{Shape: lumberload.ShapeClassic, What: dsShapes[0].what, Events: 300000, Elapsed: 7 * time.Second, Stall: time.Second, StallAt: 299008, PeakRSS: 70 << 20, Formula: 200 << 20, Rounds: 3,
+		{Shape: lumberload.ShapeClassic, What: dsShapes[0].what, Events: 300000, Elapsed: 7 * time.Second, Stall: time.Second, StallAt: 299008, PeakRSS: 70 << 20, CPU: 3 * time.Second, Formula: 200 << 20, Rounds: 3,
 			Landed: map[string]int{classicIndex: 300000}},
-		{Shape: lumberload.ShapeAgent, What: dsShapes[1].what, Events: 300000, Elapsed: 7500 * time.Millisecond, PeakRSS: 75 << 20, Formula: 200 << 20, Rounds: 3,
+		{Shape: lumberload.ShapeAgent, What: dsShapes[1].what, Events: 300000, Elapsed: 7500 * time.Millisecond, PeakRSS: 75 << 20, CPU: 3300 * time.Millisecond, Formula: 200 << 20, Rounds: 3,
 			Landed: map[string]int{"logs-nginx.error-default": 150000, "logs-nginx.access-default": 150000}},
-		{Shape: lumberload.ShapeAgentPartial, What: dsShapes[2].what, Events: 300000, Elapsed: 8 * time.Second, PeakRSS: 80 << 20, Formula: 200 << 20, Rounds: 3},
+		{Shape: lumberload.ShapeAgentPartial, What: dsShapes[2].what, Events: 300000, Elapsed: 8 * time.Second, PeakRSS: 80 << 20, CPU: 3600 * time.Millisecond, Formula: 200 << 20, Rounds: 3},
 	}
 	md := (&report{Date: "2026-12-05", Opts: o, Datastreams: runs}).markdown()
 	for _, want := range []string{
 		"## Data streams: what routing each event costs",
 		"One backlog of 300000 events of 512 B per event shape",
 		"interleaved 3 times",
-		"| classic | no data_stream: to `index`, as sent | 300000 | 7.00 | 1.00 | 50000 | 1.00× | 70 | 200 | 1 index: `beatsbench-1` 300000 |",
-		"| agent | Elastic Agent's: @timestamp and a whole data_stream: to its data stream, as sent | 300000 | 7.50 | 0.00 | 40000 | 0.80× | 75 | 200 | 2 data streams: `logs-nginx.access-default` 150000, `logs-nginx.error-default` 150000 |",
+		"| classic | no data_stream: to `index`, as sent | 300000 | 7.00 | 1.00 | 50000 | 1.00× | 10.00 | 1.00× | 70 | 200 | 1 index: `beatsbench-1` 300000 |",
+		"| agent | Elastic Agent's: @timestamp and a whole data_stream: to its data stream, as sent | 300000 | 7.50 | 0.00 | 40000 | 0.80× | 11.00 | 1.10× | 75 | 200 | 2 data streams: `logs-nginx.access-default` 150000, `logs-nginx.error-default` 150000 |",
 		"| agent-partial | ",
-		"| 300000 | 8.00 | 0.00 | 37500 | 0.75× | 80 | 200 | – |",
+		"| 300000 | 8.00 | 0.00 | 37500 | 0.75× | 12.00 | 1.20× | 80 | 200 | – |",
 		"count the drain time without the stall",
-		"Goal: agent and agent-partial drain at least 0.9× classic's events/s.",
+		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.1× classic's CPU per event.",
 		"-datastreams-events 300000 -datastreams-size 512`",
 	} {
 		if !strings.Contains(md, want) {
