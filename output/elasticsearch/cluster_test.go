@@ -471,27 +471,10 @@ func TestNoHostAnswersAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs syncbuf.Buffer
-	out, err := New(r.ledger, r.options(func(o *Options) {
-		o.Hosts = []string{r.es.URL(), other.URL()}
-		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
-		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.transport.CloseIdleConnections()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); out.cluster.run(ctx) }()
-	if err := out.cluster.wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	<-done
-	warn := lines(logs.String(), "did not answer at start")
+	logs := firstRoundLog(t, r, r.es.URL(), other.URL())
+	warn := lines(logs, "did not answer at start")
 	if len(warn) != 1 || !strings.Contains(warn[0], "level=WARN") {
-		t.Fatalf("want one WARN:\n%s", logs.String())
+		t.Fatalf("want one WARN:\n%s", logs)
 	}
 	for _, s := range []*estest.Server{r.es, other} {
 		if strings.Count(warn[0], s.URL()) < 2 { // in hosts and in err
@@ -534,9 +517,21 @@ func TestWrongCredentialsWarnAtStart(t *testing.T) {
 		io.WriteString(w, `{"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"},"status":401}`)
 		return true
 	})
+	logs := firstRoundLog(t, r, host)
+	warn := lines(logs, "did not answer at start")
+	if len(warn) != 1 || !strings.Contains(warn[0], host) || !strings.Contains(warn[0], "401") {
+		t.Errorf("want one WARN naming the host and the 401:\n%s", logs)
+	}
+}
+
+// firstRoundLog runs the cluster check of an output to hosts until its
+// first round has asked every host, and returns what the output logged
+// (the background would ask again only in an hour).
+func firstRoundLog(t *testing.T, r *rig, hosts ...string) string {
+	t.Helper()
 	var logs syncbuf.Buffer
 	out, err := New(r.ledger, r.options(func(o *Options) {
-		o.Hosts = []string{host}
+		o.Hosts = hosts
 		o.RetryInitial, o.RetryMax = time.Hour, time.Hour
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	}))
@@ -547,13 +542,11 @@ func TestWrongCredentialsWarnAtStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); out.cluster.run(ctx) }()
-	if err := out.cluster.wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	err = out.cluster.wait(ctx)
 	cancel()
 	<-done
-	warn := lines(logs.String(), "did not answer at start")
-	if len(warn) != 1 || !strings.Contains(warn[0], host) || !strings.Contains(warn[0], "401") {
-		t.Errorf("want one WARN naming the host and the 401:\n%s", logs.String())
+	if err != nil {
+		t.Fatal(err)
 	}
+	return logs.String()
 }
