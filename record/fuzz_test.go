@@ -26,13 +26,7 @@ func FuzzDecode(f *testing.F) {
 			return // an intact version 2 record: FuzzDecompress covers it
 		}
 		if err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				t.Fatalf("error %v is not a *CorruptError", err)
-			}
-			if ce.Offset < 0 || ce.Offset > len(b) {
-				t.Fatalf("offset %d outside the %d-byte input", ce.Offset, len(b))
-			}
+			checkCorrupt(t, err, b)
 			return
 		}
 		var events [][]byte
@@ -84,13 +78,7 @@ func FuzzDecompress(f *testing.F) {
 			t.Fatalf("buffer of %d bytes beyond the %d-byte limit", cap(d.buf), limit)
 		}
 		if err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				t.Fatalf("error %v is not a *CorruptError", err)
-			}
-			if ce.Offset < 0 || ce.Offset > len(b) {
-				t.Fatalf("offset %d outside the %d-byte input", ce.Offset, len(b))
-			}
+			checkCorrupt(t, err, b)
 			return
 		}
 		var events [][]byte
@@ -111,4 +99,17 @@ func FuzzDecompress(f *testing.F) {
 			t.Fatalf("accepted a version 2 record whose events area is %d bytes, declared %d", len(again)-MinSize, le.Uint32(b[offRawSize:]))
 		}
 	})
+}
+
+// checkCorrupt fails the test unless err, a refusal of the input b, is a
+// *CorruptError whose offset lies inside b.
+func checkCorrupt(t *testing.T, err error, b []byte) {
+	t.Helper()
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v is not a *CorruptError", err)
+	}
+	if ce.Offset < 0 || ce.Offset > len(b) {
+		t.Fatalf("offset %d outside the %d-byte input", ce.Offset, len(b))
+	}
 }
