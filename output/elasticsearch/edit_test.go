@@ -98,15 +98,10 @@ func FuzzRouteEdits(f *testing.F) {
 			}
 			return
 		}
-		b := newBatch(newBufPool(1, 1<<20), 1024, 1)
-		var scratch []byte
-		var nc nameCache
-		if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
-			t.Fatalf("dead-lettered: %s", dead.Reason)
+		b, it, _, source := addOne(t, o, ev)
+		if b == nil {
+			t.Fatal("dead-lettered")
 		}
-		it := b.items[0]
-		lines := b.buf[it.start:it.end]
-		source := lines[bytes.IndexByte(lines, '\n')+1 : len(lines)-1]
 		if json.Valid(ev) && !json.Valid(source) {
 			t.Fatalf("event %s gave source %s, not JSON", ev, source)
 		}

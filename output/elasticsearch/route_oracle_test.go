@@ -195,15 +195,10 @@ func checkRouteOracle(t *testing.T, opts Options, ev []byte) {
 		}
 		return
 	}
-	b := newBatch(newBufPool(1, 1<<20), 1024, 1)
-	var scratch []byte
-	var nc nameCache
-	if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
-		t.Fatalf("dead-lettered by add, not by route: %s", dead.Reason)
+	b, it, lines, source := addOne(t, o, ev)
+	if b == nil {
+		t.Fatal("dead-lettered by add, not by route")
 	}
-	it := b.items[0]
-	lines := b.buf[it.start:it.end]
-	source := lines[bytes.IndexByte(lines, '\n')+1 : len(lines)-1]
 	if bytes.ContainsAny(source, "\r\n") {
 		t.Fatalf("source %q spans lines", source)
 	}

@@ -172,23 +172,37 @@ func routeOne(t *testing.T, opts Options, ev []byte) (index, source, reason stri
 	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
 		return string(rt.name), "", reason, nil
 	}
-	b := newBatch(newBufPool(1, 1<<20), 1024, 1)
-	var scratch []byte
-	var nc nameCache
-	if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
-		t.Fatalf("add: dead letter %q, route said nothing", dead.Reason)
+	b, it, lines, src := addOne(t, o, ev)
+	if b == nil {
+		t.Fatal("add dead-lettered it; route said nothing")
 	}
-	lines := b.buf[b.items[0].start:b.items[0].end]
-	nl := bytes.IndexByte(lines, '\n')
 	index, _ = actionTarget(lines)
-	orig, rcv, err := b.original(b.items[0])
+	orig, rcv, err := b.original(it)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rcv.Equal(routeReceived) {
 		t.Errorf("kept receive time %v", rcv)
 	}
-	return index, string(lines[nl+1 : len(lines)-1]), "", orig
+	return index, string(src), "", orig
+}
+
+// addOne adds ev, received at routeReceived, to a batch of its own as
+// record 1's first event, and returns the batch, its item, the item's
+// lines (action and source) and its source line; a nil batch when add
+// dead-lettered the event.
+func addOne(t *testing.T, o *Output, ev []byte) (b *batch, it item, lines, source []byte) {
+	t.Helper()
+	b = newBatch(newBufPool(1, 1<<20), 1024, 1)
+	var scratch []byte
+	var nc nameCache
+	if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
+		t.Logf("add: dead letter %q", dead.Reason)
+		return nil, item{}, nil, nil
+	}
+	it = b.items[0]
+	lines = b.buf[it.start:it.end]
+	return b, it, lines, lines[bytes.IndexByte(lines, '\n')+1 : len(lines)-1]
 }
 
 func TestRoutingTable(t *testing.T) {
