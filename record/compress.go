@@ -199,36 +199,14 @@ func NewDecompressor() (*Decompressor, error) {
 // are valid until the next call of Decode (Record.Clone keeps them longer).
 // Every failure is a *CorruptError wrapping one of the Err… sentinels.
 func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
-	size, err := verify(b)
+	if len(b) >= HeaderSize && b[offVersion] != VersionCompressed {
+		return Decode(b)
+	}
+	h, raw, err := verifyStored(b, maxEvents)
 	if err != nil {
 		return Record{}, err
 	}
-	h := readHeader(b)
-	if h.version != VersionCompressed {
-		return Decode(b)
-	}
-	if bad := h.flags.check(h.count); bad != "" {
-		return Record{}, corrupt(offFlags, ErrFlags, "%s", bad)
-	}
-	if c := Codec(b[offCodec]); c != CodecZstd {
-		return Record{}, corrupt(offCodec, ErrCodec, "codec %d, this build reads %d (%s)", uint8(c), uint8(CodecZstd), CodecZstd)
-	}
-	for i, v := range b[offReserved:offRawSize] {
-		if v != 0 {
-			return Record{}, corrupt(offReserved+i, ErrCodec, "reserved byte is %#02x, want 0", v)
-		}
-	}
-	raw := le.Uint32(b[offRawSize:])
-	limit := uint64(max(min(maxEvents, MaxBlockBytes), 0))
-	if uint64(raw) > limit {
-		return Record{}, corrupt(offRawSize, ErrTooLarge, "block decompresses to %d bytes, limit is %d", raw, limit)
-	}
-	if h.count == 0 {
-		return Record{}, corrupt(offCount, ErrLayout, "a compressed record holds at least one event")
-	}
-	if uint64(h.count)*EventOverhead > uint64(raw) {
-		return Record{}, corrupt(offRawSize, ErrLayout, "%d events cannot fit in a block of %d bytes", h.count, raw)
-	}
+	size := int(h.length)
 	if cap(d.buf) < int(raw) {
 		d.buf = make([]byte, 0, raw)
 	}

@@ -280,6 +280,49 @@ func TestDecompressCorruption(t *testing.T) {
 			if cap(d.buf) > max(tc.maxEvents, 0) {
 				t.Fatalf("buffer of %d bytes exceeds the caller's limit %d", cap(d.buf), tc.maxEvents)
 			}
+			// Verify finds all but what only decompressing shows: a
+			// block that does not decode to its declared events, or a
+			// size above this caller's own limit.
+			onlyDecode := errors.Is(tc.want, ErrBlock) || (tc.want == ErrLayout && tc.offset == HeaderSizeCompressed) || tc.maxEvents < raw
+			_, verr := Verify(tc.damage(slices.Clone(v2)))
+			switch {
+			case onlyDecode && verr != nil:
+				t.Fatalf("Verify = %v, want it to pass (only decompressing finds this)", verr)
+			case !onlyDecode && !errors.Is(verr, tc.want):
+				t.Fatalf("Verify = %v, want %v as Decode", verr, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyHeader(t *testing.T) {
+	c, _ := newCodec(t, LevelDefault)
+	v1, v2 := compressed(t, c, 100)
+	abort := AppendAbort(nil, 7, t0)
+	for _, tc := range []struct {
+		name string
+		rec  []byte
+		want Header
+	}{
+		{"version 1", v1, Header{Version: Version, Count: 100, Stored: len(v1), Raw: len(v1)}},
+		{"version 2", v2, Header{Version: VersionCompressed, Count: 100, Stored: len(v2), Raw: len(v1), Codec: CodecZstd}},
+		{"abort", abort, Header{Version: Version, Flags: Abort, Slot: 7, Stored: len(abort), Raw: len(abort)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := Verify(tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !h.Received().Equal(t0) {
+				t.Fatalf("received %v, want %v", h.Received(), t0)
+			}
+			h.received = 0
+			if h != tc.want {
+				t.Fatalf("Verify = %+v, want %+v", h, tc.want)
+			}
+			if h.Compressed() != (tc.want.Version == VersionCompressed) {
+				t.Fatalf("Compressed() = %v for version %d", h.Compressed(), h.Version)
+			}
 		})
 	}
 }

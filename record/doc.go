@@ -116,7 +116,11 @@
 // before anything is allocated; count is at least 1 and count length
 // prefixes fit in raw size ([ErrLayout]); the block decompresses, into a
 // buffer of exactly raw size bytes, to exactly raw size bytes ([ErrBlock]);
-// and the events exactly fill it ([ErrLayout]). Plain [Decode] verifies
+// and the events exactly fill it ([ErrLayout]). [Verify] applies every
+// check that comes before decompressing (version 1: all of them) and
+// returns the record's [Header], sizes included: stores judge frames
+// intact or damaged with it without the cost of decompressing, and a
+// reader that decompresses finds the rest. Plain [Decode] verifies
 // the length and CRC of a version 2 record, then refuses an intact one with
 // [ErrCompressed] (not a *CorruptError: the record is sound), so that no
 // caller takes compressed bytes for events.

@@ -77,9 +77,20 @@ func FuzzDecompress(f *testing.F) {
 		if cap(d.buf) > limit {
 			t.Fatalf("buffer of %d bytes beyond the %d-byte limit", cap(d.buf), limit)
 		}
+		h, verr := Verify(b)
+		if verr != nil {
+			checkCorrupt(t, verr, b)
+		}
 		if err != nil {
 			checkCorrupt(t, err, b)
 			return
+		}
+		// What decodes must verify, and say the same of itself.
+		if verr != nil {
+			t.Fatalf("Decode accepted a record Verify refuses: %v", verr)
+		}
+		if h.Count != rec.Count() || h.Stored != len(b) || h.Flags != rec.Flags() || h.Slot != rec.Slot() || !h.Received().Equal(rec.Received()) {
+			t.Fatalf("Verify says %+v, Decode %d events of %d bytes", h, rec.Count(), rec.Size())
 		}
 		var events [][]byte
 		for ev := range rec.Events() {
@@ -94,6 +105,9 @@ func FuzzDecompress(f *testing.F) {
 		}
 		if b[offVersion] == Version && !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding an accepted version 1 record changed it")
+		}
+		if h.Raw != len(again) {
+			t.Fatalf("Verify says the record is %d bytes uncompressed, its events re-encode to %d", h.Raw, len(again))
 		}
 		if b[offVersion] == VersionCompressed && int(le.Uint32(b[offRawSize:])) != len(again)-MinSize {
 			t.Fatalf("accepted a version 2 record whose events area is %d bytes, declared %d", len(again)-MinSize, le.Uint32(b[offRawSize:]))
