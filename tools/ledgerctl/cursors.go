@@ -149,8 +149,8 @@ func cursorLag(e *env, opts ledger.InspectOptions, segs []ledger.SegmentInfo, ro
 		}
 		break
 	}
-	if rec, err := record.Decode(r.Record()); err == nil && !rec.Received().IsZero() {
-		t := rec.Received().UTC()
+	if h, err := record.Verify(r.Record()); err == nil && !h.Received().IsZero() {
+		t := h.Received().UTC()
 		age := now.Sub(t)
 		row.Oldest, row.Age, row.AgeS = &t, formatAge(age), age.Seconds()
 	}

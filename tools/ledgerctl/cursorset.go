@@ -75,8 +75,8 @@ func firstReceivedAtOrAfter(e *env, t time.Time) (uint64, error) {
 		if r.Damage() != nil {
 			continue
 		}
-		rec, err := record.Decode(r.Record())
-		if err == nil && !rec.Received().Before(t) {
+		h, err := record.Verify(r.Record())
+		if err == nil && !h.Received().Before(t) {
 			return r.LSN(), nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +21,9 @@ type storeScan struct {
 	FileBytes   int64     // their size when listed
 	Records     uint64    // records read and verified
 	Events      uint64    // events in them
-	RecordBytes int64     // encoded size of the records
+	RecordBytes int64     // stored size of the records (compressed or not)
+	RawBytes    int64     // their uncompressed (version 1) size
+	Compressed  uint64    // records stored compressed (version 2)
 	FirstLSN    uint64    // 0 when no record
 	LastLSN     uint64    // 0 when no record
 	Oldest      time.Time // earliest receive time of a record; zero when none known
@@ -37,6 +40,52 @@ type storeScan struct {
 	// OpenSegment is the ledger's open segment (its damaged ranges are
 	// judged against the journal).
 	OpenSegment string
+	// BadBlocks are the compressed records whose bytes check (CRC) but
+	// whose block does not decompress to their events, found only by a
+	// scan that decompresses (verify). Each is one record lost; they are
+	// counted in DamagedRecords, not in Records.
+	BadBlocks []*location
+}
+
+// ratio is stored over raw bytes, the compression ratio of records (1 for
+// uncompressed ones), rounded to 3 decimals for reports; 0 when there is
+// no record to measure.
+func ratio(stored, raw int64) float64 {
+	if raw <= 0 {
+		return 0
+	}
+	return math.Round(float64(stored)/float64(raw)*1000) / 1000
+}
+
+// formatRatio is a ratio for tables: "-" when there was nothing to
+// measure.
+func formatRatio(stored, raw int64) string {
+	if raw <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", ratio(stored, raw))
+}
+
+// decodeLimit bounds what one record may decompress to. ledgerctl has no
+// configuration limit of its own (it reads stores whatever limits the
+// server was given), so it accepts what the format allows: a writer never
+// stores a larger block, and the bound still keeps a damaged header from
+// making it allocate more.
+const decodeLimit = record.MaxBlockBytes
+
+// ledgerPlaced is a reader that says where its current record is (the
+// ledger's DirReader).
+type ledgerPlaced interface {
+	Segment() string
+	Offset() int64
+}
+
+// blockDamage is a compressed record whose CRC matches but whose block
+// does not decode, as a location.
+func blockDamage(segment string, off int64, lsn uint64, err error) *location {
+	one := uint64(1)
+	return &location{Store: "ledger", File: segment, Offset: &off, LSN: lsn, Records: &one, Error: err.Error(),
+		Hint: "the record's checksum matches but its compressed events do not decode (a writer fault, or damage made before the checksum was computed): its events cannot be read"}
 }
 
 // damageReader is a reader that passes damage (the ledger's DirReader).
@@ -55,8 +104,13 @@ type recordReader interface {
 
 // scanRecords reads r to its end, counting and verifying every record
 // (both readers verify every record's checksums before returning it).
-func scanRecords(r recordReader, s *storeScan, p *progress) {
+// Records of either format version are measured from their header
+// (record.Verify); with dec, compressed records are decompressed too, and
+// one whose block does not decode is a bad block (s.BadBlocks) passed like
+// damage.
+func scanRecords(r recordReader, s *storeScan, p *progress, dec *record.Decompressor) {
 	dr, _ := r.(damageReader)
+	at, _ := r.(ledgerPlaced)
 	for r.Next() {
 		if dr != nil {
 			if d := dr.Damage(); d != nil {
@@ -71,8 +125,8 @@ func scanRecords(r recordReader, s *storeScan, p *progress) {
 				continue
 			}
 		}
-		rec, err := record.Decode(r.Record())
-		if err != nil { // cannot happen: the readers decoded it already
+		h, err := record.Verify(r.Record())
+		if err != nil { // cannot happen: the readers verified it already
 			s.Err = fmt.Errorf("LSN %d: %w", r.LSN(), err)
 			return
 		}
@@ -80,10 +134,27 @@ func scanRecords(r recordReader, s *storeScan, p *progress) {
 			s.FirstLSN = r.LSN()
 		}
 		s.LastLSN = r.LSN()
+		if dec != nil && h.Compressed() {
+			if _, err := dec.Decode(r.Record(), decodeLimit); err != nil {
+				var seg string
+				var off int64
+				if at != nil {
+					seg, off = at.Segment(), at.Offset()
+				}
+				s.BadBlocks = append(s.BadBlocks, blockDamage(seg, off, r.LSN(), err))
+				s.DamagedRecords++
+				p.update(r.BytesRead())
+				continue
+			}
+		}
 		s.Records++
-		s.Events += uint64(rec.Count())
-		s.RecordBytes += int64(rec.Size())
-		if t := rec.Received(); !t.IsZero() && (s.Oldest.IsZero() || t.Before(s.Oldest)) {
+		s.Events += uint64(h.Count)
+		s.RecordBytes += int64(h.Stored)
+		s.RawBytes += int64(h.Raw)
+		if h.Compressed() {
+			s.Compressed++
+		}
+		if t := h.Received(); !t.IsZero() && (s.Oldest.IsZero() || t.Before(s.Oldest)) {
 			s.Oldest = t
 		}
 		p.update(r.BytesRead())
@@ -103,7 +174,9 @@ func scanJournal(e *env, p *progress) storeScan {
 	}
 	s.Files, s.FileBytes = r.Generations(), r.Size()
 	p.start("journal", s.FileBytes)
-	scanRecords(r, &s, p)
+	// The journal stores records as the inputs built them, uncompressed:
+	// its reader accepts nothing else, so there is nothing to decompress.
+	scanRecords(r, &s, p, nil)
 	p.finish()
 	s.Tail = journalTail(r.Tail())
 	if s.Err != nil {
@@ -112,8 +185,9 @@ func scanJournal(e *env, p *progress) storeScan {
 	return s
 }
 
-// scanLedger reads and verifies the whole ledger.
-func scanLedger(e *env, p *progress) storeScan {
+// scanLedger reads and verifies the whole ledger; with dec it also
+// decompresses every compressed record (see scanRecords).
+func scanLedger(e *env, p *progress, dec *record.Decompressor) storeScan {
 	var s storeScan
 	r, err := ledger.NewDirReader(e.ledgerDir, 1, ledger.InspectOptions{DirectIO: e.directIO})
 	if err != nil {
@@ -124,7 +198,7 @@ func scanLedger(e *env, p *progress) storeScan {
 	r.SkipDamage()
 	s.Files, s.FileBytes, s.OpenSegment = r.Segments(), r.Size(), r.OpenSegment()
 	p.start("ledger", s.FileBytes)
-	scanRecords(r, &s, p)
+	scanRecords(r, &s, p, dec)
 	p.finish()
 	s.Tail = ledgerTail(r.Tail())
 	return s

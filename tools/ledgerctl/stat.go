@@ -15,20 +15,26 @@ import (
 
 // storeStat is one store's totals.
 type storeStat struct {
-	Dir         string     `json:"dir"`
-	Files       int        `json:"files"`        // generations or segments
-	Records     uint64     `json:"records"`      // records read (and verified)
-	Events      uint64     `json:"events"`       // events in them
-	RecordBytes int64      `json:"record_bytes"` // their encoded size
-	FileBytes   int64      `json:"file_bytes"`   // size of the segment files
-	DiskBytes   int64      `json:"disk_bytes"`   // disk space allocated to everything in the directory
-	FirstLSN    uint64     `json:"first_lsn,omitempty"`
-	LastLSN     uint64     `json:"last_lsn,omitempty"`
-	Oldest      *time.Time `json:"oldest_received,omitempty"`    // earliest receive time of a record
-	OldestAge   string     `json:"oldest_age,omitempty"`         // its age, as a Go duration
-	OldestAgeS  float64    `json:"oldest_age_seconds,omitempty"` // the same in seconds
-	StreamID    string     `json:"stream_id,omitempty"`          // the ledger's stream id
-	Tail        *tailInfo  `json:"tail,omitempty"`
+	Dir         string `json:"dir"`
+	Files       int    `json:"files"`        // generations or segments
+	Records     uint64 `json:"records"`      // records read (and verified)
+	Events      uint64 `json:"events"`       // events in them
+	RecordBytes int64  `json:"record_bytes"` // their stored size (compressed or not)
+	RawBytes    int64  `json:"raw_bytes"`    // their uncompressed size
+	// Ratio is RecordBytes over RawBytes: 1 when no record is compressed,
+	// omitted when there is no record. CompressedRecords counts the
+	// records stored compressed (format version 2).
+	Ratio             float64    `json:"ratio,omitempty"`
+	CompressedRecords uint64     `json:"compressed_records"`
+	FileBytes         int64      `json:"file_bytes"` // size of the segment files
+	DiskBytes         int64      `json:"disk_bytes"` // disk space allocated to everything in the directory
+	FirstLSN          uint64     `json:"first_lsn,omitempty"`
+	LastLSN           uint64     `json:"last_lsn,omitempty"`
+	Oldest            *time.Time `json:"oldest_received,omitempty"`    // earliest receive time of a record
+	OldestAge         string     `json:"oldest_age,omitempty"`         // its age, as a Go duration
+	OldestAgeS        float64    `json:"oldest_age_seconds,omitempty"` // the same in seconds
+	StreamID          string     `json:"stream_id,omitempty"`          // the ledger's stream id
+	Tail              *tailInfo  `json:"tail,omitempty"`
 	// TailState says what Tail is (tailState): "unsynced" (expected: not
 	// damage), "unchecked" (the ledger's, without the journal to judge it)
 	// or "lost" (the ledger's, and the journal no longer holds it).
@@ -65,7 +71,9 @@ type dlqStat struct {
 }
 
 // cmdStat reads both stores whole (verifying every record on the way) and
-// prints their totals.
+// prints their totals, with the records' stored and uncompressed sizes and
+// their ratio. It reads the records' headers only (record.Verify): verify
+// decompresses.
 func cmdStat(e *env, args []string) int {
 	fs, asJSON := newFlags(e, "stat", "stat [--json]")
 	if status, ok := parseFlags(fs, args); !ok {
@@ -77,6 +85,7 @@ func cmdStat(e *env, args []string) int {
 	now := e.now()
 	fill := func(dir string, s storeScan, store string) *storeStat {
 		st := &storeStat{Dir: dir, Files: s.Files, Records: s.Records, Events: s.Events, RecordBytes: s.RecordBytes,
+			RawBytes: s.RawBytes, Ratio: ratio(s.RecordBytes, s.RawBytes), CompressedRecords: s.Compressed,
 			FileBytes: s.FileBytes, DiskBytes: diskUse(dir), FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Tail: s.Tail}
 		if !s.Oldest.IsZero() {
 			o := s.Oldest.UTC()
@@ -107,7 +116,7 @@ func cmdStat(e *env, args []string) int {
 		}
 	}
 	if e.ledgerDir != "" {
-		rep.Ledger = fill(e.ledgerDir, scanLedger(e, p), "ledger")
+		rep.Ledger = fill(e.ledgerDir, scanLedger(e, p, nil), "ledger")
 		if t := rep.Ledger.Tail; t != nil {
 			switch {
 			case e.journalDir == "":
@@ -193,6 +202,8 @@ func cmdStat(e *env, args []string) int {
 		}
 		fmt.Fprintf(w, "  events          %d\n", st.Events)
 		fmt.Fprintf(w, "  record bytes    %s (%d)\n", humanBytes(st.RecordBytes), st.RecordBytes)
+		fmt.Fprintf(w, "  raw bytes       %s (%d) uncompressed\n", humanBytes(st.RawBytes), st.RawBytes)
+		fmt.Fprintf(w, "  ratio           %s (%d of %d records compressed)\n", formatRatio(st.RecordBytes, st.RawBytes), st.CompressedRecords, st.Records)
 		fmt.Fprintf(w, "  file bytes      %s (%d)\n", humanBytes(st.FileBytes), st.FileBytes)
 		fmt.Fprintf(w, "  disk use        %s\n", humanBytes(st.DiskBytes))
 		if st.Oldest != nil {

@@ -7,18 +7,26 @@ import (
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/record"
 )
 
 // storeCheck is one store's part of the verify report.
 type storeCheck struct {
-	Dir      string    `json:"dir"`
-	Files    int       `json:"files"`
-	Records  uint64    `json:"records"`
-	FirstLSN uint64    `json:"first_lsn,omitempty"`
-	LastLSN  uint64    `json:"last_lsn,omitempty"`
-	Bytes    int64     `json:"bytes"`
-	Tail     *tailInfo `json:"tail,omitempty"`
-	// DamagedRecords counts the records lost in damaged ranges.
+	Dir      string `json:"dir"`
+	Files    int    `json:"files"`
+	Records  uint64 `json:"records"`
+	FirstLSN uint64 `json:"first_lsn,omitempty"`
+	LastLSN  uint64 `json:"last_lsn,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	// RecordBytes and RawBytes are the verified records' stored and
+	// uncompressed sizes, Ratio the first over the second (1 when none is
+	// compressed; omitted when there is no record).
+	RecordBytes int64     `json:"record_bytes"`
+	RawBytes    int64     `json:"raw_bytes"`
+	Ratio       float64   `json:"ratio,omitempty"`
+	Tail        *tailInfo `json:"tail,omitempty"`
+	// DamagedRecords counts the records lost in damaged ranges, and the
+	// compressed records whose block does not decode.
 	DamagedRecords uint64 `json:"damaged_records,omitempty"`
 	OK             bool   `json:"ok"`
 }
@@ -44,9 +52,12 @@ type verifyReport struct {
 
 // cmdVerify reads every record of the ledger and the journal, checking the
 // ledger's frame header CRC, the journal's frame CRC and every record's own
-// CRC (record.Decode), LSN order and the contiguity of files; then the
-// cursors' checksums and the dead letters. Damage is reported with file,
-// offset and LSN, and makes the exit status 1.
+// CRC and layout (record.Verify), LSN order and the contiguity of files;
+// then the cursors' checksums and the dead letters. Every compressed
+// (version 2) ledger record is decompressed too: one whose block does not
+// decode to its events is damage, one record lost. Damage is reported with
+// file, offset and LSN, and makes the exit status 1. The report gives each
+// store's compression ratio (stored over uncompressed record bytes).
 //
 // Journal damage to records the ledger already holds is still damage, with
 // a hint that it loses nothing: at start logpond releases a closed
@@ -86,8 +97,15 @@ func cmdVerify(e *env, args []string) int {
 	ledgerOK := false
 	var ledgerLast uint64
 	if e.ledgerDir != "" {
-		s := scanLedger(e, p)
-		c := &storeCheck{Dir: e.ledgerDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes, Tail: s.Tail}
+		dec, err := record.NewDecompressor()
+		if err != nil {
+			e.errorf("verify: %v", err)
+			return exitFailed
+		}
+		s := scanLedger(e, p, dec)
+		dec.Close()
+		c := &storeCheck{Dir: e.ledgerDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes,
+			RecordBytes: s.RecordBytes, RawBytes: s.RawBytes, Ratio: ratio(s.RecordBytes, s.RawBytes), Tail: s.Tail}
 		rep.Ledger = c
 		ledgerLast = s.LastLSN
 		if s.Records == 0 {
@@ -103,6 +121,7 @@ func cmdVerify(e *env, args []string) int {
 			}
 			rep.Damage = append(rep.Damage, loc)
 		}
+		rep.Damage = append(rep.Damage, s.BadBlocks...)
 		if s.Err != nil {
 			rep.Damage = append(rep.Damage, locate("ledger", s.Err))
 		} else {
@@ -130,7 +149,8 @@ func cmdVerify(e *env, args []string) int {
 
 	if e.journalDir != "" {
 		s := scanJournal(e, p)
-		c := &storeCheck{Dir: e.journalDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes, Tail: s.Tail, OK: s.Err == nil}
+		c := &storeCheck{Dir: e.journalDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes,
+			RecordBytes: s.RecordBytes, RawBytes: s.RawBytes, Ratio: ratio(s.RecordBytes, s.RawBytes), Tail: s.Tail, OK: s.Err == nil}
 		rep.Journal = c
 		if s.Err != nil {
 			loc := locate("journal", s.Err)
@@ -263,8 +283,9 @@ func printCheck(e *env, store, files string, c *storeCheck) {
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(e.stdout, "%-8s %s: %d %s, %s, %d records verified (LSN %s)\n",
-		store, c.Dir, c.Files, files, humanBytes(c.Bytes), c.Records, lsnRange(c.FirstLSN, c.LastLSN))
+	fmt.Fprintf(e.stdout, "%-8s %s: %d %s, %s, %d records verified (LSN %s), ratio %s (%s stored, %s uncompressed)\n",
+		store, c.Dir, c.Files, files, humanBytes(c.Bytes), c.Records, lsnRange(c.FirstLSN, c.LastLSN),
+		formatRatio(c.RecordBytes, c.RawBytes), humanBytes(c.RecordBytes), humanBytes(c.RawBytes))
 	if c.DamagedRecords > 0 {
 		fmt.Fprintf(e.stdout, "%-8s %d records lost in damaged ranges (listed below)\n", store, c.DamagedRecords)
 	}
