@@ -77,16 +77,21 @@ Global flags (before or after the command):
 
 Commands (their flags go after them; ledgerctl COMMAND -h lists them):
   segments         journal generations and ledger segments: file, first and
-                   last LSN, records, bytes, sealed or open
-  stat             totals per store: records, events, bytes, disk use, oldest
-                   record and its age, LSN range, ledger stream id, cursors,
-                   dead letters
+                   last LSN, records, bytes, raw bytes (the records
+                   uncompressed), ratio (their stored size over that: 1
+                   when none is compressed), sealed or open; reads every
+                   record's header to measure them
+  stat             totals per store: records, events, bytes stored and
+                   uncompressed and their ratio, disk use, oldest record and
+                   its age, LSN range, ledger stream id, cursors, dead
+                   letters
   dump [--from LSN] [--count N] [--events]
                    records from LSN (ledger, then journal); with --events the
                    events as JSON lines {"lsn","position","event"}
   verify           check every record's checksums in journal and ledger (and
-                   cursors and dead letters); on damage exit 1 naming file,
-                   offset and LSN
+                   cursors and dead letters), decompress every compressed
+                   record, give the compression ratio; on damage exit 1
+                   naming file, offset and LSN
   cursors [list]   each cursor: position, lag in records and bytes, age of
                    the oldest record after it; with -config, a cursor no
                    configured output owns is marked "not configured: holds
