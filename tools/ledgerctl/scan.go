@@ -34,7 +34,7 @@ type storeScan struct {
 	GenEnd uint64
 	// Damaged are the damaged ranges of the ledger's sealed segments the
 	// scan passed (it reads on after each); DamagedRecords the records
-	// they held, which are lost.
+	// they held, which are lost (and the BadBlocks, one record each).
 	Damaged        []ledger.Damage
 	DamagedRecords uint64
 	// OpenSegment is the ledger's open segment (its damaged ranges are
