@@ -136,7 +136,7 @@ func cmdDump(e *env, args []string) int {
 			if errors.As(err, &be) {
 				// Damage inside one record: said, and passed as a
 				// damaged range is (--events prints no table).
-				e.errorf("dump: ledger damaged: %s", blockDamage(r.Segment(), r.Offset(), be.lsn, be.err))
+				e.errorf("dump: ledger damaged: %s", blockDamage("ledger", r.Segment(), r.Offset(), be.lsn, be.err))
 				passed, status, next = true, exitFailed, r.LSN()+1
 				continue
 			}
@@ -164,7 +164,14 @@ func cmdDump(e *env, args []string) int {
 			return exitFailed
 		}
 		for n < *count && r.Next() {
-			if err := emit("journal", r.LSN(), r.Record()); err != nil {
+			err := emit("journal", r.LSN(), r.Record())
+			var be *blockError
+			if errors.As(err, &be) {
+				e.errorf("dump: journal damaged: %s", blockDamage("journal", r.File(), r.Offset(), be.lsn, be.err))
+				passed, status, next = true, exitFailed, r.LSN()+1
+				continue
+			}
+			if err != nil {
 				e.errorf("dump: %v", err)
 				return exitFailed
 			}

@@ -42,8 +42,8 @@ type storeScan struct {
 	OpenSegment string
 	// BadBlocks are the compressed records whose bytes check (CRC) but
 	// whose block does not decompress to their events, found only by a
-	// scan that decompresses (verify). Each is one record lost; they are
-	// counted in DamagedRecords, not in Records.
+	// scan that decompresses (verify), which reads on after each. Each is
+	// one record lost; they are counted in DamagedRecords, not in Records.
 	BadBlocks []*location
 }
 
@@ -73,19 +73,37 @@ func formatRatio(stored, raw int64) string {
 // making it allocate more.
 const decodeLimit = record.MaxBlockBytes
 
-// ledgerPlaced is a reader that says where its current record is (the
-// ledger's DirReader).
+// ledgerPlaced and journalPlaced are the readers that say where their
+// current record is: the ledger's DirReader (by segment) and the
+// journal's (by generation file).
 type ledgerPlaced interface {
 	Segment() string
 	Offset() int64
 }
 
-// blockDamage is a compressed record whose CRC matches but whose block
-// does not decode, as a location.
-func blockDamage(segment string, off int64, lsn uint64, err error) *location {
+type journalPlaced interface {
+	File() string
+	Offset() int64
+}
+
+// blockDamage is a compressed record of store whose CRC matches but whose
+// block does not decode, as a location.
+func blockDamage(store, file string, off int64, lsn uint64, err error) *location {
 	one := uint64(1)
-	return &location{Store: "ledger", File: segment, Offset: &off, LSN: lsn, Records: &one, Error: err.Error(),
+	return &location{Store: store, File: file, Offset: &off, LSN: lsn, Records: &one, Error: err.Error(),
 		Hint: "the record's checksum matches but its compressed events do not decode (a writer fault, or damage made before the checksum was computed): its events cannot be read"}
+}
+
+// badBlock is the current record of r, which does not decode, as a
+// location.
+func badBlock(r recordReader, err error) *location {
+	switch at := r.(type) {
+	case ledgerPlaced:
+		return blockDamage("ledger", at.Segment(), at.Offset(), r.LSN(), err)
+	case journalPlaced:
+		return blockDamage("journal", at.File(), at.Offset(), r.LSN(), err)
+	}
+	return &location{LSN: r.LSN(), Error: err.Error()}
 }
 
 // damageReader is a reader that passes damage (the ledger's DirReader).
@@ -110,7 +128,6 @@ type recordReader interface {
 // damage.
 func scanRecords(r recordReader, s *storeScan, p *progress, dec *record.Decompressor) {
 	dr, _ := r.(damageReader)
-	at, _ := r.(ledgerPlaced)
 	for r.Next() {
 		if dr != nil {
 			if d := dr.Damage(); d != nil {
@@ -136,12 +153,7 @@ func scanRecords(r recordReader, s *storeScan, p *progress, dec *record.Decompre
 		s.LastLSN = r.LSN()
 		if dec != nil && h.Compressed() {
 			if _, err := dec.Decode(r.Record(), decodeLimit); err != nil {
-				var seg string
-				var off int64
-				if at != nil {
-					seg, off = at.Segment(), at.Offset()
-				}
-				s.BadBlocks = append(s.BadBlocks, blockDamage(seg, off, r.LSN(), err))
+				s.BadBlocks = append(s.BadBlocks, badBlock(r, err))
 				s.DamagedRecords++
 				p.update(r.BytesRead())
 				continue
@@ -164,8 +176,9 @@ func scanRecords(r recordReader, s *storeScan, p *progress, dec *record.Decompre
 	}
 }
 
-// scanJournal reads and verifies the whole journal.
-func scanJournal(e *env, p *progress) storeScan {
+// scanJournal reads and verifies the whole journal; with dec it also
+// decompresses every compressed record (see scanRecords).
+func scanJournal(e *env, p *progress, dec *record.Decompressor) storeScan {
 	var s storeScan
 	r, err := journal.NewDirReader(e.journalDir, 1)
 	if err != nil {
@@ -174,9 +187,7 @@ func scanJournal(e *env, p *progress) storeScan {
 	}
 	s.Files, s.FileBytes = r.Generations(), r.Size()
 	p.start("journal", s.FileBytes)
-	// The journal stores records as the inputs built them, uncompressed:
-	// its reader accepts nothing else, so there is nothing to decompress.
-	scanRecords(r, &s, p, nil)
+	scanRecords(r, &s, p, dec)
 	p.finish()
 	s.Tail = journalTail(r.Tail())
 	if s.Err != nil {

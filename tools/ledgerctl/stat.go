@@ -155,7 +155,7 @@ func cmdStat(e *env, args []string) int {
 		}
 	}
 	if e.journalDir != "" {
-		rep.Journal = fill(e.journalDir, scanJournal(e, p), "journal")
+		rep.Journal = fill(e.journalDir, scanJournal(e, p, nil), "journal")
 		if rep.Journal.Tail != nil {
 			// The newest generation's: never acknowledged (journal/doc.go).
 			rep.Journal.TailState = tailUnsynced

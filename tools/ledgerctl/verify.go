@@ -54,7 +54,7 @@ type verifyReport struct {
 // ledger's frame header CRC, the journal's frame CRC and every record's own
 // CRC and layout (record.Verify), LSN order and the contiguity of files;
 // then the cursors' checksums and the dead letters. Every compressed
-// (version 2) ledger record is decompressed too: one whose block does not
+// (version 2) record, of either store, is decompressed too: one whose block does not
 // decode to its events is damage, one record lost. Damage is reported with
 // file, offset and LSN, and makes the exit status 1. The report gives each
 // store's compression ratio (stored over uncompressed record bytes).
@@ -94,16 +94,19 @@ func cmdVerify(e *env, args []string) int {
 		}
 	}
 
+	// One Decompressor for the run: compressed records of either store
+	// are decompressed, to check their events too.
+	dec, err := record.NewDecompressor()
+	if err != nil {
+		e.errorf("verify: %v", err)
+		return exitFailed
+	}
+	defer dec.Close()
+
 	ledgerOK := false
 	var ledgerLast uint64
 	if e.ledgerDir != "" {
-		dec, err := record.NewDecompressor()
-		if err != nil {
-			e.errorf("verify: %v", err)
-			return exitFailed
-		}
 		s := scanLedger(e, p, dec)
-		dec.Close()
 		c := &storeCheck{Dir: e.ledgerDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes,
 			RecordBytes: s.RecordBytes, RawBytes: s.RawBytes, Ratio: ratio(s.RecordBytes, s.RawBytes), Tail: s.Tail}
 		rep.Ledger = c
@@ -144,11 +147,13 @@ func cmdVerify(e *env, args []string) int {
 				ledgerOK = false
 			}
 		}
-		c.OK = ledgerOK
+		// A bad block loses its record's events but no LSN: the journal
+		// is still judged against the ledger's records (ledgerOK).
+		c.OK = ledgerOK && len(s.BadBlocks) == 0
 	}
 
 	if e.journalDir != "" {
-		s := scanJournal(e, p)
+		s := scanJournal(e, p, dec)
 		c := &storeCheck{Dir: e.journalDir, Files: s.Files, Records: s.Records, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN, Bytes: s.FileBytes,
 			RecordBytes: s.RecordBytes, RawBytes: s.RawBytes, Ratio: ratio(s.RecordBytes, s.RawBytes), Tail: s.Tail, OK: s.Err == nil}
 		rep.Journal = c
@@ -167,6 +172,10 @@ func cmdVerify(e *env, args []string) int {
 					loc.LSN, ledgerLast, ledgerLast)
 			}
 			rep.Damage = append(rep.Damage, loc)
+		}
+		rep.Damage = append(rep.Damage, s.BadBlocks...)
+		if len(s.BadBlocks) > 0 {
+			c.OK = false
 		}
 		if t := s.Tail; t != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("journal: the newest generation %s ends in a torn or partial write at offset %d (LSN %d: %s); it was never acknowledged: a write in progress, the unused rest of a recycled segment, or a torn tail that logpond cuts at start",
