@@ -23,14 +23,14 @@ type Reader struct {
 	f        *os.File
 	sc       *segScanner
 
-	lsn    uint64
-	rec    []byte
-	dec    record.Record // rec decoded (decompressed when it is version 2)
+	lsn uint64
+	rec []byte
+	dec record.Record // rec decoded (decompressed when it is version 2)
 	// dz decompresses version 2 records; made at the first one, so a
 	// Reader of an uncompressed ledger holds no decoder.
-	dz *record.Decompressor
-	damage *Damage       // the damaged range Next stopped at, or nil
-	skip   *Skip         // the deleted range Next stopped at, or nil
+	dz     *record.Decompressor
+	damage *Damage // the damaged range Next stopped at, or nil
+	skip   *Skip   // the deleted range Next stopped at, or nil
 	err    error
 	read   int64 // bytes read from the segments closed so far
 
