@@ -282,3 +282,36 @@ func TestCompressedDamage(t *testing.T) {
 func reseal(rec []byte) {
 	le.PutUint32(rec[len(rec)-record.TrailerSize:], crc32.Checksum(rec[:len(rec)-record.TrailerSize], castagnoli))
 }
+
+// TestCompressedByTheWriter: a ledger that does not compress stores
+// records compressed before it (by the input) as they are, and counts
+// them at their uncompressed size.
+func TestCompressedByTheWriter(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOpts(t, false))
+	defer l.Close()
+	c, err := record.NewCompressor(record.LevelFastest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v1 := zrec(t, 1)
+	v2, err := c.Compress(nil, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(1, v2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Compression(); st.Level != 0 || st.RawBytes != int64(len(v1)) || st.StoredBytes != int64(len(v2)) {
+		t.Fatalf("stats %+v, want %d raw and %d stored bytes", st, len(v1), len(v2))
+	}
+	r := l.Reader(1)
+	defer r.Close()
+	if !r.Next() || !bytes.Equal(r.Record(), v2) {
+		t.Fatalf("the record was not stored as given (err %v)", r.Err())
+	}
+	checkEvents(t, r)
+}

@@ -13,9 +13,10 @@ import (
 // any LSN. Nothing is durable until Sync returns. A record never spans
 // segments: one that does not fit in the open segment starts the next.
 // With Options.Compression, a version 1 record is stored compressed
-// (version 2) when that makes it smaller; rec is not kept either way.
-// Compressing verifies rec: an invalid record is refused with an error,
-// and the ledger stays usable.
+// (version 2) when that makes it smaller; a version 2 record (compressed
+// by the input) is stored as it is. rec is not kept either way. Either
+// verifies rec: an invalid record is refused with an error, and the
+// ledger stays usable.
 //
 // Append never waits. When rec would take the ledger past MaxBytes, it
 // first deletes segments every cursor has passed, even those Retention
@@ -32,7 +33,7 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
 	}
 	raw := len(rec)
-	if l.opts.Compression != 0 {
+	if l.opts.Compression != 0 || (len(rec) > 0 && rec[0] == record.VersionCompressed) {
 		var err error
 		if rec, raw, err = l.compress(rec); err != nil {
 			return fmt.Errorf("ledger: append LSN %d: %w", lsn, err)
@@ -81,14 +82,16 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 	return nil
 }
 
-// compress returns rec as the ledger stores it with compression on, and
-// its uncompressed size. The result is valid until the next call. It runs
+// compress returns rec as the ledger stores it, and its uncompressed
+// size: compressed with Options.Compression, or as it is when it is
+// compressed already. The result is valid until the next call. It runs
 // on the writer goroutine (the flusher), off the acknowledgement path:
 // clients were acknowledged when the journal had the record.
 func (l *Ledger) compress(rec []byte) ([]byte, int, error) {
 	if len(rec) > 0 && rec[0] == record.VersionCompressed {
-		// Already compressed (a record copied from another ledger):
-		// stored as it is.
+		// Already compressed (by the input, before the journal):
+		// stored as it is, verified for its sizes (a CRC over the
+		// compressed bytes, which are few).
 		h, err := record.Verify(rec)
 		if err != nil {
 			return nil, 0, err
