@@ -45,6 +45,14 @@ type placementOptions struct {
 	// FlushInterval is the flusher's period; 0 means 5 ms. (The flusher
 	// is also woken when the journal's in-memory tail fills.)
 	FlushInterval time.Duration
+	// Rate, when positive, paces the producers together at this many
+	// events/s offered (records start on a schedule, each producer still
+	// waiting for its record's acknowledgement before taking the next),
+	// so the options can be compared at a load the flusher keeps up
+	// with; 0 submits as fast as acknowledgements come, which finds the
+	// pipeline's ceiling and, when the flusher is slower than the journal,
+	// fills the journal.
+	Rate float64
 }
 
 // placement is where records are compressed.
@@ -83,6 +91,9 @@ type placementRun struct {
 	// journal's files because they had left its in-memory tail.
 	FileRecords int64
 	PeakHeap    uint64 // the largest HeapInuse sampled during the run
+	// PeakJournal is the largest journal UsedBytes sampled: near the
+	// journal's max_bytes, producers waited for the flusher to free space.
+	PeakJournal int64
 }
 
 // placementRow is one option's results: its runs, and their medians.
@@ -284,8 +295,9 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 		bg.Wait()
 	}()
 
-	var peak atomic.Uint64
-	bg.Go(func() { samplePeakHeap(runCtx, &peak) })
+	var peakHeap atomic.Uint64
+	var peakJournal atomic.Int64
+	bg.Go(func() { samplePeaks(runCtx, j, &peakHeap, &peakJournal) })
 
 	fl := &placementFlusher{j: j, l: l}
 	flCtx, stopFlusher := context.WithCancel(runCtx)
@@ -315,7 +327,14 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 				sum  placementRun
 			)
 			for runCtx.Err() == nil && time.Now().Before(deadline) {
-				rec := recs[int(next.Add(1)-1)%len(recs)]
+				n := next.Add(1) - 1
+				if o.Rate > 0 {
+					at := start.Add(time.Duration(float64(n) * float64(o.BatchEvents) / o.Rate * float64(time.Second)))
+					if !at.Before(deadline) || !sleepUntil(runCtx, at) {
+						break
+					}
+				}
+				rec := recs[int(n)%len(recs)]
 				t0 := time.Now()
 				sub := rec
 				if pool != nil {
@@ -390,10 +409,26 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 	run.FileRecords = fl.fileRecords
 	cancel()
 	bg.Wait()
-	run.PeakHeap = peak.Load()
+	run.PeakHeap, run.PeakJournal = peakHeap.Load(), peakJournal.Load()
 	slices.Sort(lats)
 	run.P50, run.P99 = quantile(lats, 0.50), quantile(lats, 0.99)
 	return run, nil
+}
+
+// sleepUntil waits until at, or until ctx ends (false).
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // quantile returns the q-quantile of sorted (nearest rank), 0 for none.
@@ -405,17 +440,21 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// samplePeakHeap keeps in peak the largest HeapInuse seen every 20 ms
-// until ctx ends. (ReadMemStats stops the world briefly: sampling more
-// often would weigh on what is measured.)
-func samplePeakHeap(ctx context.Context, peak *atomic.Uint64) {
+// samplePeaks keeps in heap the largest HeapInuse, and in used the
+// largest journal UsedBytes, seen every 20 ms until ctx ends.
+// (ReadMemStats stops the world briefly: sampling more often would weigh
+// on what is measured.)
+func samplePeaks(ctx context.Context, j *journal.Journal, heap *atomic.Uint64, used *atomic.Int64) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	var ms runtime.MemStats
 	for {
 		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak.Load() {
-			peak.Store(ms.HeapInuse)
+		if ms.HeapInuse > heap.Load() {
+			heap.Store(ms.HeapInuse)
+		}
+		if u := j.UsedBytes(); u > used.Load() {
+			used.Store(u)
 		}
 		select {
 		case <-ctx.Done():
@@ -561,35 +600,41 @@ func renderPlacement(w io.Writer, rows []placementRow, o placementOptions) {
 		return func(r placementRun) float64 { return float64(f(r)) }
 	}
 	cfg := conf.Default()
+	pacing := "as fast as the acknowledgements come"
+	if o.Rate > 0 {
+		pacing = fmt.Sprintf("paced together at %.0f events/s offered (records start on a schedule)", o.Rate)
+	}
 	p50 := dur(func(r placementRun) time.Duration { return r.P50 })
 	p99 := dur(func(r placementRun) time.Duration { return r.P99 })
-	p("| option | compressed | acked events/s | × none | raw MB/s | CPU s per M events | × none | ack p50 ms | ack p99 ms | p99 × none | journal B per raw B | ledger B per raw B | ledger disk B per raw B | backlog at stop (records, max) | records read from journal files (max) | peak heap MiB |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| option | compressed | acked events/s | × none | raw MB/s | CPU s per M events | × none | ack p50 ms | ack p99 ms | p99 × none | journal B per raw B | ledger B per raw B | ledger disk B per raw B | backlog at stop (records, max) | records read from journal files (max) | peak journal MiB (max) | peak heap MiB |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		var backlog uint64
-		var files int64
+		var files, jpeak int64
 		for _, run := range r.Runs {
 			backlog = max(backlog, run.Backlog)
 			files = max(files, run.FileRecords)
+			jpeak = max(jpeak, run.PeakJournal)
 		}
 		eps, cpuM := med(r, placementRun.eventsPerSec), med(r, placementRun.cpuPerMillion)
 		l99 := med(r, p99)
-		p("| (%s) | %s | %.0f | %s | %.1f | %.2f | %s | %s | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s |\n",
+		p("| (%s) | %s | %.0f | %s | %.1f | %.2f | %s | %s | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %s |\n",
 			r.Key, r.What, eps, ratio(eps, med(base, placementRun.eventsPerSec)), med(r, placementRun.rawMBps),
 			cpuM, ratio(cpuM, med(base, placementRun.cpuPerMillion)),
 			ms(time.Duration(med(r, p50))), ms(time.Duration(l99)), ratio(l99, med(base, p99)),
 			med(r, placementRun.journalPerRaw), med(r, placementRun.storedPerRaw), med(r, placementRun.diskPerRaw),
-			backlog, files, mib(int64(med(r, func(run placementRun) float64 { return float64(run.PeakHeap) }))))
+			backlog, files, mib(jpeak), mib(int64(med(r, func(run placementRun) float64 { return float64(run.PeakHeap) }))))
 	}
-	p("\nOne process runs the pipeline in memory, without the network: %d producer goroutines (as %d connections) each take the next record of %d events (version 1 records built before timing from %d Filebeat-shaped events, cycling), submit it to a real journal (the default configuration: `max_group_bytes` %d MiB, %d MiB segments, an in-memory tail of %d MiB) and wait until it is durable, for %s per run; one flusher goroutine moves records as the server's does (the journal's in-memory tail or its files, ledger Append, Sync, then journal Release) every %s or when the tail fills, into a real ledger (O_DIRECT: %t, %d MiB segments). "+
+	p("\nOne process runs the pipeline in memory, without the network: %d producer goroutines (as %d connections) each take the next record of %d events (version 1 records built before timing from %d Filebeat-shaped events, cycling), submit it to a real journal (the default configuration: `max_group_bytes` %d MiB, %d MiB segments, an in-memory tail of %d MiB) and wait until it is durable, %s, for %s per run; one flusher goroutine moves records as the server's does (the journal's in-memory tail or its files, ledger Append, Sync, then journal Release) every %s or when the tail fills, into a real ledger (O_DIRECT: %t, %d MiB segments). "+
 		"(a) the ledger compresses each record in Append at level %q, on the flusher goroutine; (b) the producer compresses each record before Submit with a Compressor from a pool of GOMAXPROCS (%d) — no more compressions run at once, and each Compressor holds MiBs of encoder tables, so one per connection would cost memory for no speed — and the ledger stores the version 2 records as given; (c) nothing is compressed. "+
 		"Each option runs %d times on fresh stores, the three in turn in each round; the table shows medians over the rounds (backlog and journal-file reads: the largest). "+
 		"Ack latency runs from taking a record (before compressing it in (b)) until the journal says it is durable. CPU is the whole process's (getrusage) from the first Submit until the final flush is synced, flusher included, per million acknowledged events. "+
-		"Journal and ledger bytes are the records' sizes as submitted and as stored (ledger disk: frames and 4 KiB block padding included) over their size as version 1 records. "+
+		"Journal and ledger bytes are the records' sizes as submitted and as stored (ledger disk: frames and 4 KiB block padding included) over their size as version 1 records. Peak journal is the journal's largest size sampled every 20 ms: at its `max_bytes` (%d MiB, %d MiB of it for records) the producers waited for the flusher to free space, so the rate was the flusher's, not the journal's. "+
 		"Backlog is the records the journal held durably and the ledger had not synced when the producers stopped; records read from journal files are those that left the journal's in-memory tail before the flusher took them: both are 0 when the flusher keeps up. "+
 		"Peak heap is the largest HeapInuse sampled every 20 ms; RSS is not measured per option, since the three share one process. The machine's two cores are shared with other work, so the figures are relative to each other, not absolute.\n\n",
 		o.Producers, o.Producers, o.BatchEvents, len(o.Events), cfg.Journal.MaxGroupBytes>>20, cfg.Journal.SegmentBytes>>20, cfg.JournalTailBytes()>>20,
-		o.Duration, flushIntervalOf(o), cfg.Ledger.DirectIO, cfg.Ledger.SegmentBytes>>20, o.Level.String(), runtime.GOMAXPROCS(0), o.Rounds)
+		pacing, o.Duration, flushIntervalOf(o), cfg.Ledger.DirectIO, cfg.Ledger.SegmentBytes>>20, o.Level.String(), runtime.GOMAXPROCS(0), o.Rounds,
+		cfg.Journal.MaxBytes>>20, (cfg.Journal.MaxBytes-conf.Size(cfg.Journal.SpareSegments)*cfg.Journal.SegmentBytes)>>20)
 }
 
 // flushIntervalOf is o's flusher period, its default applied.

@@ -56,7 +56,7 @@ func TestPlacement(t *testing.T) {
 		if run.Records <= 0 || run.Events != run.Records*int64(o.BatchEvents) || run.Raw <= 0 || run.Journal <= 0 || run.Stored <= 0 || run.Disk < run.Stored {
 			t.Errorf("option (%s): counts not sane: %+v", r.Key, run)
 		}
-		if run.Elapsed < o.Duration || run.CPU <= 0 || run.P50 <= 0 || run.P99 < run.P50 || run.PeakHeap == 0 {
+		if run.Elapsed < o.Duration || run.CPU <= 0 || run.P50 <= 0 || run.P99 < run.P50 || run.PeakHeap == 0 || run.PeakJournal <= 0 {
 			t.Errorf("option (%s): times or heap not sane: %+v", r.Key, run)
 		}
 	}
@@ -89,6 +89,34 @@ func TestPlacement(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the section lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestPlacementPaced checks a paced run starts no record before its
+// time: at most Duration × Rate events per option, however fast the
+// pipeline.
+func TestPlacementPaced(t *testing.T) {
+	o := placementOptions{
+		JournalDir: t.TempDir(), LedgerDir: t.TempDir(),
+		Events:    syntheticEvents(40),
+		Producers: 3, BatchEvents: 16,
+		Duration: 200 * time.Millisecond, Rounds: 1,
+		Level: record.LevelFastest,
+		Rate:  400, // 80 events, 5 records in 200 ms
+	}
+	rows, err := measurePlacement(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if got := r.Runs[0].Records; got < 1 || got > 5 {
+			t.Errorf("option (%s): %d records acknowledged, want 1 to 5 at %v events/s", r.Key, got, o.Rate)
+		}
+	}
+	var out bytes.Buffer
+	renderPlacement(&out, rows, o)
+	if !strings.Contains(out.String(), "paced together at 400 events/s") {
+		t.Errorf("the method does not say the run was paced:\n%s", out.String())
 	}
 }
 
@@ -150,7 +178,9 @@ func TestPlacementFlusherFromFiles(t *testing.T) {
 
 // TestPlacementTrial measures the three options on real logs:
 // LOGPOND_PLACEMENT_LOGS names a folder of *.log files (one log line per
-// line, e.g. /work/shared/testdata/logs); it is skipped without it. The
+// line, e.g. /work/shared/testdata/logs); it is skipped without it.
+// LOGPOND_PLACEMENT_DURATION (e.g. 1s) and LOGPOND_PLACEMENT_RATE (events/s
+// offered; unset: as fast as acknowledgements come) change the run. The
 // figures are logged, never asserted.
 func TestPlacementTrial(t *testing.T) {
 	logs := os.Getenv("LOGPOND_PLACEMENT_LOGS")
@@ -177,6 +207,11 @@ func TestPlacementTrial(t *testing.T) {
 	if d := os.Getenv("LOGPOND_PLACEMENT_DURATION"); d != "" {
 		if o.Duration, err = time.ParseDuration(d); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if r := os.Getenv("LOGPOND_PLACEMENT_RATE"); r != "" {
+		if _, err := fmt.Sscan(r, &o.Rate); err != nil {
+			t.Fatalf("LOGPOND_PLACEMENT_RATE %q: %v", r, err)
 		}
 	}
 	rows, err := measurePlacement(context.Background(), o)
