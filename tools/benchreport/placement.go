@@ -303,7 +303,15 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 	flCtx, stopFlusher := context.WithCancel(runCtx)
 	defer stopFlusher() // on early returns; cancel covers it too
 	flErr := make(chan error, 1)
-	bg.Go(func() { flErr <- fl.run(flCtx, o.FlushInterval) })
+	bg.Go(func() {
+		err := fl.run(flCtx, o.FlushInterval)
+		if err != nil {
+			// The producers would otherwise wait for journal space
+			// that no one frees.
+			cancel()
+		}
+		flErr <- err
+	})
 
 	cpu0, err := processCPU()
 	if err != nil {
@@ -381,7 +389,9 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 	producer.Wait()
 	run.Elapsed = time.Since(start)
 	if prodErr != nil {
-		return run, prodErr
+		// A failed flusher cancels the producers: its error says why.
+		stopFlusher()
+		return run, errors.Join(<-flErr, prodErr)
 	}
 	// Whether the flusher kept up: what the journal made durable and the
 	// ledger has not synced yet, as the producers stop.
