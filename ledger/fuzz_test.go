@@ -2,11 +2,11 @@ package ledger
 
 import (
 	"os"
-
-	"github.com/logpond/logpond/record"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/logpond/logpond/record"
 )
 
 // FuzzSegmentScan scans arbitrary segment bytes. It must never panic or
