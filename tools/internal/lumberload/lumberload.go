@@ -27,8 +27,9 @@ import (
 )
 
 // Config is the shape of a load: every connection sends the same batch of
-// Batch pre-encoded events of about EventSize bytes, waits for its ACK, and
-// sends it again, until Duration has passed.
+// Batch pre-encoded events of about EventSize bytes (or, with Payloads, the
+// next Batch of those), waits for its ACK, and sends again, until Duration
+// has passed.
 type Config struct {
 	Connections, Batch, EventSize int
 	Compression                   int // zlib level 0–9 (Filebeat's default is 3)
