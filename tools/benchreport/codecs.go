@@ -69,7 +69,7 @@ func eventsArea(rec []byte) []byte { return rec[record.HeaderSize : len(rec)-rec
 // stored their block in the same layout.
 const blockOverhead = record.HeaderSizeCompressed + record.TrailerSize
 
-// codecs returns the codecs compared, the ledger's own levels first.
+// codecs returns the codecs compared, logpond's own levels first.
 func codecs() ([]codec, error) {
 	var out []codec
 	closeAll := func() {
@@ -89,7 +89,7 @@ func codecs() ([]codec, error) {
 			return nil, err
 		}
 		out = append(out, codec{
-			name: "zstd " + l.String(), what: "the ledger's record.Compressor: one zstd block per record", memory: int64(record.CompressorMemory(l)),
+			name: "zstd " + l.String(), what: "logpond's record.Compressor: one zstd block per record", memory: int64(record.CompressorMemory(l)),
 			compress: c.Compress,
 			decompress: func(stored, rec []byte) error {
 				r, err := dec.Decode(stored, record.MaxBlockBytes)

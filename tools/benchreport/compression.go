@@ -408,7 +408,7 @@ func compressionCommand(o options) string {
 func compressionMarkdown(c *compressionResult, o options) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	p("## Compression: the ledger's zstd records\n\n")
+	p("## Compression: zstd records\n\n")
 	if c == nil {
 		return b.String()
 	}
@@ -421,7 +421,7 @@ func compressionMarkdown(c *compressionResult, o options) string {
 		c.Files, c.LogsDir, c.Events, float64(c.EventBytes)/float64(max(c.Events, 1)), cmd)
 
 	p("### Codecs on real logs, one core\n\n")
-	p("In-process (no server): records of %d consecutive events of one file (Filebeat's default `bulk_max_size`; a file's last record smaller, lines never repeated), %d records. Stored / raw is the bytes stored over the version 1 record bytes, over all records; per-file mean is the mean of each file's ratio, so that one large, repetitive log does not stand for all. MB/s are of raw bytes on one goroutine locked to its thread; CPU is that thread's time per 1000 events. Codecs other than the ledger's own are charged a version 2 record's header and CRC, as if the ledger stored their block. Every codec's output is decompressed and compared with its events before it is timed. No logpond runs here: its memory is in the other tables; \"state MiB\" is the bound `record.CompressorMemory` states for one ledger compressor.\n\n",
+	p("In-process (no server): records of %d consecutive events of one file (Filebeat's default `bulk_max_size`; a file's last record smaller, lines never repeated), %d records. Stored / raw is the bytes stored over the version 1 record bytes, over all records; per-file mean is the mean of each file's ratio, so that one large, repetitive log does not stand for all. MB/s are of raw bytes on one goroutine locked to its thread; CPU is that thread's time per 1000 events. Codecs other than logpond's own are charged a version 2 record's header and CRC, as if logpond stored their block. Every codec's output is decompressed and compared with its events before it is timed. No logpond runs here: its memory is in the other tables; \"state MiB\" is the bound `record.CompressorMemory` states for one of logpond's compressors.\n\n",
 		codecRecordEvents, records(c.Codecs))
 	p("| codec | what | stored / raw | per-file mean | compress MB/s | decompress MB/s | compress CPU ms / 1000 events | decompress CPU ms / 1000 events | state MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -450,7 +450,7 @@ func compressionMarkdown(c *compressionResult, o options) string {
 		verdict(zstdPer > 0 && zstdPer <= goalLedgerPerEventByte, fmt.Sprintf("%.3f", zstdPer)), verdict(zstdPer > 0 && zstdPer <= moonLedgerPerEventByte, fmt.Sprintf("%.3f", zstdPer)))
 
 	p("### Ingest: zstd beside none\n\n")
-	p("logpond, output off, with the default ledger (zstd, level fastest) and with `compression = \"none\"`, interleaved round by round, %d rounds of %s each on empty stores, at the ingest part's shapes and with the real-log events (cycled through); medians over the rounds (peak RSS: the largest). × none is zstd's events/s over none's, the median of the per-round ratios. The ledger compresses on the flusher, off the acknowledgement path: this measures what that costs the whole process on two shared cores.\n\n", o.zRounds, o.zDuration)
+	p("logpond, output off, with the default ledger (zstd, level fastest) and with `compression = \"none\"`, interleaved round by round, %d rounds of %s each on empty stores, at the ingest part's shapes and with the real-log events (cycled through); medians over the rounds (peak RSS: the largest). × none is zstd's events/s over none's, the median of the per-round ratios. With compression on, the input compresses each record before the journal (docs/design.md, \"Compressed records\"), on the acknowledgement path, and the journal and the ledger then write a few percent of the bytes: the ratio weighs the one against the other, on two shared cores.\n\n", o.zRounds, o.zDuration)
 	p("| event | zlib | window | ledger | events/s | MB/s | ack p99 ms | CPU s/Mev | peak RSS MiB | formula MiB | × none |\n")
 	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	worst := zIngestRow{VsNone: -1}
