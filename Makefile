@@ -63,7 +63,7 @@ bench-beats: build
 bench-report: build
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || true
-	$(BIN)/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png
+	$(BIN)/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png -logs ../shared/testdata/logs -compression-events 200000 -compression-duration 2s -compression-rounds 2
 
 # The example configuration keeps its data under ./data.
 run: build

@@ -5,6 +5,9 @@
 //
 //	beatsbench -addr 127.0.0.1:5044 -connections 4 -batch 2048 -event-size 1024 -duration 10s
 //
+// With -logs DIR it sends real log lines instead: each line of DIR's *.log
+// files wrapped in an event shaped as Filebeat sends it.
+//
 // With -baseline it measures, in one run and with the same connection and
 // batch shape, three servers one after another, repeated -rounds times and
 // interleaved so that the ratios hold on a noisy machine:
@@ -53,7 +56,16 @@ func main() {
 	wipe := flag.String("logpond-wipe", "", "with -baseline: directories (space-separated) to remove before each logpond run, so that every round starts on empty stores")
 	naiveDir := flag.String("naive-dir", os.TempDir(), "with -baseline: where the naive server writes (put it where logpond's journal is)")
 	serve := flag.String("serve", "", "internal: run a baseline server (noop or naive) and print its address")
+	logs := flag.String("logs", "", "folder of *.log files: send their lines wrapped as Filebeat events, cycled through (instead of -event-size generated events)")
 	flag.Parse()
+	if *logs != "" && *serve == "" {
+		files, err := lumberload.FilebeatEvents(*logs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "beatsbench:", err)
+			os.Exit(2)
+		}
+		cfg.Payloads = lumberload.AllEvents(files)
+	}
 
 	switch {
 	case *serve != "":

@@ -58,7 +58,11 @@ func (b *bench) fresh(settle bool) error {
 
 // config writes a logpond configuration and returns its path. es is the
 // Elasticsearch URL to drain into, "" for no output.
-func (b *bench) config(name, es string) (string, error) {
+func (b *bench) config(name, es string) (string, error) { return b.configWith(name, es, "") }
+
+// configWith is config with more lines (each ending in a newline) in the
+// [ledger] section.
+func (b *bench) configWith(name, es, ledger string) (string, error) {
 	out := "enabled = false"
 	if es != "" {
 		out = fmt.Sprintf("hosts = [%q]", es)
@@ -68,7 +72,7 @@ dir = %q
 [ledger]
 dir = %q
 max_bytes = "%dMiB"
-[input.beats]
+%s[input.beats]
 listen = "127.0.0.1:0"
 [output.elasticsearch]
 %s
@@ -76,7 +80,7 @@ listen = "127.0.0.1:0"
 listen = "127.0.0.1:0"
 [log]
 level = "info"
-`, b.journalDir(), b.ledgerDir(), b.o.ledgerImage*3/4>>20, out)
+`, b.journalDir(), b.ledgerDir(), b.o.ledgerImage*3/4>>20, ledger, out)
 	path := filepath.Join(b.work, name+".toml")
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }

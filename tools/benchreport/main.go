@@ -27,7 +27,12 @@
 //     backlog per event shape (classic Beats events, Elastic Agent events,
 //     Agent events the output must complete), -datastreams-events events
 //     of -datastreams-size bytes each, drained into an estest server with
-//     data_stream = "auto", checking where every event landed.
+//     data_stream = "auto", checking where every event landed;
+//   - compression: the ledger's zstd records on real log lines (-logs,
+//     wrapped as Filebeat events): the codecs compared in-process, the
+//     ledger's bytes per event byte, ingest and the drain of a backlog
+//     with the default compression beside compression = "none". Without
+//     the folder of logs the part says so and skips itself.
 //
 // The journal goes under the work directory on this machine's disk; the
 // ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
@@ -65,7 +70,7 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams
+	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
@@ -74,6 +79,10 @@ type options struct {
 	fanoutSize    int
 	dsEvents      int64 // events of each shape's backlog in the datastreams part
 	dsSize        int
+	logs          string        // folder of *.log files of real log lines (the compression part)
+	zEvents       int64         // events of the compression part's ledger loads and backlogs
+	zDuration     time.Duration // length of each of its ingest measurements
+	zRounds       int           // its interleaved rounds of zstd and none
 }
 
 func defaultOptions() options {
@@ -82,9 +91,11 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
+		// Relative to the repository's root, where make bench-report runs.
+		logs: "../shared/testdata/logs", zEvents: 200000, zDuration: 2 * time.Second, zRounds: 2,
 	}
 }
 
@@ -109,10 +120,14 @@ func main() {
 	flag.IntVar(&o.fanoutSize, "fanout-size", o.fanoutSize, "bytes per event of the fan-out runs")
 	flag.Int64Var(&o.dsEvents, "datastreams-events", o.dsEvents, "events of each event shape's backlog in the datastreams run")
 	flag.IntVar(&o.dsSize, "datastreams-size", o.dsSize, "bytes per event of the datastreams run (every shape the same)")
+	flag.StringVar(&o.logs, "logs", o.logs, "folder of *.log files of real log lines for the compression part (it skips itself without them)")
+	flag.Int64Var(&o.zEvents, "compression-events", o.zEvents, "real-log events of each ledger load and backlog in the compression part")
+	flag.DurationVar(&o.zDuration, "compression-duration", o.zDuration, "length of each ingest measurement in the compression part")
+	flag.IntVar(&o.zRounds, "compression-rounds", o.zRounds, "interleaved rounds of zstd and none in the compression part's ingest and drain")
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog, -throttle and the event counts and sizes must be positive")
 		os.Exit(2)
 	}
@@ -192,6 +207,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["datastreams"] {
 		if rep.Datastreams, err = b.datastreams(ctx); err != nil {
 			return fmt.Errorf("datastreams: %w", err)
+		}
+	}
+	if parts["compression"] {
+		if rep.Compression, err = b.compression(ctx); err != nil {
+			return fmt.Errorf("compression: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {

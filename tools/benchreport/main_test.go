@@ -182,6 +182,8 @@ func TestQuickReport(t *testing.T) {
 	o.drainEvents, o.drainRefusal = 20000, time.Second
 	o.fanoutEvents = 20000
 	o.dsEvents = 20000
+	// The repository's root is two folders up; the logs are beside it.
+	o.logs, o.zEvents, o.zDuration = filepath.Join("..", "..", o.logs), 20000, 300*time.Millisecond
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +210,20 @@ func TestQuickReport(t *testing.T) {
 	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |", "| classic |", "| agent |", "| agent-partial |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(o.logs); err != nil {
+		if !strings.Contains(md, "Not measured: no folder of real log lines") {
+			t.Errorf("no logs at %s, and the compression part does not say it was skipped", o.logs)
+		}
+	} else {
+		for _, want := range []string{"| zstd fastest |", "| zstd per event |", "| zstd (default: level fastest) | 20000 |", `| none (compression = "none") | 20000 |`, "| real logs | 3 | 4×2048 | **zstd** |", "| 90 KiB | 0 | 4×68 | none |"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("report lacks %q", want)
+			}
+		}
+		if strings.Count(md, "Verdict:") != 3 {
+			t.Errorf("the compression part has not its three verdicts")
 		}
 	}
 	if _, err := exec.LookPath("strace"); err == nil && !strings.Contains(md, "| under strace |") {
@@ -257,7 +273,7 @@ func TestFanoutMarkdown(t *testing.T) {
 		"interleaved 3 times",
 		"within 5%", "at most 1.5×", "at least 0.9×",
 		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
-		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512`)",
+		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs ../shared/testdata/logs -compression-events 200000 -compression-duration 2s -compression-rounds 2`)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -293,7 +309,7 @@ func TestDatastreamsMarkdown(t *testing.T) {
 		"| 300000 | 8.00 | 0.00 | 37500 | 0.75× | 12.00 | 1.20× | 80 | 200 | – |",
 		"count the drain time without the stall",
 		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.1× classic's CPU per event.",
-		"-datastreams-events 300000 -datastreams-size 512`",
+		"-datastreams-events 300000 -datastreams-size 512 -logs ../shared/testdata/logs -compression-events 200000 -compression-duration 2s -compression-rounds 2`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -17,6 +17,7 @@ type report struct {
 	Drain                   []drainRun
 	Fanout                  *fanoutResult
 	Datastreams             []dsRun
+	Compression             *compressionResult
 	StraceNote              string
 	PNG                     string
 }
@@ -55,8 +56,9 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize)
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs %s -compression-events %d -compression-duration %s -compression-rounds %d`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
+		o.logs, o.zEvents, o.zDuration, o.zRounds)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
 	p("## Ingest: logpond beside the baselines\n\n")
@@ -151,6 +153,9 @@ func (r *report) markdown() string {
 	if len(r.Datastreams) > 0 {
 		p("%s", dsMarkdown(r.Datastreams, o))
 	}
+	if r.Compression != nil {
+		p("%s", compressionMarkdown(r.Compression, o))
+	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
@@ -172,5 +177,13 @@ func estimate(o options) time.Duration {
 	// dsRounds drains of each: fills and drains ran at about 50000
 	// events/s here, plus about a second for logpond's start and stop.
 	datastreams := 3*o.settle + time.Duration(3+3*dsRounds)*(time.Second+time.Duration(o.dsEvents/50000)*time.Second)
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams
+	// The codecs (about 20 s), two loads (each after the settle wait), the
+	// ingest shapes (one settle each, then two servers a round, each about
+	// a second besides its duration) and the drains (about 30000 events/s
+	// here, plus logpond's start and stop).
+	shapes := time.Duration(len(o.sizes)*2 + 2)
+	compression := 20*time.Second + 2*(o.settle+time.Duration(o.zEvents/40000)*time.Second) +
+		shapes*(o.settle+time.Duration(2*o.zRounds)*(o.zDuration+time.Second)) +
+		time.Duration(2*o.zRounds)*(2*time.Second+time.Duration(o.zEvents/30000)*time.Second)
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression
 }

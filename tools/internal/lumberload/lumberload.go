@@ -27,8 +27,9 @@ import (
 )
 
 // Config is the shape of a load: every connection sends the same batch of
-// Batch pre-encoded events of about EventSize bytes, waits for its ACK, and
-// sends it again, until Duration has passed.
+// Batch pre-encoded events of about EventSize bytes (or, with Payloads, the
+// next Batch of those), waits for its ACK, and sends again, until Duration
+// has passed.
 type Config struct {
 	Connections, Batch, EventSize int
 	Compression                   int // zlib level 0–9 (Filebeat's default is 3)
@@ -43,6 +44,14 @@ type Config struct {
 	// Shape is how the events are laid out (ShapedEvent); "" is
 	// ShapeClassic. Every shape makes events of the same size.
 	Shape Shape
+	// Payloads, when not empty, are the events to send instead of
+	// generated ones (EventSize and Shape are then ignored), e.g. real
+	// log lines from FilebeatEvents: each connection cycles through them
+	// in order, window after window, starting at its own share of them,
+	// so that consecutive windows hold different events, as a real
+	// client's do. They are sent as they are (each must be one JSON
+	// value) and must not be changed while Run uses them.
+	Payloads [][]byte
 }
 
 // Shape names a layout of the generated events: the same size and
@@ -217,15 +226,33 @@ func fill(b []byte, size, n int) []byte {
 // acknowledged before it still counts. An unknown cfg.Shape is an error
 // before anything is sent.
 func Run(parent context.Context, addr string, cfg Config) (Result, error) {
-	batch := make([]interface{}, cfg.Batch)
-	prefixBytes := make([]int64, cfg.Batch+1) // prefixBytes[k]: the bytes of batch[:k]
-	for i := range batch {
-		ev, err := ShapedEvent(cfg.Shape, cfg.EventSize, i)
-		if err != nil {
-			return Result{}, err
+	if cfg.Batch < 1 {
+		return Result{}, fmt.Errorf("lumberload: a batch of %d events", cfg.Batch)
+	}
+	// ring holds the events to send; a window is ring[pos:pos+k] for some
+	// pos below cycle, so ring repeats its first Batch events at its end
+	// and a window that wraps round is still one slice.
+	cycle := cfg.Batch
+	var ring []interface{}
+	if len(cfg.Payloads) > 0 {
+		cycle = len(cfg.Payloads)
+		ring = make([]interface{}, cycle+cfg.Batch)
+		for i := range ring {
+			ring[i] = cfg.Payloads[i%cycle]
 		}
-		batch[i] = ev
-		prefixBytes[i+1] = prefixBytes[i] + int64(len(ev))
+	} else {
+		ring = make([]interface{}, cfg.Batch)
+		for i := range ring {
+			ev, err := ShapedEvent(cfg.Shape, cfg.EventSize, i)
+			if err != nil {
+				return Result{}, err
+			}
+			ring[i] = ev
+		}
+	}
+	prefixBytes := make([]int64, len(ring)+1) // prefixBytes[k]: the bytes of ring[:k]
+	for i, ev := range ring {
+		prefixBytes[i+1] = prefixBytes[i] + int64(len(ev.([]byte)))
 	}
 	raw := lj.JSONEncoder(func(v interface{}) ([]byte, error) { return v.([]byte), nil })
 	ctx, cancel := context.WithTimeout(parent, cfg.Duration)
@@ -238,11 +265,11 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 	// cfg.Events what is left of it; 0 when it is spent.
 	take := func() int {
 		if cfg.Events <= 0 {
-			return len(batch)
+			return cfg.Batch
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		k := int(min(int64(len(batch)), cfg.Events-reserved))
+		k := int(min(int64(cfg.Batch), cfg.Events-reserved))
 		reserved += int64(max(k, 0))
 		return max(k, 0)
 	}
@@ -266,6 +293,12 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 			}
 			// Staggered, so that the connections do not send in lockstep.
 			next := start.Add(time.Duration(conn) * interval / time.Duration(cfg.Connections))
+			// Where this connection's next window starts in ring: with
+			// payloads, each connection starts at its own share of them.
+			pos := 0
+			if len(cfg.Payloads) > 0 {
+				pos = conn * cycle / cfg.Connections
+			}
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if interval > 0 {
@@ -280,7 +313,7 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 				if k == 0 {
 					return
 				}
-				n, err := c.Send(batch[:k])
+				n, err := c.Send(ring[pos : pos+k])
 				lat := time.Since(t0)
 				if err != nil {
 					mu.Lock()
@@ -292,11 +325,14 @@ func Run(parent context.Context, addr string, cfg Config) (Result, error) {
 				}
 				mu.Lock()
 				res.Events += int64(n)
-				res.Bytes += prefixBytes[min(n, k)]
+				res.Bytes += prefixBytes[pos+min(n, k)] - prefixBytes[pos]
 				res.Batches++
 				res.Latencies = append(res.Latencies, lat)
 				res.Timeline = append(res.Timeline, Sample{At: t0.Add(lat).Sub(start), Latency: lat})
 				mu.Unlock()
+				if len(cfg.Payloads) > 0 {
+					pos = (pos + k) % cycle
+				}
 			}
 		})
 	}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logpond/logpond/tools/internal/lumberload"
+)
+
+// testLogs writes two small log files and returns their events.
+func testLogs(t *testing.T) []lumberload.LogFile {
+	t.Helper()
+	dir := t.TempDir()
+	for f, name := range []string{"web.log", "db.log"} {
+		var b strings.Builder
+		for i := range 3000 + f*500 { // more than one record's worth in each
+			fmt.Fprintf(&b, "2026-12-02T10:%02d:%02d %s request %d took %d ms status=%d\n", i/60%60, i%60, name, i, i%97, 200+i%3*100)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := lumberload.FilebeatEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestMeasureCodecs: every codec of the table is measured on records of
+// at most 2048 events of one file (3000 and 3500 lines: four records),
+// gives its events back, stores less than the records for repetitive
+// lines, and has positive speeds and CPU; the ledger's four levels come
+// first.
+func TestMeasureCodecs(t *testing.T) {
+	files := testLogs(t)
+	rows, err := measureCodecs(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"zstd fastest", "zstd default", "zstd better", "zstd best", "s2 better", "zlib 3", "zstd per event"}
+	if len(rows) != len(want) {
+		t.Fatalf("%d codecs measured, want %v", len(rows), want)
+	}
+	for i, r := range rows {
+		if r.Codec != want[i] || r.Records != 4 || r.Events != 6500 || r.Raw <= 0 {
+			t.Errorf("row %d: %s, %d records of %d events, raw %d; want %s, 4 records of 6500 events", i, r.Codec, r.Records, r.Events, r.Raw, want[i])
+		}
+		// A record's block finds the repetition between events; an
+		// event alone only the repetition within it.
+		limit := 0.5
+		if r.Codec == "zstd per event" {
+			limit = 1
+		}
+		if r.Ratio() <= 0 || r.Ratio() >= limit || r.FileMean <= 0 || r.FileMean >= limit {
+			t.Errorf("%s: ratio %.3f, per-file mean %.3f: want between 0 and %v for these lines", r.Codec, r.Ratio(), r.FileMean, limit)
+		}
+		if r.CompressMBps <= 0 || r.DecompressMBps <= 0 || r.CompressCPU <= 0 || r.DecompressCPU <= 0 {
+			t.Errorf("%s: speeds %.0f / %.0f MB/s, CPU %.3f / %.3f ms", r.Codec, r.CompressMBps, r.DecompressMBps, r.CompressCPU, r.DecompressCPU)
+		}
+		if (i < 4) != (r.Memory > 0) {
+			t.Errorf("%s: state bound %d", r.Codec, r.Memory)
+		}
+	}
+	// Per event, a codec loses what repeats between events.
+	if rows[6].Ratio() <= rows[1].Ratio() {
+		t.Errorf("zstd per event stores %.3f, no more than a record's block at the same level (%.3f)", rows[6].Ratio(), rows[1].Ratio())
+	}
+}
+
+// TestMeasureCodecsRefusesALossyCodec: a codec whose output does not
+// give the events back fails the measurement instead of being timed.
+func TestMeasureCodecsRefusesALossyCodec(t *testing.T) {
+	lossy := codec{name: "lossy",
+		compress: func(dst, rec []byte) ([]byte, error) { return append(dst, rec[:len(rec)/2]...), nil },
+		decompress: func(stored, rec []byte) error {
+			if rec != nil && len(stored) != len(rec) {
+				return fmt.Errorf("%d bytes back for %d", len(stored), len(rec))
+			}
+			return nil
+		},
+		close: func() {}}
+	if _, err := measureWith(testLogs(t), []codec{lossy}); err == nil || !strings.Contains(err.Error(), "does not give the record back") {
+		t.Fatalf("a lossy codec was measured: %v", err)
+	}
+}
+
+// TestCompressionMarkdown: the section shows every codec, both ledger
+// settings with bytes per event byte, each ingest shape's zstd and none
+// rows with zstd's ratio, the drains, a verdict per goal (met and not
+// met as the figures say, the ingest one naming the worst shape) and the
+// command that reproduces it; a skipped part says why and nothing else.
+func TestCompressionMarkdown(t *testing.T) {
+	o := defaultOptions()
+	c := &compressionResult{LogsDir: "/logs", Files: 10, Events: 1000, EventBytes: 700000,
+		Codecs: []codecRow{
+			{Codec: "zstd fastest", What: "ledger", Records: 12, Events: 1000, Raw: 1000, Stored: 80, FileMean: 0.1, CompressMBps: 400, DecompressMBps: 900, CompressCPU: 1.5, DecompressCPU: 0.5, Memory: 2 << 20},
+			{Codec: "zlib 3", What: "client window", Records: 12, Events: 1000, Raw: 1000, Stored: 120, FileMean: 0.15, CompressMBps: 60, DecompressMBps: 300, CompressCPU: 9, DecompressCPU: 2},
+		},
+		Ledger: []zLedgerRow{
+			{Compression: "zstd", Events: 200000, EventBytes: 100 << 20, LedgerBytes: 7 << 20, RawBytes: 101 << 20, StoredBytes: 6 << 20, PeakRSS: 90 << 20, Formula: 300 << 20, MBPerSec: 80},
+			{Compression: "none", Events: 200000, EventBytes: 100 << 20, LedgerBytes: 102 << 20, RawBytes: 101 << 20, StoredBytes: 101 << 20, PeakRSS: 80 << 20, Formula: 290 << 20, MBPerSec: 85},
+		},
+		Ingest: []zIngestRow{
+			{Shape: "1 KiB", Compression: 3, Connections: 4, Batch: 2048, Zstd: summarize([]lumberload.Result{fakeResult(950, time.Millisecond)}), None: summarize([]lumberload.Result{fakeResult(1000, time.Millisecond)}), VsNone: 0.95, Formula: 300 << 20},
+			{Shape: "real logs", Compression: 3, Connections: 4, Batch: 2048, Zstd: summarize([]lumberload.Result{fakeResult(850, time.Millisecond)}), None: summarize([]lumberload.Result{fakeResult(1000, time.Millisecond)}), VsNone: 0.85, Formula: 300 << 20},
+		},
+		Drain: []zDrainRow{
+			{Compression: "zstd", Events: 200000, Elapsed: 4 * time.Second, DeviceRead: 7 << 20, CPU: 3 * time.Second, PeakRSS: 100 << 20, Formula: 300 << 20, Rounds: 2},
+			{Compression: "none", Events: 200000, Elapsed: 5 * time.Second, DeviceRead: 102 << 20, CPU: 3 * time.Second, PeakRSS: 95 << 20, Formula: 290 << 20, Rounds: 2},
+		},
+		DrainVsNone: 1.25,
+	}
+	md := compressionMarkdown(c, o)
+	for _, want := range []string{
+		"| zstd fastest | ledger | 0.080 | 0.100 | 400 | 900 | 1.50 | 0.50 | 2 |",
+		"| zlib 3 | client window | 0.120 | 0.150 | 60 | 300 | 9.00 | 2.00 | – |",
+		"| zstd (default: level fastest) | 200000 | 100.0 | 7.0 | 0.070 | 101.0 | 6.0 | 0.059 | 80.0 | 90 | 300 |",
+		`| none (compression = "none") | 200000 | 100.0 | 102.0 | 1.020 |`,
+		"Verdict: **met** (0.070); moonshot **not met** (0.070)",
+		"| 1 KiB | 3 | 4×2048 | **zstd** | 950 | 0.9 | 1.10 | 1052.63 | 64 | 300 | **0.95×** |",
+		"| 1 KiB | 3 | 4×2048 | none | 1000 |",
+		"| real logs | 3 | 4×2048 | **zstd** | 850 |",
+		"Verdict: **not met** (lowest 0.85×, real logs zlib 3)",
+		"| zstd (default: level fastest) | 200000 | 4.00 | 50000 | **1.25×** | 7.0 | 3.00 | 100 | 300 |",
+		`| none (compression = "none") | 200000 | 5.00 | 40000 |  | 102.0 |`,
+		"Verdict: **met** (1.25×)",
+		compressionCommand(o), "-parts compression -logs ../shared/testdata/logs",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "Verdict:") != 3 {
+		t.Errorf("want three verdicts:\n%s", md)
+	}
+
+	skipped := compressionMarkdown(&compressionResult{Skipped: "no folder of real log lines at /nowhere (-logs)"}, o)
+	if !strings.Contains(skipped, "Not measured: no folder of real log lines at /nowhere") || strings.Contains(skipped, "Verdict") {
+		t.Errorf("skipped section:\n%s", skipped)
+	}
+	r := &report{Opts: o, Compression: c}
+	if full := r.markdown(); !strings.Contains(full, "## Compression: zstd records") || !strings.Contains(full, "-compression-events 200000") {
+		t.Errorf("the report has no compression section or its flags in the command")
+	}
+}
+
+// TestCompressionSkipsWithoutLogs: with no folder of logs the part
+// measures nothing (it starts no server) and says why.
+func TestCompressionSkipsWithoutLogs(t *testing.T) {
+	o := defaultOptions()
+	o.logs = filepath.Join(t.TempDir(), "missing")
+	var progress strings.Builder
+	b := &bench{o: o, log: &progress}
+	res, err := b.compression(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Skipped, o.logs) || res.Codecs != nil || !strings.Contains(progress.String(), "skipped") {
+		t.Fatalf("result %+v, progress %q", res, progress.String())
+	}
+}
