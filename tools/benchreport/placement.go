@@ -595,7 +595,7 @@ func (f *placementFlusher) move() error {
 // measured.
 func renderPlacement(w io.Writer, rows []placementRow, o placementOptions) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("## Compression placement: in the flusher, in the input, or not at all\n\n")
+	p("### Where to compress: in the flusher, in the input, or not at all\n\n")
 	if len(rows) == 0 {
 		return
 	}
