@@ -87,7 +87,7 @@ func TestDefaultsAreValid(t *testing.T) {
 func TestEveryKeyRoundTrips(t *testing.T) {
 	want := Config{
 		Journal: Journal{Dir: "/j", SegmentBytes: 8 << 20, MaxBytes: 100 << 20, MaxGroupWait: Duration(2 * time.Millisecond), MaxGroupBytes: 1 << 20},
-		Ledger:  Ledger{Dir: "/l", SegmentBytes: 32 << 20, MaxBytes: 1 << 40, FlushInterval: Duration(time.Second), Retention: Duration(24 * time.Hour), DirectIO: false,
+		Ledger: Ledger{Dir: "/l", SegmentBytes: 32 << 20, MaxBytes: 1 << 40, FlushInterval: Duration(time.Second), Retention: Duration(24 * time.Hour), DirectIO: false,
 			Compression: CompressionNone, CompressionLevel: "best"},
 		Input: Input{Beats: Beats{Listen: "127.0.0.1:0", MaxConnections: 5, MaxWindow: 100, MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20,
 			MaxInflightBytes: 32 << 20, IdleTimeout: Duration(time.Second), BatchTimeout: Duration(2 * time.Second), Keepalive: Duration(time.Millisecond * 500),
