@@ -1,5 +1,7 @@
 package conf
 
+import "github.com/logpond/logpond/record"
+
 // Memory is the formula of docs/operations.md ("Memory"): what logpond's
 // bounded buffers may hold with a configuration, part by part. logpond's
 // soft memory limit is 90% of its Total, unless GOMEMLIMIT is set.
@@ -23,7 +25,9 @@ type Memory struct {
 	// Ledger is LedgerBuffersBytes, the ledger's write buffer and the
 	// flusher's batch held for it, plus LedgerReadCache, the read
 	// cache the outputs share, plus one read window (LedgerReadWindowBytes)
-	// per output beyond the first.
+	// per output beyond the first, plus LedgerCompressionBytes: with
+	// ledger.compression = "zstd", the writer's compressor and each
+	// enabled output's decompressor, with their buffers.
 	Ledger int64
 	// Output is the sum over the enabled outputs (OutputBytes): each
 	// drains the ledger at its own pace with its own buffers.
@@ -62,6 +66,26 @@ func (c *Config) LedgerReadCache() int64 {
 // reads the ledger through its own.
 const LedgerReadWindowBytes = 1 << 20
 
+// LedgerCompressionBytes is what compressing the ledger's records holds,
+// 0 with ledger.compression = "none":
+//   - the writer's compressor, record.CompressorMemory of the level, and
+//     its output buffer, 2 × journal.max_group_bytes: a record compresses
+//     to at most its own size (else it is stored as it is), and the
+//     input's records are at most that (see JournalReadBytes);
+//   - per enabled output, its reader's decompressor,
+//     record.DecompressorMemory, and the buffer a record decompresses
+//     into, again at most the largest record, 2 × journal.max_group_bytes.
+func (c *Config) LedgerCompressionBytes() int64 {
+	level := c.Ledger.Level()
+	if level == 0 {
+		return 0
+	}
+	largest := 2 * int64(c.Journal.MaxGroupBytes)
+	writer := int64(record.CompressorMemory(level)) + largest
+	reader := int64(record.DecompressorMemory) + largest
+	return writer + int64(len(c.Outputs()))*reader
+}
+
 // RuntimeOverheadBytes is the fixed part of the formula.
 const RuntimeOverheadBytes = 20 << 20
 
@@ -97,7 +121,7 @@ func (c *Config) Memory() Memory {
 		JournalTail:  c.JournalTailBytes(),
 		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
 		JournalRead:  c.JournalReadBytes(),
-		Ledger:       LedgerBuffersBytes + c.LedgerReadCache(),
+		Ledger:       LedgerBuffersBytes + c.LedgerReadCache() + c.LedgerCompressionBytes(),
 		Overhead:     RuntimeOverheadBytes,
 	}
 	outs := c.Outputs()
