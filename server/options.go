@@ -12,6 +12,7 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/record"
 )
 
 // The functions of this file turn the configuration into each component's
@@ -55,6 +56,19 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		// output: conf.Config.LedgerReadCache.)
 		ReadCacheBytes: cfg.LedgerReadCache(),
 		MaxLag:         maxLags(cfg),
+		// 0 with compression = "none": records stored as the input wrote
+		// them.
+		Compression: c.Level(),
+		// The input's records are at most 2 × journal.max_group_bytes
+		// (conf.Config.JournalReadBytes), except that a record always
+		// takes one event however big: up to input.beats.max_event_bytes.
+		// And the ledger keeps records written under earlier settings of
+		// both keys. A Reader refuses a larger record as damage, so any
+		// bound below the format's own would make lowering either key
+		// lose the records written before it: the bound is the format's
+		// (what the writer never exceeds), and the memory formula counts
+		// the usual largest record (conf.Config.LedgerCompressionBytes).
+		MaxRecordBytes: record.MaxBlockBytes,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/record"
 )
 
 // configWith is the default configuration changed by edit.
@@ -61,8 +62,12 @@ func TestLedgerOptions(t *testing.T) {
 		cfg  *conf.Config
 		want ledger.Options
 	}{
-		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}}, // one output: no read cache
+		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true, // one output: no read cache
+			Compression: record.LevelFastest, MaxRecordBytes: record.MaxBlockBytes}},
+		{"zstd at best", configWith(func(c *conf.Config) { c.Ledger.CompressionLevel = "best" }), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true,
+			Compression: record.LevelBest, MaxRecordBytes: record.MaxBlockBytes}},
 		{"every key set", configWith(func(c *conf.Config) {
+			c.Ledger.Compression, c.Ledger.CompressionLevel = conf.CompressionNone, "better" // none: the level is ignored
 			c.Ledger.SegmentBytes, c.Ledger.MaxBytes = 1<<20, 4<<20
 			c.Ledger.Retention, c.Ledger.DirectIO = conf.Duration(time.Hour), false
 			c.Output.Elasticsearch.MaxLag = 1 << 20
@@ -75,7 +80,7 @@ func TestLedgerOptions(t *testing.T) {
 			c.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"siem": &siem}
 			c.Output.Lumberjack = map[string]*conf.Lumberjack{"edge": &edge, "quiet": &quiet}
 		}), ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 4 << 20, Retention: time.Hour, ReadCacheBytes: ledger.DefaultReadCacheBytes,
-			MaxLag: map[string]int64{"elasticsearch": 1 << 20, "siem": 2 << 20, "edge": 3 << 20}}},
+			MaxLag: map[string]int64{"elasticsearch": 1 << 20, "siem": 2 << 20, "edge": 3 << 20}, MaxRecordBytes: record.MaxBlockBytes}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ledgerOptions(tc.cfg); !reflect.DeepEqual(got, tc.want) {
