@@ -185,7 +185,15 @@ func TestCompressionTallyAcrossReopens(t *testing.T) {
 	appendSome := func(l *ledger.Ledger) {
 		for range 20 {
 			lsn++
-			if err := l.Append(lsn, testRecordText(fmt.Sprintf(`{"message":"repeated, repeated, repeated %d"}`, lsn))); err != nil {
+			var events [][]byte
+			for i := range 50 {
+				events = append(events, fmt.Appendf(nil, `{"host":{"name":"web-01"},"message":"GET /index.html 200 %d-%d"}`, lsn, i))
+			}
+			rec, err := record.Encode(nil, time.Unix(1_800_000_000, 0), events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(lsn, rec); err != nil {
 				t.Fatal(err)
 			}
 		}
