@@ -104,7 +104,10 @@ const JournalReadChunkBytes = 1 << 20
 
 // JournalReadBytes is what a read of the journal's files holds: one
 // chunk, or the largest record when that is larger (the input's records
-// are at most 2 × journal.max_group_bytes). The journal's files are read
+// are at most 2 × journal.max_group_bytes, but for a record of one event
+// larger than that, up to input.beats.max_event_bytes, which the formula
+// leaves out as it leaves out such events everywhere: docs/operations.md,
+// "Memory"). The journal's files are read
 // one at a time: at open (and at the reopen of a failed journal, which
 // the flusher runs) the journal verifies its newest segment, and the
 // flusher reads them when it fell behind the in-memory tail.
