@@ -68,10 +68,11 @@ type Ledger struct {
 	// DirectIO reads and writes segments with O_DIRECT, keeping the ledger
 	// out of the page cache.
 	DirectIO bool `toml:"direct_io"`
-	// Compression is how the ledger stores records: "zstd" (each
-	// record's events as one Zstandard block, compressed by the flusher
-	// off the acknowledgement path) or "none" (as the input wrote them).
-	// Records already stored keep their form whatever it is changed to.
+	// Compression is how records are stored: "zstd" (each record's
+	// events as one Zstandard block, compressed by the input before the
+	// journal, so the journal and the ledger both hold it compressed) or
+	// "none" (as the input built them). Records already stored keep
+	// their form whatever it is changed to.
 	Compression string `toml:"compression"`
 	// CompressionLevel is the Zstandard level with "zstd": "fastest",
 	// "default", "better" or "best" (record.ParseLevel). Ignored, with a
@@ -291,8 +292,8 @@ func Default() Config {
 			DirectIO:      true,
 			// zstd at its fastest level: log events repeat their
 			// metadata from one to the next, so the same ledger holds a
-			// several times longer outage, for the least CPU on the
-			// flusher of the four levels.
+			// several times longer outage, for the least of the input's
+			// CPU of the four levels.
 			Compression:      CompressionZstd,
 			CompressionLevel: CompressionLevel(record.LevelFastest.String()),
 		},

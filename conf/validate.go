@@ -114,7 +114,7 @@ func (c *Config) validateStores(bad badFunc) {
 		bad("ledger.compression", "%q: use zstd (records stored compressed, several times smaller for log events) or none (stored as received)", l.Compression)
 	}
 	if _, err := record.ParseLevel(string(l.CompressionLevel)); err != nil {
-		bad("ledger.compression_level", "%q: use fastest, default, better or best (each smaller records for more CPU on the flusher; best also holds %dMiB for its compressor)", l.CompressionLevel, record.CompressorMemory(record.LevelBest)>>20)
+		bad("ledger.compression_level", "%q: use fastest, default, better or best (each smaller records for more of the input's CPU; best also holds %dMiB per CPU for the input's compressors)", l.CompressionLevel, record.CompressorMemory(record.LevelBest)>>20)
 	}
 	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
 		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)
