@@ -52,7 +52,13 @@ type BeatsOptions struct {
 	MaxInflightBytes int64
 	// MaxRecordBytes splits a larger batch into consecutive records.
 	MaxRecordBytes int
-	Limits         lumberjack.Limits
+	// Compression, when set, compresses each record before it is
+	// submitted (record version 2: its events as one zstd block), with
+	// CompressorCount compressors shared by the connections; 0 submits
+	// records as built. Acknowledgements still wait for the journal's
+	// fsync of the record, compressed.
+	Compression record.Level
+	Limits      lumberjack.Limits
 	// TLS, when set, wraps the listener.
 	TLS    *tls.Config
 	Logger *slog.Logger
@@ -73,6 +79,7 @@ type Beats struct {
 	ln      net.Listener
 	journal Appender
 	budget  *budget
+	zs      *compressors  // nil without Compression
 	slots   chan struct{} // one per allowed connection
 	slotIDs slotTable     // the slot number each connection's records carry
 	// stop ends with Close: handlers' waits for budget, journal space or a
@@ -128,10 +135,14 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 		ln = tls.NewListener(ln, opts.TLS)
 	}
 	stop, cancel := context.WithCancel(context.Background())
-	return &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
+	b := &Beats{opts: opts, log: opts.Logger, ln: ln, journal: journal, stop: stop, cancelStop: cancel,
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
 		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}, closes: map[string]int64{},
-		logs: newLogLimiter(opts.Logger, logInterval), now: time.Now}, nil
+		logs: newLogLimiter(opts.Logger, logInterval), now: time.Now}
+	if opts.Compression != 0 {
+		b.zs = newCompressors(opts.Compression, CompressorCount())
+	}
+	return b, nil
 }
 
 // Addr is the address the input listens on.
@@ -307,6 +318,9 @@ func (b *Beats) Close() error {
 	err := b.ln.Close()
 	b.wg.Wait()
 	b.logs.close() // logs what was counted but not yet logged
+	if b.zs != nil {
+		b.zs.close() // every handler has returned
+	}
 	return err
 }
 

@@ -62,15 +62,29 @@ func (a journalInput) Submit(ctx context.Context, rec []byte) (Durable, error) {
 	return p, nil
 }
 
-// journalEvents returns every event in the journal, in order.
+// journalEvents returns every event in the journal, in order, and how
+// many records hold them (of either version).
 func journalEvents(t *testing.T, j *journal.Journal) (events [][]byte, records int) {
+	events, versions := journalEventsByVersion(t, j)
+	return events, versions[record.Version] + versions[record.VersionCompressed]
+}
+
+// journalEventsByVersion returns every event in the journal, in order,
+// and its records counted by format version.
+func journalEventsByVersion(t *testing.T, j *journal.Journal) (events [][]byte, versions map[uint8]int) {
+	dz, err := record.NewDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dz.Close()
+	versions = map[uint8]int{}
 	r := j.Reader(1)
 	for r.Next() {
-		rec, err := record.Decode(r.Record())
+		rec, err := dz.Decode(r.Record(), record.MaxBlockBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		records++
+		versions[r.Record()[0]]++
 		for ev := range rec.Events() {
 			events = append(events, bytes.Clone(ev))
 		}
@@ -78,13 +92,28 @@ func journalEvents(t *testing.T, j *journal.Journal) (events [][]byte, records i
 	if r.Err() != nil {
 		t.Fatal(r.Err())
 	}
-	return events, records
+	return events, versions
 }
 
 func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
+	for _, level := range []record.Level{0, record.LevelFastest} {
+		name := "compression=none"
+		if level != 0 {
+			name = "compression=" + level.String()
+		}
+		t.Run(name, func(t *testing.T) { eventsReachTheJournal(t, level) })
+	}
+}
+
+// eventsReachTheJournal sends three 2048-event batches, with records
+// compressed at level (0: none), and checks that the journal holds each
+// batch's events when its ACK arrives, split into records of at most
+// MaxRecordBytes, in the version the level says.
+func eventsReachTheJournal(t *testing.T, level record.Level) {
 	j := openJournal(t)
 	opts := testOptions()
 	opts.MaxRecordBytes = 64 << 10 // a 2048-event batch spans several records
+	opts.Compression = level
 	b := startBeats(t, opts, journalInput{j})
 	c, err := lj.SyncDial(b.Addr().String(), lj.CompressionLevel(3))
 	if err != nil {
@@ -117,6 +146,13 @@ func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
 	}
 	if records <= 3 {
 		t.Fatalf("%d records for 3 batches of ~450 KiB with 64 KiB records: batches were not split", records)
+	}
+	want1, want2 := records, 0
+	if level != 0 {
+		want1, want2 = 0, records
+	}
+	if _, v := journalEventsByVersion(t, j); v[record.Version] != want1 || v[record.VersionCompressed] != want2 {
+		t.Fatalf("records by version %v, want %d of version 1 and %d of version 2", v, want1, want2)
 	}
 }
 

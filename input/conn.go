@@ -179,6 +179,11 @@ func (c *beatsConn) submit(last bool) error {
 	if err != nil {
 		return err
 	}
+	if c.b.zs != nil {
+		if rec, err = c.b.zs.compress(c.ctx, rec); err != nil {
+			return err
+		}
+	}
 	stop := c.b.keepalive(c.conn, &c.wmu) // Submit may wait for journal space
 	d, err := c.b.journal.Submit(c.ctx, rec)
 	stop()

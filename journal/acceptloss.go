@@ -226,8 +226,8 @@ func rebuildSegment(path string, data []byte, base, last uint64) *rebuilt {
 	for {
 		s := framelog.NewScanner(framelog.Bytes(data), entries{}, scan)
 		for s.Next() {
-			if rec, err := record.Decode(s.Frame().Payload); err == nil {
-				received = rec.Received()
+			if h, err := record.Verify(s.Frame().Payload); err == nil {
+				received = h.Received()
 			}
 		}
 		off := int(s.Offset())
@@ -293,8 +293,8 @@ func damagedEvents(b []byte) int {
 		if size, err := record.SizeOf(body); err != nil || size != len(body) {
 			continue
 		}
-		if rec, err := record.Decode(body); err == nil {
-			return rec.Count()
+		if h, err := record.Verify(body); err == nil {
+			return h.Count
 		}
 	}
 	return -1

@@ -90,7 +90,7 @@
 //	0       4     crc     CRC-32C of bytes [4,20) followed by the record's own CRC
 //	4       8     lsn     the record's LSN (little-endian)
 //	12      8     group   the lowest LSN not yet fsynced when this entry was written
-//	20      ...   record  record.Decode-able bytes, self-checked by their own CRC
+//	20      ...   record  bytes of package record (either version: record.Verify), self-checked by their own CRC
 //
 // The frame CRC covers the header and, through the record's CRC, the whole
 // record, without hashing the record twice. The LSN makes every entry check

@@ -76,7 +76,7 @@ func parseFrame(b []byte) (frame, error) {
 	if f.group > f.lsn {
 		return frame{}, errFrameGroup
 	}
-	if _, err := record.Decode(f.rec); err != nil {
+	if _, err := record.Verify(f.rec); err != nil {
 		return frame{}, err
 	}
 	return f, nil

@@ -508,8 +508,10 @@ type Pending struct {
 // record is never withdrawn, its outcome comes from Wait.
 func (j *Journal) Submit(ctx context.Context, rec []byte) (*Pending, error) {
 	// An invalid record would be indistinguishable from disk damage at
-	// recovery; refuse it here, where the caller can still be told.
-	if _, err := record.Decode(rec); err != nil {
+	// recovery; refuse it here, where the caller can still be told. Any
+	// version the record package reads is taken (verified, not
+	// decompressed), as the journal never looks at events.
+	if _, err := record.Verify(rec); err != nil {
 		return nil, fmt.Errorf("journal: refusing an invalid record: %w", err)
 	}
 	size := entrySize(len(rec))

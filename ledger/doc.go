@@ -37,6 +37,25 @@
 //	8       8     lsn      the record's LSN (little-endian)
 //	16      ...   record   bytes of package record, self-checked by their CRC
 //
+// # Compression
+//
+// With Options.Compression, Append stores each record in package record's
+// version 2 form: its events as one zstd block, which Filebeat-shaped
+// events shrink to a few percent of (the events of one record come from
+// one client batch, and repeat one another). Compression runs on the
+// writer goroutine, the flusher, so it never delays an acknowledgement;
+// a record that compression would not shrink stays version 1. The frame
+// and everything about reading, damage and recovery are the same for
+// both versions: a frame is judged by its header CRC and its record's
+// CRC (record.Verify), never by decompressing it, so that opening a
+// ledger and searching for the next valid frame after damage cost the
+// same whatever the records hold. A Reader decompresses the records it
+// returns; a version 2 record whose CRC checks but whose block does not
+// decode to its declared events (a faulty writer: the CRC rules out
+// damage on the way) is damage of that one record, passed and
+// quarantined as other damage. Segments may hold both versions: the
+// option applies to the records appended after it changed.
+//
 // # Reading and recovery
 //
 // Frames follow one another with consecutive LSNs. A reader that meets a
@@ -158,4 +177,8 @@
 // Memory: the writer's 1 MiB buffer (or one record, if larger), 1 MiB per
 // Reader, the shared read cache (Options.ReadCacheBytes), and the event
 // counts of deleted ranges not yet passed by every cursor (at most 4096).
+// With compression, the writer also holds a compressor
+// (record.CompressorMemory) and the largest compressed record, and each
+// Reader that met a version 2 record a decompressor
+// (record.DecompressorMemory) and the largest record it decompressed.
 package ledger

@@ -55,23 +55,25 @@ var (
 
 // parseFrame reads the frame at the start of b. need > 0 means b ends
 // before the frame does and need more bytes are required.
-// dec is rec decoded (and so verified).
-func parseFrame(b []byte) (lsn uint64, rec []byte, dec record.Record, need int, err error) {
+// hdr is what rec says of itself, verified (record.Verify: its CRC and
+// layout, but a version 2 record's block is not decompressed here: a
+// Reader does that for the records it returns).
+func parseFrame(b []byte) (lsn uint64, rec []byte, hdr record.Header, need int, err error) {
 	if len(b) < frameHeader {
-		return 0, nil, dec, frameHeader - len(b), nil
+		return 0, nil, hdr, frameHeader - len(b), nil
 	}
 	n := le.Uint32(b[offFrameLen:])
 	if n < record.MinSize || le.Uint32(b[offFrameCRC:]) != headerCRC(b) {
-		return 0, nil, dec, 0, errHeader
+		return 0, nil, hdr, 0, errHeader
 	}
 	if int64(len(b)) < frameSize(int(n)) {
-		return 0, nil, dec, int(frameSize(int(n)) - int64(len(b))), nil
+		return 0, nil, hdr, int(frameSize(int(n)) - int64(len(b))), nil
 	}
 	rec = b[frameHeader : frameHeader+int(n)]
-	if dec, err = record.Decode(rec); err != nil {
-		return 0, nil, dec, 0, err
+	if hdr, err = record.Verify(rec); err != nil {
+		return 0, nil, hdr, 0, err
 	}
-	return le.Uint64(b[offFrameLSN:]), rec, dec, 0, nil
+	return le.Uint64(b[offFrameLSN:]), rec, hdr, 0, nil
 }
 
 func alignUp(n int64) int64   { return (n + BlockSize - 1) / BlockSize * BlockSize }

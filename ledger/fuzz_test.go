@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/logpond/logpond/record"
 )
 
 // FuzzSegmentScan scans arbitrary segment bytes. It must never panic or
 // loop; frames it returns carry consecutive LSNs from 1; damage is located
-// inside the file. Seeds (real segments, torn and damaged) live in
+// inside the file; compressed records decode to their header's count or
+// fail cleanly. Seeds (real segments, torn and damaged, and one of
+// compressed records) live in
 // testdata/fuzz/FuzzSegmentScan.
 func FuzzSegmentScan(f *testing.F) {
 	f.Add([]byte{})
@@ -26,9 +30,16 @@ func FuzzSegmentScan(f *testing.F) {
 		defer file.Close()
 		sc := newSegScanner(file, path, 1, 0)
 		want := uint64(1)
+		// A Reader decodes what the scan returns: a compressed record's
+		// block must decode or fail cleanly, never exceed its bound.
+		r := &Reader{}
+		defer r.Close()
 		for sc.nextFrame() {
 			if sc.lsn != want || sc.recOff < 0 || sc.recOff >= int64(len(data)) {
 				t.Fatalf("frame LSN %d at %d, want LSN %d inside %d bytes", sc.lsn, sc.recOff, want, len(data))
+			}
+			if dec, err := r.decode(sc.rec, sc.hdr); err == nil && dec.Count() != sc.hdr.Count {
+				t.Fatalf("LSN %d decodes to %d events, its header says %d", sc.lsn, dec.Count(), sc.hdr.Count)
 			}
 			want++
 		}
@@ -63,6 +74,26 @@ func TestWriteSegmentFuzzSeeds(t *testing.T) {
 	header[starts[11]+offFrameLSN] ^= 4
 	write("flipped-header", header)
 	write("zero-tail", append(clone(), make([]byte, 2*BlockSize)...))
+
+	// A segment of compressed records (record version 2).
+	dir := t.TempDir()
+	opts := testOpts(t, false)
+	opts.Compression = record.LevelFastest
+	l := mustOpen(t, dir, opts)
+	for lsn := uint64(1); lsn <= 8; lsn++ {
+		if err := l.Append(lsn, zrec(t, lsn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	compressed, err := os.ReadFile(filepath.Join(dir, segmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("compressed", compressed)
 }
 
 func quote(b []byte) string { return strconv.Quote(string(b)) }

@@ -147,7 +147,8 @@ func readIndexFile(segPath string) ([]indexEntry, bool) {
 //	if err := r.Err(); err != nil { ... } // a *CorruptionError at damage
 //
 // Every frame is verified as the ledger's own readers verify it: header
-// CRC, LSN, the skip rule for padding, and the record's CRC (record.Decode);
+// CRC, LSN, the skip rule for padding, and the record's CRC (record.Verify:
+// a version 2 record is not decompressed; ledgerctl verify does that);
 // and each sealed segment must end just before the next one begins. Reads
 // are large and aligned (1 MiB, O_DIRECT when asked).
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/logpond/logpond/internal/fsutil"
 	"github.com/logpond/logpond/internal/waitlog"
+	"github.com/logpond/logpond/record"
 )
 
 // Options configure a ledger; they mirror the [ledger] configuration.
@@ -50,6 +51,13 @@ type Options struct {
 	ReadCacheBytes int64
 	// DirectIO reads and writes segments with O_DIRECT.
 	DirectIO bool
+	// Compression is the level Append compresses records at: each
+	// record's events become one zstd block (record format version 2),
+	// so the ledger holds many times the events in the same bytes. 0
+	// stores records as given. Readers decode either version, so a
+	// ledger may hold both (a change of this option applies to the
+	// records appended after it).
+	Compression record.Level
 	// Covered reports whether the journal still holds lsn and every record
 	// after it (journal first LSN ≤ lsn). Open cuts a torn tail of the open
 	// segment only when it does; nil means nothing is covered (any cut is
@@ -127,6 +135,14 @@ type Ledger struct {
 	// retainFailing is set while deleting drained segments for room fails
 	// (logged once).
 	retainFailing bool
+	// zc compresses records (Options.Compression), made at the first
+	// Append; zbuf holds the record it compressed last.
+	zc   *record.Compressor
+	zbuf []byte
+
+	// rawBytes and storedBytes count the records appended since Open,
+	// uncompressed and as stored (Compression).
+	rawBytes, storedBytes atomic.Int64
 
 	cursorMu sync.Mutex // serializes cursor file updates
 	retainMu sync.Mutex // serializes retention (Retain, and Append when full)
@@ -443,7 +459,7 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 		}
 		end = sc.recOff + frameSize(len(sc.rec))
 		last = sc.lsn
-		l.events += int64(sc.dec.Count())
+		l.events += int64(sc.hdr.Count)
 		l.index = addIndexEntry(l.index, sc.lsn, sc.recOff)
 	}
 	if sc.ioErr != nil {

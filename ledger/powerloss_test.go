@@ -6,34 +6,52 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/logpond/logpond/internal/testkit/powerloss"
+	"github.com/logpond/logpond/record"
 )
+
+// sameEvents reports whether got holds the events and receive time of
+// the version 1 record want.
+func sameEvents(t testing.TB, got record.Record, want []byte) bool {
+	w, err := record.Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Received().Equal(w.Received()) && slices.EqualFunc(slices.Collect(got.Events()), slices.Collect(w.Events()), bytes.Equal)
+}
 
 // TestPowerLoss writes and syncs records on a real ext4 (O_DIRECT), cuts
 // the power at a random moment, remounts and reopens: every record whose
 // Sync returned before the cut is there, intact. The negative control
 // skips fdatasync and directory fsyncs and must lose synced records.
 func TestPowerLoss(t *testing.T) {
-	t.Run("fdatasync", func(t *testing.T) {
-		want, got, err := powerLossRun(t, true)
-		if err != nil {
-			t.Fatalf("reopen after power loss: %v", err)
+	for _, level := range []record.Level{0, record.LevelFastest} {
+		name := "fdatasync"
+		if level != 0 {
+			name += ", compressed"
 		}
-		if got < want {
-			t.Fatalf("lost synced records: %d of %d survive", got, want)
-		}
-	})
+		t.Run(name, func(t *testing.T) {
+			want, got, err := powerLossRun(t, true, level)
+			if err != nil {
+				t.Fatalf("reopen after power loss: %v", err)
+			}
+			if got < want {
+				t.Fatalf("lost synced records: %d of %d survive", got, want)
+			}
+		})
+	}
 	// The control must show that the test can fail. The kernel sometimes
 	// writes a non-syncing ledger's metadata out anyway before the cut, so
 	// it gets three tries to lose something.
 	t.Run("never syncs (must lose data)", func(t *testing.T) {
 		for range 3 {
-			want, got, err := powerLossRun(t, false)
+			want, got, err := powerLossRun(t, false, 0)
 			if err != nil || got < want {
 				return
 			}
@@ -44,15 +62,15 @@ func TestPowerLoss(t *testing.T) {
 
 // powerLossRun writes and syncs until a random power cut, then reopens and
 // returns the last LSN synced before the cut and how many records from 1
-// are intact after it.
-func powerLossRun(t *testing.T, sync bool) (want, got uint64, openErr error) {
+// are intact after it. level is the ledger's compression.
+func powerLossRun(t *testing.T, sync bool, level record.Level) (want, got uint64, openErr error) {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	disk := powerloss.New(t, 256<<20)
 	dir := filepath.Join(disk.Dir, fmt.Sprintf("ledger-%d", seed))
-	opts := Options{SegmentBytes: 256 << 10, DirectIO: true, Covered: func(uint64) bool { return true }}
+	opts := Options{SegmentBytes: 256 << 10, DirectIO: true, Covered: func(uint64) bool { return true }, Compression: level}
 	if !sync {
 		opts.hooks.fdatasync = func(*os.File) error { return nil }
 		opts.hooks.syncDir = func(string) error { return nil }
@@ -96,7 +114,7 @@ func powerLossRun(t *testing.T, sync bool) (want, got uint64, openErr error) {
 		return want, 0, err
 	}
 	r := l2.Reader(1)
-	for r.Next() && r.LSN() == got+1 && bytes.Equal(r.Record(), rec(t, r.LSN(), int(r.LSN()%3000))) {
+	for r.Next() && r.LSN() == got+1 && sameEvents(t, r.Decoded(), rec(t, r.LSN(), int(r.LSN()%3000))) {
 		got++
 	}
 	r.Close()

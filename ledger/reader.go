@@ -23,11 +23,14 @@ type Reader struct {
 	f        *os.File
 	sc       *segScanner
 
-	lsn    uint64
-	rec    []byte
-	dec    record.Record // rec decoded
-	damage *Damage       // the damaged range Next stopped at, or nil
-	skip   *Skip         // the deleted range Next stopped at, or nil
+	lsn uint64
+	rec []byte
+	dec record.Record // rec decoded (decompressed when it is version 2)
+	// dz decompresses version 2 records; made at the first one, so a
+	// Reader of an uncompressed ledger holds no decoder.
+	dz     *record.Decompressor
+	damage *Damage // the damaged range Next stopped at, or nil
+	skip   *Skip   // the deleted range Next stopped at, or nil
 	err    error
 	read   int64 // bytes read from the segments closed so far
 
@@ -150,9 +153,13 @@ func (r *Reader) Next() bool {
 			if r.sc.lsn < r.next {
 				continue
 			}
-			r.lsn, r.rec, r.dec = r.sc.lsn, r.sc.rec, r.sc.dec
-			r.next = r.sc.lsn + 1
-			return true
+			r.lsn, r.next = r.sc.lsn, r.sc.lsn+1
+			dec, err := r.decode(r.sc.rec, r.sc.hdr)
+			if err == nil {
+				r.rec, r.dec = r.sc.rec, dec
+				return true
+			}
+			return r.undecodable(err)
 		}
 		if d := r.sc.takeSkipped(); d != nil {
 			if d.Records() > 0 && d.LastLSN < r.next {
@@ -198,6 +205,48 @@ func (r *Reader) Next() bool {
 		}
 	}
 	return false
+}
+
+// decode returns rec, which the scan verified (h), decoded: a version 2
+// record's block is decompressed into the Reader's buffer.
+func (r *Reader) decode(rec []byte, h record.Header) (record.Record, error) {
+	if !h.Compressed() {
+		return record.Decode(rec)
+	}
+	if r.dz == nil {
+		dz, err := record.NewDecompressor()
+		if err != nil {
+			return record.Record{}, fmt.Errorf("ledger: %w", err)
+		}
+		r.dz = dz
+	}
+	// The format's own bound: the records logpond writes are far
+	// smaller (two journal groups), and a lower bound here would make
+	// records written under a larger journal.max_group_bytes look
+	// damaged. The buffer grows only to the largest record decoded.
+	return r.dz.Decode(rec, record.MaxBlockBytes)
+}
+
+// undecodable handles the current record, whose stored bytes verify but
+// whose compressed block does not decode to its declared events (a
+// faulty writer; the CRC rules out damage on the way): it is damage of
+// that one record, passed (SkipDamage: quarantined by the output, the
+// next record follows) or stopping the Reader like other damage.
+func (r *Reader) undecodable(err error) bool {
+	var ce *record.CorruptError
+	if !errors.As(err, &ce) {
+		r.err, r.rec, r.dec = err, nil, record.Record{}
+		return false
+	}
+	if !r.skipDamage {
+		r.err = &CorruptionError{Segment: r.sc.path, Offset: r.sc.recOff, LSN: r.lsn, Err: err}
+		r.rec, r.dec = nil, record.Record{}
+		return false
+	}
+	r.damage = &Damage{Segment: r.sc.path, Start: r.sc.recOff, End: r.sc.recOff + frameSize(len(r.sc.rec)),
+		FirstLSN: r.lsn, LastLSN: r.lsn, Reason: err.Error()}
+	r.rec, r.dec = nil, record.Record{}
+	return true
 }
 
 // What open did.
@@ -304,12 +353,15 @@ func (r *Reader) BytesRead() int64 {
 // LSN is the current record's LSN.
 func (r *Reader) LSN() uint64 { return r.lsn }
 
-// Record is the current record, valid until the next call to Next.
+// Record is the current record as stored (version 2, compressed, when the
+// ledger compresses), valid until the next call to Next.
 func (r *Reader) Record() []byte { return r.rec }
 
 // Decoded is the current record decoded: the Reader verified it (checksum
-// and layout) when it read it, so callers need not decode it again. It
-// aliases the same buffer as Record and is valid as long.
+// and layout) and decompressed a version 2 record's events when it read
+// it, so callers need not decode it again. Its events alias the Reader's
+// buffers and are valid until the next call to Next (Record.Clone keeps
+// them longer).
 func (r *Reader) Decoded() record.Record { return r.dec }
 
 // Err is the error that stopped the Reader, or nil. A [*ReadError] stops
@@ -334,9 +386,13 @@ func (r *Reader) Wait(ctx context.Context) error {
 	}
 }
 
-// Close releases the Reader's open segment.
+// Close releases the Reader's open segment and its decompressor.
 func (r *Reader) Close() error {
 	r.closeSegment()
+	if r.dz != nil {
+		r.dz.Close()
+		r.dz = nil
+	}
 	return nil
 }
 

@@ -30,7 +30,7 @@ type segScanner struct {
 
 	lsn    uint64
 	rec    []byte        // aliases buf: valid until the next call to next
-	dec    record.Record // rec decoded, aliasing it too
+	hdr    record.Header // what rec says of itself, verified
 	recOff int64         // file offset of the current frame
 
 	damage *CorruptionError // set when scanning stopped at damage
@@ -190,7 +190,7 @@ func (s *segScanner) shrink(n int) {
 	}
 	buf := alignedBuffer(readChunk)
 	copy(buf, s.buf[a:s.end])
-	s.buf, s.rec, s.dec = buf, nil, record.Record{}
+	s.buf, s.rec, s.hdr = buf, nil, record.Header{}
 	s.fileOff += int64(a)
 	s.start -= a
 	s.end -= a
@@ -219,7 +219,7 @@ func (s *segScanner) nextFrame() bool {
 			}
 			return false // clean end of file
 		}
-		lsn, rec, dec, need, err := parseFrame(s.buf[s.start:s.end])
+		lsn, rec, hdr, need, err := parseFrame(s.buf[s.start:s.end])
 		if err == nil && need > 0 {
 			have := s.end - s.start
 			if !s.fill(have + need) {
@@ -234,7 +234,7 @@ func (s *segScanner) nextFrame() bool {
 			err = fmt.Errorf("%w: frame says %d, expected %d", errLSN, lsn, s.next)
 		}
 		if err == nil {
-			s.lsn, s.rec, s.dec, s.recOff = lsn, rec, dec, s.pos()
+			s.lsn, s.rec, s.hdr, s.recOff = lsn, rec, hdr, s.pos()
 			s.start += int(frameSize(len(rec)))
 			s.shrinkNext = len(s.buf) > readChunk && frameSize(len(rec)) <= readChunk/4
 			s.goodEnd = s.pos()
@@ -335,7 +335,7 @@ func (s *segScanner) resyncFrom(d *CorruptionError) {
 					return
 				}
 				if int64(s.end-s.start) >= n {
-					if _, err := record.Decode(s.buf[s.start+frameHeader : s.start+int(n)]); err == nil {
+					if _, err := record.Verify(s.buf[s.start+frameHeader : s.start+int(n)]); err == nil {
 						s.skipped = &Damage{Segment: s.path, Start: from, End: s.pos(), FirstLSN: s.next, LastLSN: lsn - 1, Reason: d.Err.Error()}
 						s.next = lsn
 						return

@@ -12,6 +12,11 @@ import (
 // LSNs must be consecutive; the first record of an empty ledger may carry
 // any LSN. Nothing is durable until Sync returns. A record never spans
 // segments: one that does not fit in the open segment starts the next.
+// With Options.Compression, a version 1 record is stored compressed
+// (version 2) when that makes it smaller; a version 2 record (compressed
+// by the input) is stored as it is. rec is not kept either way. Either
+// verifies rec: an invalid record is refused with an error, and the
+// ledger stays usable.
 //
 // Append never waits. When rec would take the ledger past MaxBytes, it
 // first deletes segments every cursor has passed, even those Retention
@@ -26,6 +31,13 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 	}
 	if l.f != nil && lsn != l.last+1 {
 		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
+	}
+	raw := len(rec)
+	if l.opts.Compression != 0 || (len(rec) > 0 && rec[0] == record.VersionCompressed) {
+		var err error
+		if rec, raw, err = l.compress(rec); err != nil {
+			return fmt.Errorf("ledger: append LSN %d: %w", lsn, err)
+		}
 	}
 	size := frameSize(len(rec))
 	if err := l.makeRoom(alignUp(size)); err != nil {
@@ -65,7 +77,69 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 		l.events += recordEvents(rec)
 	}
 	l.openBytes.Store(l.writeOff + int64(l.bufLen))
+	l.rawBytes.Add(int64(raw))
+	l.storedBytes.Add(int64(len(rec)))
 	return nil
+}
+
+// compress returns rec as the ledger stores it, and its uncompressed
+// size: compressed with Options.Compression, or as it is when it is
+// compressed already. The result is valid until the next call. It runs
+// on the writer goroutine (the flusher), off the acknowledgement path:
+// clients were acknowledged when the journal had the record.
+func (l *Ledger) compress(rec []byte) ([]byte, int, error) {
+	if len(rec) > 0 && rec[0] == record.VersionCompressed {
+		// Already compressed (by the input, before the journal):
+		// stored as it is, verified for its sizes (a CRC over the
+		// compressed bytes, which are few).
+		h, err := record.Verify(rec)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rec, h.Raw, nil
+	}
+	if l.zc == nil {
+		zc, err := record.NewCompressor(l.opts.Compression)
+		if err != nil {
+			return nil, 0, err
+		}
+		l.zc = zc
+	}
+	z, err := l.zc.Compress(l.zbuf[:0], rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	// A compressed record is at most as large as the record, which the
+	// writer buffer holds already; keeping the largest one's buffer
+	// costs no more than that.
+	l.zbuf = z
+	return z, len(rec), nil
+}
+
+// CompressionStats is what compression did to the records appended since
+// the ledger was opened.
+type CompressionStats struct {
+	// Level is Options.Compression: 0 when records are stored as given.
+	Level record.Level
+	// RawBytes is the records' size uncompressed (record version 1).
+	RawBytes int64
+	// StoredBytes is their size as stored; StoredBytes/RawBytes is the
+	// compression ratio (frames and block padding not included).
+	StoredBytes int64
+}
+
+// Ratio is StoredBytes/RawBytes, or 1 before any record was appended.
+func (s CompressionStats) Ratio() float64 {
+	if s.RawBytes == 0 {
+		return 1
+	}
+	return float64(s.StoredBytes) / float64(s.RawBytes)
+}
+
+// Compression reports what compression did to the records appended since
+// Open (Reopen starts again from zero). Safe for concurrent use.
+func (l *Ledger) Compression() CompressionStats {
+	return CompressionStats{Level: l.opts.Compression, RawBytes: l.rawBytes.Load(), StoredBytes: l.storedBytes.Load()}
 }
 
 // Sync makes every appended record durable: it writes the buffer, then
@@ -221,6 +295,13 @@ func (l *Ledger) Close() error {
 		err = l.f.Close()
 		l.f = nil
 	}
+	if l.zc != nil {
+		// Close belongs to the writer, as Append does: no Append runs.
+		if zerr := l.zc.Close(); zerr != nil && err == nil {
+			err = fmt.Errorf("ledger: close compressor: %w", zerr)
+		}
+		l.zc = nil
+	}
 	if poisoned != nil {
 		return poisoned
 	}
@@ -228,7 +309,7 @@ func (l *Ledger) Close() error {
 }
 
 // recordEvents is the event count in the header of rec, a record of
-// package record (its format, version 1: a u32 at offset 8), read without
+// package record (a u32 at offset 8 in both versions), read without
 // decoding it: the writer counts the events of each segment so that a
 // segment deleted before an output read it is reported with its events.
 // The flusher gives the writer records it verified; 0 for one too short

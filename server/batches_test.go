@@ -129,10 +129,7 @@ func ledgerFlags(t *testing.T, s *Server) map[uint64]string {
 	r := s.ledger().Reader(1)
 	defer r.Close()
 	for r.Next() {
-		rec, err := record.Decode(r.Record())
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := r.Decoded()
 		out[r.LSN()] = fmt.Sprintf("%s/%d", rec.Flags(), rec.Count())
 	}
 	return out

@@ -103,10 +103,16 @@ func (r *damageRig) backlog(tag string, batches, perBatch, pad int) {
 	}
 }
 
-// payloads are the payloads of an encoded record's events.
+// payloads are the payloads of an encoded record's events (either
+// version: the ledger stores them compressed).
 func payloads(t *testing.T, rec []byte) map[string]bool {
 	t.Helper()
-	dec, err := record.Decode(rec)
+	dz, err := record.NewDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dz.Close()
+	dec, err := dz.Decode(rec, record.MaxBlockBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

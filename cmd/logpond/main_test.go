@@ -23,7 +23,6 @@ import (
 	"github.com/logpond/logpond/internal/testkit/conftest"
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/record"
 )
 
 var binary string
@@ -201,11 +200,7 @@ func TestEndToEnd(t *testing.T) {
 	defer r.Close()
 	var got [][]byte
 	for r.Next() {
-		rec, err := record.Decode(r.Record())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ev := range rec.Events() {
+		for ev := range r.Decoded().Events() {
 			got = append(got, bytes.Clone(ev))
 		}
 	}
