@@ -12,7 +12,6 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/sprintf"
-	"github.com/logpond/logpond/record"
 )
 
 // The functions of this file turn the configuration into each component's
@@ -56,19 +55,11 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		// output: conf.Config.LedgerReadCache.)
 		ReadCacheBytes: cfg.LedgerReadCache(),
 		MaxLag:         maxLags(cfg),
-		// 0 with compression = "none": records stored as the input wrote
-		// them.
-		Compression: c.Level(),
-		// The input's records are at most 2 × journal.max_group_bytes
-		// (conf.Config.JournalReadBytes), except that a record always
-		// takes one event however big: up to input.beats.max_event_bytes.
-		// And the ledger keeps records written under earlier settings of
-		// both keys. A Reader refuses a larger record as damage, so any
-		// bound below the format's own would make lowering either key
-		// lose the records written before it: the bound is the format's
-		// (what the writer never exceeds), and the memory formula counts
-		// the usual largest record (conf.Config.LedgerCompressionBytes).
-		MaxRecordBytes: record.MaxBlockBytes,
+		// The input compresses the records it builds (beatsOptions); the
+		// ledger stores them as they come. What reaches it uncompressed
+		// did not shrink, or has no events (aborts, voids): compressing it
+		// again would only spend the flusher's CPU.
+		Compression: 0,
 	}
 }
 
@@ -168,6 +159,11 @@ func beatsOptions(cfg *conf.Config) input.BeatsOptions {
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
 		MaxRecordBytes:   MaxRecordBytes(cfg),
-		Limits:           limits,
+		// Each record is compressed before the journal (0 with
+		// compression = "none"): the journal fsyncs, the flusher copies
+		// and the ledger holds a fraction of the bytes (docs/design.md,
+		// "Compressed records").
+		Compression: cfg.Ledger.Level(),
+		Limits:      limits,
 	}
 }
