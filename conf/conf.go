@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/logpond/logpond/record"
 )
 
 // Config is the whole configuration. Every field has a default (Default);
@@ -66,6 +68,16 @@ type Ledger struct {
 	// DirectIO reads and writes segments with O_DIRECT, keeping the ledger
 	// out of the page cache.
 	DirectIO bool `toml:"direct_io"`
+	// Compression is how records are stored: "zstd" (each record's
+	// events as one Zstandard block, compressed by the input before the
+	// journal, so the journal and the ledger both hold it compressed) or
+	// "none" (as the input built them). Records already stored keep
+	// their form whatever it is changed to.
+	Compression string `toml:"compression"`
+	// CompressionLevel is the Zstandard level with "zstd": "fastest",
+	// "default", "better" or "best" (record.ParseLevel). Ignored, with a
+	// warning when changed, with "none".
+	CompressionLevel CompressionLevel `toml:"compression_level"`
 }
 
 // Input holds the inputs.
@@ -278,6 +290,12 @@ func Default() Config {
 			FlushInterval: Duration(100e6), // 100ms
 			Retention:     0,
 			DirectIO:      true,
+			// zstd at its fastest level: log events repeat their
+			// metadata from one to the next, so the same ledger holds a
+			// several times longer outage, for the least of the input's
+			// CPU of the four levels.
+			Compression:      CompressionZstd,
+			CompressionLevel: CompressionLevel(record.LevelFastest.String()),
 		},
 		Input: Input{Beats: Beats{
 			Listen:           "0.0.0.0:5044",

@@ -1,5 +1,11 @@
 package conf
 
+import (
+	"runtime"
+
+	"github.com/logpond/logpond/record"
+)
+
 // Memory is the formula of docs/operations.md ("Memory"): what logpond's
 // bounded buffers may hold with a configuration, part by part. logpond's
 // soft memory limit is 90% of its Total, unless GOMEMLIMIT is set.
@@ -10,6 +16,9 @@ type Memory struct {
 	// Connections is input.beats.max_connections × ConnectionBytes: each
 	// connection's read buffers while it sends a batch.
 	Connections int64
+	// InputCompression is InputCompressionBytes: with ledger.compression
+	// = "zstd", the input's record compressors, one per CPU.
+	InputCompression int64
 	// JournalTail is JournalTailBytes: the journal's in-memory copy of
 	// its recent records, which the flusher moves to the ledger.
 	JournalTail int64
@@ -23,7 +32,9 @@ type Memory struct {
 	// Ledger is LedgerBuffersBytes, the ledger's write buffer and the
 	// flusher's batch held for it, plus LedgerReadCache, the read
 	// cache the outputs share, plus one read window (LedgerReadWindowBytes)
-	// per output beyond the first.
+	// per output beyond the first, plus LedgerDecompressionBytes: with
+	// ledger.compression = "zstd", each enabled output's decompressor and
+	// its buffer.
 	Ledger int64
 	// Output is the sum over the enabled outputs (OutputBytes): each
 	// drains the ledger at its own pace with its own buffers.
@@ -62,6 +73,34 @@ func (c *Config) LedgerReadCache() int64 {
 // reads the ledger through its own.
 const LedgerReadWindowBytes = 1 << 20
 
+// InputCompressionBytes is what the input's record compressors hold
+// with ledger.compression = "zstd" (0 with "none") on a machine where
+// logpond runs cpus goroutines at once (GOMAXPROCS): the input compresses
+// each record before the journal, with one compressor per CPU shared by
+// the connections (input.CompressorCount; more could never run at once).
+// Each holds its encoder, record.CompressorMemory of the level, and the
+// largest record it compressed, 2 × journal.max_group_bytes (the input's
+// records are at most that, see JournalReadBytes).
+func (c *Config) InputCompressionBytes(cpus int) int64 {
+	level := c.Ledger.Level()
+	if level == 0 {
+		return 0
+	}
+	return int64(max(cpus, 1)) * (int64(record.CompressorMemory(level)) + 2*int64(c.Journal.MaxGroupBytes))
+}
+
+// LedgerDecompressionBytes is what the outputs' ledger readers hold to
+// decompress records with ledger.compression = "zstd" (0 with "none"):
+// per enabled output, a decompressor, record.DecompressorMemory, and the
+// buffer a record decompresses into, the largest record, 2 ×
+// journal.max_group_bytes.
+func (c *Config) LedgerDecompressionBytes() int64 {
+	if c.Ledger.Level() == 0 {
+		return 0
+	}
+	return int64(len(c.Outputs())) * (int64(record.DecompressorMemory) + 2*int64(c.Journal.MaxGroupBytes))
+}
+
 // RuntimeOverheadBytes is the fixed part of the formula.
 const RuntimeOverheadBytes = 20 << 20
 
@@ -80,7 +119,10 @@ const JournalReadChunkBytes = 1 << 20
 
 // JournalReadBytes is what a read of the journal's files holds: one
 // chunk, or the largest record when that is larger (the input's records
-// are at most 2 × journal.max_group_bytes). The journal's files are read
+// are at most 2 × journal.max_group_bytes, but for a record of one event
+// larger than that, up to input.beats.max_event_bytes, which the formula
+// leaves out as it leaves out such events everywhere: docs/operations.md,
+// "Memory"). The journal's files are read
 // one at a time: at open (and at the reopen of a failed journal, which
 // the flusher runs) the journal verifies its newest segment, and the
 // flusher reads them when it fell behind the in-memory tail.
@@ -88,17 +130,24 @@ func (c *Config) JournalReadBytes() int64 {
 	return max(JournalReadChunkBytes, 2*int64(c.Journal.MaxGroupBytes))
 }
 
-// Memory returns the memory formula's parts for c.
-func (c *Config) Memory() Memory {
+// Memory returns the memory formula's parts for c on this machine: the
+// input's compressors count one per CPU logpond runs on
+// (runtime.GOMAXPROCS).
+func (c *Config) Memory() Memory { return c.MemoryFor(runtime.GOMAXPROCS(0)) }
+
+// MemoryFor is Memory on a machine where logpond runs cpus goroutines at
+// once (GOMAXPROCS).
+func (c *Config) MemoryFor(cpus int) Memory {
 	b := c.Input.Beats
 	m := Memory{
-		Input:        int64(b.MaxInflightBytes),
-		Connections:  int64(b.MaxConnections) * ConnectionBytes,
-		JournalTail:  c.JournalTailBytes(),
-		JournalWrite: 4 * int64(c.Journal.MaxGroupBytes),
-		JournalRead:  c.JournalReadBytes(),
-		Ledger:       LedgerBuffersBytes + c.LedgerReadCache(),
-		Overhead:     RuntimeOverheadBytes,
+		Input:            int64(b.MaxInflightBytes),
+		Connections:      int64(b.MaxConnections) * ConnectionBytes,
+		InputCompression: c.InputCompressionBytes(cpus),
+		JournalTail:      c.JournalTailBytes(),
+		JournalWrite:     4 * int64(c.Journal.MaxGroupBytes),
+		JournalRead:      c.JournalReadBytes(),
+		Ledger:           LedgerBuffersBytes + c.LedgerReadCache() + c.LedgerDecompressionBytes(),
+		Overhead:         RuntimeOverheadBytes,
 	}
 	outs := c.Outputs()
 	for _, o := range outs {
@@ -139,5 +188,5 @@ func (c *Config) OutputBytes(o NamedOutput) int64 {
 // Total is the sum of the parts: about the most memory logpond uses with
 // this configuration, whatever its backlog.
 func (m Memory) Total() int64 {
-	return m.Input + m.Connections + m.JournalTail + m.JournalWrite + m.JournalRead + m.Ledger + m.Output + m.Overhead
+	return m.Input + m.Connections + m.InputCompression + m.JournalTail + m.JournalWrite + m.JournalRead + m.Ledger + m.Output + m.Overhead
 }

@@ -3,31 +3,52 @@ package conf
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/logpond/logpond/record"
 )
 
+// docCPUs is the CPU count docs/operations.md states the default total
+// for: the input's compressors count one per CPU.
+const docCPUs = 4
+
 // TestMemoryFormulaIsDocumented checks the formula's parts against the
-// keys they name and its default total against docs/operations.md, which
-// promises that the defaults run in 256 MiB.
+// keys they name and its default total on docCPUs CPUs against
+// docs/operations.md, and keeps that total within 256 MiB.
 func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c := Default()
-	m := c.Memory()
+	m := c.MemoryFor(docCPUs)
 	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.JournalRead != 4<<20 || m.Output != 16<<20 {
 		t.Errorf("default parts: %+v", m)
 	}
 	if m.Total() > 256<<20 {
-		t.Errorf("the defaults' formula is %d MiB, above 256 MiB", m.Total()>>20)
+		t.Errorf("the defaults' formula is %d MiB on %d CPUs, above 256 MiB", m.Total()>>20, docCPUs)
 	}
 	data, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("| **memory** | the sum | **%d MiB** |", m.Total()>>20); !strings.Contains(string(data), want) {
+	if want := fmt.Sprintf("| **memory** | the sum | **%d MiB** on %d CPUs |", m.Total()>>20, docCPUs); !strings.Contains(string(data), want) {
 		t.Errorf("docs/operations.md lacks %q", want)
 	}
+	perCPU := c.InputCompressionBytes(1)
+	if want := fmt.Sprintf("| %g MiB per CPU: %d MiB on %d |", float64(perCPU)/(1<<20), m.InputCompression>>20, docCPUs); !strings.Contains(string(data), want) {
+		t.Errorf("docs/operations.md lacks %q (the input's compressors)", want)
+	}
+	// The compressors' row states record's bounds, level by level.
+	for _, l := range []record.Level{record.LevelFastest, record.LevelDefault, record.LevelBetter, record.LevelBest} {
+		if want := fmt.Sprintf("%g MiB at `%s`", float64(record.CompressorMemory(l))/(1<<20), l); !strings.Contains(string(data), want) {
+			t.Errorf("docs/operations.md lacks %q (record.CompressorMemory)", want)
+		}
+	}
+	if want := fmt.Sprintf("(%d KiB + 2 × `journal.max_group_bytes`) per enabled output", record.DecompressorMemory>>10); !strings.Contains(string(data), want) {
+		t.Errorf("docs/operations.md lacks %q (record.DecompressorMemory)", want)
+	}
 	c.Output.Elasticsearch.Enabled = false
-	if got := c.Memory(); got.Output != 0 || got.Total() != m.Total()-m.Output {
+	reader := int64(record.DecompressorMemory) + 2*int64(c.Journal.MaxGroupBytes) // the output's decompressor and record buffer
+	if got := c.MemoryFor(docCPUs); got.Output != 0 || got.Total() != m.Total()-m.Output-reader {
 		t.Errorf("output disabled: %+v", got)
 	}
 	c.Journal.SegmentBytes = 4 << 20
@@ -37,5 +58,53 @@ func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c.Journal.MaxGroupBytes = 256 << 10
 	if got := c.Memory().JournalRead; got != JournalReadChunkBytes {
 		t.Errorf("the journal's reads hold %d with max_group_bytes 256KiB, want one read chunk (records are smaller)", got)
+	}
+}
+
+// TestMemoryOfCompression: with ledger.compression = "zstd" the input
+// holds one compressor per CPU at its level, each with the largest
+// record (2 × journal.max_group_bytes), and the ledger's part a
+// decompressor and a record buffer per enabled output; "none" holds none
+// of them. Memory counts this machine's GOMAXPROCS.
+func TestMemoryOfCompression(t *testing.T) {
+	c := Default()
+	c.Journal.MaxGroupBytes = 1 << 20
+	largest := int64(2 << 20)
+	plain := c
+	plain.Ledger.Compression = CompressionNone
+	if got := plain.InputCompressionBytes(8) + plain.LedgerDecompressionBytes(); got != 0 {
+		t.Errorf("compression none: %d bytes, want 0", got)
+	}
+	for _, level := range []record.Level{record.LevelFastest, record.LevelDefault, record.LevelBetter, record.LevelBest} {
+		c.Ledger.CompressionLevel = CompressionLevel(level.String())
+		for _, outputs := range []int{0, 1, 3} {
+			c.Output.Elasticsearch.Enabled = outputs > 0
+			c.Output.NamedElasticsearch = nil
+			for i := 1; i < outputs; i++ {
+				es := DefaultElasticsearch()
+				if c.Output.NamedElasticsearch == nil {
+					c.Output.NamedElasticsearch = map[string]*Elasticsearch{}
+				}
+				c.Output.NamedElasticsearch[string(rune('a'+i))] = &es
+			}
+			plain.Output = c.Output
+			for _, cpus := range []int{1, 2, 16} {
+				in := int64(cpus) * (int64(record.CompressorMemory(level)) + largest)
+				out := int64(outputs) * (int64(record.DecompressorMemory) + largest)
+				got, without := c.MemoryFor(cpus), plain.MemoryFor(cpus)
+				if got.InputCompression != in || without.InputCompression != 0 {
+					t.Errorf("%s, %d CPUs: the input's compressors hold %d, want %d", level, cpus, got.InputCompression, in)
+				}
+				if got.Ledger != without.Ledger+out {
+					t.Errorf("%s, %d outputs: the ledger's part is %d, want %d more than with none (%d)", level, outputs, got.Ledger, out, without.Ledger)
+				}
+				if got.Total() != without.Total()+in+out {
+					t.Errorf("%s, %d outputs, %d CPUs: total %d, want %d more than with none (%d)", level, outputs, cpus, got.Total(), in+out, without.Total())
+				}
+			}
+		}
+	}
+	if got, want := c.Memory(), c.MemoryFor(runtime.GOMAXPROCS(0)); got != want {
+		t.Errorf("Memory %+v, want MemoryFor(GOMAXPROCS) %+v", got, want)
 	}
 }

@@ -404,7 +404,7 @@ func TestMemorySumsOutputs(t *testing.T) {
 	if m.Output != want {
 		t.Errorf("outputs: %d, want %d", m.Output, want)
 	}
-	if m.Total() != m.Input+m.Connections+m.JournalTail+m.JournalWrite+m.JournalRead+m.Ledger+m.Output+m.Overhead {
+	if m.Total() != m.Input+m.Connections+m.InputCompression+m.JournalTail+m.JournalWrite+m.JournalRead+m.Ledger+m.Output+m.Overhead {
 		t.Errorf("Total does not sum the parts: %+v", m)
 	}
 	c.Output.Elasticsearch.Enabled = false

@@ -27,7 +27,9 @@ func (w Warning) String() string { return w.Key + ": " + w.Msg }
 //   - credentials (username and password, or api_key) sent to http hosts;
 //   - a Beats listener without TLS on an address other hosts can reach;
 //   - data_stream_* keys set to other than their defaults on an
-//     Elasticsearch output with data_stream = false, which ignores them.
+//     Elasticsearch output with data_stream = false, which ignores them;
+//   - ledger.compression_level set to other than its default with
+//     ledger.compression = "none", which ignores it.
 //
 // Each output's warnings name its own keys ("output.elasticsearch.siem.hosts").
 func (c *Config) Warnings() []Warning {
@@ -40,6 +42,10 @@ func (c *Config) Warnings() []Warning {
 			ws = append(ws, Warning{o.Key + ".ssl.verification_mode",
 				`"none": logpond checks no certificate of the hosts, so anyone on the network path can pose as them and read the events; use "full" (with ssl.certificate_authorities for a private CA)`})
 		}
+	}
+	if l := c.Ledger; l.Compression == CompressionNone && l.CompressionLevel != Default().Ledger.CompressionLevel {
+		ws = append(ws, Warning{"ledger.compression_level",
+			fmt.Sprintf("%q is ignored: ledger.compression is \"none\", so records are stored uncompressed; remove compression_level, or set compression = \"zstd\" to use it", l.CompressionLevel)})
 	}
 	b := c.Input.Beats
 	if b.TLS.Cert == "" && !loopback(b.Listen) {

@@ -41,6 +41,10 @@ func TestWarnings(t *testing.T) {
 			map[string]string{"output.elasticsearch.data_stream": "data_stream_namespace, data_stream_sync_fields are ignored"}},
 		{"data_stream false with data_stream keys, named output", safe + "[output.elasticsearch.siem]\ndata_stream = false\ndata_stream_dataset = \"fw\"\n",
 			map[string]string{"output.elasticsearch.siem.data_stream": "data_stream_dataset is ignored"}},
+		{"compression none with the default level", safe + "[ledger]\ncompression = \"none\"\ncompression_level = \"fastest\"\n", nil},
+		{"zstd with a level", safe + "[ledger]\ncompression_level = \"best\"\n", nil},
+		{"compression none with a level", safe + "[ledger]\ncompression = \"none\"\ncompression_level = \"Better\"\n",
+			map[string]string{"ledger.compression_level": `"better" is ignored: ledger.compression is "none"`}},
 		{"all three", "[output.elasticsearch]\nhosts = [\"http://es1:9200\"]\napi_key = \"a2V5\"\n[output.elasticsearch.tls]\nverification_mode = \"none\"\n",
 			map[string]string{"output.elasticsearch.tls.verification_mode": "", "output.elasticsearch.hosts": "", "input.beats.listen": ""}},
 	} {

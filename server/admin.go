@@ -48,6 +48,7 @@ type state struct {
 	ledgerOpenFailures int64
 	ledgerBytes        int64
 	ledgerLast         uint64
+	compression        compressionState
 	cursors            map[string]uint64
 	outputs            []outputState     // each enabled output, in name order
 	waiting            map[string]string // backpressure reason → what the component says (reasons of no output)
@@ -111,6 +112,7 @@ func (s *Server) snapshot() state {
 			st.waiting["ledger_full"] = l.Waiting()
 		}
 	}
+	st.compression = s.compression()
 	var first uint64 // the ledger's oldest record
 	if l := s.ledger(); l != nil && st.ledgerErr == nil {
 		first = l.FirstLSN()

@@ -204,7 +204,8 @@ func TestReadyzReportsBackpressure(t *testing.T) {
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes = 1<<20, 2<<20, 256<<10
 	cfg.Journal.SpareSegments = 0
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes, cfg.Ledger.FlushInterval = 1<<20, 2<<20, 5e6
-	cfg.Input.Beats.MaxEventBytes = 512 << 10 // what the small journal admits
+	cfg.Input.Beats.MaxEventBytes = 512 << 10     // what the small journal admits
+	cfg.Ledger.Compression = conf.CompressionNone // the stores fill with the events' own size, not what their padding compresses to
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,10 @@ func smallStoresConfig(t *testing.T, outs map[string]*conf.Elasticsearch) *conf.
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Journal.MaxBytes, cfg.Journal.MaxGroupBytes, cfg.Journal.SpareSegments = 4<<20, 256<<10, 1
 	cfg.Ledger.MaxBytes = 4 << 20
+	// The tests fill the ledger with what they send: its records must
+	// take their own size there, not the little their like events
+	// compress to.
+	cfg.Ledger.Compression = conf.CompressionNone
 	cfg.Input.Beats.MaxEventBytes = 64 << 10
 	cfg.Admin.Listen = "127.0.0.1:0"
 	cfg.Output.Elasticsearch.Enabled = false

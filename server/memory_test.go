@@ -33,7 +33,7 @@ func TestIngestStaysWithinItsMemoryShare(t *testing.T) {
 	// The test's own clients: each holds one encoded window.
 	const conns, perWindow, eventSize = 4, 256, 1024
 	clients := int64(conns * perWindow * (eventSize + 64))
-	share := m.Input + m.JournalTail + m.JournalWrite + m.JournalRead + m.Ledger + clients
+	share := m.Input + m.InputCompression + m.JournalTail + m.JournalWrite + m.JournalRead + m.Ledger + clients
 	const total = 96 << 20 // several times the share: a backlog would show
 	r := start(t, cfg)
 	defer r.shutdown(t)

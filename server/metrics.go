@@ -43,6 +43,9 @@ type metrics struct {
 	// ledgerDamage counts damage in the middle of the open ledger segment
 	// that opening the ledger repaired from the journal.
 	ledgerDamage prometheus.Counter
+	// compression counts the bytes appended to every ledger instance
+	// opened, before and after compression.
+	compression compressionTally
 }
 
 func newMetrics(s *Server) *metrics {
@@ -161,8 +164,9 @@ func (m *metrics) observeGroup(records int, bytes int64, fsync time.Duration) {
 
 // ledgerOpened counts what opening the ledger l repaired as damage: a
 // media error in its open segment, as opposed to a torn tail, which a crash
-// leaves and which is not counted.
+// leaves and which is not counted. It counts l's compression from then on.
 func (m *metrics) ledgerOpened(l *ledger.Ledger) {
+	m.compression.opened(l)
 	if r := l.Recovery(); r != nil && r.Damage {
 		m.ledgerDamage.Inc()
 	}
@@ -238,6 +242,9 @@ var (
 	descOutputMisconf    = prometheus.NewDesc("logpond_output_misconfigured", "1 while the output sends nothing until its configuration changes (its hosts belong to different clusters, …): GET / says why.", outputLabel, nil)
 	descLedgerReadBytes  = prometheus.NewDesc("logpond_ledger_device_read_bytes_total", "Bytes the outputs' readers read from the ledger's segment files (what the shared read cache did not hold): outputs close together in the ledger read each byte about once between them.", nil, nil)
 	descOutputRouted     = prometheus.NewDesc("logpond_output_routed_events_total", "Events by where the Elasticsearch output sent them, counted once when first sent: target data_stream (the event's data stream), index (the index template), fallback_index (the template named a field the event lacks; a WARN names it) or dead_letter (dead-lettered without being sent: an invalid data stream name, not JSON, too large).", []string{"output", "target"}, nil)
+	descLedgerRawBytes   = prometheus.NewDesc("logpond_ledger_raw_bytes_total", "Bytes of the records the flusher appended to the ledger since logpond started, before compression (their size as record version 1). logpond_ledger_stored_bytes_total's rate over this one's is the compression ratio over that window.", nil, nil)
+	descLedgerStored     = prometheus.NewDesc("logpond_ledger_stored_bytes_total", "Bytes of the same records as the ledger stores them (compressed with ledger.compression = \"zstd\"). Its rate is what fills the ledger: ledger.max_bytes divided by it is the outage, in seconds, the ledger holds (docs/operations.md, Capacity planning).", nil, nil)
+	descLedgerCompRatio  = prometheus.NewDesc("logpond_ledger_compression_ratio", "Stored over raw bytes of the records appended since logpond started: the fraction of their size records take in the ledger (0.1 holds 10 times the outage uncompressed records would). 1 with ledger.compression = \"none\", and before any record. A rise means less compressible logs (already-compressed or random payloads): redo the capacity estimate.", nil, nil)
 	descOrphanCursor     = prometheus.NewDesc("logpond_ledger_orphan_cursor_bytes", "Ledger bytes held back by a cursor that no configured output owns (an output removed from the configuration): retention keeps them until `ledgerctl cursors delete CURSOR`.", []string{"cursor"}, nil)
 )
 
@@ -251,7 +258,8 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
-		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes, descOutputRouted} {
+		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes, descOutputRouted,
+		descLedgerRawBytes, descLedgerStored, descLedgerCompRatio} {
 		ch <- d
 	}
 }
@@ -288,6 +296,9 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLedgerMax, float64(cfg.Ledger.MaxBytes))
 	gauge(descLedgerRatio, ratio(st.ledgerBytes, int64(cfg.Ledger.MaxBytes)))
 	gauge(descLedgerLast, float64(st.ledgerLast))
+	counter(descLedgerRawBytes, float64(st.compression.raw))
+	counter(descLedgerStored, float64(st.compression.stored))
+	gauge(descLedgerCompRatio, st.compression.ratio())
 	readErrors := st.ledgerOpenFailures
 	for _, o := range st.outputs {
 		readErrors += o.stats.LedgerReadErrors

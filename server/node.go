@@ -84,6 +84,24 @@ type StoreInfo struct {
 	MaxBytes  int64   `json:"max_bytes"`
 	FillRatio float64 `json:"fill_ratio"`
 	LastLSN   uint64  `json:"last_lsn"`
+	// Compression is how the ledger stores records (nil for the journal,
+	// which stores them as received).
+	Compression *CompressionInfo `json:"compression,omitempty"`
+}
+
+// CompressionInfo is how the ledger stores records, and what that saved
+// since logpond started (the same numbers as logpond_ledger_raw_bytes_total,
+// logpond_ledger_stored_bytes_total and logpond_ledger_compression_ratio).
+type CompressionInfo struct {
+	Codec string `json:"codec"`           // "zstd" or "none" (ledger.compression)
+	Level string `json:"level,omitempty"` // ledger.compression_level with zstd
+	// RawBytesTotal counts the bytes of the records appended to the
+	// ledger, uncompressed; StoredBytesTotal the same records as stored.
+	RawBytesTotal    int64 `json:"raw_bytes_total"`
+	StoredBytesTotal int64 `json:"stored_bytes_total"`
+	// Ratio is StoredBytesTotal / RawBytesTotal: 1 with "none", and
+	// before any record.
+	Ratio float64 `json:"ratio"`
 }
 
 // OutputInfo is one output's state. The request, concurrency and
@@ -160,6 +178,8 @@ func (s *Server) nodeInfo() NodeInfo {
 	}
 	n.Journal = storeInfo(st.journalErr, firstOf(st.waiting["journal_damaged"], st.waiting["journal_unreadable"], st.waiting["journal_full"]), st.journalBytes, int64(s.cfg.Journal.MaxBytes), st.journalLast)
 	n.Ledger = storeInfo(st.ledgerErr, firstOf(st.waiting["ledger_failed"], st.waiting["ledger_unreadable"], st.waiting["ledger_full"]), st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes), st.ledgerLast)
+	c := st.compression
+	n.Ledger.Compression = &CompressionInfo{Codec: c.codec, Level: c.level, RawBytesTotal: c.raw, StoredBytesTotal: c.stored, Ratio: c.ratio()}
 	for _, o := range st.outputs {
 		n.Outputs = append(n.Outputs, s.outputInfo(st, o))
 	}

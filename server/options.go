@@ -55,6 +55,11 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		// output: conf.Config.LedgerReadCache.)
 		ReadCacheBytes: cfg.LedgerReadCache(),
 		MaxLag:         maxLags(cfg),
+		// The input compresses the records it builds (beatsOptions); the
+		// ledger stores them as they come. What reaches it uncompressed
+		// did not shrink, or has no events (aborts, voids): compressing it
+		// again would only spend the flusher's CPU.
+		Compression: 0,
 	}
 }
 
@@ -154,6 +159,11 @@ func beatsOptions(cfg *conf.Config) input.BeatsOptions {
 		IdleTimeout: time.Duration(b.IdleTimeout), BatchTimeout: time.Duration(b.BatchTimeout), Keepalive: time.Duration(b.Keepalive),
 		MaxInflightBytes: int64(b.MaxInflightBytes),
 		MaxRecordBytes:   MaxRecordBytes(cfg),
-		Limits:           limits,
+		// Each record is compressed before the journal (0 with
+		// compression = "none"): the journal fsyncs, the flusher copies
+		// and the ledger holds a fraction of the bytes (docs/design.md,
+		// "Compressed records").
+		Compression: cfg.Ledger.Level(),
+		Limits:      limits,
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/record"
 )
 
 // configWith is the default configuration changed by edit.
@@ -61,8 +62,12 @@ func TestLedgerOptions(t *testing.T) {
 		cfg  *conf.Config
 		want ledger.Options
 	}{
+		// The ledger stores records as the input compressed them: it is
+		// given no level of its own (TestBeatsOptions has the input's).
 		{"defaults", configWith(nil), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}}, // one output: no read cache
+		{"zstd at best", configWith(func(c *conf.Config) { c.Ledger.CompressionLevel = "best" }), ledger.Options{SegmentBytes: 256 << 20, MaxBytes: 16 << 30, DirectIO: true}},
 		{"every key set", configWith(func(c *conf.Config) {
+			c.Ledger.Compression, c.Ledger.CompressionLevel = conf.CompressionNone, "better" // none: the level is ignored
 			c.Ledger.SegmentBytes, c.Ledger.MaxBytes = 1<<20, 4<<20
 			c.Ledger.Retention, c.Ledger.DirectIO = conf.Duration(time.Hour), false
 			c.Output.Elasticsearch.MaxLag = 1 << 20
@@ -203,6 +208,21 @@ func TestBeatsOptions(t *testing.T) {
 	}
 	if got.TLS != nil || got.Logger != nil || got.Acked != nil {
 		t.Errorf("TLS, Logger and Acked are the caller's, got %+v", got)
+	}
+	// The input compresses records at ledger.compression_level, or not
+	// at all with compression = "none".
+	for _, tc := range []struct {
+		codec, level string
+		want         record.Level
+	}{
+		{conf.CompressionZstd, "fastest", record.LevelFastest},
+		{conf.CompressionZstd, "better", record.LevelBetter},
+		{conf.CompressionNone, "best", 0},
+	} {
+		cfg.Ledger.Compression, cfg.Ledger.CompressionLevel = tc.codec, conf.CompressionLevel(tc.level)
+		if got := beatsOptions(cfg).Compression; got != tc.want {
+			t.Errorf("compression %s at %s: the input compresses at %v, want %v", tc.codec, tc.level, got, tc.want)
+		}
 	}
 }
 

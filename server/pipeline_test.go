@@ -256,7 +256,8 @@ func TestFlushIntoAFullLedger(t *testing.T) {
 	root := t.TempDir()
 	cfg := pipelineConfig(t, root)
 	cfg.Ledger.MaxBytes = 2 << 20
-	cfg.Journal.MaxGroupBytes = 256 << 10 // records of at most 512 KiB: the ledger holds two
+	cfg.Journal.MaxGroupBytes = 256 << 10         // records of at most 512 KiB: the ledger holds two
+	cfg.Ledger.Compression = conf.CompressionNone // records of their own size, not what their padding compresses to
 	s, err := Open(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +324,7 @@ func TestRetentionWithoutOutputs(t *testing.T) {
 	root := t.TempDir()
 	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))
 	cfg.Ledger.SegmentBytes, cfg.Ledger.FlushInterval, cfg.Ledger.Retention = 1<<20, conf.Duration(5*time.Millisecond), 0
+	cfg.Ledger.Compression = conf.CompressionNone // records of their own size, filling segments, not what their padding compresses to
 	r := start(t, cfg)
 	defer r.shutdown(t)
 	var last uint64

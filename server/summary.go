@@ -36,8 +36,9 @@ func (st state) totals() totals {
 // ends: what grew in the interval (events acknowledged to Beats, events
 // the output finished, dead letters, items retried, requests failed whole,
 // connections closed for violations), and where things stand (the
-// output's lag in events and age, the stores' fill, open connections, the
-// stages waiting). Run owns it and stops it before the components close.
+// output's lag in events and age, the stores' fill, the ledger's
+// compression ratio since the start, open connections, the stages
+// waiting). Run owns it and stops it before the components close.
 func (s *Server) summarize(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -71,7 +72,10 @@ func (s *Server) summarize(ctx context.Context, every time.Duration) {
 		}
 		args = append(args, "violations", now.violations-last.violations,
 			"journal_fill", percent(st.journalBytes, int64(s.cfg.Journal.MaxBytes)),
-			"ledger_fill", percent(st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes)))
+			"ledger_fill", percent(st.ledgerBytes, int64(s.cfg.Ledger.MaxBytes)),
+			// Stored over raw bytes since the start (1 uncompressed):
+			// what the ledger's outage budget is multiplied by.
+			"ledger_ratio", fmt.Sprintf("%.3f", st.compression.ratio()))
 		if st.input != nil {
 			args = append(args, "connections", st.input.Connections)
 		}

@@ -40,7 +40,7 @@ func TestSummaryLine(t *testing.T) {
 		t.Fatalf("acked %d: %v", n, err)
 	}
 	c.Close()
-	line := regexp.MustCompile(`msg="pipeline summary" interval=20ms events_in=(\d+) events_out=(\d+) events_dead=0 items_retried=\d+ requests_failed=\d+ output\.elasticsearch\.events_out=\d+ output\.elasticsearch\.lag_events=\d+ output\.elasticsearch\.lag_age=\S+ violations=0 journal_fill=[0-9.]+% ledger_fill=[0-9.]+% connections=\d+`)
+	line := regexp.MustCompile(`msg="pipeline summary" interval=20ms events_in=(\d+) events_out=(\d+) events_dead=0 items_retried=\d+ requests_failed=\d+ output\.elasticsearch\.events_out=\d+ output\.elasticsearch\.lag_events=\d+ output\.elasticsearch\.lag_age=\S+ violations=0 journal_fill=[0-9.]+% ledger_fill=[0-9.]+% ledger_ratio=[0-9]\.\d{3} connections=\d+`)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		in, out := 0, 0

@@ -26,7 +26,7 @@ func applyMemoryLimit(cfg *conf.Config, gomemlimit string, log *slog.Logger) (re
 	limit := m.Total() / 10 * 9
 	prev := debug.SetMemoryLimit(limit)
 	log.Info("memory limit from the configuration (docs/operations.md, Memory; GOMEMLIMIT overrides it)",
-		"limit_bytes", limit, "formula_bytes", m.Total(), "input", m.Input, "connections", m.Connections, "journal_tail", m.JournalTail,
+		"limit_bytes", limit, "formula_bytes", m.Total(), "input", m.Input, "connections", m.Connections, "input_compression", m.InputCompression, "journal_tail", m.JournalTail,
 		"journal_write", m.JournalWrite, "journal_read", m.JournalRead, "ledger", m.Ledger, "output", m.Output, "overhead", m.Overhead)
 	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -189,7 +189,7 @@ var required = []string{
 	"logpond_output_retry_queue_events", "logpond_output_retry_queue_bytes", "logpond_output_retry_queue_max_bytes",
 	"logpond_ledger_read_errors_total", "logpond_journal_read_errors_total", "logpond_input_connections_closed_total",
 	"logpond_output_skipped_events_total", "logpond_output_skipped_records_total", "logpond_ledger_orphan_cursor_bytes",
-	"logpond_output_misconfigured",
+	"logpond_output_misconfigured", "logpond_ledger_compression_ratio", "logpond_ledger_stored_bytes_total", "logpond_ledger_raw_bytes_total",
 }
 
 // TestDashboardMetricsAreExported runs a real server
