@@ -13,7 +13,6 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
-	"github.com/logpond/logpond/record"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -133,7 +132,7 @@ func (b *bench) compression(ctx context.Context) (*compressionResult, error) {
 	// Where to compress: the same events through an in-process journal
 	// and ledger, compressed in the flusher, in the input, or not at all.
 	res.placeOpts = placementOptions{JournalDir: b.work, LedgerDir: b.lfs.dir, Events: payloads, Producers: 4, BatchEvents: codecRecordEvents,
-		Duration: b.o.zDuration, Rounds: b.o.zRounds, Level: record.LevelFastest, FlushInterval: time.Duration(conf.Default().Ledger.FlushInterval)}
+		Duration: b.o.zDuration, Rounds: b.o.zRounds, Level: conf.Default().Ledger.Level(), FlushInterval: time.Duration(conf.Default().Ledger.FlushInterval)}
 	if res.Placement, err = measurePlacement(ctx, res.placeOpts); err != nil {
 		return nil, fmt.Errorf("placement: %w", err)
 	}
