@@ -80,7 +80,7 @@ flush_interval = "10ms"
 	waitUntil(t, "the new events delivered", func() bool {
 		return r.s.ledger().LastLSN() > 8 && r.s.legacyOutput().Stats().CursorLSN >= r.s.ledger().LastLSN()
 	})
-	if st := r.s.ledger().Compression(); st.Level == 0 || st.Ratio() >= 0.5 {
+	if st := r.s.ledger().Compression(); st.RawBytes == 0 || st.Ratio() >= 0.5 {
 		t.Errorf("compression stats %+v: want the new records stored compressed", st)
 	}
 	r.shutdown(t)
