@@ -53,8 +53,9 @@ func TestDamagedLedgerRecordEndToEnd(t *testing.T) {
 func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, lostForGood bool, wantLog []string) {
 	rig := newDamageRig(t, srv)
 
-	// The backlog: 40 batches of 250 events, output off.
-	rig.backlog("b", 40, 250, 200)
+	// The backlog: 64 batches of 250 events, output off: records of about
+	// 25 KiB compressed, two 1 MiB segments, the open one holding a score.
+	rig.backlog("b", 64, 250, 200)
 
 	// Damage one record in the middle of a segment.
 	segs, err := ledger.Segments(rig.ldir, ledger.InspectOptions{})

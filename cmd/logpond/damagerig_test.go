@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,12 +84,24 @@ func (r *damageRig) send(log, tag string, batches, perBatch, pad int) {
 		for i := range perBatch {
 			p := fmt.Sprintf("%s%d-e%d", tag, b, i)
 			r.all[p] = true
-			data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"payload":%q,"pad":%q}`, p, strings.Repeat("z", pad))))
+			data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"payload":%q,"pad":%q}`, p, noise(b, i, pad))))
 		}
 		if n, err := c.Send(data); err != nil || n != len(data) {
 			t.Fatalf("batch %s%d: acked %d: %v", tag, b, n, err)
 		}
 	}
+}
+
+// noise is n hex digits drawn from a generator seeded with batch and
+// event: padding that compression cannot shrink much, so that the ledger
+// of compressed records still spans the segments the tests damage.
+func noise(batch, event, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(batch), uint64(event)))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "0123456789abcdef"[rng.IntN(16)]
+	}
+	return string(b)
 }
 
 // backlog runs logpond with its output off, sends it batches (send), and

@@ -30,8 +30,8 @@ func TestDamagedLastLedgerRecordEndToEnd(t *testing.T) {
 	defer srv.Close()
 	rig := newDamageRig(t, srv)
 
-	// The backlog: 20 batches of 250 events, output off.
-	rig.backlog("b", 20, 250, 200)
+	// The backlog: 40 batches of 250 events, output off (two segments).
+	rig.backlog("b", 40, 250, 200)
 
 	// The journal has released every record the ledger holds: it goes on
 	// after the ledger's last LSN and holds none.

@@ -41,6 +41,9 @@ max_group_bytes = "1MiB"
 dir = %q
 segment_bytes = "4MiB"
 flush_interval = "10ms"
+# Uncompressed: the backlog's bytes on disk, which memory must not follow,
+# then grow as fast as the load can make them.
+compression = "none"
 [input.beats]
 listen = "127.0.0.1:0"
 max_inflight_bytes = "32MiB"
