@@ -1,19 +1,15 @@
 package record
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 )
 
 // logsDir names a folder of real log files (one line per log line, *.log),
@@ -21,112 +17,6 @@ import (
 // the figures depend on what real logs look like, and the tests must pass
 // without that folder.
 var logsDir = flag.String("logs", "", "folder of *.log files for BenchmarkCompression")
-
-// fbEvent is an event shaped as Filebeat 8 sends it through the Beats
-// protocol, field for field; only message, @timestamp and log.offset vary
-// between the events of one file.
-type fbEvent struct {
-	Timestamp string     `json:"@timestamp"`
-	Metadata  fbMetadata `json:"@metadata"`
-	Log       fbLog      `json:"log"`
-	Message   string     `json:"message"`
-	Input     struct {
-		Type string `json:"type"`
-	} `json:"input"`
-	ECS struct {
-		Version string `json:"version"`
-	} `json:"ecs"`
-	Host  fbHost  `json:"host"`
-	Agent fbAgent `json:"agent"`
-}
-
-type fbMetadata struct {
-	Beat    string `json:"beat"`
-	Type    string `json:"type"`
-	Version string `json:"version"`
-}
-
-type fbLog struct {
-	Offset int64 `json:"offset"`
-	File   struct {
-		Path string `json:"path"`
-	} `json:"file"`
-}
-
-type fbHost struct {
-	Name         string   `json:"name"`
-	Hostname     string   `json:"hostname"`
-	Architecture string   `json:"architecture"`
-	OS           fbOS     `json:"os"`
-	ID           string   `json:"id"`
-	IP           []string `json:"ip"`
-	MAC          []string `json:"mac"`
-}
-
-type fbOS struct {
-	Platform string `json:"platform"`
-	Version  string `json:"version"`
-	Family   string `json:"family"`
-	Name     string `json:"name"`
-	Kernel   string `json:"kernel"`
-	Codename string `json:"codename"`
-	Type     string `json:"type"`
-}
-
-type fbAgent struct {
-	Type        string `json:"type"`
-	Version     string `json:"version"`
-	EphemeralID string `json:"ephemeral_id"`
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-}
-
-// wrapFile returns one Filebeat-shaped event per line of the file at
-// path, as the host numbered hostNo would ship it.
-func wrapFile(b *testing.B, path string, hostNo int) [][]byte {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	name := fmt.Sprintf("app-%02d", hostNo)
-	ev := fbEvent{
-		Metadata: fbMetadata{Beat: "filebeat", Type: "_doc", Version: "8.19.0"},
-		Host: fbHost{Name: name, Hostname: name, Architecture: "x86_64",
-			OS: fbOS{Platform: "ubuntu", Version: "22.04.4 LTS (Jammy Jellyfish)", Family: "debian", Name: "Ubuntu",
-				Kernel: "5.15.0-105-generic", Codename: "jammy", Type: "linux"},
-			ID:  fmt.Sprintf("8f2c1e0d9b7a4c3e%016x", hostNo),
-			IP:  []string{fmt.Sprintf("10.0.3.%d", 10+hostNo), fmt.Sprintf("fe80::42:acff:fe11:%x", hostNo)},
-			MAC: []string{fmt.Sprintf("02-42-AC-11-00-%02X", hostNo)}},
-		Agent: fbAgent{Type: "filebeat", Version: "8.19.0", Name: name,
-			EphemeralID: fmt.Sprintf("3b0f7a52-9d1c-4e8b-a6f2-%012x", hostNo),
-			ID:          fmt.Sprintf("c4d1e7a9-0b2f-4d63-8e15-%012x", hostNo)},
-	}
-	ev.Log.File.Path = "/var/log/" + strings.TrimSuffix(filepath.Base(path), ".log") + "/current.log"
-	ev.Input.Type = "filestream"
-	ev.ECS.Version = "8.0.0"
-	at := time.Date(2026, 12, 2, 10, 57, 41, 0, time.UTC)
-	var events [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	var offset int64
-	for sc.Scan() {
-		ev.Message = sc.Text()
-		ev.Log.Offset = offset
-		ev.Timestamp = at.Format("2006-01-02T15:04:05.000Z")
-		offset += int64(len(sc.Bytes())) + 1
-		at = at.Add(1731 * time.Microsecond)
-		j, err := json.Marshal(&ev)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events = append(events, j)
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return events
-}
 
 // benchRecords builds version 1 records of perRecord consecutive events of
 // one file each (a file with fewer lines gives one smaller record: lines
@@ -292,19 +182,19 @@ func benchCodecs(b *testing.B) []benchCodec {
 	return codecs
 }
 
-// loadLogs wraps the lines of every *.log in -logs DIR; it skips b without
-// the flag.
+// loadLogs wraps the lines of every *.log in -logs DIR as Filebeat
+// events (filebeatlogs); it skips b without the flag.
 func loadLogs(b *testing.B) (names []string, files [][][]byte) {
 	if *logsDir == "" {
 		b.Skip("no -logs DIR: the figures need real log lines")
 	}
-	paths, err := filepath.Glob(filepath.Join(*logsDir, "*.log"))
-	if err != nil || len(paths) == 0 {
-		b.Fatalf("no *.log in %s (%v)", *logsDir, err)
+	logs, err := filebeatlogs.Load(*logsDir)
+	if err != nil {
+		b.Fatal(err)
 	}
-	for i, p := range paths {
-		names = append(names, strings.TrimSuffix(filepath.Base(p), ".log"))
-		files = append(files, wrapFile(b, p, i))
+	for _, f := range logs {
+		names = append(names, f.Name)
+		files = append(files, f.Events)
 	}
 	return names, files
 }

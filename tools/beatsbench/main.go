@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/input/lumberjack"
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -59,12 +60,12 @@ func main() {
 	logs := flag.String("logs", "", "folder of *.log files: send their lines wrapped as Filebeat events, cycled through (instead of -event-size generated events)")
 	flag.Parse()
 	if *logs != "" && *serve == "" {
-		files, err := lumberload.FilebeatEvents(*logs)
+		files, err := filebeatlogs.Load(*logs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beatsbench:", err)
 			os.Exit(2)
 		}
-		cfg.Payloads = lumberload.AllEvents(files)
+		cfg.Payloads = filebeatlogs.AllEvents(files)
 	}
 
 	switch {

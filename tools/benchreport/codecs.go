@@ -12,8 +12,9 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 	"github.com/logpond/logpond/record"
-	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
 // codecRecordEvents is how many events one record of the codec table
@@ -271,7 +272,7 @@ func codecs() ([]codec, error) {
 // this goroutine locked to its thread, whose CPU time it reads. Every
 // codec's output is first decompressed and checked against the events it
 // came from: a codec that does not give them back is an error.
-func measureCodecs(files []lumberload.LogFile) ([]codecRow, error) {
+func measureCodecs(files []filebeatlogs.LogFile) ([]codecRow, error) {
 	cs, err := codecs()
 	if err != nil {
 		return nil, fmt.Errorf("codecs: %w", err)
@@ -286,7 +287,7 @@ func measureCodecs(files []lumberload.LogFile) ([]codecRow, error) {
 
 // measureWith is measureCodecs with the codecs given (those without a
 // compress function are skipped).
-func measureWith(files []lumberload.LogFile, cs []codec) ([]codecRow, error) {
+func measureWith(files []filebeatlogs.LogFile, cs []codec) ([]codecRow, error) {
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	byFile := make([][][]byte, len(files))
 	events := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -105,7 +106,7 @@ type compressionResult struct {
 // says so and measures nothing.
 func (b *bench) compression(ctx context.Context) (*compressionResult, error) {
 	res := &compressionResult{LogsDir: b.o.logs}
-	files, err := lumberload.FilebeatEvents(b.o.logs)
+	files, err := filebeatlogs.Load(b.o.logs)
 	if errors.Is(err, os.ErrNotExist) {
 		res.Skipped = fmt.Sprintf("no folder of real log lines at %s (-logs): the compression part needs them and was skipped", b.o.logs)
 		fmt.Fprintf(b.log, "compression: %s\n", res.Skipped)
@@ -114,7 +115,7 @@ func (b *bench) compression(ctx context.Context) (*compressionResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	payloads := lumberload.AllEvents(files)
+	payloads := filebeatlogs.AllEvents(files)
 	res.Files, res.Events = len(files), len(payloads)
 	for _, p := range payloads {
 		res.EventBytes += int64(len(p))

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
 // testLogs writes two small log files and returns their events.
-func testLogs(t *testing.T) []lumberload.LogFile {
+func testLogs(t *testing.T) []filebeatlogs.LogFile {
 	t.Helper()
 	dir := t.TempDir()
 	for f, name := range []string{"web.log", "db.log"} {
@@ -24,7 +25,7 @@ func testLogs(t *testing.T) []lumberload.LogFile {
 			t.Fatal(err)
 		}
 	}
-	files, err := lumberload.FilebeatEvents(dir)
+	files, err := filebeatlogs.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package lumberload
+// Package filebeatlogs turns files of real log lines into events shaped
+// as Filebeat sends them, the measuring material of logpond's compression
+// benchmarks (the record package's and the benchmark report's). It
+// imports nothing of logpond, so any package's tests may use it.
+package filebeatlogs
 
 import (
 	"bufio"
@@ -67,21 +71,21 @@ type filebeatEvent struct {
 	} `json:"agent"`
 }
 
-// FilebeatEvents reads every *.log file in dir (one log line per line)
+// Load reads every *.log file in dir (one log line per line)
 // and wraps each line in an event shaped as Filebeat sends it, the files
 // in name order, each as shipped by a host of its own. A missing dir is an
 // error wrapping os.ErrNotExist (callers skip on it); a dir without *.log
 // files, or with no lines, is an error too.
-func FilebeatEvents(dir string) ([]LogFile, error) {
+func Load(dir string) ([]LogFile, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("lumberload: log lines: %w", err)
+		return nil, fmt.Errorf("filebeatlogs: log lines: %w", err)
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
-		return nil, fmt.Errorf("lumberload: log lines in %s: %w", dir, err)
+		return nil, fmt.Errorf("filebeatlogs: log lines in %s: %w", dir, err)
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("lumberload: no *.log files in %s", dir)
+		return nil, fmt.Errorf("filebeatlogs: no *.log files in %s", dir)
 	}
 	var files []LogFile
 	for i, p := range paths {
@@ -94,7 +98,7 @@ func FilebeatEvents(dir string) ([]LogFile, error) {
 		}
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("lumberload: the *.log files in %s hold no lines", dir)
+		return nil, fmt.Errorf("filebeatlogs: the *.log files in %s hold no lines", dir)
 	}
 	return files, nil
 }
@@ -113,7 +117,7 @@ func AllEvents(files []LogFile) [][]byte {
 func wrapLines(path string, host int) ([][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("lumberload: log lines: %w", err)
+		return nil, fmt.Errorf("filebeatlogs: log lines: %w", err)
 	}
 	defer f.Close()
 	var ev filebeatEvent
@@ -145,14 +149,14 @@ func wrapLines(path string, host int) ([][]byte, error) {
 			at = at.Add(1900 * time.Microsecond)
 			j, err := json.Marshal(&ev)
 			if err != nil {
-				return nil, fmt.Errorf("lumberload: %s: %w", path, err)
+				return nil, fmt.Errorf("filebeatlogs: %s: %w", path, err)
 			}
 			events = append(events, j)
 		}
 		offset += int64(len(line)) + 1
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("lumberload: %s: %w", path, err)
+		return nil, fmt.Errorf("filebeatlogs: %s: %w", path, err)
 	}
 	return events, nil
 }
