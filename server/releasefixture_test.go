@@ -2,8 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 
-	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
@@ -30,35 +27,7 @@ func TestReleaseLedgerDrainsCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer es.Close()
-	root := t.TempDir()
-	copyTree(t, "testdata/release-v1", root)
-	toml := fmt.Sprintf(`
-[journal]
-dir = %q
-segment_bytes = "1MiB"
-max_bytes = "64MiB"
-
-[ledger]
-dir = %q
-segment_bytes = "1MiB"
-max_bytes = "1GiB"
-flush_interval = "5ms"
-compression = "zstd"
-
-[input.beats]
-listen = "127.0.0.1:0"
-
-[admin]
-listen = ""
-
-[output.elasticsearch]
-hosts = [%q]
-flush_interval = "10ms"
-`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), es.URL())
-	cfg, err := conf.Parse("logpond.toml", []byte(toml), ConfigChecks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := releaseConfig(t, "testdata/release-v1", es.URL(), `compression = "zstd"`)
 	r := start(t, cfg)
 	waitUntil(t, "the old records delivered", func() bool { return r.s.legacyOutput().Stats().CursorLSN >= 8 })
 

@@ -38,6 +38,44 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
+// releaseConfig copies the stores an earlier release wrote (a testdata
+// folder holding journal and ledger) into a fresh directory and returns
+// the configuration that opens them with the one [output.elasticsearch]
+// of those releases, sending to esURL; ledger is more [ledger] keys.
+func releaseConfig(t *testing.T, stores, esURL, ledger string) *conf.Config {
+	t.Helper()
+	root := t.TempDir()
+	copyTree(t, stores, root)
+	toml := fmt.Sprintf(`
+[journal]
+dir = %q
+segment_bytes = "1MiB"
+max_bytes = "64MiB"
+
+[ledger]
+dir = %q
+segment_bytes = "1MiB"
+max_bytes = "1GiB"
+flush_interval = "5ms"
+%s
+
+[input.beats]
+listen = "127.0.0.1:0"
+
+[admin]
+listen = ""
+
+[output.elasticsearch]
+hosts = [%q]
+flush_interval = "10ms"
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), ledger, esURL)
+	cfg, err := conf.Parse("logpond.toml", []byte(toml), ConfigChecks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestUpgradeDrainsOnWithoutResending: stores written by the release
 // before outputs had names ([output.elasticsearch], its cursor past three
 // of four records, three dead letters) are opened by this build with the
@@ -51,34 +89,7 @@ func TestUpgradeDrainsOnWithoutResending(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer es.Close()
-	root := t.TempDir()
-	copyTree(t, "testdata/release-stores", root)
-	toml := fmt.Sprintf(`
-[journal]
-dir = %q
-segment_bytes = "1MiB"
-max_bytes = "64MiB"
-
-[ledger]
-dir = %q
-segment_bytes = "1MiB"
-max_bytes = "1GiB"
-flush_interval = "5ms"
-
-[input.beats]
-listen = "127.0.0.1:0"
-
-[admin]
-listen = ""
-
-[output.elasticsearch]
-hosts = [%q]
-flush_interval = "10ms"
-`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), es.URL())
-	cfg, err := conf.Parse("logpond.toml", []byte(toml), ConfigChecks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := releaseConfig(t, "testdata/release-stores", es.URL(), "")
 	if outs := cfg.Outputs(); len(outs) != 1 || outs[0].Name != "elasticsearch" {
 		t.Fatalf("outputs %+v: want the one named elasticsearch", outs)
 	}
