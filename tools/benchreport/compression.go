@@ -87,6 +87,7 @@ func (r zDrainRow) EventsPerSec() float64 {
 type compressionResult struct {
 	Skipped     string // why nothing was measured; "" when it ran
 	LogsDir     string
+	Names       []string // the log files' names, without .log
 	Files       int
 	Events      int // lines of real logs, one event each
 	EventBytes  int64
@@ -108,7 +109,7 @@ func (b *bench) compression(ctx context.Context) (*compressionResult, error) {
 	res := &compressionResult{LogsDir: b.o.logs}
 	files, err := filebeatlogs.Load(b.o.logs)
 	if errors.Is(err, os.ErrNotExist) {
-		res.Skipped = fmt.Sprintf("no folder of real log lines at %s (-logs): the compression part needs them and was skipped", b.o.logs)
+		res.Skipped = fmt.Sprintf("no folder of real log lines at %q (-logs LOGS): the compression part needs them and was skipped", b.o.logs)
 		fmt.Fprintf(b.log, "compression: %s\n", res.Skipped)
 		return res, nil
 	}
@@ -117,6 +118,9 @@ func (b *bench) compression(ctx context.Context) (*compressionResult, error) {
 	}
 	payloads := filebeatlogs.AllEvents(files)
 	res.Files, res.Events = len(files), len(payloads)
+	for _, f := range files {
+		res.Names = append(res.Names, f.Name)
+	}
 	for _, p := range payloads {
 		res.EventBytes += int64(len(p))
 	}
@@ -413,7 +417,7 @@ func verdict(met bool, figure string) string {
 
 // compressionCommand is the command that reproduces the compression part.
 func compressionCommand(o options) string {
-	return fmt.Sprintf("sudo bin/benchreport -parts compression -logs %s -compression-events %d -compression-duration %s -compression-rounds %d -out /tmp/compression.md", o.logs, o.zEvents, o.zDuration, o.zRounds)
+	return fmt.Sprintf("sudo bin/benchreport -parts compression -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d -out /tmp/compression.md", o.zEvents, o.zDuration, o.zRounds)
 }
 
 // compressionMarkdown renders the compression section.
@@ -429,8 +433,8 @@ func compressionMarkdown(c *compressionResult, o options) string {
 		return b.String()
 	}
 	cmd := compressionCommand(o)
-	p("Real log lines (%d files of `%s`: %d lines, %.0f B per event on average) wrapped one per event as Filebeat sends them (`@timestamp`, `message`, `log.file.path`, `log.offset`, `host`, `agent`, `ecs`, `input`; one host per file). Every table of this section: `%s` (after `make build`).\n\n",
-		c.Files, c.LogsDir, c.Events, float64(c.EventBytes)/float64(max(c.Events, 1)), cmd)
+	p("Real log lines (%d files, one program's log each: %s; %d lines, %.0f B per event on average) wrapped one per event as Filebeat sends them (`@timestamp`, `message`, `log.file.path`, `log.offset`, `host`, `agent`, `ecs`, `input`; one host per file). Every table of this section: `%s` (after `make build`), LOGS being a folder of such `*.log` files (`make bench-report` passes its `BENCH_LOGS`).\n\n",
+		c.Files, strings.Join(c.Names, ", "), c.Events, float64(c.EventBytes)/float64(max(c.Events, 1)), cmd)
 
 	p("### Codecs on real logs, one core\n\n")
 	p("In-process (no server): records of %d consecutive events of one file (Filebeat's default `bulk_max_size`; a file's last record smaller, lines never repeated), %d records. Stored / raw is the bytes stored over the version 1 record bytes, over all records; per-file mean is the mean of each file's ratio, so that one large, repetitive log does not stand for all. MB/s are of raw bytes on one goroutine locked to its thread; CPU is that thread's time per 1000 events. Codecs other than logpond's own are charged a version 2 record's header and CRC, as if logpond stored their block. Every codec's output is decompressed and compared with its events before it is timed. No logpond runs here: its memory is in the other tables; \"state MiB\" is the bound `record.CompressorMemory` states for one of logpond's compressors.\n\n",

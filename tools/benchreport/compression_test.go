@@ -15,6 +15,16 @@ import (
 // testLogs writes two small log files and returns their events.
 func testLogs(t *testing.T) []filebeatlogs.LogFile {
 	t.Helper()
+	files, err := filebeatlogs.Load(testLogsDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// testLogsDir writes two small log files in a folder and returns it.
+func testLogsDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for f, name := range []string{"web.log", "db.log"} {
 		var b strings.Builder
@@ -25,11 +35,7 @@ func testLogs(t *testing.T) []filebeatlogs.LogFile {
 			t.Fatal(err)
 		}
 	}
-	files, err := filebeatlogs.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return dir
 }
 
 // TestMeasureCodecs: every codec of the table is measured on records of
@@ -130,7 +136,7 @@ func TestCompressionMarkdown(t *testing.T) {
 		"| zstd (default: level fastest) | 200000 | 4.00 | 50000 | **1.25×** | 7.0 | 3.00 | 100 | 300 |",
 		`| none (compression = "none") | 200000 | 5.00 | 40000 |  | 102.0 |`,
 		"Verdict: **met** (1.25×)",
-		compressionCommand(o), "-parts compression -logs ../shared/testdata/logs",
+		compressionCommand(o), "-parts compression -logs LOGS",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)

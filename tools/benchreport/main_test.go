@@ -182,8 +182,7 @@ func TestQuickReport(t *testing.T) {
 	o.drainEvents, o.drainRefusal = 20000, time.Second
 	o.fanoutEvents = 20000
 	o.dsEvents = 20000
-	// The repository's root is two folders up; the logs are beside it.
-	o.logs, o.zEvents, o.zDuration = filepath.Join("..", "..", o.logs), 20000, 300*time.Millisecond
+	o.logs, o.zEvents, o.zDuration = testLogsDir(t), 20000, 300*time.Millisecond
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +272,7 @@ func TestFanoutMarkdown(t *testing.T) {
 		"interleaved 3 times",
 		"within 5%", "at most 1.5×", "at least 0.9×",
 		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
-		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs ../shared/testdata/logs -compression-events 200000 -compression-duration 2s -compression-rounds 2`)",
+		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -309,7 +308,7 @@ func TestDatastreamsMarkdown(t *testing.T) {
 		"| 300000 | 8.00 | 0.00 | 37500 | 0.75× | 12.00 | 1.20× | 80 | 200 | – |",
 		"count the drain time without the stall",
 		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.1× classic's CPU per event.",
-		"-datastreams-events 300000 -datastreams-size 512 -logs ../shared/testdata/logs -compression-events 200000 -compression-duration 2s -compression-rounds 2`",
+		"-datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
