@@ -135,24 +135,47 @@ func (c *Compressor) Compress(dst, rec []byte) ([]byte, error) {
 	if err != nil {
 		return dst, fmt.Errorf("record: compress: %w", err)
 	}
-	if r.count == 0 || len(r.events) > MaxBlockBytes {
-		return append(dst, rec...), nil
+	return c.compress(dst, rec, r.count, r.events), nil
+}
+
+// CompressBuilt is Compress for a record this process has just built (a
+// Builder's or Encode's result, untouched since), which it does not
+// verify again: the input compresses every record on the
+// acknowledgement path, where a second pass over bytes it wrote itself
+// would buy nothing. Bytes read from a store or a peer must go through
+// Compress, which would refuse damage that this would seal under a
+// fresh CRC. It checks only that rec has a version 1 header and fills
+// what its length field says; otherwise it returns an error and leaves
+// dst as it was.
+func (c *Compressor) CompressBuilt(dst, rec []byte) ([]byte, error) {
+	if len(rec) < MinSize || rec[offVersion] != Version || int(le.Uint32(rec[offLength:])) != len(rec) {
+		return dst, fmt.Errorf("record: compress: not a version 1 record of %d bytes", len(rec))
+	}
+	return c.compress(dst, rec, int(le.Uint32(rec[offCount:])), rec[HeaderSize:len(rec)-TrailerSize]), nil
+}
+
+// compress appends the version 2 form of rec, a version 1 record of
+// count events whose events area is events, or rec itself when that
+// would not be smaller (see Compress).
+func (c *Compressor) compress(dst, rec []byte, count int, events []byte) []byte {
+	if count == 0 || len(events) > MaxBlockBytes {
+		return append(dst, rec...)
 	}
 	start := len(dst)
 	var head [HeaderSizeCompressed]byte
 	dst = append(dst, head[:]...)
-	dst = c.enc.EncodeAll(r.events, dst)
+	dst = c.enc.EncodeAll(events, dst)
 	size := len(dst) - start + TrailerSize
 	if size >= len(rec) {
-		return append(dst[:start], rec...), nil
+		return append(dst[:start], rec...)
 	}
 	h := readHeader(rec)
 	h.version, h.length = VersionCompressed, uint32(size)
 	out := dst[start:]
 	putHeader(out, h)
 	out[offCodec] = uint8(CodecZstd)
-	le.PutUint32(out[offRawSize:], uint32(len(r.events)))
-	return le.AppendUint32(dst, checksum(out)), nil
+	le.PutUint32(out[offRawSize:], uint32(len(events)))
+	return le.AppendUint32(dst, checksum(out))
 }
 
 // Close releases the encoder. The Compressor must not be used afterwards.

@@ -503,3 +503,34 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	c.Close()
 	d.Close()
 }
+
+// TestCompressBuilt: for records just built, CompressBuilt writes exactly
+// what Compress writes (compressed, or kept when it would not shrink);
+// bytes that are not a whole version 1 record are refused, dst intact.
+func TestCompressBuilt(t *testing.T) {
+	c, _ := newCodec(t, LevelFastest)
+	empty, _ := Encode(nil, t0, nil)
+	tiny, _ := Encode(nil, t0, [][]byte{[]byte(`{}`)})
+	many, _ := Encode(nil, t0, filebeatish(200))
+	for _, rec := range [][]byte{empty, tiny, many, AppendAbort(nil, 2, t0)} {
+		want, err := c.Compress([]byte("x"), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.CompressBuilt([]byte("x"), rec)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("CompressBuilt of a %d-byte record differs from Compress (%v)", len(rec), err)
+		}
+	}
+	_, v2 := compressed(t, c, 50)
+	for name, bad := range map[string][]byte{
+		"too short":  many[:MinSize-1],
+		"version 2":  v2,
+		"truncated":  many[:len(many)-1],
+		"with extra": append(slices.Clone(many), 0),
+	} {
+		if got, err := c.CompressBuilt([]byte("x"), bad); err == nil || string(got) != "x" {
+			t.Fatalf("%s: CompressBuilt = %q, %v; want an error and dst as it was", name, got, err)
+		}
+	}
+}
