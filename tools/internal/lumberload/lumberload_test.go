@@ -2,6 +2,7 @@ package lumberload
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -157,16 +158,7 @@ func TestUnknownShape(t *testing.T) {
 // result counts them and their bytes; the receiver saw each batch's
 // events of the asked shape.
 func TestRunSendsExactlyEvents(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.NewWithListener(ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Close twice panics in go-lumber: once, here or at the end.
-	closeSrv := sync.OnceFunc(func() { srv.Close() })
+	addr, srv, closeSrv := startReceiver(t)
 	defer closeSrv()
 	received := make(chan int, 1)
 	go func() {
@@ -184,7 +176,7 @@ func TestRunSendsExactlyEvents(t *testing.T) {
 		}
 	}()
 	const events = 1050 // not a multiple of 3 × 100
-	res, err := Run(t.Context(), ln.Addr().String(), Config{Connections: 3, Batch: 100, EventSize: 256, Shape: ShapeAgent, Duration: time.Minute, Events: events})
+	res, err := Run(t.Context(), addr, Config{Connections: 3, Batch: 100, EventSize: 256, Shape: ShapeAgent, Duration: time.Minute, Events: events})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +187,62 @@ func TestRunSendsExactlyEvents(t *testing.T) {
 	if res.Bytes != events*256 || res.Batches != 11 {
 		t.Fatalf("Run counted %d bytes in %d batches; want %d in 11", res.Bytes, res.Batches, events*256)
 	}
+}
+
+// TestRunCyclesPayloads: with Payloads, a connection sends them in order,
+// window after window, wrapping round at the end (a window may straddle
+// it), and the result counts the bytes of exactly the events sent.
+func TestRunCyclesPayloads(t *testing.T) {
+	addr, srv, closeSrv := startReceiver(t)
+	defer closeSrv()
+	var payloads [][]byte
+	for i := range 10 {
+		payloads = append(payloads, fmt.Appendf(nil, `{"i":%d,"pad":"%*s"}`, i, i, ""))
+	}
+	received := make(chan []int, 1)
+	go func() {
+		var got []int
+		defer func() { received <- got }()
+		for b := range srv.ReceiveChan() {
+			for _, ev := range b.Events {
+				m, _ := ev.(map[string]interface{})
+				i, _ := m["i"].(float64)
+				got = append(got, int(i))
+			}
+			b.ACK()
+		}
+	}()
+	const events = 25 // windows 0–3, 4–7, 8–1 (wrapping), 2–5, 6–9, 0–3, 4
+	res, err := Run(t.Context(), addr, Config{Connections: 1, Batch: 4, Payloads: payloads, Duration: time.Minute, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSrv()
+	got := <-received
+	var wantBytes int64
+	for n := range events {
+		wantBytes += int64(len(payloads[n%10]))
+		if n >= len(got) || got[n] != n%10 {
+			t.Fatalf("received %v: event %d is not payload %d", got, n, n%10)
+		}
+	}
+	if len(got) != events || res.Events != events || res.Bytes != wantBytes {
+		t.Fatalf("received %d, acknowledged %d events of %d bytes; want %d of %d bytes", len(got), res.Events, res.Bytes, events, wantBytes)
+	}
+}
+
+// startReceiver starts a go-lumber server on a loopback port and returns
+// its address, the server, and a close that may be called more than once
+// (go-lumber panics on a second Close).
+func startReceiver(t *testing.T) (string, *server.Server, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.NewWithListener(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln.Addr().String(), srv, sync.OnceFunc(func() { srv.Close() })
 }
