@@ -68,15 +68,16 @@ type Ledger struct {
 	// DirectIO reads and writes segments with O_DIRECT, keeping the ledger
 	// out of the page cache.
 	DirectIO bool `toml:"direct_io"`
-	// Compression is how records are stored: "zstd" (each record's
-	// events as one Zstandard block, compressed by the input before the
-	// journal, so the journal and the ledger both hold it compressed) or
-	// "none" (as the input built them). Records already stored keep
-	// their form whatever it is changed to.
+	// Compression is how records are stored: "s2" or "zstd" (each
+	// record's events as one S2 or Zstandard block, compressed by the
+	// input before the journal, so the journal and the ledger both hold
+	// it compressed; zstd stores less, s2 costs less CPU) or "none" (as
+	// the input built them). Records already stored keep their form
+	// whatever it is changed to.
 	Compression string `toml:"compression"`
-	// CompressionLevel is the Zstandard level with "zstd": "fastest",
-	// "default", "better" or "best" (record.ParseLevel). Ignored, with a
-	// warning when changed, with "none".
+	// CompressionLevel is the codec's level: "fastest", "default",
+	// "better" or "best" (record.ParseLevel, record.NewCompressor).
+	// Ignored, with a warning when changed, with "none".
 	CompressionLevel CompressionLevel `toml:"compression_level"`
 }
 
@@ -290,11 +291,12 @@ func Default() Config {
 			FlushInterval: Duration(100e6), // 100ms
 			Retention:     0,
 			DirectIO:      true,
-			// zstd at its fastest level: log events repeat their
-			// metadata from one to the next, so the same ledger holds a
-			// several times longer outage, for the least of the input's
-			// CPU of the four levels.
-			Compression:      CompressionZstd,
+			// S2 at its fastest level: log events repeat their metadata
+			// from one to the next, so even S2 makes the same ledger
+			// hold a ten to twenty times longer outage, and it costs
+			// the input a fraction of zstd's CPU on the acknowledgement
+			// path (docs/benchmarks.md, "Compression").
+			Compression:      CompressionS2,
 			CompressionLevel: CompressionLevel(record.LevelFastest.String()),
 		},
 		Input: Input{Beats: Beats{

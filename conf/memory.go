@@ -74,28 +74,29 @@ func (c *Config) LedgerReadCache() int64 {
 const LedgerReadWindowBytes = 1 << 20
 
 // InputCompressionBytes is what the input's record compressors hold
-// with ledger.compression = "zstd" (0 with "none") on a machine where
+// with ledger.compression = "zstd" or "s2" (0 with "none") on a machine where
 // logpond runs cpus goroutines at once (GOMAXPROCS): the input compresses
 // each record before the journal, with one compressor per CPU shared by
 // the connections (input.CompressorCount; more could never run at once).
-// Each holds its encoder, record.CompressorMemory of the level, and the
+// Each holds its encoder, record.CompressorMemory of the codec and level, and the
 // largest record it compressed, 2 × journal.max_group_bytes (the input's
 // records are at most that, see JournalReadBytes).
 func (c *Config) InputCompressionBytes(cpus int) int64 {
-	level := c.Ledger.Level()
-	if level == 0 {
+	rc := c.Ledger.RecordCompression()
+	if !rc.Enabled() {
 		return 0
 	}
-	return int64(max(cpus, 1)) * (int64(record.CompressorMemory(level)) + 2*int64(c.Journal.MaxGroupBytes))
+	return int64(max(cpus, 1)) * (int64(record.CompressorMemory(rc)) + 2*int64(c.Journal.MaxGroupBytes))
 }
 
 // LedgerDecompressionBytes is what the outputs' ledger readers hold to
-// decompress records with ledger.compression = "zstd" (0 with "none"):
+// decompress records with ledger.compression = "zstd" or "s2" (0 with
+// "none"):
 // per enabled output, a decompressor, record.DecompressorMemory, and the
 // buffer a record decompresses into, the largest record, 2 ×
 // journal.max_group_bytes.
 func (c *Config) LedgerDecompressionBytes() int64 {
-	if c.Ledger.Level() == 0 {
+	if !c.Ledger.RecordCompression().Enabled() {
 		return 0
 	}
 	return int64(len(c.Outputs())) * (int64(record.DecompressorMemory) + 2*int64(c.Journal.MaxGroupBytes))

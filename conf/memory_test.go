@@ -37,9 +37,14 @@ func TestMemoryFormulaIsDocumented(t *testing.T) {
 	if want := fmt.Sprintf("| %g MiB per CPU: %d MiB on %d |", float64(perCPU)/(1<<20), m.InputCompression>>20, docCPUs); !strings.Contains(string(data), want) {
 		t.Errorf("docs/operations.md lacks %q (the input's compressors)", want)
 	}
-	// The compressors' row states record's bounds, level by level.
-	for _, l := range []record.Level{record.LevelFastest, record.LevelDefault, record.LevelBetter, record.LevelBest} {
-		if want := fmt.Sprintf("%g MiB at `%s`", float64(record.CompressorMemory(l))/(1<<20), l); !strings.Contains(string(data), want) {
+	// The compressors' row states record's bounds, codec by codec and
+	// level by level.
+	for _, codec := range []func(record.Level) record.Compression{record.S2, record.Zstd} {
+		var levels []string
+		for l := record.LevelFastest; l <= record.LevelBest; l++ {
+			levels = append(levels, fmt.Sprintf("%g MiB at `%s`", float64(record.CompressorMemory(codec(l)))/(1<<20), l))
+		}
+		if want := codec(0).Codec.String() + ": " + strings.Join(levels, ", "); !strings.Contains(string(data), want) {
 			t.Errorf("docs/operations.md lacks %q (record.CompressorMemory)", want)
 		}
 	}
@@ -75,8 +80,11 @@ func TestMemoryOfCompression(t *testing.T) {
 	if got := plain.InputCompressionBytes(8) + plain.LedgerDecompressionBytes(); got != 0 {
 		t.Errorf("compression none: %d bytes, want 0", got)
 	}
-	for _, level := range []record.Level{record.LevelFastest, record.LevelDefault, record.LevelBetter, record.LevelBest} {
-		c.Ledger.CompressionLevel = CompressionLevel(level.String())
+	for _, level := range []record.Compression{
+		record.Zstd(record.LevelFastest), record.Zstd(record.LevelDefault), record.Zstd(record.LevelBetter), record.Zstd(record.LevelBest),
+		record.S2(record.LevelFastest), record.S2(record.LevelDefault), record.S2(record.LevelBest),
+	} {
+		c.Ledger.Compression, c.Ledger.CompressionLevel = level.Codec.String(), CompressionLevel(level.Level.String())
 		for _, outputs := range []int{0, 1, 3} {
 			c.Output.Elasticsearch.Enabled = outputs > 0
 			c.Output.NamedElasticsearch = nil

@@ -109,12 +109,12 @@ func (c *Config) validateStores(bad badFunc) {
 		bad("ledger.max_bytes", "%s is less than 2 × ledger.segment_bytes (%s): raise max_bytes to at least %s or lower segment_bytes", l.MaxBytes, l.SegmentBytes, 2*l.SegmentBytes)
 	}
 	switch l.Compression {
-	case CompressionZstd, CompressionNone:
+	case CompressionZstd, CompressionS2, CompressionNone:
 	default:
-		bad("ledger.compression", "%q: use zstd (records stored compressed, several times smaller for log events) or none (stored as received)", l.Compression)
+		bad("ledger.compression", "%q: use s2 (records stored compressed, fastest), zstd (compressed smallest, more of the input's CPU) or none (stored as received)", l.Compression)
 	}
 	if _, err := record.ParseLevel(string(l.CompressionLevel)); err != nil {
-		bad("ledger.compression_level", "%q: use fastest, default, better or best (each smaller records for more of the input's CPU; best also holds %dMiB per CPU for the input's compressors)", l.CompressionLevel, record.CompressorMemory(record.LevelBest)>>20)
+		bad("ledger.compression_level", "%q: use fastest, default, better or best (each smaller records for more of the input's CPU; best also holds %dMiB per CPU for the input's compressors)", l.CompressionLevel, record.CompressorMemory(record.Zstd(record.LevelBest))>>20)
 	}
 	if l.FlushInterval <= 0 || l.FlushInterval > maxFlushInterval {
 		bad("ledger.flush_interval", "%s is outside (0, %s]: records wait this long in the journal before reaching the ledger; e.g. 100ms", l.FlushInterval, maxFlushInterval)

@@ -53,11 +53,11 @@ type BeatsOptions struct {
 	// MaxRecordBytes splits a larger batch into consecutive records.
 	MaxRecordBytes int
 	// Compression, when set, compresses each record before it is
-	// submitted (record version 2: its events as one zstd block), with
-	// CompressorCount compressors shared by the connections; 0 submits
+	// submitted (record version 2: its events as one block of its codec), with
+	// CompressorCount compressors shared by the connections; the zero value submits
 	// records as built. Acknowledgements still wait for the journal's
 	// fsync of the record, compressed.
-	Compression record.Level
+	Compression record.Compression
 	Limits      lumberjack.Limits
 	// TLS, when set, wraps the listener.
 	TLS    *tls.Config
@@ -139,7 +139,7 @@ func ListenBeats(opts BeatsOptions, journal Appender) (*Beats, error) {
 		budget: newBudget(opts.MaxInflightBytes), slots: make(chan struct{}, opts.MaxConnections),
 		conns: map[net.Conn]struct{}{}, violations: map[string]int64{}, closes: map[string]int64{},
 		logs: newLogLimiter(opts.Logger, logInterval), now: time.Now}
-	if opts.Compression != 0 {
+	if opts.Compression.Enabled() {
 		b.zs = newCompressors(opts.Compression, CompressorCount())
 	}
 	return b, nil

@@ -65,26 +65,33 @@ func (a journalInput) Submit(ctx context.Context, rec []byte) (Durable, error) {
 // journalEvents returns every event in the journal, in order, and how
 // many records hold them (of either version).
 func journalEvents(t *testing.T, j *journal.Journal) (events [][]byte, records int) {
-	events, versions := journalEventsByVersion(t, j)
-	return events, versions[record.Version] + versions[record.VersionCompressed]
+	events, codecs := journalEventsByCodec(t, j)
+	for _, n := range codecs {
+		records += n
+	}
+	return events, records
 }
 
-// journalEventsByVersion returns every event in the journal, in order,
-// and its records counted by format version.
-func journalEventsByVersion(t *testing.T, j *journal.Journal) (events [][]byte, versions map[uint8]int) {
+// journalEventsByCodec returns every event in the journal, in order,
+// and its records counted by codec (0: version 1, not compressed).
+func journalEventsByCodec(t *testing.T, j *journal.Journal) (events [][]byte, codecs map[record.Codec]int) {
 	dz, err := record.NewDecompressor()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dz.Close()
-	versions = map[uint8]int{}
+	codecs = map[record.Codec]int{}
 	r := j.Reader(1)
 	for r.Next() {
 		rec, err := dz.Decode(r.Record(), record.MaxBlockBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		versions[r.Record()[0]]++
+		h, err := record.Verify(r.Record())
+		if err != nil {
+			t.Fatal(err)
+		}
+		codecs[h.Codec]++
 		for ev := range rec.Events() {
 			events = append(events, bytes.Clone(ev))
 		}
@@ -92,28 +99,24 @@ func journalEventsByVersion(t *testing.T, j *journal.Journal) (events [][]byte, 
 	if r.Err() != nil {
 		t.Fatal(r.Err())
 	}
-	return events, versions
+	return events, codecs
 }
 
 func TestEventsReachTheJournalBeforeTheACK(t *testing.T) {
-	for _, level := range []record.Level{0, record.LevelFastest} {
-		name := "compression=none"
-		if level != 0 {
-			name = "compression=" + level.String()
-		}
-		t.Run(name, func(t *testing.T) { eventsReachTheJournal(t, level) })
+	for _, c := range []record.Compression{{}, record.Zstd(record.LevelFastest), record.S2(record.LevelFastest)} {
+		t.Run(c.String(), func(t *testing.T) { eventsReachTheJournal(t, c) })
 	}
 }
 
 // eventsReachTheJournal sends three 2048-event batches, with records
-// compressed at level (0: none), and checks that the journal holds each
-// batch's events when its ACK arrives, split into records of at most
-// MaxRecordBytes, in the version the level says.
-func eventsReachTheJournal(t *testing.T, level record.Level) {
+// compressed as zc says, and checks that the journal holds each batch's
+// events when its ACK arrives, split into records of at most
+// MaxRecordBytes, all of zc's codec.
+func eventsReachTheJournal(t *testing.T, zc record.Compression) {
 	j := openJournal(t)
 	opts := testOptions()
 	opts.MaxRecordBytes = 64 << 10 // a 2048-event batch spans several records
-	opts.Compression = level
+	opts.Compression = zc
 	b := startBeats(t, opts, journalInput{j})
 	c, err := lj.SyncDial(b.Addr().String(), lj.CompressionLevel(3))
 	if err != nil {
@@ -147,12 +150,8 @@ func eventsReachTheJournal(t *testing.T, level record.Level) {
 	if records <= 3 {
 		t.Fatalf("%d records for 3 batches of ~450 KiB with 64 KiB records: batches were not split", records)
 	}
-	want1, want2 := records, 0
-	if level != 0 {
-		want1, want2 = 0, records
-	}
-	if _, v := journalEventsByVersion(t, j); v[record.Version] != want1 || v[record.VersionCompressed] != want2 {
-		t.Fatalf("records by version %v, want %d of version 1 and %d of version 2", v, want1, want2)
+	if _, byCodec := journalEventsByCodec(t, j); byCodec[zc.Codec] != records {
+		t.Fatalf("records by codec %v, want all %d of codec %s", byCodec, records, zc.Codec)
 	}
 }
 

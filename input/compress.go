@@ -19,7 +19,7 @@ import (
 // largest record it compressed, so connections share them rather than
 // own one each.
 type compressors struct {
-	level record.Level
+	level record.Compression
 	free  chan *compressor // holds every idle one; len = cap when all are idle
 }
 
@@ -33,9 +33,9 @@ type compressor struct {
 // compression on: the memory formula counts this many.
 func CompressorCount() int { return runtime.GOMAXPROCS(0) }
 
-// newCompressors returns n compressors of level l; each encoder is made
-// at its first use.
-func newCompressors(l record.Level, n int) *compressors {
+// newCompressors returns n compressors of l; each encoder is made at its
+// first use.
+func newCompressors(l record.Compression, n int) *compressors {
 	p := &compressors{level: l, free: make(chan *compressor, n)}
 	for range n {
 		p.free <- &compressor{}

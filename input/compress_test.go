@@ -16,7 +16,7 @@ import (
 // same events; a connection waiting for a compressor stops waiting when
 // its context ends.
 func TestCompressorsAreShared(t *testing.T) {
-	p := newCompressors(record.LevelFastest, 2)
+	p := newCompressors(record.S2(record.LevelFastest), 2)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {

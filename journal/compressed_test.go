@@ -12,7 +12,7 @@ import (
 // after a reopen; a damaged compressed record is refused at Submit as a
 // damaged plain one is.
 func TestCompressedRecords(t *testing.T) {
-	c, err := record.NewCompressor(record.LevelFastest)
+	c, err := record.NewCompressor(record.S2(record.LevelFastest))
 	if err != nil {
 		t.Fatal(err)
 	}

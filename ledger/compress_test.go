@@ -51,13 +51,14 @@ func checkEvents(t testing.TB, r *Reader) {
 func TestCompressedLedger(t *testing.T) {
 	dir := t.TempDir()
 	phases := []struct {
-		level    record.Level
+		level    record.Compression
 		from, to uint64
 		version  uint8
 	}{
-		{record.LevelFastest, 1, 60, record.VersionCompressed},
-		{0, 61, 80, record.Version},
-		{record.LevelBest, 81, 100, record.VersionCompressed},
+		{record.Zstd(record.LevelFastest), 1, 50, record.VersionCompressed},
+		{record.Compression{}, 51, 70, record.Version},
+		{record.S2(record.LevelFastest), 71, 85, record.VersionCompressed},
+		{record.Zstd(record.LevelBest), 86, 100, record.VersionCompressed},
 	}
 	for _, p := range phases {
 		opts := testOpts(t, true)
@@ -75,13 +76,13 @@ func TestCompressedLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := l.Compression()
-		if st.Level != p.level || st.RawBytes != raw {
+		if st.Compression != p.level || st.RawBytes != raw {
 			t.Fatalf("level %v: stats %+v, want level %v and %d raw bytes", p.level, st, p.level, raw)
 		}
-		if p.level == 0 && st.StoredBytes != raw {
+		if !p.level.Enabled() && st.StoredBytes != raw {
 			t.Fatalf("without compression %d bytes stored of %d", st.StoredBytes, raw)
 		}
-		if p.level != 0 && st.Ratio() > 0.5 {
+		if p.level.Enabled() && st.Ratio() > 0.5 {
 			t.Fatalf("level %v stored %.3f of the bytes of Filebeat-like records", p.level, st.Ratio())
 		}
 		if err := l.Close(); err != nil {
@@ -118,11 +119,11 @@ func TestCompressedLedger(t *testing.T) {
 // counted at their uncompressed size.
 func TestCompressedRecordsAsTheyCome(t *testing.T) {
 	opts := testOpts(t, false)
-	opts.Compression = record.LevelFastest
+	opts.Compression = record.Zstd(record.LevelFastest)
 	l := mustOpen(t, t.TempDir(), opts)
 	defer l.Close()
 	abort := record.AppendAbort(nil, 3, t0)
-	c, err := record.NewCompressor(record.LevelDefault)
+	c, err := record.NewCompressor(record.S2(record.LevelDefault))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestCompressedDamage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			opts := testOpts(t, true)
-			opts.Compression = record.LevelFastest
+			opts.Compression = record.Zstd(record.LevelFastest)
 			// A write per record takes a block: 16 records per
 			// segment, so record bad is in a sealed segment.
 			opts.SegmentBytes = 16 * BlockSize
@@ -289,7 +290,7 @@ func reseal(rec []byte) {
 func TestCompressedByTheWriter(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOpts(t, false))
 	defer l.Close()
-	c, err := record.NewCompressor(record.LevelFastest)
+	c, err := record.NewCompressor(record.Zstd(record.LevelFastest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestCompressedByTheWriter(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if st := l.Compression(); st.Level != 0 || st.RawBytes != int64(len(v1)) || st.StoredBytes != int64(len(v2)) {
+	if st := l.Compression(); st.Compression.Enabled() || st.RawBytes != int64(len(v1)) || st.StoredBytes != int64(len(v2)) {
 		t.Fatalf("stats %+v, want %d raw and %d stored bytes", st, len(v1), len(v2))
 	}
 	r := l.Reader(1)

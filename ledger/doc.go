@@ -40,9 +40,9 @@
 // # Compression
 //
 // With Options.Compression, Append stores each record in package record's
-// version 2 form: its events as one zstd block, which Filebeat-shaped
-// events shrink to a few percent of (the events of one record come from
-// one client batch, and repeat one another). Compression runs on the
+// version 2 form: its events as one block of the codec the option names,
+// which Filebeat-shaped events shrink to a few percent of (the events of
+// one record come from one client batch, and repeat one another). Compression runs on the
 // writer goroutine, the flusher, so it never delays an acknowledgement;
 // a record that compression would not shrink stays version 1. The frame
 // and everything about reading, damage and recovery are the same for

@@ -78,7 +78,7 @@ func TestWriteSegmentFuzzSeeds(t *testing.T) {
 	// A segment of compressed records (record version 2).
 	dir := t.TempDir()
 	opts := testOpts(t, false)
-	opts.Compression = record.LevelFastest
+	opts.Compression = record.Zstd(record.LevelFastest)
 	l := mustOpen(t, dir, opts)
 	for lsn := uint64(1); lsn <= 8; lsn++ {
 		if err := l.Append(lsn, zrec(t, lsn)); err != nil {

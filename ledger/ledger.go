@@ -51,13 +51,13 @@ type Options struct {
 	ReadCacheBytes int64
 	// DirectIO reads and writes segments with O_DIRECT.
 	DirectIO bool
-	// Compression is the level Append compresses records at: each
-	// record's events become one zstd block (record format version 2),
-	// so the ledger holds many times the events in the same bytes. 0
-	// stores records as given. Readers decode either version, so a
+	// Compression is how Append compresses records: each record's
+	// events become one block of its codec (record format version 2),
+	// so the ledger holds many times the events in the same bytes. The
+	// zero value stores records as given. Readers decode either version, so a
 	// ledger may hold both (a change of this option applies to the
 	// records appended after it).
-	Compression record.Level
+	Compression record.Compression
 	// Covered reports whether the journal still holds lsn and every record
 	// after it (journal first LSN ≤ lsn). Open cuts a torn tail of the open
 	// segment only when it does; nil means nothing is covered (any cut is

@@ -31,9 +31,9 @@ func sameEvents(t testing.TB, got record.Record, want []byte) bool {
 // Sync returned before the cut is there, intact. The negative control
 // skips fdatasync and directory fsyncs and must lose synced records.
 func TestPowerLoss(t *testing.T) {
-	for _, level := range []record.Level{0, record.LevelFastest} {
+	for _, level := range []record.Compression{{}, record.Zstd(record.LevelFastest)} {
 		name := "fdatasync"
-		if level != 0 {
+		if level.Enabled() {
 			name += ", compressed"
 		}
 		t.Run(name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestPowerLoss(t *testing.T) {
 	// it gets three tries to lose something.
 	t.Run("never syncs (must lose data)", func(t *testing.T) {
 		for range 3 {
-			want, got, err := powerLossRun(t, false, 0)
+			want, got, err := powerLossRun(t, false, record.Compression{})
 			if err != nil || got < want {
 				return
 			}
@@ -63,7 +63,7 @@ func TestPowerLoss(t *testing.T) {
 // powerLossRun writes and syncs until a random power cut, then reopens and
 // returns the last LSN synced before the cut and how many records from 1
 // are intact after it. level is the ledger's compression.
-func powerLossRun(t *testing.T, sync bool, level record.Level) (want, got uint64, openErr error) {
+func powerLossRun(t *testing.T, sync bool, level record.Compression) (want, got uint64, openErr error) {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -33,7 +33,7 @@ func (l *Ledger) Append(lsn uint64, rec []byte) error {
 		return fmt.Errorf("ledger: append LSN %d, expected %d", lsn, l.last+1)
 	}
 	raw := len(rec)
-	if l.opts.Compression != 0 || (len(rec) > 0 && rec[0] == record.VersionCompressed) {
+	if l.opts.Compression.Enabled() || (len(rec) > 0 && rec[0] == record.VersionCompressed) {
 		var err error
 		if rec, raw, err = l.compress(rec); err != nil {
 			return fmt.Errorf("ledger: append LSN %d: %w", lsn, err)
@@ -119,8 +119,9 @@ func (l *Ledger) compress(rec []byte) ([]byte, int, error) {
 // CompressionStats is what compression did to the records appended since
 // the ledger was opened.
 type CompressionStats struct {
-	// Level is Options.Compression: 0 when records are stored as given.
-	Level record.Level
+	// Compression is Options.Compression: the zero value when Append
+	// stores records as given.
+	Compression record.Compression
 	// RawBytes is the records' size uncompressed (record version 1).
 	RawBytes int64
 	// StoredBytes is their size as stored; StoredBytes/RawBytes is the
@@ -139,7 +140,7 @@ func (s CompressionStats) Ratio() float64 {
 // Compression reports what compression did to the records appended since
 // Open (Reopen starts again from zero). Safe for concurrent use.
 func (l *Ledger) Compression() CompressionStats {
-	return CompressionStats{Level: l.opts.Compression, RawBytes: l.rawBytes.Load(), StoredBytes: l.storedBytes.Load()}
+	return CompressionStats{Compression: l.opts.Compression, RawBytes: l.rawBytes.Load(), StoredBytes: l.storedBytes.Load()}
 }
 
 // Sync makes every appended record durable: it writes the buffer, then

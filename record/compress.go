@@ -2,24 +2,29 @@ package record
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
-// Level is a Zstandard compression level, from the fastest to the
-// smallest output. Its names ("fastest", "default", "better", "best") are
+// Level is a compression level, from the fastest to the smallest output,
+// as each codec understands it (see [NewCompressor]). Its names ("fastest", "default", "better", "best") are
 // what a configuration file spells.
 type Level uint8
 
 const (
-	// LevelFastest compresses fastest (about zstd level 1).
+	// LevelFastest compresses fastest (about zstd level 1; s2.Encode).
 	LevelFastest Level = 1
-	// LevelDefault balances speed and size (about zstd level 3).
+	// LevelDefault balances speed and size (about zstd level 3;
+	// s2.EncodeBetter).
 	LevelDefault Level = 2
-	// LevelBetter compresses smaller and slower (about zstd level 7).
+	// LevelBetter compresses smaller and slower (about zstd level 7;
+	// s2.EncodeBest).
 	LevelBetter Level = 3
-	// LevelBest compresses smallest and slowest (about zstd level 11).
+	// LevelBest compresses smallest and slowest (about zstd level 11;
+	// s2.EncodeBest).
 	LevelBest Level = 4
 )
 
@@ -57,14 +62,64 @@ func (l Level) zstd() (zstd.EncoderLevel, error) {
 	return 0, fmt.Errorf("record: compression level %d is not defined", uint8(l))
 }
 
+// Compression is how a [Compressor] stores events: a codec and its
+// level. The zero value (codec 0) means records are stored as they are.
+type Compression struct {
+	// Codec is CodecZstd or CodecS2; 0 compresses nothing.
+	Codec Codec
+	// Level trades the codec's speed for smaller records.
+	Level Level
+}
+
+// Zstd is zstd at level l.
+func Zstd(l Level) Compression { return Compression{Codec: CodecZstd, Level: l} }
+
+// S2 is S2 at level l.
+func S2(l Level) Compression { return Compression{Codec: CodecS2, Level: l} }
+
+// Enabled reports whether records are compressed.
+func (c Compression) Enabled() bool { return c.Codec != 0 }
+
+// String is "none", or the codec and the level, e.g. "zstd fastest".
+func (c Compression) String() string {
+	if !c.Enabled() {
+		return "none"
+	}
+	return c.Codec.String() + " " + c.Level.String()
+}
+
+// check reports whether c names a codec and a level this build has.
+func (c Compression) check() error {
+	if !c.Codec.known() {
+		return fmt.Errorf("record: compression codec %s is not defined", c.Codec)
+	}
+	if c.Level < LevelFastest || c.Level > LevelBest {
+		return fmt.Errorf("record: compression level %d is not defined", uint8(c.Level))
+	}
+	return nil
+}
+
 // CompressorMemory is an upper bound, in bytes, of what one Compressor of
-// level l holds once it has compressed records (its encoder's tables and
-// history), not counting the dst buffers its caller passes. It is measured
-// by TestCompressorMemory on records of 1 and 4 MiB; a memory budget multiplies
-// it by the number of Compressors alive at once. LevelBest costs an order
-// of magnitude more than the others.
-func CompressorMemory(l Level) int {
-	switch l {
+// c holds once it has compressed records (its encoder's tables and
+// history), not counting the dst buffers its caller passes; 0 when c is
+// not enabled. It is measured by TestCompressorMemory on records of 1 and
+// 4 MiB; a memory budget multiplies it by the number of Compressors alive
+// at once. zstd's best level costs an order of magnitude more than its
+// others. S2 keeps no history between records: its bound is the match
+// tables one compression borrows from klauspost/compress's pools, at most
+// one set per Compressor compressing at that moment.
+func CompressorMemory(c Compression) int {
+	switch {
+	case !c.Enabled():
+		return 0
+	case c.Codec == CodecS2 && c.Level == LevelFastest:
+		return compressorMemS2Fastest
+	case c.Codec == CodecS2 && c.Level == LevelDefault:
+		return compressorMemS2Default
+	case c.Codec == CodecS2:
+		return compressorMemS2Best
+	}
+	switch c.Level {
 	case LevelFastest:
 		return compressorMemFastest
 	case LevelDefault:
@@ -76,24 +131,43 @@ func CompressorMemory(l Level) int {
 }
 
 // DecompressorMemory is an upper bound, in bytes, of what one Decompressor
-// holds besides its output buffer (its decoder's state). The output buffer
-// keeps the capacity of the largest event block decoded so far, at most the
-// largest maxEvents passed to Decode. Measured by TestDecompressorMemory.
+// holds besides its output buffer (its zstd decoder's state; S2 decodes
+// with none). The output buffer keeps the capacity of the largest event
+// block decoded so far, at most the largest maxEvents passed to Decode.
+// Measured by TestDecompressorMemory.
 const DecompressorMemory = decompressorMem
 
 // Compressor turns version 1 records into version 2 records whose events
-// are one Zstandard block. It holds one encoder, reused for every record,
-// so steady-state compression allocates nothing (see [CompressorMemory]).
-// A Compressor is not safe for concurrent use: give each goroutine its own.
-// Close releases it.
+// are one compressed block, of the codec and level it was made with. A
+// zstd Compressor holds one encoder, reused for every record; an S2
+// Compressor holds nothing between records. Either way steady-state
+// compression allocates nothing (see [CompressorMemory]). A Compressor is
+// not safe for concurrent use: give each goroutine its own. Close
+// releases it.
 type Compressor struct {
-	enc   *zstd.Encoder
-	level Level
+	enc *zstd.Encoder                // zstd only
+	s2  func(dst, src []byte) []byte // S2 only: the block encoder of the level
+	c   Compression
 }
 
-// NewCompressor returns a Compressor at the given level.
-func NewCompressor(level Level) (*Compressor, error) {
-	zl, err := level.zstd()
+// NewCompressor returns a Compressor of c, which must be enabled. S2's
+// levels are its three block encoders: fastest is s2.Encode, default
+// s2.EncodeBetter, better and best s2.EncodeBest.
+func NewCompressor(c Compression) (*Compressor, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if c.Codec == CodecS2 {
+		enc := s2.EncodeBest
+		switch c.Level {
+		case LevelFastest:
+			enc = s2.Encode
+		case LevelDefault:
+			enc = s2.EncodeBetter
+		}
+		return &Compressor{s2: enc, c: c}, nil
+	}
+	zl, err := c.Level.zstd()
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +188,13 @@ func NewCompressor(level Level) (*Compressor, error) {
 		zstd.WithLowerEncoderMem(true),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("record: zstd encoder at level %s: %w", level, err)
+		return nil, fmt.Errorf("record: zstd encoder at level %s: %w", c.Level, err)
 	}
-	return &Compressor{enc: enc, level: level}, nil
+	return &Compressor{enc: enc, c: c}, nil
 }
 
-// Level is the level the Compressor was made with.
-func (c *Compressor) Level() Level { return c.level }
+// Compression is what the Compressor was made with.
+func (c *Compressor) Compression() Compression { return c.c }
 
 // Compress verifies rec, a whole version 1 record as Decode accepts it, and
 // appends to dst its version 2 form: the same flags, slot, count and receive
@@ -164,7 +238,16 @@ func (c *Compressor) compress(dst, rec []byte, count int, events []byte) []byte 
 	start := len(dst)
 	var head [HeaderSizeCompressed]byte
 	dst = append(dst, head[:]...)
-	dst = c.enc.EncodeAll(events, dst)
+	if c.s2 != nil {
+		// The encoder writes into dst's spare capacity when it can hold
+		// the worst case, so grow it to that first: no second copy.
+		at := len(dst)
+		dst = slices.Grow(dst, s2.MaxEncodedLen(len(events)))
+		block := c.s2(dst[at:cap(dst)], events)
+		dst = dst[:at+len(block)]
+	} else {
+		dst = c.enc.EncodeAll(events, dst)
+	}
 	size := len(dst) - start + TrailerSize
 	if size >= len(rec) {
 		return append(dst[:start], rec...)
@@ -173,27 +256,39 @@ func (c *Compressor) compress(dst, rec []byte, count int, events []byte) []byte 
 	h.version, h.length = VersionCompressed, uint32(size)
 	out := dst[start:]
 	putHeader(out, h)
-	out[offCodec] = uint8(CodecZstd)
+	out[offCodec] = uint8(c.c.Codec)
 	le.PutUint32(out[offRawSize:], uint32(len(events)))
 	return le.AppendUint32(dst, checksum(out))
 }
 
 // Close releases the encoder. The Compressor must not be used afterwards.
-func (c *Compressor) Close() error { return c.enc.Close() }
+func (c *Compressor) Close() error {
+	if c.enc == nil {
+		return nil
+	}
+	return c.enc.Close()
+}
 
 // Decompressor decodes records of both versions, decompressing the event
-// block of version 2 records into a buffer it owns and reuses. Its decoder
-// runs on the calling goroutine (no background goroutine) with bounded
-// memory: no window or block beyond MaxBlockBytes, and never more output
-// than the record declares (see [DecompressorMemory]). A Decompressor is
-// not safe for concurrent use. Close releases it.
+// block of version 2 records into a buffer it owns and reuses. It decodes
+// on the calling goroutine (no background goroutine) with bounded memory:
+// no zstd window or block beyond MaxBlockBytes, and never more output
+// than the record declares (see [DecompressorMemory]); its zstd decoder is
+// made at the first zstd record. A Decompressor is not safe for
+// concurrent use. Close releases it.
 type Decompressor struct {
 	dec *zstd.Decoder
 	buf []byte
 }
 
 // NewDecompressor returns a Decompressor.
-func NewDecompressor() (*Decompressor, error) {
+func NewDecompressor() (*Decompressor, error) { return &Decompressor{}, nil }
+
+// zstdDecoder returns the Decompressor's zstd decoder, made at first use.
+func (d *Decompressor) zstdDecoder() (*zstd.Decoder, error) {
+	if d.dec != nil {
+		return d.dec, nil
+	}
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderLowmem(true),
@@ -206,7 +301,8 @@ func NewDecompressor() (*Decompressor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record: zstd decoder: %w", err)
 	}
-	return &Decompressor{dec: dec}, nil
+	d.dec = dec
+	return dec, nil
 }
 
 // Decode verifies the record that fills b exactly, of either version, and
@@ -220,7 +316,8 @@ func NewDecompressor() (*Decompressor, error) {
 //
 // The events of a version 2 record alias the Decompressor's buffer: they
 // are valid until the next call of Decode (Record.Clone keeps them longer).
-// Every failure is a *CorruptError wrapping one of the Err… sentinels.
+// Every failure is a *CorruptError wrapping one of the Err… sentinels,
+// except that of making a zstd decoder.
 func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
 	if len(b) >= HeaderSize && b[offVersion] != VersionCompressed {
 		return Decode(b)
@@ -230,15 +327,37 @@ func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
 		return Record{}, err
 	}
 	size := int(h.length)
-	if cap(d.buf) < int(raw) {
+	if cap(d.buf) < raw {
 		d.buf = make([]byte, 0, raw)
 	}
+	codec := Codec(b[offCodec])
 	block := b[HeaderSizeCompressed : size-TrailerSize]
-	events, err := d.dec.DecodeAll(block, d.buf[:0:raw])
-	if err != nil {
-		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", CodecZstd, err)
+	var events []byte
+	switch codec {
+	case CodecS2:
+		// The block states its decoded length first: check it against
+		// the header's before decoding, so that the buffer of raw
+		// bytes is the one s2 writes into and a lying block is refused
+		// rather than allocated for.
+		n, lerr := s2.DecodedLen(block)
+		if lerr != nil {
+			return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, lerr)
+		}
+		if n != raw {
+			return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", n, raw)
+		}
+		events, err = s2.Decode(d.buf[:0:raw], block)
+	default:
+		dec, derr := d.zstdDecoder()
+		if derr != nil {
+			return Record{}, derr
+		}
+		events, err = dec.DecodeAll(block, d.buf[:0:raw])
 	}
-	if len(events) != int(raw) {
+	if err != nil {
+		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, err)
+	}
+	if len(events) != raw {
 		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", len(events), raw)
 	}
 	if err := checkEvents(events, h.count, func(int) int { return HeaderSizeCompressed }); err != nil {
@@ -248,7 +367,11 @@ func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
 }
 
 // Close releases the decoder. The Decompressor must not be used afterwards.
-func (d *Decompressor) Close() { d.dec.Close() }
+func (d *Decompressor) Close() {
+	if d.dec != nil {
+		d.dec.Close()
+	}
+}
 
 // Memory bounds stated by CompressorMemory and DecompressorMemory; the
 // tests that measure them fail when they no longer hold.
@@ -257,7 +380,12 @@ const (
 	compressorMemDefault = 7 << 19
 	compressorMemBetter  = 7 << 20
 	compressorMemBest    = 40 << 20
-	decompressorMem      = 512 << 10
+	// S2's tables, borrowed for one compression: 64 KiB for
+	// s2.Encode, 576 KiB for EncodeBetter, 4.5 MiB for EncodeBest.
+	compressorMemS2Fastest = 128 << 10
+	compressorMemS2Default = 1 << 20
+	compressorMemS2Best    = 5 << 20
+	decompressorMem        = 512 << 10
 
 	// encoderWindow is the farthest back a match may reach (see
 	// NewCompressor).

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
@@ -82,13 +81,13 @@ func benchCodecs(b *testing.B) []benchCodec {
 		return n
 	}
 	codecs = append(codecs, benchCodec{"none", func(dst, rec []byte) []byte { return append(dst, rec...) }, decode})
-	for _, l := range []Level{LevelFastest, LevelDefault, LevelBetter} {
-		c, err := NewCompressor(l)
+	for _, cm := range []Compression{Zstd(LevelFastest), Zstd(LevelDefault), Zstd(LevelBetter), S2(LevelFastest), S2(LevelDefault)} {
+		c, err := NewCompressor(cm)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
-		codecs = append(codecs, benchCodec{"zstd-" + l.String(), func(dst, rec []byte) []byte {
+		codecs = append(codecs, benchCodec{cm.Codec.String() + "-" + cm.Level.String(), func(dst, rec []byte) []byte {
 			out, err := c.Compress(dst, rec)
 			if err != nil {
 				b.Fatal(err)
@@ -96,41 +95,6 @@ func benchCodecs(b *testing.B) []benchCodec {
 			return out
 		}, decode})
 	}
-
-	// S2 (Better) in the version 2 layout, as a codec byte of 2 would
-	// store it.
-	var s2buf, s2out []byte
-	codecs = append(codecs, benchCodec{"s2-better", func(dst, rec []byte) []byte {
-		events := rec[HeaderSize : len(rec)-TrailerSize]
-		if n := s2.MaxEncodedLen(len(events)); cap(s2buf) < n {
-			s2buf = make([]byte, n)
-		}
-		block := s2.EncodeBetter(s2buf[:cap(s2buf)], events)
-		start := len(dst)
-		dst = append(dst, rec[:HeaderSize]...)
-		dst = append(dst, 2, 0, 0, 0)
-		dst = le.AppendUint32(dst, uint32(len(events)))
-		dst = append(dst, block...)
-		le.PutUint32(dst[start+offLength:], uint32(len(dst)-start+TrailerSize))
-		return le.AppendUint32(dst, checksum(dst[start:]))
-	}, func(stored []byte) int {
-		if checksum(stored[:len(stored)-TrailerSize]) != le.Uint32(stored[len(stored)-TrailerSize:]) {
-			b.Fatal("s2: checksum")
-		}
-		raw := int(le.Uint32(stored[offRawSize:]))
-		if cap(s2out) < raw {
-			s2out = make([]byte, raw)
-		}
-		out, err := s2.Decode(s2out[:raw], stored[HeaderSizeCompressed:len(stored)-TrailerSize])
-		if err != nil || len(out) != raw {
-			b.Fatalf("s2: %v", err)
-		}
-		count := le.Uint32(stored[offCount:])
-		if err := checkEvents(out, count, func(int) int { return 0 }); err != nil {
-			b.Fatal(err)
-		}
-		return int(count)
-	}})
 
 	// Each event compressed alone at the default level, for contrast:
 	// count × { u32 frame length, frame } between a v2 header and CRC.

@@ -23,9 +23,20 @@ func filebeatish(n int) [][]byte {
 	return events
 }
 
-func newCodec(t testing.TB, l Level) (*Compressor, *Decompressor) {
+// allCompressions is every codec at every level that gives it a
+// distinct encoder.
+var allCompressions = []Compression{
+	Zstd(LevelFastest), Zstd(LevelDefault), Zstd(LevelBetter), Zstd(LevelBest),
+	S2(LevelFastest), S2(LevelDefault), S2(LevelBetter),
+}
+
+// codecs is one Compression of each codec, for the tests that hold for
+// every codec but do not depend on the level.
+var codecs = []Compression{Zstd(LevelDefault), S2(LevelFastest)}
+
+func newCodec(t testing.TB, cm Compression) (*Compressor, *Decompressor) {
 	t.Helper()
-	c, err := NewCompressor(l)
+	c, err := NewCompressor(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +105,10 @@ func TestCompressRoundTrip(t *testing.T) {
 		{"incompressible", encode(random), false},
 		{"empty events", encode(make([][]byte, 300)), true},
 	}
-	for _, l := range []Level{LevelFastest, LevelDefault, LevelBetter, LevelBest} {
-		c, d := newCodec(t, l)
+	for _, cm := range allCompressions {
+		c, d := newCodec(t, cm)
 		for _, tc := range cases {
-			t.Run(l.String()+"/"+tc.name, func(t *testing.T) {
+			t.Run(cm.String()+"/"+tc.name, func(t *testing.T) {
 				want, err := Decode(tc.rec)
 				if err != nil {
 					t.Fatal(err)
@@ -142,7 +153,7 @@ func TestCompressRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRefusesCompressed(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	c, _ := newCodec(t, Zstd(LevelDefault))
 	_, v2 := compressed(t, c, 10)
 	_, err := Decode(v2)
 	if !errors.Is(err, ErrCompressed) {
@@ -163,7 +174,7 @@ func TestDecodeRefusesCompressed(t *testing.T) {
 }
 
 func TestVoidOfCompressed(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	c, _ := newCodec(t, Zstd(LevelDefault))
 	_, v2 := compressed(t, c, 10)
 	void, err := AppendVoid(nil, v2)
 	if err != nil {
@@ -176,7 +187,7 @@ func TestVoidOfCompressed(t *testing.T) {
 }
 
 func TestCompressRefusesCompressed(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	c, _ := newCodec(t, Zstd(LevelDefault))
 	_, v2 := compressed(t, c, 10)
 	if _, err := c.Compress(nil, v2); !errors.Is(err, ErrCompressed) {
 		t.Fatalf("Compress(v2) = %v, want ErrCompressed", err)
@@ -186,7 +197,7 @@ func TestCompressRefusesCompressed(t *testing.T) {
 // TestDecompressorBufferReuse: a version 2 record's events alias the
 // Decompressor's buffer until its next Decode, and Clone outlives it.
 func TestDecompressorBufferReuse(t *testing.T) {
-	c, d := newCodec(t, LevelDefault)
+	c, d := newCodec(t, Zstd(LevelDefault))
 	v1a, a := compressed(t, c, 50)
 	_, b := compressed(t, c, 60)
 	ra, err := d.Decode(a, MaxBlockBytes)
@@ -204,8 +215,18 @@ func TestDecompressorBufferReuse(t *testing.T) {
 }
 
 func TestDecompressCorruption(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { decompressCorruption(t, cm) })
+	}
+}
+
+func decompressCorruption(t *testing.T, cm Compression) {
+	c, _ := newCodec(t, cm)
 	v1, v2 := compressed(t, c, 100)
+	other := CodecS2
+	if cm.Codec == CodecS2 {
+		other = CodecZstd
+	}
 	raw := int(le.Uint32(v2[offRawSize:]))
 	if raw != len(v1)-MinSize {
 		t.Fatalf("raw size %d, want the %d bytes of the v1 events area", raw, len(v1)-MinSize)
@@ -238,7 +259,8 @@ func TestDecompressCorruption(t *testing.T) {
 		{"count beyond block", func(b []byte) []byte { le.PutUint32(b[offCount:], uint32(raw)); return reseal(b) }, raw, ErrLayout, offRawSize},
 		{"received unsealed", func(b []byte) []byte { b[offReceived] ^= 0x80; return b }, raw, ErrChecksum, -1},
 		{"codec 0", func(b []byte) []byte { b[offCodec] = 0; return reseal(b) }, raw, ErrCodec, offCodec},
-		{"codec s2 (reserved)", func(b []byte) []byte { b[offCodec] = 2; return reseal(b) }, raw, ErrCodec, offCodec},
+		{"codec 3", func(b []byte) []byte { b[offCodec] = 3; return reseal(b) }, raw, ErrCodec, offCodec},
+		{"the other codec's name", func(b []byte) []byte { b[offCodec] = uint8(other); return reseal(b) }, raw, ErrBlock, HeaderSizeCompressed},
 		{"reserved byte", func(b []byte) []byte { b[offReserved+2] = 1; return reseal(b) }, raw, ErrCodec, offReserved + 2},
 		{"raw size above caller's limit", func(b []byte) []byte { return b }, raw - 1, ErrTooLarge, offRawSize},
 		{"negative limit", func(b []byte) []byte { return b }, -1, ErrTooLarge, offRawSize},
@@ -296,7 +318,13 @@ func TestDecompressCorruption(t *testing.T) {
 }
 
 func TestVerifyHeader(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { verifyHeader(t, cm) })
+	}
+}
+
+func verifyHeader(t *testing.T, cm Compression) {
+	c, _ := newCodec(t, cm)
 	v1, v2 := compressed(t, c, 100)
 	abort := AppendAbort(nil, 7, t0)
 	for _, tc := range []struct {
@@ -305,7 +333,7 @@ func TestVerifyHeader(t *testing.T) {
 		want Header
 	}{
 		{"version 1", v1, Header{Version: Version, Count: 100, Stored: len(v1), Raw: len(v1)}},
-		{"version 2", v2, Header{Version: VersionCompressed, Count: 100, Stored: len(v2), Raw: len(v1), Codec: CodecZstd}},
+		{"version 2", v2, Header{Version: VersionCompressed, Count: 100, Stored: len(v2), Raw: len(v1), Codec: cm.Codec}},
 		{"abort", abort, Header{Version: Version, Flags: Abort, Slot: 7, Stored: len(abort), Raw: len(abort)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,7 +356,13 @@ func TestVerifyHeader(t *testing.T) {
 }
 
 func TestDecompressEveryBitFlipAndTruncation(t *testing.T) {
-	c, d := newCodec(t, LevelDefault)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { decompressEveryBitFlipAndTruncation(t, cm) })
+	}
+}
+
+func decompressEveryBitFlipAndTruncation(t *testing.T, cm Compression) {
+	c, d := newCodec(t, cm)
 	_, v2 := compressed(t, c, 20)
 	for i := range v2 {
 		for bit := range 8 {
@@ -351,7 +385,13 @@ func TestDecompressEveryBitFlipAndTruncation(t *testing.T) {
 // header declares is refused without growing the buffer past the
 // declared size, even when the caller's limit would allow more.
 func TestBlockLargerThanDeclared(t *testing.T) {
-	c, d := newCodec(t, LevelDefault)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { blockLargerThanDeclared(t, cm) })
+	}
+}
+
+func blockLargerThanDeclared(t *testing.T, cm Compression) {
+	c, d := newCodec(t, cm)
 	// The frame carries its content size; this record hides it by
 	// declaring a smaller size, as a hostile writer would.
 	_, v2 := compressed(t, c, 200)
@@ -379,8 +419,10 @@ func TestParseLevel(t *testing.T) {
 	if _, err := ParseLevel("max"); err == nil {
 		t.Fatal("ParseLevel accepted an unknown name")
 	}
-	if _, err := NewCompressor(0); err == nil {
-		t.Fatal("NewCompressor accepted level 0")
+	for _, cm := range []Compression{{}, Zstd(0), S2(0), Zstd(LevelBest + 1), {Codec: 3, Level: LevelFastest}} {
+		if _, err := NewCompressor(cm); err == nil {
+			t.Fatalf("NewCompressor accepted %v", cm)
+		}
 	}
 }
 
@@ -408,7 +450,7 @@ func TestCompressorMemory(t *testing.T) {
 func compressorMemory(t *testing.T, rec []byte) {
 	dst := make([]byte, 0, len(rec))
 	var err error
-	for _, l := range []Level{LevelFastest, LevelDefault, LevelBetter, LevelBest} {
+	for _, l := range allCompressions {
 		const n = 4
 		before := heapInUse()
 		cs := make([]*Compressor, n)
@@ -427,6 +469,26 @@ func compressorMemory(t *testing.T, rec []byte) {
 		if per > int64(CompressorMemory(l)) {
 			t.Errorf("level %s: a Compressor holds %d bytes, CompressorMemory says at most %d", l, per, CompressorMemory(l))
 		}
+		if l.Codec == CodecS2 {
+			// S2 borrows its tables from klauspost/compress's pools
+			// for the length of one compression: what a compression
+			// allocates with the pools emptied is what a Compressor
+			// holds while it compresses.
+			big := make([]byte, 0, 2*len(rec))
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			if _, err := cs[0].Compress(big, rec); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&m1)
+			borrowed := int64(m1.TotalAlloc - m0.TotalAlloc)
+			t.Logf("%d KiB records, %s: borrows %d KiB while compressing (bound %d KiB)", len(rec)>>10, l, borrowed>>10, CompressorMemory(l)>>10)
+			if borrowed > int64(CompressorMemory(l)) {
+				t.Errorf("%s: a compression borrows %d bytes, CompressorMemory says at most %d", l, borrowed, CompressorMemory(l))
+			}
+		}
 		for _, c := range cs {
 			c.Close()
 		}
@@ -437,7 +499,13 @@ func compressorMemory(t *testing.T, rec []byte) {
 // TestDecompressorMemory measures what Decompressors hold besides their
 // output buffer and checks DecompressorMemory.
 func TestDecompressorMemory(t *testing.T) {
-	c, _ := newCodec(t, LevelDefault)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { decompressorMemory(t, cm) })
+	}
+}
+
+func decompressorMemory(t *testing.T, cm Compression) {
+	c, _ := newCodec(t, cm)
 	_, v2 := compressed(t, c, 3000)
 	raw := int(le.Uint32(v2[offRawSize:]))
 	const n = 4
@@ -470,12 +538,20 @@ func TestDecompressorMemory(t *testing.T) {
 // TestSteadyStateAllocations: reused Compressors and Decompressors
 // allocate nothing per record.
 func TestSteadyStateAllocations(t *testing.T) {
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { steadyStateAllocations(t, cm) })
+	}
+}
+
+func steadyStateAllocations(t *testing.T, cm Compression) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items: allocation counts mean nothing")
 	}
-	c, d := newCodec(t, LevelDefault)
+	c, d := newCodec(t, cm)
 	v1, v2 := compressed(t, c, 250)
-	dst := make([]byte, 0, len(v1))
+	// A dst a first compression has grown, as the input keeps its own:
+	// S2 needs its worst-case size, a little above the record's.
+	dst, _ := c.Compress(nil, v1)
 	if n := testing.AllocsPerRun(20, func() { c.Compress(dst[:0], v1) }); n > 0 {
 		t.Errorf("Compress allocates %v times per record", n)
 	}
@@ -488,19 +564,21 @@ func TestSteadyStateAllocations(t *testing.T) {
 // nothing running.
 func TestCloseLeavesNoGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	c, err := NewCompressor(LevelBetter)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d, err := NewDecompressor()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, v2 := compressed(t, c, 10)
-	if _, err := d.Decode(v2, MaxBlockBytes); err != nil {
-		t.Fatal(err)
+	for _, cm := range []Compression{Zstd(LevelBetter), S2(LevelDefault)} {
+		c, err := NewCompressor(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, v2 := compressed(t, c, 10)
+		if _, err := d.Decode(v2, MaxBlockBytes); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
 	}
-	c.Close()
 	d.Close()
 }
 
@@ -508,7 +586,13 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 // what Compress writes (compressed, or kept when it would not shrink);
 // bytes that are not a whole version 1 record are refused, dst intact.
 func TestCompressBuilt(t *testing.T) {
-	c, _ := newCodec(t, LevelFastest)
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { compressBuilt(t, cm) })
+	}
+}
+
+func compressBuilt(t *testing.T, cm Compression) {
+	c, _ := newCodec(t, cm)
 	empty, _ := Encode(nil, t0, nil)
 	tiny, _ := Encode(nil, t0, [][]byte{[]byte(`{}`)})
 	many, _ := Encode(nil, t0, filebeatish(200))

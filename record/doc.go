@@ -93,10 +93,10 @@
 //	4       4     length        total record length in bytes, header and CRC included
 //	8       4     count         number of events (at least 1)
 //	12      8     received      as in version 1
-//	20      1     codec         1 = zstd; 0 is invalid, 2 is reserved for S2
+//	20      1     codec         1 = zstd, 2 = S2; 0 is invalid
 //	21      3     reserved      zero
 //	24      4     raw size      size of the block once decompressed
-//	28      ...   block         compressed bytes (for zstd, Zstandard frames)
+//	28      ...   block         compressed bytes (zstd: Zstandard frames; S2: one S2 block)
 //	length-4 4    crc           CRC-32C (Castagnoli) of bytes [0, length-4)
 //
 // Decompressed, the block is exactly version 1's events area: count × { u32
@@ -139,9 +139,14 @@
 //   - The raw size is in the header so that a reader refuses a block too
 //     big for its limit before allocating for it, and decompresses into a
 //     buffer of exactly that size, which a hostile block cannot grow.
-//   - A codec byte, so another codec (S2, faster but larger) can be added
-//     without a new version; the reserved bytes keep the block 4-aligned
-//     and are zero so they can later carry codec options.
+//   - A codec byte, so that codecs can be added without a new version.
+//     Two are defined: S2 (klauspost/compress/s2, a Snappy descendant)
+//     compresses two to four times faster than zstd's fastest level and
+//     stores somewhat more; zstd stores the least. Records of both may
+//     follow each other in one store (the setting changed between runs):
+//     readers look at each record's codec byte. The reserved bytes keep
+//     the block 4-aligned and are zero so they can later carry codec
+//     options.
 //
 // The constants in format.go never change for versions 1 and 2; a new
 // layout gets a new version number and all are decoded.

@@ -68,17 +68,27 @@ const (
 	// CodecZstd: the block is Zstandard frames (RFC 8878) decoding to the
 	// version 1 events area.
 	CodecZstd Codec = 1
-	// Value 0 is never valid (zero-filled bytes), value 2 is reserved for
-	// S2; other values are not defined.
+	// CodecS2: the block is one S2 block (klauspost/compress/s2's block
+	// format, a superset of Snappy's) decoding to the version 1 events
+	// area.
+	CodecS2 Codec = 2
+	// Value 0 is never valid (zero-filled bytes); other values are not
+	// defined.
 )
 
 // String names the codec, e.g. "zstd".
 func (c Codec) String() string {
-	if c == CodecZstd {
+	switch c {
+	case CodecZstd:
 		return "zstd"
+	case CodecS2:
+		return "s2"
 	}
 	return fmt.Sprintf("codec(%d)", uint8(c))
 }
+
+// known reports whether this build reads blocks of codec c.
+func (c Codec) known() bool { return c == CodecZstd || c == CodecS2 }
 
 // Flags say how a record belongs to its client batch (see doc.go, "Batches
 // and flags"). A record with no flag holds one whole batch.

@@ -54,19 +54,21 @@ func FuzzDecode(f *testing.F) {
 // whole and damaged) live in testdata/fuzz/FuzzDecompress.
 func FuzzDecompress(f *testing.F) {
 	const limit = 1 << 20
-	c, err := NewCompressor(LevelDefault)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer c.Close()
 	v1 := sample(f)
 	f.Add(v1)
 	events, _ := Encode(nil, t0, filebeatish(20))
-	v2, err := c.Compress(nil, events)
-	if err != nil {
-		f.Fatal(err)
+	for _, cm := range []Compression{Zstd(LevelDefault), S2(LevelFastest)} {
+		c, err := NewCompressor(cm)
+		if err != nil {
+			f.Fatal(err)
+		}
+		v2, err := c.Compress(nil, events)
+		c.Close()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(v2)
 	}
-	f.Add(v2)
 	d, err := NewDecompressor()
 	if err != nil {
 		f.Fatal(err)

@@ -85,8 +85,8 @@ func verifyStored(b []byte, limit int) (header, int, error) {
 	if h.version != VersionCompressed {
 		return h, 0, nil
 	}
-	if c := Codec(b[offCodec]); c != CodecZstd {
-		return header{}, 0, corrupt(offCodec, ErrCodec, "codec %d, this build reads %d (%s)", uint8(c), uint8(CodecZstd), CodecZstd)
+	if c := Codec(b[offCodec]); !c.known() {
+		return header{}, 0, corrupt(offCodec, ErrCodec, "codec %d, this build reads %d (%s) and %d (%s)", uint8(c), uint8(CodecZstd), CodecZstd, uint8(CodecS2), CodecS2)
 	}
 	for i, v := range b[offReserved:offRawSize] {
 		if v != 0 {

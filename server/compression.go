@@ -52,7 +52,7 @@ func (t *compressionTally) totals() (raw, stored int64) {
 // report it.
 type compressionState struct {
 	codec       string // conf.CompressionZstd or conf.CompressionNone
-	level       string // the level's name with zstd, "" with none
+	level       string // the level's name when compressed, "" with none
 	raw, stored int64
 }
 
@@ -70,8 +70,8 @@ func (c compressionState) ratio() float64 {
 // compression reads the tally with the configured codec and level.
 func (s *Server) compression() compressionState {
 	c := compressionState{codec: conf.CompressionNone}
-	if lv := s.cfg.Ledger.Level(); lv != 0 {
-		c.codec, c.level = conf.CompressionZstd, lv.String()
+	if rc := s.cfg.Ledger.RecordCompression(); rc.Enabled() {
+		c.codec, c.level = rc.Codec.String(), rc.Level.String()
 	}
 	c.raw, c.stored = s.metrics.compression.totals()
 	return c

@@ -66,6 +66,7 @@ func TestCompressionReported(t *testing.T) {
 	}{
 		{conf.CompressionZstd, "fastest"},
 		{conf.CompressionZstd, "better"},
+		{conf.CompressionS2, "fastest"},
 		{conf.CompressionNone, ""},
 	} {
 		t.Run(tc.codec+tc.level, func(t *testing.T) {
@@ -162,8 +163,8 @@ func TestCompressionBeforeAnyRecord(t *testing.T) {
 	defer r.shutdown(t)
 	base := "http://" + r.s.AdminAddr().String()
 	c := nodeInfoOf(t, base).Ledger.Compression
-	if c == nil || *c != (CompressionInfo{Codec: "zstd", Level: "fastest", Ratio: 1}) {
-		t.Errorf("GET /: %+v, want zstd fastest, nothing counted, ratio 1", c)
+	if c == nil || *c != (CompressionInfo{Codec: "s2", Level: "fastest", Ratio: 1}) {
+		t.Errorf("GET /: %+v, want the default, s2 fastest, nothing counted, ratio 1", c)
 	}
 	fams := scrape(t, base+"/metrics")
 	if got := value(fams, "logpond_ledger_compression_ratio"); got != 1 {
@@ -179,7 +180,7 @@ func TestCompressionBeforeAnyRecord(t *testing.T) {
 // never back; the same instance told twice counts once.
 func TestCompressionTallyAcrossReopens(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ledger")
-	opts := ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 64 << 20, Compression: record.LevelFastest}
+	opts := ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 64 << 20, Compression: record.Zstd(record.LevelFastest)}
 	var tally compressionTally
 	var lsn uint64
 	appendSome := func(l *ledger.Ledger) {

@@ -93,8 +93,8 @@ type StoreInfo struct {
 // since logpond started (the same numbers as logpond_ledger_raw_bytes_total,
 // logpond_ledger_stored_bytes_total and logpond_ledger_compression_ratio).
 type CompressionInfo struct {
-	Codec string `json:"codec"`           // "zstd" or "none" (ledger.compression)
-	Level string `json:"level,omitempty"` // ledger.compression_level with zstd
+	Codec string `json:"codec"`           // "s2", "zstd" or "none" (ledger.compression)
+	Level string `json:"level,omitempty"` // ledger.compression_level when compressed
 	// RawBytesTotal counts the bytes of the records appended to the
 	// ledger, uncompressed; StoredBytesTotal the same records as stored.
 	RawBytesTotal    int64 `json:"raw_bytes_total"`

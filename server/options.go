@@ -12,6 +12,7 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/sprintf"
+	"github.com/logpond/logpond/record"
 )
 
 // The functions of this file turn the configuration into each component's
@@ -59,7 +60,7 @@ func ledgerOptions(cfg *conf.Config) ledger.Options {
 		// ledger stores them as they come. What reaches it uncompressed
 		// did not shrink, or has no events (aborts, voids): compressing it
 		// again would only spend the flusher's CPU.
-		Compression: 0,
+		Compression: record.Compression{},
 	}
 }
 
@@ -163,7 +164,7 @@ func beatsOptions(cfg *conf.Config) input.BeatsOptions {
 		// compression = "none"): the journal fsyncs, the flusher copies
 		// and the ledger holds a fraction of the bytes (docs/design.md,
 		// "Compressed records").
-		Compression: cfg.Ledger.Level(),
+		Compression: cfg.Ledger.RecordCompression(),
 		Limits:      limits,
 	}
 }

@@ -213,11 +213,12 @@ func TestBeatsOptions(t *testing.T) {
 	// at all with compression = "none".
 	for _, tc := range []struct {
 		codec, level string
-		want         record.Level
+		want         record.Compression
 	}{
-		{conf.CompressionZstd, "fastest", record.LevelFastest},
-		{conf.CompressionZstd, "better", record.LevelBetter},
-		{conf.CompressionNone, "best", 0},
+		{conf.CompressionZstd, "fastest", record.Zstd(record.LevelFastest)},
+		{conf.CompressionZstd, "better", record.Zstd(record.LevelBetter)},
+		{conf.CompressionS2, "fastest", record.S2(record.LevelFastest)},
+		{conf.CompressionNone, "best", record.Compression{}},
 	} {
 		cfg.Ledger.Compression, cfg.Ledger.CompressionLevel = tc.codec, conf.CompressionLevel(tc.level)
 		if got := beatsOptions(cfg).Compression; got != tc.want {

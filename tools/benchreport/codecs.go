@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
@@ -83,14 +82,17 @@ func codecs() ([]codec, error) {
 		return nil, err
 	}
 	out = append(out, codec{name: "decompressor", close: dec.Close}) // closed with the others, not measured
-	for l := record.LevelFastest; l <= record.LevelBest; l++ {
-		c, err := record.NewCompressor(l)
+	for _, cm := range []record.Compression{
+		record.Zstd(record.LevelFastest), record.Zstd(record.LevelDefault), record.Zstd(record.LevelBetter), record.Zstd(record.LevelBest),
+		record.S2(record.LevelFastest), record.S2(record.LevelDefault), record.S2(record.LevelBetter),
+	} {
+		c, err := record.NewCompressor(cm)
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
 		out = append(out, codec{
-			name: "zstd " + l.String(), what: "logpond's record.Compressor: one zstd block per record", memory: int64(record.CompressorMemory(l)),
+			name: cm.String(), what: "logpond's record.Compressor: one " + cm.Codec.String() + " block per record", memory: int64(record.CompressorMemory(cm)),
 			compress: c.Compress,
 			decompress: func(stored, rec []byte) error {
 				r, err := dec.Decode(stored, record.MaxBlockBytes)
@@ -126,32 +128,6 @@ func codecs() ([]codec, error) {
 			close: func() { c.Close() },
 		})
 	}
-
-	// S2 (better): what a faster, weaker codec would store.
-	var s2out []byte
-	out = append(out, codec{
-		name: "s2 better", what: "klauspost/compress/s2 EncodeBetter, one block per record",
-		compress: func(dst, rec []byte) ([]byte, error) {
-			ev := eventsArea(rec)
-			dst = append(dst, make([]byte, blockOverhead)...)
-			n := len(dst)
-			dst = append(dst, make([]byte, s2.MaxEncodedLen(len(ev)))...)
-			block := s2.EncodeBetter(dst[n:], ev)
-			return dst[:n+len(block)], nil
-		},
-		decompress: func(stored, rec []byte) error {
-			var err error
-			s2out, err = s2.Decode(s2out[:cap(s2out)], stored[blockOverhead:])
-			if err != nil {
-				return err
-			}
-			if rec != nil && !bytes.Equal(s2out, eventsArea(rec)) {
-				return fmt.Errorf("s2 gives other bytes back")
-			}
-			return nil
-		},
-		close: func() {},
-	})
 
 	// zlib level 3 over the same events: about what keeping the client's
 	// own compressed window would store, as Filebeat compresses each

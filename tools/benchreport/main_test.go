@@ -216,7 +216,8 @@ func TestQuickReport(t *testing.T) {
 			t.Errorf("no logs at %s, and the compression part does not say it was skipped", o.logs)
 		}
 	} else {
-		for _, want := range []string{"| zstd fastest |", "| zstd per event |", "| zstd (default: level fastest) | 20000 |", `| none (compression = "none") | 20000 |`, "| real logs | 3 | 4×2048 | **zstd** |", "| 90 KiB | 0 | 4×68 | none |"} {
+		for _, want := range []string{"| zstd fastest |", "| s2 fastest |", "| zstd per event |", "| " + ledgerName(zDefault) + " | 20000 |", "| " + ledgerName("zstd") + " | 20000 |", `| none (compression = "none") | 20000 |`,
+			"| real logs | 3 | 4×2048 | **" + ledgerName(zDefault) + "** |", "| 90 KiB | 0 | 4×68 | " + ledgerName("zstd") + " |", "| 90 KiB | 0 | 4×68 | none (compression = \"none\") |"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("report lacks %q", want)
 			}

@@ -40,8 +40,8 @@ type placementOptions struct {
 	// Rounds is how many times each option runs; the options run in turn
 	// within a round, so a slow spell of the shared machine falls on all.
 	Rounds int
-	// Level is the compression level of options (a) and (b).
-	Level record.Level
+	// Compression is the codec and level of options (a) and (b).
+	Compression record.Compression
 	// FlushInterval is the flusher's period; 0 means 5 ms. (The flusher
 	// is also woken when the journal's in-memory tail fills.)
 	FlushInterval time.Duration
@@ -238,7 +238,7 @@ func placementStores(o placementOptions, p placement) (*journal.Journal, *ledger
 		Logger:       quiet,
 	}
 	if p == placeFlusher {
-		lopts.Compression = o.Level
+		lopts.Compression = o.Compression
 	}
 	l, err := ledger.Open(ldir, lopts)
 	if err != nil {
@@ -280,7 +280,7 @@ func placementOnce(ctx context.Context, o placementOptions, p placement, recs []
 			}
 		}()
 		for range cap(pool) {
-			c, cerr := record.NewCompressor(o.Level)
+			c, cerr := record.NewCompressor(o.Compression)
 			if cerr != nil {
 				return run, cerr
 			}
@@ -636,14 +636,14 @@ func renderPlacement(w io.Writer, rows []placementRow, o placementOptions) {
 			backlog, files, mib(jpeak), mib(int64(med(r, func(run placementRun) float64 { return float64(run.PeakHeap) }))))
 	}
 	p("\nOne process runs the pipeline in memory, without the network: %d producer goroutines (as %d connections) each take the next record of %d events (version 1 records built before timing from %d Filebeat-shaped events, cycling), submit it to a real journal (the default configuration: `max_group_bytes` %d MiB, %d MiB segments, an in-memory tail of %d MiB) and wait until it is durable, %s, for %s per run; one flusher goroutine moves records as the server's does (the journal's in-memory tail or its files, ledger Append, Sync, then journal Release) every %s or when the tail fills, into a real ledger (O_DIRECT: %t, %d MiB segments). "+
-		"(a) the ledger compresses each record in Append at level %q, on the flusher goroutine; (b) the producer compresses each record before Submit with a Compressor from a pool of GOMAXPROCS (%d) — no more compressions run at once, and each Compressor holds MiBs of encoder tables, so one per connection would cost memory for no speed — and the ledger stores the version 2 records as given; (c) nothing is compressed. "+
+		"(a) the ledger compresses each record in Append (%s), on the flusher goroutine; (b) the producer compresses each record before Submit with a Compressor from a pool of GOMAXPROCS (%d) — no more compressions run at once, and each Compressor holds MiBs of encoder tables, so one per connection would cost memory for no speed — and the ledger stores the version 2 records as given; (c) nothing is compressed. "+
 		"Each option runs %d times on fresh stores, the three in turn in each round; the table shows medians over the rounds (backlog and journal-file reads: the largest). "+
 		"Ack latency runs from taking a record (before compressing it in (b)) until the journal says it is durable. CPU is the whole process's (getrusage) from the first Submit until the final flush is synced, flusher included, per million acknowledged events. "+
 		"Journal and ledger bytes are the records' sizes as submitted and as stored (ledger disk: frames and 4 KiB block padding included) over their size as version 1 records. Peak journal is the journal's largest size sampled every 20 ms: at its `max_bytes` (%d MiB, %d MiB of it for records) the producers waited for the flusher to free space, so the rate was the flusher's, not the journal's. "+
 		"Backlog is the records the journal held durably and the ledger had not synced when the producers stopped; records read from journal files are those that left the journal's in-memory tail before the flusher took them: both are 0 when the flusher keeps up. "+
 		"Peak heap is the largest HeapInuse sampled every 20 ms; RSS is not measured per option, since the three share one process. The machine's two cores are shared with other work, so the figures are relative to each other, not absolute.\n\n",
 		o.Producers, o.Producers, o.BatchEvents, len(o.Events), cfg.Journal.MaxGroupBytes>>20, cfg.Journal.SegmentBytes>>20, cfg.JournalTailBytes()>>20,
-		pacing, o.Duration, flushIntervalOf(o), cfg.Ledger.DirectIO, cfg.Ledger.SegmentBytes>>20, o.Level.String(), runtime.GOMAXPROCS(0), o.Rounds,
+		pacing, o.Duration, flushIntervalOf(o), cfg.Ledger.DirectIO, cfg.Ledger.SegmentBytes>>20, o.Compression.String(), runtime.GOMAXPROCS(0), o.Rounds,
 		cfg.Journal.MaxBytes>>20, (cfg.Journal.MaxBytes-conf.Size(cfg.Journal.SpareSegments)*cfg.Journal.SegmentBytes)>>20)
 }
 

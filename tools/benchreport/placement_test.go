@@ -37,7 +37,7 @@ func TestPlacement(t *testing.T) {
 		Events:    syntheticEvents(40),
 		Producers: 2, BatchEvents: 64,
 		Duration: 200 * time.Millisecond, Rounds: 1,
-		Level: record.LevelFastest,
+		Compression: record.Zstd(record.LevelFastest),
 	}
 	rows, err := measurePlacement(context.Background(), o)
 	if err != nil {
@@ -101,8 +101,8 @@ func TestPlacementPaced(t *testing.T) {
 		Events:    syntheticEvents(40),
 		Producers: 3, BatchEvents: 16,
 		Duration: 200 * time.Millisecond, Rounds: 1,
-		Level: record.LevelFastest,
-		Rate:  400, // 80 events, 5 records in 200 ms
+		Compression: record.Zstd(record.LevelFastest),
+		Rate:        400, // 80 events, 5 records in 200 ms
 	}
 	rows, err := measurePlacement(context.Background(), o)
 	if err != nil {
@@ -202,7 +202,7 @@ func TestPlacementTrial(t *testing.T) {
 	o := placementOptions{
 		JournalDir: t.TempDir(), LedgerDir: t.TempDir(),
 		Events: events, Producers: 4, BatchEvents: 2048,
-		Duration: 5 * time.Second, Rounds: 3, Level: record.LevelDefault,
+		Duration: 5 * time.Second, Rounds: 3, Compression: record.Zstd(record.LevelDefault),
 	}
 	if d := os.Getenv("LOGPOND_PLACEMENT_DURATION"); d != "" {
 		if o.Duration, err = time.ParseDuration(d); err != nil {

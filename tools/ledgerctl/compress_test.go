@@ -35,7 +35,7 @@ func buildMixed(t *testing.T, precompressed bool) (plain, mixed string) {
 	t.Helper()
 	root := t.TempDir()
 	plain, mixed = filepath.Join(root, "plain"), filepath.Join(root, "mixed")
-	write := func(dir string, from, to uint64, level record.Level, conv func(t *testing.T, rec []byte) []byte) {
+	write := func(dir string, from, to uint64, level record.Compression, conv func(t *testing.T, rec []byte) []byte) {
 		l, err := ledger.Open(dir, ledger.Options{SegmentBytes: 16 << 10, DirectIO: true, Compression: level})
 		if err != nil {
 			t.Fatal(err)
@@ -56,12 +56,12 @@ func buildMixed(t *testing.T, precompressed bool) (plain, mixed string) {
 			t.Fatal(err)
 		}
 	}
-	write(plain, 1, mixedLast, 0, nil)
-	write(mixed, 1, mixedPlain, 0, nil)
+	write(plain, 1, mixedLast, record.Compression{}, nil)
+	write(mixed, 1, mixedPlain, record.Compression{}, nil)
 	if precompressed {
-		write(mixed, mixedPlain+1, mixedLast, 0, compressor(t))
+		write(mixed, mixedPlain+1, mixedLast, record.Compression{}, compressor(t))
 	} else {
-		write(mixed, mixedPlain+1, mixedLast, record.LevelFastest, nil)
+		write(mixed, mixedPlain+1, mixedLast, record.S2(record.LevelFastest), nil)
 	}
 	return plain, mixed
 }

@@ -12,7 +12,7 @@ import (
 // compressor returns a conversion for buildMixed that compresses each
 // record with a record.Compressor, closed with the test.
 func compressor(t *testing.T) func(t *testing.T, rec []byte) []byte {
-	c, err := record.NewCompressor(record.LevelFastest)
+	c, err := record.NewCompressor(record.Zstd(record.LevelFastest))
 	if err != nil {
 		t.Fatal(err)
 	}
