@@ -11,6 +11,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -107,6 +108,7 @@ func Install(o *Objects) []error {
 		bad("StatefulSet serviceName is %q, want the headless Service %q", ss.Spec.ServiceName, HeadlessName)
 	}
 	errs = append(errs, services(o, podLabels, pod, c, cfg.Config)...)
+	errs = append(errs, networkPolicies(o, podLabels, c, cfg.Config)...)
 	if len(o.PodDisruptionBudgets) != 1 {
 		bad("want one PodDisruptionBudget, have %d", len(o.PodDisruptionBudgets))
 	} else {
@@ -494,6 +496,61 @@ func services(o *Objects, podLabels labels.Set, pod *corev1.PodTemplateSpec, c *
 	}
 	errs = append(errs, prometheus("the pod template", pod.Annotations, admin)...)
 	return errs
+}
+
+// networkPolicies checks that the NetworkPolicies selecting the pods let
+// Beats and Prometheus reach them: some ingress rule of each allows the
+// port input.beats.listen names and some allows admin.listen's. (Who may
+// connect is the policy's business; a policy that shuts a port entirely
+// is a mistake.)
+func networkPolicies(o *Objects, podLabels labels.Set, c *corev1.Container, cfg *conf.Config) []error {
+	var errs []error
+	beats, _ := listenPort(cfg.Input.Beats.Listen)
+	admin, _ := listenPort(cfg.Admin.Listen)
+	for _, np := range o.NetworkPolicies {
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("NetworkPolicy %s: %v", np.Name, err))
+			continue
+		}
+		if !sel.Matches(podLabels) {
+			continue
+		}
+		ingress := len(np.Spec.PolicyTypes) == 0 || slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
+		if !ingress {
+			continue
+		}
+		for what, port := range map[string]int32{"input.beats.listen": beats, "admin.listen": admin} {
+			if !slices.ContainsFunc(np.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool { return allowsPort(r, c, port) }) {
+				errs = append(errs, fmt.Errorf("NetworkPolicy %s lets nothing reach %s's port %d", np.Name, what, port))
+			}
+		}
+	}
+	return errs
+}
+
+// allowsPort reports whether an ingress rule lets some peer reach port.
+func allowsPort(r networkingv1.NetworkPolicyIngressRule, c *corev1.Container, port int32) bool {
+	if len(r.Ports) == 0 {
+		return true
+	}
+	for _, p := range r.Ports {
+		if p.Port == nil {
+			return true
+		}
+		n, ok := containerPort(c, *p.Port)
+		if !ok {
+			continue
+		}
+		end := n
+		if p.EndPort != nil {
+			end = *p.EndPort
+		}
+		if n <= port && port <= end {
+			return true
+		}
+	}
+	return false
 }
 
 // prometheus checks the prometheus.io annotations: scrape, the admin port

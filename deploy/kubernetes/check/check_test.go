@@ -3,6 +3,7 @@ package check
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,6 +294,29 @@ var drainMutations = []mutation{
 	{"StatefulSet included", func(o *Objects) { o.Services = append(o.Services, &corev1.Service{}) }, "no StatefulSet, Service or PodDisruptionBudget"},
 }
 
+// overlayMutations break what only the overlay has.
+var overlayMutations = []mutation{
+	{"NetworkPolicy shuts Beats out", func(o *Objects) {
+		o.NetworkPolicies[0].Spec.Ingress = o.NetworkPolicies[0].Spec.Ingress[1:]
+	}, "NetworkPolicy logpond lets nothing reach input.beats.listen's port 5044"},
+	{"NetworkPolicy names a port the pod lacks", func(o *Objects) {
+		o.NetworkPolicies[0].Spec.Ingress[1].Ports[0].Port = ptr(intstr.FromString("metrics"))
+	}, "lets nothing reach admin.listen's port 9600"},
+	{"TLS certificate not mounted", func(o *Objects) {
+		c := container(o)
+		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "beats-tls" })
+	}, `input.beats.tls.cert = "/etc/logpond-tls/tls.crt" is on no volume`},
+	{"second output's key not from a Secret", func(o *Objects) {
+		c := container(o)
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "SIEM_API_KEY" })
+	}, "environment variable SIEM_API_KEY is not set"},
+	{"memory of one output for two", func(o *Objects) {
+		r := &container(o).Resources
+		r.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
+		r.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	}, "below the memory formula"},
+}
+
 func runMutations(t *testing.T, rendered []byte, check func(*Objects) []error, ms []mutation) {
 	for _, m := range ms {
 		t.Run(m.name, func(t *testing.T) {
@@ -312,6 +336,10 @@ func runMutations(t *testing.T, rendered []byte, check func(*Objects) []error, m
 func TestInstallCheckFails(t *testing.T) {
 	rendered := render(t, baseDir)
 	runMutations(t, rendered, Install, append(append([]mutation{}, podMutations...), installMutations...))
+}
+
+func TestOverlayCheckFails(t *testing.T) {
+	runMutations(t, render(t, overlayDir), Install, overlayMutations)
 }
 
 func TestDrainCheckFails(t *testing.T) {

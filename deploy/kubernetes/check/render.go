@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -66,6 +67,7 @@ type Objects struct {
 	ConfigMaps           []*corev1.ConfigMap
 	Secrets              []*corev1.Secret
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	NetworkPolicies      []*networkingv1.NetworkPolicy
 }
 
 // Decode splits rendered YAML into its documents and decodes each strictly
@@ -96,6 +98,8 @@ func Decode(rendered []byte) (*Objects, error) {
 			objs.Secrets, err = decodeInto(doc, objs.Secrets)
 		case "policy/v1 PodDisruptionBudget":
 			objs.PodDisruptionBudgets, err = decodeInto(doc, objs.PodDisruptionBudgets)
+		case "networking.k8s.io/v1 NetworkPolicy":
+			objs.NetworkPolicies, err = decodeInto(doc, objs.NetworkPolicies)
 		default:
 			return nil, fmt.Errorf("check: document %d: unknown apiVersion and kind %q", i+1, meta.APIVersion+" "+meta.Kind)
 		}
