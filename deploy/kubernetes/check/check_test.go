@@ -1,6 +1,8 @@
 package check
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -359,5 +361,33 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	if _, err := Decode([]byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n")); err == nil {
 		t.Fatal("an unexpected kind decoded")
+	}
+}
+
+// TestMemoryCommentsStateTheFormula: the comments beside the memory
+// limits give the formula's total for the configuration they ship, so
+// that a change of the formula or of a default (which moves it) shows
+// here rather than leaving a stale figure for users to size by.
+func TestMemoryCommentsStateTheFormula(t *testing.T) {
+	for _, tc := range []struct{ dir, file string }{
+		{baseDir, "../base/statefulset.yaml"},
+		{overlayDir, "../overlays/example/statefulset-patch.yaml"},
+	} {
+		o := decoded(t, render(t, tc.dir))
+		spec := &o.StatefulSets[0].Spec.Template.Spec
+		l, c, errs := podConfig(o, spec)
+		noErrors(t, tc.dir, errs)
+		if l == nil {
+			continue
+		}
+		cpu := c.Resources.Limits[corev1.ResourceCPU]
+		total := l.Config.MemoryFor(int((cpu.MilliValue() + 999) / 1000)).Total()
+		text, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("%.1f MiB", float64(total)/(1<<20)); !strings.Contains(strings.Join(strings.Fields(string(text)), " "), want) {
+			t.Errorf("%s does not state the memory formula's total, %s", tc.file, want)
+		}
 	}
 }
