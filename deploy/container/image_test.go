@@ -131,7 +131,6 @@ type imageInspect struct {
 }
 
 func checkConfig(t *testing.T, inspectJSON []byte, version string) {
-	t.Helper()
 	var images []imageInspect
 	if err := json.Unmarshal(inspectJSON, &images); err != nil {
 		t.Fatalf("podman image inspect: %v", err)
@@ -186,7 +185,6 @@ func checkConfig(t *testing.T, inspectJSON []byte, version string) {
 }
 
 func checkFiles(t *testing.T, fsys map[string]entry) {
-	t.Helper()
 	for _, p := range []string{logpondPath, ledgerctl} {
 		e, ok := fsys[p]
 		if !ok {
@@ -246,7 +244,6 @@ func checkFiles(t *testing.T, fsys map[string]entry) {
 }
 
 func checkBinariesRun(ctx context.Context, t *testing.T, fsys map[string]entry, tmp, version string) {
-	t.Helper()
 	dir := filepath.Join(tmp, "extracted")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
