@@ -21,8 +21,20 @@ FUZZTIME ?= 30s
 # A folder of real log lines (*.log, one program's log per file) for the
 # benchmark report's compression part, which skips itself without one.
 BENCH_LOGS ?= ../shared/testdata/logs
+# The container image (make image): the engine that builds it (docker, or
+# podman: any command line that takes `build -f FILE -t TAG DIR`, so
+# `podman --root DIR` works too) and the tag it gets.
+CONTAINER_ENGINE ?= docker
+IMAGE ?= logpond:$(VERSION)
+# Where the image says its source is (org.opencontainers.image.source).
+IMAGE_SOURCE ?= https://github.com/logpond/logpond
+# The CA bundle the image verifies TLS servers with: the host's, which the
+# Debian package ca-certificates provides (update-ca-certificates writes it).
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+# The image's build context: only what the image gets, staged by make image.
+IMAGE_STAGE ?= $(BIN)/image
 
-.PHONY: build logpond test check-deps bench bench-beats bench-report run demo soak fuzz clean install filebeat
+.PHONY: build logpond image test check-deps bench bench-beats bench-report run demo soak fuzz clean install filebeat
 
 build: logpond
 	$(GO) build -o $(BIN)/beatsbench ./tools/beatsbench
@@ -33,6 +45,26 @@ build: logpond
 # The server alone, stamped with the build's identity (logpond -version).
 logpond:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/logpond ./cmd/logpond
+
+# The container image (Dockerfile), tagged $(IMAGE). Offline: the base is
+# empty (FROM scratch) and everything in it is built or copied here. The
+# binaries are static (CGO_ENABLED=0: scratch has no libc), -trimpath (no
+# build paths in them) and stamped like `make logpond`, so `logpond -version`
+# in the image names the build. The staging directory is emptied first, so
+# nothing stale from an earlier build reaches the image.
+image:
+	@test -r $(CA_BUNDLE) || { echo "make image: no CA bundle at $(CA_BUNDLE): install the Debian package ca-certificates, or set CA_BUNDLE" >&2; exit 1; }
+	rm -rf $(IMAGE_STAGE)
+	mkdir -p $(IMAGE_STAGE)/empty $(IMAGE_STAGE)/state/journal $(IMAGE_STAGE)/state/ledger
+	chmod 0750 $(IMAGE_STAGE)/state/journal $(IMAGE_STAGE)/state/ledger
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_STAGE)/logpond ./cmd/logpond
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_STAGE)/ledgerctl ./tools/ledgerctl
+	cp $(CA_BUNDLE) $(IMAGE_STAGE)/ca-certificates.crt
+	cp deploy/container/passwd deploy/container/group LICENSE $(IMAGE_STAGE)/
+	chmod 0644 $(IMAGE_STAGE)/ca-certificates.crt $(IMAGE_STAGE)/passwd $(IMAGE_STAGE)/group $(IMAGE_STAGE)/LICENSE
+	$(CONTAINER_ENGINE) build -f Dockerfile -t $(IMAGE) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg SOURCE=$(IMAGE_SOURCE) \
+		$(IMAGE_STAGE)
 
 # gofmt and vet first: they are fast and catch what review would.
 test:
