@@ -201,8 +201,11 @@ func runDrain(ctx context.Context, cfg *conf.Config, configPath string, timeout 
 // yet in the ledger, then per output its cursor, the records and bytes
 // after it and the last reason it was held back.
 func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.Writer) {
-	log.Error("drain not finished: "+why+"; nothing is lost, a later drain or a normal start resumes from the cursors",
-		"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords, "ledger_error", left.LedgerError)
+	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
+	if left.LedgerError != "" {
+		args = append(args, "ledger_error", left.LedgerError)
+	}
+	log.Error("drain not finished: "+why+"; nothing is lost, a later drain or a normal start resumes from the cursors", args...)
 	fmt.Fprintf(stderr, "logpond: drain not finished (%s): ledger last LSN %d", why, left.LedgerLastLSN)
 	if left.JournalRecords > 0 {
 		fmt.Fprintf(stderr, ", %d acknowledged journal records not yet in the ledger", left.JournalRecords)
