@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,7 +172,8 @@ func get(t *testing.T, url string) (int, string) {
 // configured on the address the events came in on, opens no Beats
 // listener (a dial is refused), answers /readyz 503 "draining" and /livez
 // 200, shows mode "drain" in GET /, and, once the destinations answer,
-// delivers every event to both of them and exits 0.
+// delivers every event to both of them and exits 0: one event that b
+// refuses for good counts as delivered once it is dead-lettered.
 func TestDrainDeliversEverything(t *testing.T) {
 	servers := map[string]*estest.Server{}
 	for i, name := range []string{"a", "b"} {
@@ -215,6 +217,15 @@ func TestDrainDeliversEverything(t *testing.T) {
 		t.Errorf("GET / while draining: mode %q, input %+v; want mode drain and the input stopped:\n%s", info.Mode, info.Input, body)
 	}
 
+	// b refuses one event for good: dead-lettered, it counts as
+	// delivered.
+	const refused = "drain-b3-e7"
+	servers["b"].SetFaults(estest.Faults{ItemHook: func(_, _, _ string, source []byte) (int, string, string, bool) {
+		if strings.Contains(string(source), refused) {
+			return 400, "mapper_parsing_exception", "refused by the test", true
+		}
+		return 0, "", "", false
+	}})
 	for _, srv := range servers {
 		if err := srv.Resume(); err != nil {
 			t.Fatal(err)
@@ -228,15 +239,22 @@ func TestDrainDeliversEverything(t *testing.T) {
 	}
 	for name, srv := range servers {
 		have := payloadCopies(srv)
-		missing := 0
+		var missing []string
 		for _, p := range r.sent {
 			if have[p] == 0 {
-				missing++
+				missing = append(missing, p)
 			}
 		}
-		if missing > 0 || len(have) != len(r.sent) {
-			t.Errorf("output %s: %d distinct events stored, %d of the %d acknowledged missing", name, len(have), missing, len(r.sent))
+		want := []string(nil)
+		if name == "b" {
+			want = []string{refused}
 		}
+		if !slices.Equal(missing, want) || len(have) != len(r.sent)-len(want) {
+			t.Errorf("output %s: %d distinct events stored of the %d acknowledged; missing %v, want %v", name, len(have), len(r.sent), missing, want)
+		}
+	}
+	if n := dirBytes(t, filepath.Join(r.root, "ledger", "dlq", "b")); n == 0 {
+		t.Errorf("output b's dead-letter store is empty: the refused event was not dead-lettered")
 	}
 }
 
@@ -290,5 +308,28 @@ func TestDrainLeftOnTimeoutOrSignal(t *testing.T) {
 	}
 	if have := payloadCopies(srv); len(have) != len(r.sent) {
 		t.Errorf("%d distinct events stored, want the %d acknowledged", len(have), len(r.sent))
+	}
+}
+
+// TestDrainFlags: -drain needs -config, -drain-timeout needs -drain (exit
+// 2, bad flags), and a drain with no output enabled cannot start (exit 1):
+// nothing would send what the ledger holds.
+func TestDrainFlags(t *testing.T) {
+	config := writeConfig(t, t.TempDir()) // no output enabled
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-drain"}, 2, "-drain needs -config"},
+		{[]string{"-config", config, "-drain-timeout", "1s"}, 2, "-drain-timeout goes with -drain"},
+		{[]string{"-check-config", config, "-drain"}, 2, "-drain goes with -config"},
+		{[]string{"-config", config, "-drain", "-drain-timeout", "-1s"}, 2, "must not be negative"},
+		{[]string{"-config", config, "-drain"}, 1, "no output is enabled"},
+	} {
+		_, stderr, code := runBinary(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("logpond %v: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
 	}
 }
