@@ -121,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn("insecure configuration: "+w.Msg, "key", w.Key)
 	}
-	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), log)()
+	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), "/", log)()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
