@@ -1,7 +1,9 @@
 // Package server assembles logpond: it owns the data directories (locked),
 // opens the ledger and the journal in recovery order, runs the Beats input,
 // the flusher between the stores, the Elasticsearch output and the admin
-// endpoint (metrics, health), and stops everything in order.
+// endpoint (metrics, health), and stops everything in order. OpenDrain
+// and Drain run it without the Beats input until every output has sent
+// what the stores hold, to retire an instance (drain.go).
 //
 // Recovery order (docs/design.md, §8): the ledger opens first and repairs its
 // tail, asking which LSNs the journal still holds; the journal opens next,
