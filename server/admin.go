@@ -35,6 +35,9 @@ var outputReasons = []string{"elasticsearch", "lumberjack", "dead_letters_full",
 // state is a snapshot of every component, for /metrics and the health
 // endpoints.
 type state struct {
+	// draining: the Server runs Drain (OpenDrain): no Beats input, on
+	// purpose.
+	draining     bool
 	input        *input.BeatsStats
 	inputFailed  error  // the Beats input stopped accepting connections for good
 	inputWaiting string // why the Beats input accepts nothing right now
@@ -77,7 +80,7 @@ func (o outputState) waitingFor() string {
 // snapshot reads the components' counters. It runs only while Run owns
 // them (the admin server is stopped before they close).
 func (s *Server) snapshot() state {
-	st := state{waiting: map[string]string{}}
+	st := state{waiting: map[string]string{}, draining: s.draining}
 	if s.beats != nil {
 		in := s.beats.Stats()
 		st.input = &in
@@ -155,8 +158,14 @@ func (s *Server) listenAdmin() error {
 	return nil
 }
 
-// BeatsAddr is the address the Beats input listens on.
-func (s *Server) BeatsAddr() net.Addr { return s.beats.Addr() }
+// BeatsAddr is the address the Beats input listens on, nil when it does
+// not listen (a Server opened by OpenDrain, or stopped).
+func (s *Server) BeatsAddr() net.Addr {
+	if s.beats == nil {
+		return nil
+	}
+	return s.beats.Addr()
+}
 
 // AdminAddr is the admin endpoint's address, nil when admin.listen is "".
 func (s *Server) AdminAddr() net.Addr {
@@ -255,7 +264,8 @@ func (st state) notAlive() []string {
 
 // readyz answers 200 while new batches are accepted and acknowledged
 // without waiting on a full or failed store; otherwise 503 with the
-// reasons, so a load balancer can send Beats elsewhere.
+// reasons, so a load balancer can send Beats elsewhere. A draining
+// logpond (OpenDrain) is never ready: it accepts no Beats connections.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if why := s.snapshot().notReady(); len(why) > 0 {
 		http.Error(w, strings.Join(why, "\n"), http.StatusServiceUnavailable)
@@ -271,6 +281,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // fails its reads: what is acknowledged waits until it reads again.
 func (st state) notReady() []string {
 	var why []string
+	if st.draining {
+		why = append(why, drainingReason)
+	}
 	for _, r := range []string{"journal_damaged", "ledger_failed", "ledger_unreadable", "journal_unreadable", "journal_full", "input_budget"} {
 		if m := st.waiting[r]; m != "" {
 			why = append(why, r+": "+m)
@@ -285,6 +298,8 @@ func (st state) notReady() []string {
 		}
 	}
 	switch {
+	case st.input == nil && st.draining:
+		// drainingReason says why.
 	case st.input == nil:
 		why = append(why, "the Beats input is not running")
 	case st.inputFailed != nil:

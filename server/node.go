@@ -22,11 +22,14 @@ type NodeInfo struct {
 	Started       time.Time `json:"started"`
 	UptimeSeconds float64   `json:"uptime_seconds"`
 	Now           time.Time `json:"now"`
-	Ready         bool      `json:"ready"`               // what /readyz answers
-	NotReady      []string  `json:"not_ready,omitempty"` // why not, as /readyz says it
-	Input         InputInfo `json:"input"`
-	Journal       StoreInfo `json:"journal"`
-	Ledger        StoreInfo `json:"ledger"`
+	// Mode is ModeRun, or ModeDrain while logpond -drain retires this
+	// instance (no Beats input; outputs send what the ledger holds).
+	Mode     string    `json:"mode"`
+	Ready    bool      `json:"ready"`               // what /readyz answers
+	NotReady []string  `json:"not_ready,omitempty"` // why not, as /readyz says it
+	Input    InputInfo `json:"input"`
+	Journal  StoreInfo `json:"journal"`
+	Ledger   StoreInfo `json:"ledger"`
 	// Outputs are the configured outputs, by name (empty when none is
 	// enabled: nothing drains the ledger).
 	Outputs []OutputInfo `json:"outputs"`
@@ -50,6 +53,13 @@ type LSNRange struct {
 	First uint64 `json:"first_lsn"`
 	Last  uint64 `json:"last_lsn"`
 }
+
+// Modes in NodeInfo: "run" (Open, Run: ingest and send) or "drain"
+// (OpenDrain, Drain: send what the ledger holds, ingest nothing).
+const (
+	ModeRun   = "run"
+	ModeDrain = "drain"
+)
 
 // Stage states in NodeInfo: "ok" (working, or idle), "waiting" (held
 // back: see Waiting), "failed" (see Error), "stopped".
@@ -151,7 +161,10 @@ func (s *Server) nodeInfo() NodeInfo {
 	bi := buildinfo.Get()
 	now := time.Now()
 	n := NodeInfo{Name: "logpond", Version: bi.Version, GoVersion: bi.GoVersion, Revision: bi.Revision,
-		Started: s.started, UptimeSeconds: now.Sub(s.started).Seconds(), Now: now}
+		Started: s.started, UptimeSeconds: now.Sub(s.started).Seconds(), Now: now, Mode: ModeRun}
+	if s.draining {
+		n.Mode = ModeDrain
+	}
 	if l := s.ledger(); l != nil {
 		n.StreamID = l.StreamID()
 	}

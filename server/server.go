@@ -1,7 +1,9 @@
 // Package server assembles logpond: it owns the data directories (locked),
 // opens the ledger and the journal in recovery order, runs the Beats input,
 // the flusher between the stores, the Elasticsearch output and the admin
-// endpoint (metrics, health), and stops everything in order.
+// endpoint (metrics, health), and stops everything in order. OpenDrain
+// and Drain run it without the Beats input until every output has sent
+// what the stores hold, to retire an instance (drain.go).
 //
 // Recovery order (docs/design.md, §8): the ledger opens first and repairs its
 // tail, asking which LSNs the journal still holds; the journal opens next,
@@ -73,7 +75,10 @@ type Server struct {
 	adminLn   net.Listener
 	admin     *http.Server
 	adminDone chan struct{}
-	started   time.Time // when Run started
+	started   time.Time // when Run (or Drain) started
+	// draining: opened by OpenDrain, to be run by Drain. The Beats
+	// listener is never bound; /readyz says "draining".
+	draining bool
 	// created are the directories Open created, removed again when it
 	// fails.
 	created []string
@@ -84,13 +89,19 @@ type Server struct {
 // opens the stores, then binds the admin and Beats listeners. On error
 // nothing stays locked or bound, and the directories this Open created
 // are removed again.
-func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
+func Open(cfg *conf.Config, log *slog.Logger) (*Server, error) {
+	return open(cfg, log, false)
+}
+
+// open is Open, or OpenDrain with drain: then the Beats listener is not
+// bound (its TLS files are not even read).
+func open(cfg *conf.Config, log *slog.Logger, drain bool) (_ *Server, err error) {
 	// A configuration built in code rather than loaded gets the same
 	// checks as a file.
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack)}
+	s := &Server{cfg: cfg, log: log, acks: ackwatch.New(ackwatch.DefaultSlack), draining: drain}
 	defer func() {
 		if err != nil {
 			s.removeCreated() // closes what was opened
@@ -105,15 +116,20 @@ func Open(cfg *conf.Config, log *slog.Logger) (_ *Server, err error) {
 		return nil, err
 	}
 	s.bootLSN = s.stores.journal().LastLSN()
-	tlsCfg, err := beatsTLS(cfg)
-	if err != nil {
-		return nil, err
+	var tlsCfg *tls.Config
+	if !drain {
+		if tlsCfg, err = beatsTLS(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.openOutputs(); err != nil {
 		return nil, err
 	}
 	if err := s.listenAdmin(); err != nil {
 		return nil, err
+	}
+	if drain {
+		return s, nil
 	}
 	if err := s.listenBeats(tlsCfg); err != nil {
 		return nil, err
@@ -233,6 +249,9 @@ func (s *Server) deadLetters(name string) *dlq.Store {
 // everything durable into the ledger and syncs it, and the ledger closes.
 // It returns nil on a requested stop.
 func (s *Server) Run(ctx context.Context) error {
+	if s.draining {
+		return errors.New("server: opened by OpenDrain: run it with Drain")
+	}
 	p := s.startPipeline()
 	var runErr, oerr error
 	select {
@@ -258,6 +277,10 @@ type pipeline struct {
 	// outputFailed receives the error of an output that stopped by
 	// itself.
 	outputFailed <-chan error
+	// beforeLedgerClose, when set, is called by stopPipeline once the
+	// outputs have persisted their last cursors and the final flush is
+	// done, while the ledger is still open (Drain reads what is left).
+	beforeLedgerClose func()
 }
 
 // startPipeline starts the admin endpoint, the output, the input, the
@@ -273,8 +296,12 @@ func (s *Server) startPipeline() *pipeline {
 	if l := s.ledger(); l != nil {
 		s.outputs.start(l) // prepared at Open: cannot fail
 	}
-	go func() { p.beatsDone <- s.beats.Serve() }()
-	s.log.Info("beats input listening", "addr", s.beats.Addr().String())
+	if s.beats != nil {
+		go func() { p.beatsDone <- s.beats.Serve() }()
+		s.log.Info("beats input listening", "addr", s.beats.Addr().String())
+	} else {
+		p.beatsDone <- nil // draining: no input to serve
+	}
 	p.flusher = newFlusher(flusher{flusherStores: s.stores,
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
 		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir), journalDir: c.Journal.Dir,
@@ -322,7 +349,10 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	// their appends and are acknowledged), then no more appends, then the
 	// flusher's last pass, so that every acknowledged record is in the
 	// ledger when we exit.
-	berr := s.beats.Close()
+	var berr error
+	if s.beats != nil {
+		berr = s.beats.Close()
+	}
 	if err := <-p.beatsDone; err != nil && berr == nil {
 		berr = err
 	}
@@ -337,6 +367,9 @@ func (s *Server) stopPipeline(p *pipeline, runErr, oerr error) error {
 	var ferr error
 	if runErr == nil {
 		ferr = p.flusher.finish()
+	}
+	if p.beforeLedgerClose != nil {
+		p.beforeLedgerClose()
 	}
 	derr := s.closeDeadLetters()
 	lerr := s.stores.closeLedgerAtStop()

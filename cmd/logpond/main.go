@@ -14,10 +14,22 @@
 // warnings and change no exit code; at start they are logged as WARN.
 // logpond -version prints the version and the build's module and VCS
 // information on stdout.
+//
+// logpond -config FILE -drain [-drain-timeout DURATION] retires an
+// instance: it opens the journal and the ledger as usual (the journal's
+// acknowledged records are moved into the ledger), never opens the Beats
+// listener, serves the admin endpoint with /readyz answering 503
+// "draining", and runs every configured output until each one's cursor is
+// at the end of the ledger. It exits 0 when that is done; 3 when the
+// timeout passes first or SIGTERM/SIGINT stops it, after logging (at
+// ERROR) and printing on stderr what each output has left (nothing is
+// lost: a later drain or a normal start resumes from the cursors); 1 when
+// it cannot start or a component fails.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +39,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -39,7 +52,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = "usage: logpond -config FILE | logpond [-skip-host-checks] -check-config FILE | logpond -version"
+const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | logpond [-skip-host-checks] -check-config FILE | logpond -version"
+
+// exitDrainLeft is the exit code of a drain that stopped before it was
+// done (timeout or signal): distinct from 1 (could not start, or failed),
+// so that a retirement script can tell "run it again" from "fix
+// something".
+const exitDrainLeft = 3
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logpond", flag.ContinueOnError)
@@ -49,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	skipHost := fs.Bool("skip-host-checks", false, "with -check-config: check the file only, not the directories, TLS files and listen addresses on this host (for CI, away from the host that runs logpond)")
 	showVersion := fs.Bool("version", false, "print the version, module and VCS information of the build and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
+	drain := fs.Bool("drain", false, "with -config: retire this instance: accept no Beats connections, send what the journal and ledger hold through every configured output until each output's cursor is at the end of the ledger, then exit 0 (3 when -drain-timeout passes or a signal stops it first, with what is left on stderr)")
+	drainTimeout := fs.Duration("drain-timeout", 0, "with -drain: give up after this long (e.g. 10m) and exit 3 with what is left; 0 waits until done")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,6 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "logpond: -check-config and -config exclude each other\n"+usage)
 			return 2
 		}
+		if *drain || *drainTimeout != 0 {
+			fmt.Fprintln(stderr, "logpond: -drain goes with -config, not -check-config\n"+usage)
+			return 2
+		}
 		return checkConfig(*checkPath, !*skipHost, stdout, stderr)
 	}
 	if *skipHost {
@@ -72,7 +97,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *configPath == "" {
-		fmt.Fprintln(stderr, usage)
+		if *drain {
+			fmt.Fprintln(stderr, "logpond: -drain needs -config\n"+usage)
+		} else {
+			fmt.Fprintln(stderr, usage)
+		}
+		return 2
+	}
+	if *drainTimeout != 0 && !*drain {
+		fmt.Fprintln(stderr, "logpond: -drain-timeout goes with -drain\n"+usage)
+		return 2
+	}
+	if *drainTimeout < 0 {
+		fmt.Fprintln(stderr, "logpond: -drain-timeout must not be negative\n"+usage)
 		return 2
 	}
 	cfg, err := conf.Load(*configPath, server.ConfigChecks)
@@ -84,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn("insecure configuration: "+w.Msg, "key", w.Key)
 	}
-	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), log)()
+	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), "/", log)()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -102,6 +139,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	if *drain {
+		return runDrain(ctx, cfg, *configPath, *drainTimeout, log, stderr)
+	}
 	s, err := server.Open(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -116,6 +156,78 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("logpond stopped")
 	return 0
+}
+
+// errDrainTimeout is the cause of a drain's context that -drain-timeout
+// ended.
+var errDrainTimeout = errors.New("-drain-timeout passed")
+
+// runDrain is logpond -drain: it drains the instance of cfg until done,
+// the timeout (0: none) or a signal (ctx), and returns the exit code.
+func runDrain(ctx context.Context, cfg *conf.Config, configPath string, timeout time.Duration, log *slog.Logger, stderr io.Writer) int {
+	s, err := server.OpenDrain(cfg, log)
+	if err != nil {
+		log.Error("cannot start the drain", "err", err)
+		return 1
+	}
+	log.Info("logpond started to drain", "version", buildinfo.Get().Version, "config", configPath, "pid", os.Getpid(), "drain_timeout", timeout.String())
+	dctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeoutCause(ctx, timeout, errDrainTimeout)
+		defer cancel()
+	}
+	left, runErr := s.Drain(dctx)
+	closeErr := s.Close()
+	if runErr != nil || closeErr != nil {
+		log.Error("drain stopped with an error", "run", runErr, "close", closeErr)
+		reportLeft(left, "the drain failed", log, stderr)
+		return 1
+	}
+	if !left.Done {
+		why := "stopped by a signal"
+		if errors.Is(context.Cause(dctx), errDrainTimeout) {
+			why = "-drain-timeout " + timeout.String() + " passed"
+		}
+		reportLeft(left, why, log, stderr)
+		return exitDrainLeft
+	}
+	log.Info("drain done: every output's cursor is at the end of the ledger", "ledger_last_lsn", left.LedgerLastLSN)
+	return 0
+}
+
+// reportLeft logs at ERROR, and prints on stderr, what a drain that
+// stopped before it was done (why) has left: the journal's records not
+// yet in the ledger, then per output its cursor, the records and bytes
+// after it and the last reason it was held back.
+func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.Writer) {
+	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
+	if left.LedgerError != "" {
+		args = append(args, "ledger_error", left.LedgerError)
+	}
+	log.Error("drain not finished: "+why+"; nothing is lost, a later drain or a normal start resumes from the cursors", args...)
+	fmt.Fprintf(stderr, "logpond: drain not finished (%s): ledger last LSN %d", why, left.LedgerLastLSN)
+	if left.JournalRecords > 0 {
+		fmt.Fprintf(stderr, ", %d acknowledged journal records not yet in the ledger", left.JournalRecords)
+	}
+	if left.LedgerError != "" {
+		fmt.Fprintf(stderr, ", %s", left.LedgerError)
+	}
+	fmt.Fprintln(stderr)
+	for _, o := range left.Outputs {
+		if o.Records == 0 && left.LedgerError == "" {
+			log.Info("drain: output at the end of the ledger", "output", o.Name, "type", o.Type, "cursor_lsn", o.CursorLSN)
+			fmt.Fprintf(stderr, "logpond: output %s (%s): done, cursor at LSN %d\n", o.Name, o.Type, o.CursorLSN)
+			continue
+		}
+		log.Error("drain: output not at the end of the ledger", "output", o.Name, "type", o.Type, "cursor_lsn", o.CursorLSN,
+			"records_left", o.Records, "bytes_left", o.Bytes, "last_error", o.LastError)
+		fmt.Fprintf(stderr, "logpond: output %s (%s): cursor at LSN %d, %d records (%d bytes) left", o.Name, o.Type, o.CursorLSN, o.Records, o.Bytes)
+		if o.LastError != "" {
+			fmt.Fprintf(stderr, "; last error: %s", o.LastError)
+		}
+		fmt.Fprintln(stderr)
+	}
 }
 
 func newLogger(w io.Writer, c conf.Log) *slog.Logger {

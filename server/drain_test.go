@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	stdlog "log"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-lumber/lj"
+	lumberlog "github.com/elastic/go-lumber/log"
+	server "github.com/elastic/go-lumber/server/v2"
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+)
+
+// ljReceiver is a Lumberjack v2 server on 127.0.0.1 port 0 that
+// acknowledges every batch and keeps the events' "n" fields.
+type ljReceiver struct {
+	addr string
+	srv  *server.Server
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	ns   []int64
+}
+
+func startReceiver(t *testing.T) *ljReceiver {
+	t.Helper()
+	// go-lumber's server logs every connection's start and end.
+	lumberlog.Logger = stdlog.New(io.Discard, "", 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *lj.Batch)
+	raw := func(b []byte, v any) error {
+		*(v.(*any)) = json.RawMessage(append([]byte(nil), b...))
+		return nil
+	}
+	r := &ljReceiver{addr: ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{})}
+	if r.srv, err = server.NewWithListener(ln, server.JSONDecoder(raw), server.Channel(ch)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(r.done)
+		for {
+			select {
+			case b := <-ch:
+				r.mu.Lock()
+				for _, e := range b.Events {
+					r.ns = append(r.ns, gjson.GetBytes(e.(json.RawMessage), "n").Int())
+				}
+				r.mu.Unlock()
+				b.ACK()
+			case <-r.stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(r.stop)
+		<-r.done
+		r.srv.Close()
+	})
+	return r
+}
+
+// distinct counts the distinct events received.
+func (r *ljReceiver) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ns := slices.Clone(r.ns)
+	slices.Sort(ns)
+	return len(slices.Compact(ns))
+}
+
+// TestDrainBothOutputTypes: events acknowledged while an Elasticsearch and
+// a Lumberjack output could not deliver are in the ledger; a Server opened
+// by OpenDrain binds no Beats listener, refuses Run, and Drain returns
+// Done once both outputs' destinations have every event, with each
+// output's cursor at the ledger's last record.
+func TestDrainBothOutputTypes(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	if err := es.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// The Lumberjack destination is down: a port that closes every
+	// connection.
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var downWG sync.WaitGroup
+	downWG.Go(func() {
+		for {
+			c, err := down.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	})
+	defer func() { down.Close(); downWG.Wait() }()
+
+	cfg := pipelineConfig(t, t.TempDir())
+	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg.Output.Elasticsearch.Enabled = false
+	cfg.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"es": namedES(es.URL())}
+	ljc := conf.DefaultLumberjack()
+	ljc.Hosts = []string{down.Addr().String()}
+	ljc.Backoff = conf.LumberjackBackoff{Init: conf.Duration(10 * time.Millisecond), Max: conf.Duration(100 * time.Millisecond)}
+	cfg.Output.Lumberjack = map[string]*conf.Lumberjack{"lj": &ljc}
+
+	const events = 1000
+	r := start(t, cfg)
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 0, events); err != nil {
+		t.Fatal(err)
+	}
+	r.shutdown(t)
+	if es.Count() != 0 {
+		t.Fatalf("%d documents stored while Elasticsearch was paused", es.Count())
+	}
+
+	if err := es.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	rcv := startReceiver(t)
+	ljc.Hosts = []string{rcv.addr}
+	var log syncbuf.Buffer
+	s, err := OpenDrain(cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if a := s.BeatsAddr(); a != nil {
+		t.Errorf("a Server opened by OpenDrain listens for Beats on %s", a)
+	}
+	if err := s.Run(context.Background()); err == nil {
+		t.Error("Run of a Server opened by OpenDrain returned nil")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure deadline only
+	defer cancel()
+	left, err := s.Drain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !left.Done || left.LedgerLastLSN == 0 || left.JournalRecords != 0 || len(left.Outputs) != 2 {
+		t.Fatalf("drain left %+v, want done with both outputs:\n%s", left, log.String())
+	}
+	for _, o := range left.Outputs {
+		if o.CursorLSN != left.LedgerLastLSN || o.Records != 0 || o.Bytes != 0 {
+			t.Errorf("output %s: cursor %d, %d records (%d bytes) left; want the cursor at the ledger's last LSN %d", o.Name, o.CursorLSN, o.Records, o.Bytes, left.LedgerLastLSN)
+		}
+	}
+	if n := es.Count(); n != events {
+		t.Errorf("Elasticsearch holds %d documents, want %d", n, events)
+	}
+	if n := rcv.distinct(); n != events {
+		t.Errorf("the Lumberjack receiver got %d distinct events, want %d", n, events)
+	}
+}
+
+// TestOpenDrainNeedsAnOutput: with no output enabled, nothing would send
+// what the ledger holds: OpenDrain refuses, and opens nothing.
+func TestOpenDrainNeedsAnOutput(t *testing.T) {
+	root := t.TempDir()
+	cfg := pipelineConfig(t, root)
+	if s, err := OpenDrain(cfg, slog.New(slog.DiscardHandler)); err == nil {
+		s.Close()
+		t.Fatal("OpenDrain without any output enabled succeeded")
+	}
+}
+
+// TestDrainingNotReady: while draining, readiness says so first, and not
+// that the Beats input is missing (it is, on purpose); liveness is fine.
+func TestDrainingNotReady(t *testing.T) {
+	st := state{draining: true, waiting: map[string]string{}}
+	if why := st.notReady(); !slices.Equal(why, []string{drainingReason}) {
+		t.Errorf("not ready while draining: %q, want only %q", why, drainingReason)
+	}
+	if why := st.notAlive(); len(why) > 0 {
+		t.Errorf("not alive while draining: %q", why)
+	}
+	st.draining = false
+	if why := st.notReady(); !slices.Contains(why, "the Beats input is not running") {
+		t.Errorf("not ready without an input, not draining: %q", why)
+	}
+}
