@@ -459,7 +459,7 @@ func compressionMarkdown(c *compressionResult, o options) string {
 	p("| codec | what | stored / raw | per-file mean | compress MB/s | decompress MB/s | compress CPU ms / 1000 events | decompress CPU ms / 1000 events | state MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Codecs {
-		p("| %s | %s | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s |\n", r.Codec, r.What, r.Ratio(), r.FileMean, r.CompressMBps, r.DecompressMBps, r.CompressCPU, r.DecompressCPU, mib(r.Memory))
+		p("| %s | %s | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s |\n", r.Codec, r.What, r.Ratio(), r.FileMean, r.CompressMBps, r.DecompressMBps, r.CompressCPU, r.DecompressCPU, stateMiB(r.Memory))
 	}
 	p("\n")
 

@@ -107,6 +107,7 @@ func TestCompressionMarkdown(t *testing.T) {
 	c := &compressionResult{LogsDir: "/logs", Files: 10, Events: 1000, EventBytes: 700000,
 		Codecs: []codecRow{
 			{Codec: "zstd fastest", What: "ledger", Records: 12, Events: 1000, Raw: 1000, Stored: 80, FileMean: 0.1, CompressMBps: 400, DecompressMBps: 900, CompressCPU: 1.5, DecompressCPU: 0.5, Memory: 2 << 20},
+			{Codec: "s2 fastest", What: "ledger", Records: 12, Events: 1000, Raw: 1000, Stored: 90, FileMean: 0.1, CompressMBps: 900, DecompressMBps: 900, CompressCPU: 0.5, DecompressCPU: 0.5, Memory: 128 << 10},
 			{Codec: "zlib 3", What: "client window", Records: 12, Events: 1000, Raw: 1000, Stored: 120, FileMean: 0.15, CompressMBps: 60, DecompressMBps: 300, CompressCPU: 9, DecompressCPU: 2},
 		},
 		Ledger: []zLedgerRow{
@@ -127,6 +128,7 @@ func TestCompressionMarkdown(t *testing.T) {
 	md := compressionMarkdown(c, o)
 	for _, want := range []string{
 		"| zstd fastest | ledger | 0.080 | 0.100 | 400 | 900 | 1.50 | 0.50 | 2 |",
+		"| s2 fastest | ledger | 0.090 | 0.100 | 900 | 900 | 0.50 | 0.50 | 0.125 |",
 		"| zlib 3 | client window | 0.120 | 0.150 | 60 | 300 | 9.00 | 2.00 | – |",
 		"| " + defaultCompression() + " (default) | 200000 | 100.0 | 7.0 | 0.070 | 101.0 | 6.0 | 0.059 | 80.0 | 90 | 300 |",
 		`| zstd fastest (compression = "zstd") | 200000 | 100.0 | 4.0 | 0.040 |`,

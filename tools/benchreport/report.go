@@ -40,6 +40,15 @@ func mib(n int64) string {
 	return fmt.Sprintf("%.0f", float64(n)/(1<<20))
 }
 
+// stateMiB is a codec's state bound in MiB, exactly as stated: the bounds
+// are a few MiB or less, where mib's rounding would read 0.125 as 0.
+func stateMiB(n int64) string {
+	if n <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%g", float64(n)/(1<<20))
+}
+
 func cpu(c float64) string {
 	if c <= 0 {
 		return "–"
