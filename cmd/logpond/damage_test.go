@@ -112,9 +112,25 @@ func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, 
 // buffer, and returns once it logged that its input listens.
 func startedFull(t *testing.T, config string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
-	var log syncbuf.Buffer
-	cmd := exec.Command(binary, "-config", config)
-	cmd.Stderr = &log
+	cmd, log := startKept(t, "-config", config)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(log.String(), "beats input listening") {
+		if time.Now().After(deadline) {
+			t.Fatalf("logpond did not start:\n%s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cmd, log
+}
+
+// startKept starts logpond with args, its whole stderr kept in the
+// returned buffer; a process still running when the test ends is
+// killed.
+func startKept(t *testing.T, args ...string) (*exec.Cmd, *syncbuf.Buffer) {
+	t.Helper()
+	log := new(syncbuf.Buffer)
+	cmd := exec.Command(binary, args...)
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +140,5 @@ func startedFull(t *testing.T, config string) (*exec.Cmd, *syncbuf.Buffer) {
 			cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(log.String(), "beats input listening") {
-		if time.Now().After(deadline) {
-			t.Fatalf("logpond did not start:\n%s", log.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cmd, &log
+	return cmd, log
 }

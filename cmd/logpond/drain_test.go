@@ -113,22 +113,11 @@ func (r *drainRig) fill(batches, perBatch int) string {
 func (r *drainRig) startDrain(args ...string) (*exec.Cmd, *syncbuf.Buffer, string) {
 	t := r.t
 	t.Helper()
-	var log syncbuf.Buffer
-	cmd := exec.Command(binary, append([]string{"-config", r.config, "-drain"}, args...)...)
-	cmd.Stderr = &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	cmd, log := startKept(t, append([]string{"-config", r.config, "-drain"}, args...)...)
 	re := regexp.MustCompile(`admin listening" addr=(\S+)`)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if m := re.FindStringSubmatch(log.String()); m != nil {
-			return cmd, &log, m[1]
+			return cmd, log, m[1]
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("logpond -drain did not start:\n%s", log.String())
@@ -140,15 +129,7 @@ func (r *drainRig) startDrain(args ...string) (*exec.Cmd, *syncbuf.Buffer, strin
 // returns its exit code.
 func waitExit(t *testing.T, cmd *exec.Cmd, log *syncbuf.Buffer) int {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode()
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("logpond did not exit within 2 minutes:\n%s", log.String())
-		return -1
-	}
+	return exitWithin(t, cmd, 2*time.Minute, log)
 }
 
 // get answers an admin GET with its status and body.

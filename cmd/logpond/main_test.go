@@ -78,13 +78,23 @@ func started(t *testing.T, config string) (*exec.Cmd, *bytes.Buffer) {
 
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
+	return exitWithin(t, cmd, 10*time.Second, nil)
+}
+
+// exitWithin waits for cmd to exit and returns its exit code, failing the
+// test, with log when there is one, if it has not exited within limit.
+func exitWithin(t *testing.T, cmd *exec.Cmd, limit time.Duration, log fmt.Stringer) int {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
 		return cmd.ProcessState.ExitCode()
-	case <-time.After(10 * time.Second):
-		t.Fatal("logpond did not stop within 10s")
+	case <-time.After(limit):
+		if log != nil {
+			t.Fatalf("logpond did not exit within %s:\n%s", limit, log)
+		}
+		t.Fatalf("logpond did not stop within %s", limit)
 		return -1
 	}
 }
