@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	stdlog "log"
 	"log/slog"
 	"net"
 	"slices"
@@ -12,73 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-lumber/lj"
-	lumberlog "github.com/elastic/go-lumber/log"
-	server "github.com/elastic/go-lumber/server/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/lumbertest"
 	"github.com/logpond/logpond/internal/testkit/syncbuf"
 )
 
-// ljReceiver is a Lumberjack v2 server on 127.0.0.1 port 0 that
-// acknowledges every batch and keeps the events' "n" fields.
-type ljReceiver struct {
-	addr string
-	srv  *server.Server
-	stop chan struct{}
-	done chan struct{}
-	mu   sync.Mutex
-	ns   []int64
-}
-
-func startReceiver(t *testing.T) *ljReceiver {
-	t.Helper()
-	// go-lumber's server logs every connection's start and end.
-	lumberlog.Logger = stdlog.New(io.Discard, "", 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// distinctEvents counts the distinct events (by their "n" field) p
+// received.
+func distinctEvents(p *lumbertest.Peer) int {
+	var ns []int64
+	for _, e := range p.Received() {
+		ns = append(ns, gjson.GetBytes(e, "n").Int())
 	}
-	ch := make(chan *lj.Batch)
-	raw := func(b []byte, v any) error {
-		*(v.(*any)) = json.RawMessage(append([]byte(nil), b...))
-		return nil
-	}
-	r := &ljReceiver{addr: ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{})}
-	if r.srv, err = server.NewWithListener(ln, server.JSONDecoder(raw), server.Channel(ch)); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(r.done)
-		for {
-			select {
-			case b := <-ch:
-				r.mu.Lock()
-				for _, e := range b.Events {
-					r.ns = append(r.ns, gjson.GetBytes(e.(json.RawMessage), "n").Int())
-				}
-				r.mu.Unlock()
-				b.ACK()
-			case <-r.stop:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		close(r.stop)
-		<-r.done
-		r.srv.Close()
-	})
-	return r
-}
-
-// distinct counts the distinct events received.
-func (r *ljReceiver) distinct() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ns := slices.Clone(r.ns)
 	slices.Sort(ns)
 	return len(slices.Compact(ns))
 }
@@ -137,8 +82,8 @@ func TestDrainBothOutputTypes(t *testing.T) {
 	if err := es.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	rcv := startReceiver(t)
-	ljc.Hosts = []string{rcv.addr}
+	rcv := lumbertest.StartPeer(t, lumbertest.PeerOptions{})
+	ljc.Hosts = []string{rcv.Addr()}
 	var log syncbuf.Buffer
 	s, err := OpenDrain(cfg, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
@@ -171,7 +116,7 @@ func TestDrainBothOutputTypes(t *testing.T) {
 	if n := es.Count(); n != events {
 		t.Errorf("Elasticsearch holds %d documents, want %d", n, events)
 	}
-	if n := rcv.distinct(); n != events {
+	if n := distinctEvents(rcv); n != events {
 		t.Errorf("the Lumberjack receiver got %d distinct events, want %d", n, events)
 	}
 }

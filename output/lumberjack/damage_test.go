@@ -48,10 +48,10 @@ func TestDamagedRecordIsQuarantinedAndTheRestForwarded(t *testing.T) {
 	}
 
 	p := startPeer(t, peerOptions{})
-	run := r.start(r.options([]string{p.addr}, nil))
+	run := r.start(r.options([]string{p.Addr()}, nil))
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
-	r.checkAllOnce(p)
+	r.checkAllOnce(p.Received())
 	if st := run.Out.Stats(); st.DamagedRanges != 1 || st.DamagedRecords != 1 {
 		t.Fatalf("stats %+v", st)
 	}

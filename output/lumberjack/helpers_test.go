@@ -2,24 +2,20 @@ package lumberjack
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	stdlog "log"
 	"log/slog"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/elastic/go-lumber/lj"
 	lumberlog "github.com/elastic/go-lumber/log"
-	server "github.com/elastic/go-lumber/server/v2"
 	"go.uber.org/goleak"
 
+	"github.com/logpond/logpond/internal/testkit/lumbertest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
 	"github.com/logpond/logpond/output/internal/drain/draintest"
@@ -130,97 +126,12 @@ func (r *rig) start(opts Options) *running {
 	return draintest.Start(r.t, out)
 }
 
-// peer is go-lumber's v2 server on 127.0.0.1, keeping the events it
-// receives as raw bytes.
-type peer struct {
-	srv  *server.Server
-	addr string
-	stop chan struct{}
-	done chan struct{}
-	// ack decides whether a batch is ACKed; nil ACKs every batch. It may
-	// block (until stop is closed).
-	ack func(*peer) bool
+// peer is the Lumberjack destination of these tests.
+type peer = lumbertest.Peer
 
-	mu      sync.Mutex
-	events  []json.RawMessage
-	batches int
-}
+type peerOptions = lumbertest.PeerOptions
 
-type peerOptions struct {
-	tls     *tls.Config
-	ack     func(*peer) bool
-	wrap    func(net.Listener) net.Listener
-	noAlive bool
-}
-
-func startPeer(t *testing.T, po peerOptions) *peer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &peer{addr: ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{}), ack: po.ack}
-	if po.wrap != nil {
-		ln = po.wrap(ln)
-	}
-	if po.tls != nil {
-		ln = tls.NewListener(ln, po.tls)
-	}
-	// Our own channel: the server then never closes it under a sender.
-	ch := make(chan *lj.Batch)
-	raw := func(b []byte, v any) error {
-		*(v.(*any)) = json.RawMessage(append([]byte(nil), b...))
-		return nil
-	}
-	p.srv, err = server.NewWithListener(ln, server.JSONDecoder(raw), server.Channel(ch), server.Keepalive(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		for {
-			select {
-			case b := <-ch:
-				p.mu.Lock()
-				for _, e := range b.Events {
-					p.events = append(p.events, e.(json.RawMessage))
-				}
-				p.batches++
-				p.mu.Unlock()
-				if p.ack == nil || p.ack(p) {
-					b.ACK()
-				}
-			case <-p.stop:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { p.close() })
-	return p
-}
-
-func (p *peer) close() {
-	select {
-	case <-p.stop:
-		return
-	default:
-	}
-	close(p.stop)
-	<-p.done
-	p.srv.Close()
-}
-
-func (p *peer) received() []json.RawMessage {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]json.RawMessage(nil), p.events...)
-}
-
-func (p *peer) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.events)
-}
+var startPeer = lumbertest.StartPeer
 
 // idOf returns the event's @metadata._id.
 func idOf(t *testing.T, ev []byte) string {
@@ -260,14 +171,14 @@ func withoutDerivedID(ev []byte, id string) []byte {
 	return ev
 }
 
-// checkAllOnce checks that the peers together received every stored
-// event exactly once, under its id, and otherwise byte for byte as
-// stored.
-func (r *rig) checkAllOnce(peers ...*peer) {
+// checkAllOnce checks that the peers' events, received together, hold
+// every stored event exactly once, under its id, and otherwise byte for
+// byte as stored.
+func (r *rig) checkAllOnce(received ...[]json.RawMessage) {
 	r.t.Helper()
 	seen := map[string]bool{}
-	for _, p := range peers {
-		for _, ev := range p.received() {
+	for _, events := range received {
+		for _, ev := range events {
 			id := idOf(r.t, ev)
 			if seen[id] {
 				r.t.Fatalf("event %s received twice", id)

@@ -3,6 +3,7 @@ package lumberjack
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -26,32 +27,27 @@ func TestForwardsEveryEventOnceWithIDs(t *testing.T) {
 	delete(r.want, r.id(lsn, 0))
 	r.want["my-own-id"] = own
 	delete(r.want, r.id(lsn, 2)) // checked below: it has no id
-	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.CompressionLevel = 3 }))
-	waitFor(t, "every event", func() bool { return p.count() >= 233 })
+	run := r.start(r.options([]string{p.Addr()}, func(o *Options) { o.CompressionLevel = 3 }))
+	waitFor(t, "every event", func() bool { return p.Count() >= 233 })
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
 	if c := r.cursor(); c != r.lsn {
 		t.Fatalf("cursor %d, want %d", c, r.lsn)
 	}
-	var rest []*peer
+	var rest []json.RawMessage
 	var texts int
-	all := p.received()
-	p.mu.Lock()
-	p.events = p.events[:0]
-	for _, ev := range all {
+	for _, ev := range p.Received() {
 		if bytes.Equal(ev, text) {
 			texts++
 			continue
 		}
-		p.events = append(p.events, ev)
+		rest = append(rest, ev)
 	}
-	p.mu.Unlock()
-	rest = append(rest, p)
-	r.checkAllOnce(rest...)
+	r.checkAllOnce(rest)
 	if texts != 1 {
 		t.Fatalf("the non-JSON event arrived %d times", texts)
 	}
-	for _, ev := range p.received() {
+	for _, ev := range rest {
 		if idOf(t, ev) == "my-own-id" && !bytes.Equal(ev, own) {
 			t.Fatalf("an event with its own id changed: %s", ev)
 		}
@@ -67,10 +63,10 @@ func TestForwardsEveryEventOnceWithIDs(t *testing.T) {
 // persist of a stop, and no event counts as delivered.
 func TestCursorStaysBeforeUnACKedEvents(t *testing.T) {
 	r := newRig(t)
-	p := startPeer(t, peerOptions{ack: func(p *peer) bool { return false }})
+	p := startPeer(t, peerOptions{Ack: func(p *peer) bool { return false }})
 	r.storeMany(100, 10)
-	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.Workers = 2 }))
-	waitFor(t, "two windows received", func() bool { return p.count() >= 100 })
+	run := r.start(r.options([]string{p.Addr()}, func(o *Options) { o.Workers = 2 }))
+	waitFor(t, "two windows received", func() bool { return p.Count() >= 100 })
 	if g := run.Out.Gauges(); g.InFlight != 2 || g.DoneLSN != 0 || g.PendingEvents != 100 {
 		t.Fatalf("gauges %+v", g)
 	}
@@ -92,20 +88,20 @@ func TestFailoverToTheNextHost(t *testing.T) {
 		down := closedPort(t)
 		p := startPeer(t, peerOptions{})
 		r.storeMany(300, 10)
-		run := r.start(r.options([]string{down, p.addr}, func(o *Options) { o.Workers = 2 }))
+		run := r.start(r.options([]string{down, p.Addr()}, func(o *Options) { o.Workers = 2 }))
 		waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 		run.Stop(t)
-		r.checkAllOnce(p)
+		r.checkAllOnce(p.Received())
 	})
 	t.Run("both up", func(t *testing.T) {
 		r := newRig(t)
 		p1, p2 := startPeer(t, peerOptions{}), startPeer(t, peerOptions{})
 		r.storeMany(300, 10)
-		run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.Workers = 2 }))
+		run := r.start(r.options([]string{p1.Addr(), p2.Addr()}, func(o *Options) { o.Workers = 2 }))
 		waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 		run.Stop(t)
-		r.checkAllOnce(p1)
-		if n := p2.count(); n != 0 {
+		r.checkAllOnce(p1.Received())
+		if n := p2.Count(); n != 0 {
 			t.Fatalf("the second host got %d events while the first answered", n)
 		}
 	})
@@ -123,19 +119,19 @@ func TestLoadBalanceSpreadsOverHosts(t *testing.T) {
 		return func(p *peer) bool {
 			once.Do(func() {
 				both.Done()
-				waitGroup(&both, p.stop)
+				waitGroup(&both, p.Stopping())
 			})
 			return true
 		}
 	}
-	p1, p2 := startPeer(t, peerOptions{ack: gate()}), startPeer(t, peerOptions{ack: gate()})
+	p1, p2 := startPeer(t, peerOptions{Ack: gate()}), startPeer(t, peerOptions{Ack: gate()})
 	r.storeMany(500, 10)
-	run := r.start(r.options([]string{p1.addr, p2.addr}, func(o *Options) { o.LoadBalance = true }))
+	run := r.start(r.options([]string{p1.Addr(), p2.Addr()}, func(o *Options) { o.LoadBalance = true }))
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
-	r.checkAllOnce(p1, p2)
-	if p1.count() == 0 || p2.count() == 0 {
-		t.Fatalf("events per host: %d, %d", p1.count(), p2.count())
+	r.checkAllOnce(p1.Received(), p2.Received())
+	if p1.Count() == 0 || p2.Count() == 0 {
+		t.Fatalf("events per host: %d, %d", p1.Count(), p2.Count())
 	}
 }
 
@@ -156,12 +152,12 @@ func TestDroppedConnectionIsResent(t *testing.T) {
 	r := newRig(t)
 	var drops atomic.Int32
 	drops.Store(3)
-	p := startPeer(t, peerOptions{wrap: func(ln net.Listener) net.Listener { return &droppingListener{Listener: ln, drops: &drops} }})
+	p := startPeer(t, peerOptions{Wrap: func(ln net.Listener) net.Listener { return &droppingListener{Listener: ln, drops: &drops} }})
 	r.storeMany(400, 20)
-	run := r.start(r.options([]string{p.addr}, nil))
+	run := r.start(r.options([]string{p.Addr()}, nil))
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
-	r.checkAllOnce(p)
+	r.checkAllOnce(p.Received())
 	if st := run.Out.Stats(); st.FailedBatches < 3 || st.Reconnects < 3 || st.Resent == 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -216,7 +212,7 @@ func TestRestartResumesFromTheCursor(t *testing.T) {
 	r := newRig(t)
 	p := startPeer(t, peerOptions{})
 	r.storeMany(200, 10)
-	opts := r.options([]string{p.addr}, nil)
+	opts := r.options([]string{p.Addr()}, nil)
 	first := r.start(opts)
 	waitFor(t, "the first run's events", func() bool { return first.Out.Gauges().DoneLSN == r.lsn })
 	first.Stop(t)
@@ -224,17 +220,17 @@ func TestRestartResumesFromTheCursor(t *testing.T) {
 	if cursor != r.lsn {
 		t.Fatalf("cursor %d, want %d", cursor, r.lsn)
 	}
-	before := p.count()
+	before := p.Count()
 	r.storeMany(150, 10)
 	second := r.start(opts)
 	waitFor(t, "the second run's events", func() bool { return second.Out.Gauges().DoneLSN == r.lsn })
 	second.Stop(t)
-	for _, ev := range p.received()[before:] {
+	for _, ev := range p.Received()[before:] {
 		if lsn := lsnOf(t, idOf(t, ev)); lsn <= cursor {
 			t.Fatalf("record %d sent again after the cursor %d persisted it", lsn, cursor)
 		}
 	}
-	r.checkAllOnce(p)
+	r.checkAllOnce(p.Received())
 }
 
 // TestTLSWithClientCertificate: the output verifies the host's
@@ -246,7 +242,7 @@ func TestTLSWithClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPeer(t, peerOptions{tls: &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pki.pool,
+	p := startPeer(t, peerOptions{TLS: &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pki.pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
 	r := newRig(t)
 	r.storeMany(100, 10)
@@ -256,23 +252,23 @@ func TestTLSWithClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = noCert }))
+	refused := r.start(r.options([]string{p.Addr()}, func(o *Options) { o.TLS = noCert }))
 	waitFor(t, "the refusal", func() bool {
 		return refused.Out.Stats().FailedBatches+refused.Out.Stats().Reconnects > 0 || refused.Out.Waiting() != ""
 	})
 	refused.Stop(t)
-	if p.count() != 0 || r.cursor() != 0 {
-		t.Fatalf("events passed without a client certificate: %d, cursor %d", p.count(), r.cursor())
+	if p.Count() != 0 || r.cursor() != 0 {
+		t.Fatalf("events passed without a client certificate: %d, cursor %d", p.Count(), r.cursor())
 	}
 
 	cfg, err := TLSConfig([]string{pki.ca}, pki.clientCert, pki.clientKey, "full")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TLS = cfg }))
+	run := r.start(r.options([]string{p.Addr()}, func(o *Options) { o.TLS = cfg }))
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
-	r.checkAllOnce(p)
+	r.checkAllOnce(p.Received())
 }
 
 // TestWaitingWhileNoHostAnswers: with every host down, Waiting names the
@@ -299,12 +295,12 @@ func TestWaitingWhileNoHostAnswers(t *testing.T) {
 // replaced between windows, and nothing is lost or repeated.
 func TestTTLReconnects(t *testing.T) {
 	r := newRig(t)
-	p := startPeer(t, peerOptions{ack: func(*peer) bool { time.Sleep(2 * time.Millisecond); return true }})
+	p := startPeer(t, peerOptions{Ack: func(*peer) bool { time.Sleep(2 * time.Millisecond); return true }})
 	r.storeMany(300, 10)
-	run := r.start(r.options([]string{p.addr}, func(o *Options) { o.TTL = time.Millisecond; o.BulkMaxSize = 10 }))
+	run := r.start(r.options([]string{p.Addr()}, func(o *Options) { o.TTL = time.Millisecond; o.BulkMaxSize = 10 }))
 	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 	run.Stop(t)
-	r.checkAllOnce(p)
+	r.checkAllOnce(p.Received())
 	if st := run.Out.Stats(); st.Reconnects == 0 || st.FailedBatches != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -319,8 +315,8 @@ func TestTLSVerificationModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPeer(t, peerOptions{tls: &tls.Config{Certificates: []tls.Certificate{srvCert}, MinVersion: tls.VersionTLS12}})
-	_, port, _ := net.SplitHostPort(p.addr)
+	p := startPeer(t, peerOptions{TLS: &tls.Config{Certificates: []tls.Certificate{srvCert}, MinVersion: tls.VersionTLS12}})
+	_, port, _ := net.SplitHostPort(p.Addr())
 	byName := "localhost:" + port // the certificate names 127.0.0.1 only
 	dial := func(cas []string, mode string) error {
 		cfg, err := TLSConfig(cas, "", "", mode)

@@ -1,6 +1,8 @@
-// Package lumbertest builds Lumberjack v2 bytes for tests that need to
-// send exactly what they choose (events that are not JSON, say), which
-// go-lumber's client would refuse to encode. Only tests import it.
+// Package lumbertest holds the Lumberjack v2 side of tests: Window builds
+// bytes for tests that need to send exactly what they choose (events that
+// are not JSON, say), which go-lumber's client would refuse to encode,
+// and Peer is a destination that keeps what it receives. Only tests
+// import it.
 package lumbertest
 
 import (
