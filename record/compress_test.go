@@ -34,6 +34,13 @@ var allCompressions = []Compression{
 // every codec but do not depend on the level.
 var codecs = []Compression{Zstd(LevelDefault), S2(LevelFastest)}
 
+// eachCodec runs test once per codec, as a subtest named by the codec.
+func eachCodec(t *testing.T, test func(*testing.T, Compression)) {
+	for _, cm := range codecs {
+		t.Run(cm.Codec.String(), func(t *testing.T) { test(t, cm) })
+	}
+}
+
 func newCodec(t testing.TB, cm Compression) (*Compressor, *Decompressor) {
 	t.Helper()
 	c, err := NewCompressor(cm)
@@ -215,9 +222,7 @@ func TestDecompressorBufferReuse(t *testing.T) {
 }
 
 func TestDecompressCorruption(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { decompressCorruption(t, cm) })
-	}
+	eachCodec(t, decompressCorruption)
 }
 
 func decompressCorruption(t *testing.T, cm Compression) {
@@ -318,9 +323,7 @@ func decompressCorruption(t *testing.T, cm Compression) {
 }
 
 func TestVerifyHeader(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { verifyHeader(t, cm) })
-	}
+	eachCodec(t, verifyHeader)
 }
 
 func verifyHeader(t *testing.T, cm Compression) {
@@ -356,9 +359,7 @@ func verifyHeader(t *testing.T, cm Compression) {
 }
 
 func TestDecompressEveryBitFlipAndTruncation(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { decompressEveryBitFlipAndTruncation(t, cm) })
-	}
+	eachCodec(t, decompressEveryBitFlipAndTruncation)
 }
 
 func decompressEveryBitFlipAndTruncation(t *testing.T, cm Compression) {
@@ -385,9 +386,7 @@ func decompressEveryBitFlipAndTruncation(t *testing.T, cm Compression) {
 // header declares is refused without growing the buffer past the
 // declared size, even when the caller's limit would allow more.
 func TestBlockLargerThanDeclared(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { blockLargerThanDeclared(t, cm) })
-	}
+	eachCodec(t, blockLargerThanDeclared)
 }
 
 func blockLargerThanDeclared(t *testing.T, cm Compression) {
@@ -499,9 +498,7 @@ func compressorMemory(t *testing.T, rec []byte) {
 // TestDecompressorMemory measures what Decompressors hold besides their
 // output buffer and checks DecompressorMemory.
 func TestDecompressorMemory(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { decompressorMemory(t, cm) })
-	}
+	eachCodec(t, decompressorMemory)
 }
 
 func decompressorMemory(t *testing.T, cm Compression) {
@@ -538,9 +535,7 @@ func decompressorMemory(t *testing.T, cm Compression) {
 // TestSteadyStateAllocations: reused Compressors and Decompressors
 // allocate nothing per record.
 func TestSteadyStateAllocations(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { steadyStateAllocations(t, cm) })
-	}
+	eachCodec(t, steadyStateAllocations)
 }
 
 func steadyStateAllocations(t *testing.T, cm Compression) {
@@ -586,9 +581,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 // what Compress writes (compressed, or kept when it would not shrink);
 // bytes that are not a whole version 1 record are refused, dst intact.
 func TestCompressBuilt(t *testing.T) {
-	for _, cm := range codecs {
-		t.Run(cm.Codec.String(), func(t *testing.T) { compressBuilt(t, cm) })
-	}
+	eachCodec(t, compressBuilt)
 }
 
 func compressBuilt(t *testing.T, cm Compression) {
