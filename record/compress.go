@@ -10,8 +10,9 @@ import (
 )
 
 // Level is a compression level, from the fastest to the smallest output,
-// as each codec understands it (see [NewCompressor]). Its names ("fastest", "default", "better", "best") are
-// what a configuration file spells.
+// as each codec understands it (see [NewCompressor]). Its names
+// ("fastest", "default", "better", "best") are what a configuration file
+// spells.
 type Level uint8
 
 const (
@@ -145,9 +146,9 @@ const DecompressorMemory = decompressorMem
 // not safe for concurrent use: give each goroutine its own. Close
 // releases it.
 type Compressor struct {
-	enc *zstd.Encoder                // zstd only
-	s2  func(dst, src []byte) []byte // S2 only: the block encoder of the level
-	c   Compression
+	enc   *zstd.Encoder                // zstd only
+	s2    func(dst, src []byte) []byte // S2 only: the block encoder of the level
+	codec Codec                        // written in each record's header
 }
 
 // NewCompressor returns a Compressor of c, which must be enabled. S2's
@@ -165,7 +166,7 @@ func NewCompressor(c Compression) (*Compressor, error) {
 		case LevelDefault:
 			enc = s2.EncodeBetter
 		}
-		return &Compressor{s2: enc, c: c}, nil
+		return &Compressor{s2: enc, codec: CodecS2}, nil
 	}
 	zl, err := c.Level.zstd()
 	if err != nil {
@@ -190,11 +191,8 @@ func NewCompressor(c Compression) (*Compressor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record: zstd encoder at level %s: %w", c.Level, err)
 	}
-	return &Compressor{enc: enc, c: c}, nil
+	return &Compressor{enc: enc, codec: CodecZstd}, nil
 }
-
-// Compression is what the Compressor was made with.
-func (c *Compressor) Compression() Compression { return c.c }
 
 // Compress verifies rec, a whole version 1 record as Decode accepts it, and
 // appends to dst its version 2 form: the same flags, slot, count and receive
@@ -256,7 +254,7 @@ func (c *Compressor) compress(dst, rec []byte, count int, events []byte) []byte 
 	h.version, h.length = VersionCompressed, uint32(size)
 	out := dst[start:]
 	putHeader(out, h)
-	out[offCodec] = uint8(c.c.Codec)
+	out[offCodec] = uint8(c.codec)
 	le.PutUint32(out[offRawSize:], uint32(len(events)))
 	return le.AppendUint32(dst, checksum(out))
 }
