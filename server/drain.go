@@ -102,31 +102,21 @@ func (s *Server) Drain(ctx context.Context) (DrainLeft, error) {
 	s.noteOutputErrors(lastErr)
 	left := s.drainLeft(lastErr)
 	s.log.Info("draining: no Beats input; the outputs send what the ledger holds until every cursor is at its end",
-		drainArgs(left)...)
+		left.LogArgs()...)
 	check := time.NewTicker(drainCheckInterval)
 	defer check.Stop()
-	progress := time.NewTicker(drainProgressInterval)
-	defer progress.Stop()
+	logged := time.Now()
 	var runErr, oerr error
 	for !left.Done {
-		logNow := false
-		select {
-		case <-ctx.Done():
-		case runErr = <-p.flusherDone:
-			s.log.Error("flusher failed", "err", runErr)
-		case oerr = <-p.outputFailed:
-			s.log.Error("an output failed: stopping", "err", oerr)
-		case <-progress.C:
-			logNow = true
-		case <-check.C:
-		}
-		if ctx.Err() != nil || runErr != nil || oerr != nil {
+		var ticked bool
+		if runErr, oerr, ticked = s.await(ctx, p, check.C); !ticked {
 			break
 		}
 		s.noteOutputErrors(lastErr)
 		left = s.drainLeft(lastErr)
-		if logNow && !left.Done {
-			s.log.Info("draining", drainArgs(left)...)
+		if !left.Done && time.Since(logged) >= drainProgressInterval {
+			s.log.Info("draining", left.LogArgs()...)
+			logged = time.Now()
 		}
 	}
 	// What is left is measured again once every output has persisted its
@@ -191,9 +181,11 @@ func (s *Server) drainLeft(lastErr map[string]string) DrainLeft {
 	return left
 }
 
-// drainArgs are the log attributes of left: the ledger's end, the
-// journal's records it lacks, and one group per output.
-func drainArgs(left DrainLeft) []any {
+// LogArgs are left's log/slog attributes: the ledger's end, the
+// journal's records it lacks, the ledger's error if any, and one group
+// per output (output.NAME: cursor_lsn, records_left, bytes_left,
+// last_error).
+func (left DrainLeft) LogArgs() []any {
 	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
 	if left.LedgerError != "" {
 		args = append(args, "ledger_error", left.LedgerError)

@@ -253,15 +253,24 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("server: opened by OpenDrain: run it with Drain")
 	}
 	p := s.startPipeline()
-	var runErr, oerr error
+	runErr, oerr, _ := s.await(ctx, p, nil)
+	return s.stopPipeline(p, runErr, oerr)
+}
+
+// await waits until ctx ends, the flusher fails or an output stops by
+// itself (each failure logged, and returned for stopPipeline), or, with
+// tick, the next tick (ticked true, nothing failed).
+func (s *Server) await(ctx context.Context, p *pipeline, tick <-chan time.Time) (runErr, oerr error, ticked bool) {
 	select {
 	case <-ctx.Done():
 	case runErr = <-p.flusherDone:
 		s.log.Error("flusher failed", "err", runErr)
 	case oerr = <-p.outputFailed:
 		s.log.Error("an output failed: stopping", "err", oerr)
+	case <-tick:
+		ticked = true
 	}
-	return s.stopPipeline(p, runErr, oerr)
+	return runErr, oerr, ticked
 }
 
 // pipeline is what Run started: every goroutine with its way to stop and

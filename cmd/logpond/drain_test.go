@@ -265,7 +265,7 @@ func TestDrainLeftOnTimeoutOrSignal(t *testing.T) {
 	}
 	text := log.String()
 	if !strings.Contains(text, "-drain-timeout 2s passed") || !left.MatchString(text) || !strings.Contains(text, "left; last error: elasticsearch") ||
-		!regexp.MustCompile(`level=ERROR msg="drain: output not at the end of the ledger" output=a .*records_left=[1-9]`).MatchString(text) {
+		!regexp.MustCompile(`level=ERROR msg="drain not finished: [^"]*" .*output\.a\.records_left=[1-9]`).MatchString(text) {
 		t.Errorf("stderr does not say the timeout passed and what output a has left:\n%s", text)
 	}
 

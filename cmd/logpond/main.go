@@ -201,11 +201,7 @@ func runDrain(ctx context.Context, cfg *conf.Config, configPath string, timeout 
 // yet in the ledger, then per output its cursor, the records and bytes
 // after it and the last reason it was held back.
 func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.Writer) {
-	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
-	if left.LedgerError != "" {
-		args = append(args, "ledger_error", left.LedgerError)
-	}
-	log.Error("drain not finished: "+why+"; nothing is lost, a later drain or a normal start resumes from the cursors", args...)
+	log.Error("drain not finished: "+why+"; nothing is lost, a later drain or a normal start resumes from the cursors", left.LogArgs()...)
 	fmt.Fprintf(stderr, "logpond: drain not finished (%s): ledger last LSN %d", why, left.LedgerLastLSN)
 	if left.JournalRecords > 0 {
 		fmt.Fprintf(stderr, ", %d acknowledged journal records not yet in the ledger", left.JournalRecords)
@@ -216,12 +212,9 @@ func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.W
 	fmt.Fprintln(stderr)
 	for _, o := range left.Outputs {
 		if o.Records == 0 && left.LedgerError == "" {
-			log.Info("drain: output at the end of the ledger", "output", o.Name, "type", o.Type, "cursor_lsn", o.CursorLSN)
 			fmt.Fprintf(stderr, "logpond: output %s (%s): done, cursor at LSN %d\n", o.Name, o.Type, o.CursorLSN)
 			continue
 		}
-		log.Error("drain: output not at the end of the ledger", "output", o.Name, "type", o.Type, "cursor_lsn", o.CursorLSN,
-			"records_left", o.Records, "bytes_left", o.Bytes, "last_error", o.LastError)
 		fmt.Fprintf(stderr, "logpond: output %s (%s): cursor at LSN %d, %d records (%d bytes) left", o.Name, o.Type, o.CursorLSN, o.Records, o.Bytes)
 		if o.LastError != "" {
 			fmt.Fprintf(stderr, "; last error: %s", o.LastError)
