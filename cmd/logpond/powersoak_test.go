@@ -1,0 +1,449 @@
+package main
+
+import (
+	le "encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	lj "github.com/elastic/go-lumber/client/v2"
+	"github.com/tidwall/gjson"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/powerloss"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+	"github.com/logpond/logpond/journal"
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/record"
+)
+
+// TestPowerCutSoak is the promise under power cuts, as an operator's
+// machine would lose power: the journal and the ledger are on two
+// loop-mounted ext4 file systems; Beats-like clients send windows as
+// fast as they are acknowledged while the real binary drains into
+// Elasticsearch; at random moments both file systems lose everything not
+// yet fsynced at once (EXT4_IOC_SHUTDOWN with NOLOGFLUSH), logpond is
+// killed, the file systems are remounted and logpond starts again. After
+// the last cut every event any client saw acknowledged must reach
+// Elasticsearch.
+//
+// When one does not, the test names the missing (connection, sequence)
+// ranges and where each was found afterwards: the journal LSN and the
+// ledger LSN of the record holding it, or neither (lost at a cut), with
+// the outputs' cursors and every warning logpond logged.
+//
+// In `make test` it runs briefly (a few seconds, two cuts). `make
+// soak-power` runs it at scale: LOGPOND_POWERSOAK_SECONDS of load (40),
+// LOGPOND_POWERSOAK_CUTS cuts (4), LOGPOND_POWERSOAK_RUNS runs back to
+// back; LOGPOND_POWERSOAK_SEED replays one run's timings.
+func TestPowerCutSoak(t *testing.T) {
+	p := soakParams{seconds: 6, cuts: 2, conns: 4, window: 256, eventBytes: 512, settle: 120 * time.Second}
+	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_SECONDS")); err == nil && v > 0 {
+		p.seconds = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_CUTS")); err == nil && v > 0 {
+		p.cuts = v
+	}
+	runs := 1
+	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("LOGPOND_POWERSOAK_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	for run := range runs {
+		ok := t.Run(fmt.Sprintf("run%d", run+1), func(t *testing.T) {
+			p.seed = seed + uint64(run)
+			powerCutSoak(t, p)
+		})
+		if !ok {
+			break
+		}
+	}
+}
+
+type soakParams struct {
+	seconds, cuts int
+	conns, window int
+	eventBytes    int
+	settle        time.Duration // how long the sink may take after the last restart
+	seed          uint64
+}
+
+func powerCutSoak(t *testing.T, p soakParams) {
+	t.Logf("seed %d: %d s of load, %d cuts, %d connections of %d-event windows of %d B", p.seed, p.seconds, p.cuts, p.conns, p.window, p.eventBytes)
+	rng := rand.New(rand.NewPCG(p.seed, 45))
+	jdisk := powerloss.New(t, 2<<30)
+	ldisk := powerloss.New(t, 4<<30)
+	root := t.TempDir()
+
+	sink := newSoakSink(p.conns)
+	es, err := estest.Start(estest.Options{Seed: int64(p.seed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	es.SetFaults(estest.Faults{ItemHook: sink.hook})
+
+	jdir, ldir := filepath.Join(jdisk.Dir, "journal"), filepath.Join(ldisk.Dir, "ledger")
+	config := filepath.Join(root, "logpond.toml")
+	// Defaults everywhere but the directories and the ports: the timings
+	// are the ones users run with. The ledger's disk is 4 GiB.
+	if err := os.WriteFile(config, fmt.Appendf(nil, `
+[journal]
+dir = %q
+[ledger]
+dir = %q
+max_bytes = "3GiB"
+[input.beats]
+listen = "127.0.0.1:0"
+[output.elasticsearch]
+hosts = [%q]
+retry_initial_interval = "100ms"
+retry_max_interval = "1s"
+[admin]
+listen = ""
+`, jdir, ldir, es.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	clients := newSoakClients(p)
+	var lives []*syncbuf.Buffer
+	var soakCmd *exec.Cmd
+	start := func() string {
+		t.Helper()
+		cmd, log := startedFull(t, config)
+		lives = append(lives, log)
+		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
+		if m == nil {
+			t.Fatalf("no listening address in the log:\n%s", log)
+		}
+		soakCmd = cmd
+		return m[1]
+	}
+	addr := start()
+	clients.start(addr)
+	life := time.Duration(p.seconds) * time.Second / time.Duration(p.cuts)
+	for cut := range p.cuts {
+		// Each life lasts between half and one and a half of its share.
+		time.Sleep(life/2 + time.Duration(rng.Int64N(int64(life))))
+		before := clients.ackedEvents()
+		var wg sync.WaitGroup
+		for _, d := range []*powerloss.Disk{jdisk, ldisk} {
+			wg.Go(func() {
+				if err := d.Shutdown(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := soakCmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		soakCmd.Wait()
+		jdisk.Remount()
+		ldisk.Remount()
+		t.Logf("cut %d: %d events acknowledged (%d at the cut), %d stored", cut+1, clients.ackedEvents(), before, es.Count())
+		addr = start()
+		clients.redirect(addr)
+	}
+	// The last life: each client resends the window it had in flight,
+	// then stops; everything acknowledged must reach Elasticsearch.
+	clients.stop()
+	acked := clients.ackedEvents()
+	if acked == 0 {
+		t.Fatal("nothing was acknowledged")
+	}
+	deadline := time.Now().Add(p.settle)
+	var missing []seqRange
+	for {
+		missing = sink.missing(clients)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	st := es.Stats()
+	t.Logf("%d events acknowledged in %d windows, %d documents stored, %d creates answered 409", acked, clients.ackedWindows(), es.Count(), st.Conflicts409)
+	if err := soakCmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exitCode(t, soakCmd)
+	if len(missing) == 0 {
+		return
+	}
+	n := 0
+	for _, r := range missing {
+		n += r.to - r.from + 1
+	}
+	t.Errorf("%d acknowledged events never reached Elasticsearch, in %d ranges", n, len(missing))
+	where := locate(t, jdir, ldir, missing)
+	for _, r := range missing {
+		t.Errorf("connection %d, seq %d–%d: %s", r.conn, r.from, r.to, where[r])
+	}
+	if cs, err := ledger.ReadCursors(ldir); err == nil {
+		for _, c := range cs {
+			t.Logf("cursor %s at LSN %d (err %v)", c.Name, c.LSN, c.Err)
+		}
+	}
+	for i, log := range lives {
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				t.Logf("life %d: %s", i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// seqRange is events from..to (inclusive) of one connection.
+type seqRange struct{ conn, from, to int }
+
+// soakClients are Beats-like clients: each connection sends windows of
+// consecutive sequence numbers as fast as they are acknowledged, resends a
+// window that was not acknowledged on its next connection (as Filebeat
+// does) and records which events were acknowledged.
+type soakClients struct {
+	p    soakParams
+	pad  string
+	wg   sync.WaitGroup
+	addr atomic.Pointer[string]
+	halt atomic.Bool
+
+	mu    sync.Mutex
+	acked [][]bool // per connection, per event sequence number
+}
+
+func newSoakClients(p soakParams) *soakClients {
+	c := &soakClients{p: p, acked: make([][]bool, p.conns)}
+	// Hex noise: the events compress about as little as hashed ids and
+	// tokens do, so the journal and the ledger turn their segments over.
+	b := make([]byte, p.eventBytes)
+	r := rand.New(rand.NewPCG(p.seed, 1))
+	for i := 0; i+8 <= len(b); i += 8 {
+		le.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	c.pad = hex.EncodeToString(b)
+	return c
+}
+
+func (c *soakClients) start(addr string) {
+	c.addr.Store(&addr)
+	for conn := range c.p.conns {
+		c.wg.Go(func() { c.run(conn) })
+	}
+}
+
+// redirect points the clients at a restarted logpond.
+func (c *soakClients) redirect(addr string) { c.addr.Store(&addr) }
+
+// stop makes every client end after its window in flight is acknowledged
+// (or could not be) and waits for them.
+func (c *soakClients) stop() {
+	c.halt.Store(true)
+	c.wg.Wait()
+}
+
+// event is a soak event of about eventBytes: the connection and sequence
+// number the sink counts by, and noise.
+func (c *soakClients) event(conn, seq int) json.RawMessage {
+	head := fmt.Sprintf(`{"@timestamp":"2026-12-05T10:00:00.000Z","@metadata":{"beat":"filebeat","version":"9.3.0"},"soak":{"c":%d,"s":%d},"message":"`, conn, seq)
+	n := max(c.p.eventBytes-len(head)-2, 8)
+	off := (seq * 13) % (len(c.pad) - n)
+	return json.RawMessage(head + c.pad[off:off+n] + `"}`)
+}
+
+func (c *soakClients) run(conn int) {
+	next := 0 // the first event of the window to send
+	var cl *lj.SyncClient
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	resent := false // the window in flight was sent again after a failure
+	for {
+		if cl == nil {
+			var err error
+			cl, err = lj.SyncDial(*c.addr.Load(), lj.Timeout(10*time.Second))
+			if err != nil {
+				cl = nil
+				if c.halt.Load() && resent {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+		}
+		data := make([]any, c.p.window)
+		for i := range data {
+			data[i] = c.event(conn, next+i)
+		}
+		n, err := cl.Send(data)
+		if n > 0 {
+			c.mu.Lock()
+			for len(c.acked[conn]) < next+n {
+				c.acked[conn] = append(c.acked[conn], false)
+			}
+			for i := range n {
+				c.acked[conn][next+i] = true
+			}
+			c.mu.Unlock()
+			next += n
+		}
+		if err != nil {
+			cl.Close()
+			cl = nil
+			resent = c.halt.Load()
+			continue
+		}
+		if c.halt.Load() {
+			return
+		}
+	}
+}
+
+func (c *soakClients) ackedEvents() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, a := range c.acked {
+		for _, ok := range a {
+			if ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (c *soakClients) ackedWindows() int { return c.ackedEvents() / c.p.window }
+
+// soakSink counts the events Elasticsearch stored, by connection and
+// sequence number (an ItemHook of the test Elasticsearch).
+type soakSink struct {
+	mu     sync.Mutex
+	stored [][]uint8
+}
+
+func newSoakSink(conns int) *soakSink { return &soakSink{stored: make([][]uint8, conns)} }
+
+func (s *soakSink) hook(action, index, id string, source []byte) (int, string, string, bool) {
+	c, seq := gjson.GetBytes(source, "soak.c"), gjson.GetBytes(source, "soak.s")
+	if !c.Exists() || !seq.Exists() {
+		return 400, "mapper_parsing_exception", "soak event without soak.c and soak.s", true
+	}
+	conn, n := int(c.Int()), int(seq.Int())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if conn < 0 || conn >= len(s.stored) || n < 0 {
+		return 400, "mapper_parsing_exception", "soak event with a connection or sequence number out of range", true
+	}
+	for len(s.stored[conn]) <= n {
+		s.stored[conn] = append(s.stored[conn], 0)
+	}
+	s.stored[conn][n] = min(s.stored[conn][n]+1, 255)
+	return 0, "", "", false
+}
+
+// missing lists the acknowledged events the sink has not seen, as ranges.
+func (s *soakSink) missing(c *soakClients) []seqRange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []seqRange
+	for conn, acked := range c.acked {
+		for seq, ok := range acked {
+			if !ok || (seq < len(s.stored[conn]) && s.stored[conn][seq] > 0) {
+				continue
+			}
+			if k := len(out) - 1; k >= 0 && out[k].conn == conn && out[k].to == seq-1 {
+				out[k].to = seq
+				continue
+			}
+			out = append(out, seqRange{conn, seq, seq})
+		}
+	}
+	return out
+}
+
+// locate says, for each missing range, which journal and ledger records
+// hold its events now (after logpond stopped).
+func locate(t *testing.T, jdir, ldir string, missing []seqRange) map[seqRange]string {
+	t.Helper()
+	type hit struct{ journal, ledger []uint64 }
+	hits := map[seqRange]*hit{}
+	for _, r := range missing {
+		hits[r] = &hit{}
+	}
+	dz, err := record.NewDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dz.Close()
+	find := func(lsn uint64, rec []byte, add func(*hit, uint64)) {
+		dec, err := dz.Decode(rec, record.MaxBlockBytes)
+		if err != nil {
+			t.Logf("LSN %d does not decode: %v", lsn, err)
+			return
+		}
+		for ev := range dec.Events() {
+			conn, seq := int(gjson.GetBytes(ev, "soak.c").Int()), int(gjson.GetBytes(ev, "soak.s").Int())
+			for _, r := range missing {
+				if r.conn == conn && seq >= r.from && seq <= r.to {
+					add(hits[r], lsn)
+				}
+			}
+		}
+	}
+	jr, err := journal.NewDirReader(jdir, 1)
+	if err != nil {
+		t.Logf("journal: %v", err)
+	} else {
+		for jr.Next() {
+			find(jr.LSN(), jr.Record(), func(h *hit, lsn uint64) {
+				if !slices.Contains(h.journal, lsn) {
+					h.journal = append(h.journal, lsn)
+				}
+			})
+		}
+		t.Logf("journal read: tail %v, err %v", jr.Tail(), jr.Err())
+	}
+	lr, err := ledger.NewDirReader(ldir, 1, ledger.InspectOptions{})
+	if err != nil {
+		t.Logf("ledger: %v", err)
+	} else {
+		for lr.Next() {
+			if lr.Record() == nil {
+				t.Logf("ledger damage at LSN %d: %v", lr.LSN(), lr.Damage())
+				continue
+			}
+			find(lr.LSN(), lr.Record(), func(h *hit, lsn uint64) {
+				if !slices.Contains(h.ledger, lsn) {
+					h.ledger = append(h.ledger, lsn)
+				}
+			})
+		}
+		t.Logf("ledger read: tail %v, err %v", lr.Tail(), lr.Err())
+		lr.Close()
+	}
+	out := map[seqRange]string{}
+	for r, h := range hits {
+		out[r] = fmt.Sprintf("journal LSNs %v, ledger LSNs %v", h.journal, h.ledger)
+	}
+	return out
+}
