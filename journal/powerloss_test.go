@@ -198,3 +198,53 @@ func TestRealENOSPC(t *testing.T) {
 	}
 	t.Logf("%d records acknowledged before ENOSPC", len(acked))
 }
+
+// TestSyncOverlappingShutdownIsNotAcknowledged is the power cut that lands
+// while a group's fdatasync runs, at the fault point that lost an
+// acknowledged window in the power-cut soak: the fdatasync has begun, the
+// file system shuts down (everything not yet committed is dropped), and the
+// fdatasync then returns success anyway, which is what ext4 reports to a
+// sync whose journal transaction the shutdown aborted (internal/fsutil).
+// The group must not be acknowledged: its Append fails, the journal is
+// poisoned, and after a remount the journal holds every record
+// acknowledged before.
+func TestSyncOverlappingShutdownIsNotAcknowledged(t *testing.T) {
+	disk := powerloss.New(t, 64<<20)
+	dir := filepath.Join(disk.Dir, "journal")
+	opts := smallOpts()
+	var cutDuringSync atomic.Bool
+	opts.hooks.segment.fdatasync = func(f *os.File) error {
+		err := unix.Fdatasync(int(f.Fd()))
+		if cutDuringSync.Load() {
+			if serr := disk.Shutdown(); serr != nil {
+				t.Error(serr)
+			}
+		}
+		return err
+	}
+	j := mustOpen(t, dir, opts)
+	acked := map[uint64][]byte{}
+	for i := range 20 {
+		r := rec(t, 0, i, 100)
+		acked[mustAppend(t, j, r)] = r
+	}
+	cutDuringSync.Store(true)
+	if lsn, err := j.Append(context.Background(), rec(t, 0, 20, 100)); err == nil {
+		t.Errorf("LSN %d was acknowledged on an fdatasync during which its file system shut down", lsn)
+	} else if !errors.Is(err, ErrPoisoned) {
+		t.Errorf("append after a shutdown during its sync: %v, want ErrPoisoned", err)
+	} else {
+		t.Logf("refused as it should be: %v", err)
+	}
+	j.Close() // fails: the disk is gone
+	disk.Remount()
+
+	j2 := mustOpen(t, dir, smallOpts())
+	defer j2.Close()
+	got := readAll(t, j2)
+	for lsn, r := range acked {
+		if !bytes.Equal(got[lsn], r) {
+			t.Errorf("acknowledged LSN %d lost or changed", lsn)
+		}
+	}
+}

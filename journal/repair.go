@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/logpond/logpond/internal/framelog"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // Repair describes a torn tail that Open cut from the newest generation.
@@ -84,7 +86,7 @@ func cutFile(path string, size int64) error {
 	if err := f.Truncate(size); err != nil {
 		return fmt.Errorf("journal: repair %s: truncate to %d: %w", path, size, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := fsutil.Fsync(f); err != nil {
 		return fmt.Errorf("journal: repair %s: fsync: %w", path, err)
 	}
 	return f.Close()

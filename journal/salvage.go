@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/logpond/logpond/internal/framelog"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // Damage the ledger already holds (Options.Settled).
@@ -229,7 +231,7 @@ func writeSynced(path string, b []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := fsutil.Fsync(f); err != nil {
 		f.Close()
 		return err
 	}

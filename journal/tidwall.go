@@ -13,6 +13,8 @@ import (
 
 	"github.com/tidwall/wal"
 	"golang.org/x/sys/unix"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // This file is the journal's only contact with tidwall/wal (v1.2.1), the
@@ -64,6 +66,10 @@ type segmentOptions struct {
 	noForget    bool
 	noPresize   bool
 	tidwallSync bool
+	// fdatasync, when set, replaces the system call of Sync (tests: a
+	// file system that shuts down while a sync runs); Sync still confirms
+	// it (internal/fsutil).
+	fdatasync func(*os.File) error
 }
 
 // tidwallOptions open a generation's log.
@@ -199,8 +205,10 @@ func openSegment(g generation, entries uint64, recycle string, opts segmentOptio
 	}
 	if !opts.tidwallSync {
 		// Opened before anything is written through tidwall's descriptor,
-		// so that writeback errors reach it (Sync).
-		if s.sync, err = os.Open(g.segment()); err != nil {
+		// so that writeback errors reach it (Sync); for writing, so that
+		// Sync confirms with a write of nothing, not a second fdatasync
+		// (internal/fsutil). Nothing is ever written through it.
+		if s.sync, err = os.OpenFile(g.segment(), os.O_WRONLY, 0); err != nil {
 			return fail(fmt.Errorf("open %s: %w", g.dir, err))
 		}
 	}
@@ -241,14 +249,29 @@ func (s *tidwallSegment) Size() int64 { return s.size }
 // pages whichever descriptor asks, and a descriptor opened before the
 // writes is told of any writeback error (errseq), so this one is as good
 // as tidwall's own.
+//
+// A successful fdatasync is then confirmed (internal/fsutil): one that
+// overlapped a shutdown of the file system, or an abort of its journal,
+// can return success although the segment's new size never reached the
+// disk, and the syncer acknowledges every record the sync covered.
 func (s *tidwallSegment) Sync() error {
 	if s.sync == nil {
-		return s.log.Sync()
+		if err := s.log.Sync(); err != nil {
+			return err
+		}
+		if f, ok := tidwallFile(s.log); ok {
+			return fsutil.Confirm(f)
+		}
+		return nil
 	}
-	if err := unix.Fdatasync(int(s.sync.Fd())); err != nil {
+	sync := s.opts.fdatasync
+	if sync == nil {
+		sync = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+	}
+	if err := sync(s.sync); err != nil {
 		return fmt.Errorf("fdatasync %s: %w", s.sync.Name(), err)
 	}
-	return nil
+	return fsutil.Confirm(s.sync)
 }
 
 // Close closes the segment's files. Its in-memory buffer goes to

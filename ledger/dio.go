@@ -10,6 +10,8 @@ import (
 
 	"github.com/ncw/directio"
 	"golang.org/x/sys/unix"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // errMisaligned is returned, before any system call, for a direct-IO
@@ -66,8 +68,20 @@ func readAt(f *os.File, buf []byte, off int64) (int, error) {
 
 // fdatasync makes a segment's written data durable (and the metadata needed
 // to read it, such as its size). O_DIRECT alone is not durability: the
-// device may still hold the data in its cache.
+// device may still hold the data in its cache. It is the raw system call
+// (tests replace it, hooks.fdatasync): Ledger.datasync confirms it.
 func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+
+// datasync fdatasyncs f and confirms that its file system stayed up
+// through the sync (internal/fsutil): a sync that overlapped a shutdown or
+// a journal abort can report success for metadata that never reached the
+// disk, and the flusher releases journal records on the strength of it.
+func (l *Ledger) datasync(f *os.File) error {
+	if err := l.fdatasync(f); err != nil {
+		return err
+	}
+	return fsutil.Confirm(f)
+}
 
 // probeDirectIO checks that dir's file system accepts O_DIRECT with
 // BlockSize alignment, by writing and reading one block of a temporary file.

@@ -381,7 +381,7 @@ func (l *Ledger) loadStream(hasSegments bool) (string, error) {
 // either its old content or data, never a mix.
 func writeFileAtomic(path string, data []byte, syncDir func(string) error) error {
 	// The content must be durable before the rename publishes it.
-	if err := replaceFile(path, data, (*os.File).Sync); err != nil {
+	if err := replaceFile(path, data, fsutil.Fsync); err != nil {
 		return err
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil { // the rename itself
@@ -488,7 +488,7 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 		// Bytes past the last write (a torn extension, or the cut tail) go,
 		// so nothing stale can follow the next write.
 		if err := f.Truncate(l.writeOff); err == nil {
-			err = l.fdatasync(f)
+			err = l.datasync(f)
 		}
 		if err != nil {
 			f.Close()
@@ -604,7 +604,7 @@ func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError, keep 
 			}
 			err := f.Truncate(syncedEnd)
 			if err == nil {
-				err = l.fdatasync(f)
+				err = l.datasync(f)
 			}
 			if err != nil {
 				f.Close()

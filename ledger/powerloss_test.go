@@ -122,3 +122,47 @@ func powerLossRun(t *testing.T, sync bool, level record.Compression) (want, got 
 	t.Logf("synced through LSN %d before the cut; %d intact after", want, got)
 	return want, got, nil
 }
+
+// TestSyncOverlappingShutdownFails is the power cut that lands while the
+// ledger's fdatasync runs and that the fdatasync does not report (ext4
+// returns success to a sync whose journal transaction the shutdown
+// aborted; internal/fsutil): the Sync must fail, LastLSN must not cover
+// the records it wrote, and the flusher must therefore not release them
+// from the journal. After a remount every record synced before is there.
+func TestSyncOverlappingShutdownFails(t *testing.T) {
+	disk := powerloss.New(t, 64<<20)
+	dir := filepath.Join(disk.Dir, "ledger")
+	opts := testOpts(t, true)
+	var cutDuringSync atomic.Bool
+	opts.hooks.fdatasync = func(f *os.File) error {
+		err := fdatasync(f)
+		if cutDuringSync.Load() {
+			if serr := disk.Shutdown(); serr != nil {
+				t.Error(serr)
+			}
+		}
+		return err
+	}
+	l := mustOpen(t, dir, opts)
+	fill(t, l, 1, 20, 100, true)
+	if err := l.Append(21, rec(t, 21, 100)); err != nil {
+		t.Fatal(err)
+	}
+	cutDuringSync.Store(true)
+	if err := l.Sync(); err == nil {
+		t.Errorf("Sync succeeded although its file system shut down during the fdatasync; LastLSN %d", l.LastLSN())
+	} else {
+		t.Logf("refused as it should be: %v", err)
+	}
+	if last := l.LastLSN(); last != 20 {
+		t.Errorf("LastLSN %d after the failed Sync, want 20", last)
+	}
+	l.Close() // fails: the disk is gone
+	disk.Remount()
+
+	l2 := mustOpen(t, dir, testOpts(t, true))
+	defer l2.Close()
+	if got := readAll(t, l2, 100); len(got) < 20 || got[19] != 20 {
+		t.Errorf("after remount the ledger holds %v, want at least LSNs 1–20", got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // QuarantineDir is the directory, inside the ledger directory, where
@@ -94,7 +96,7 @@ func copyRange(dst, src string, start, end int64) error {
 	}
 	_, err = io.Copy(out, io.NewSectionReader(in, start, max(end-start, 0)))
 	if err == nil {
-		err = out.Sync()
+		err = fsutil.Fsync(out)
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr

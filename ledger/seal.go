@@ -126,7 +126,7 @@ func SealOpenSegment(dir string, next uint64) error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	err = fdatasync(f)
+	err = fsutil.Fdatasync(f)
 	f.Close() // read only
 	if err != nil {
 		return fmt.Errorf("ledger: fdatasync %s: %w", scan.Segment, err)
@@ -141,7 +141,7 @@ func SealOpenSegment(dir string, next uint64) error {
 	if err != nil {
 		return fmt.Errorf("ledger: create segment: %w", err)
 	}
-	err = nf.Sync()
+	err = fsutil.Fsync(nf)
 	if cerr := nf.Close(); err == nil {
 		err = cerr
 	}

@@ -158,7 +158,7 @@ func (l *Ledger) Sync() error {
 			return l.poison(err)
 		}
 	}
-	if err := l.fdatasync(l.f); err != nil {
+	if err := l.datasync(l.f); err != nil {
 		return l.poison(fmt.Errorf("ledger: fdatasync %s: %w", l.f.Name(), err))
 	}
 	if l.dirDirty {
@@ -207,7 +207,7 @@ func (l *Ledger) seal() error {
 			return err
 		}
 	}
-	if err := l.fdatasync(l.f); err != nil {
+	if err := l.datasync(l.f); err != nil {
 		return fmt.Errorf("ledger: fdatasync %s: %w", l.f.Name(), err)
 	}
 	if err := l.f.Close(); err != nil {

@@ -4,7 +4,7 @@ import (
 	"io"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/logpond/logpond/internal/fsutil"
 )
 
 // file is what the Store needs of an open dead-letter file. *os.File
@@ -22,7 +22,7 @@ type file interface {
 
 type osFile struct{ *os.File }
 
-func (f osFile) Datasync() error { return unix.Fdatasync(int(f.Fd())) }
+func (f osFile) Datasync() error { return fsutil.Fdatasync(f.File) }
 
 func openOSFile(path string, flag int) (file, error) {
 	f, err := os.OpenFile(path, flag, 0o640)
