@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,13 +65,10 @@ func TestPowerCutSoak(t *testing.T) {
 		seed = v
 	}
 	for run := range runs {
-		ok := t.Run(fmt.Sprintf("run%d", run+1), func(t *testing.T) {
+		t.Run(fmt.Sprintf("run%d", run+1), func(t *testing.T) {
 			p.seed = seed + uint64(run)
 			powerCutSoak(t, p)
 		})
-		if !ok {
-			break
-		}
 	}
 }
 
@@ -142,6 +138,7 @@ listen = ""
 		// Each life lasts between half and one and a half of its share.
 		time.Sleep(life/2 + time.Duration(rng.Int64N(int64(life))))
 		before := clients.ackedEvents()
+		cutAt := time.Now()
 		var wg sync.WaitGroup
 		for _, d := range []*powerloss.Disk{jdisk, ldisk} {
 			wg.Go(func() {
@@ -157,7 +154,28 @@ listen = ""
 		soakCmd.Wait()
 		jdisk.Remount()
 		ldisk.Remount()
-		t.Logf("cut %d: %d events acknowledged (%d at the cut), %d stored", cut+1, clients.ackedEvents(), before, es.Count())
+		// Every acknowledged event Elasticsearch does not have must be
+		// in the journal or the ledger now: otherwise this cut lost it.
+		missing := sink.missing(clients)
+		var from uint64
+		if cs, err := ledger.ReadCursors(ldir); err == nil && len(cs) == 1 {
+			from = cs[0].LSN
+		}
+		m := readStores(t, jdir, ldir, max(from, 64)-63)
+		lost := m.check(t, fmt.Sprintf("cut %d", cut+1), missing, p.window, func(conn, seq int) string {
+			clients.mu.Lock()
+			defer clients.mu.Unlock()
+			at, ok := clients.ackedAt[[2]int{conn, seq}]
+			if !ok {
+				return "acknowledged at an unknown time"
+			}
+			return fmt.Sprintf("acknowledged %s after the cut began", at.Sub(cutAt))
+		})
+		if lost > 0 {
+			keepEvidence(t, jdir, ldir)
+		}
+		t.Logf("cut %d: %d events acknowledged (%d at the cut), %d stored, %d lost; journal LSNs %d–%d, ledger LSNs %d–%d from the cursor at %d",
+			cut+1, clients.ackedEvents(), before, es.Count(), lost, m.journal[0], m.journal[1], m.ledger[0], m.ledger[1], from)
 		addr = start()
 		clients.redirect(addr)
 	}
@@ -191,9 +209,9 @@ listen = ""
 		n += r.to - r.from + 1
 	}
 	t.Errorf("%d acknowledged events never reached Elasticsearch, in %d ranges", n, len(missing))
-	where := locate(t, jdir, ldir, missing)
+	m := readStores(t, jdir, ldir, 1)
 	for _, r := range missing {
-		t.Errorf("connection %d, seq %d–%d: %s", r.conn, r.from, r.to, where[r])
+		t.Errorf("connection %d, seq %d–%d: first window %v", r.conn, r.from, r.to, m.at[[2]int{r.conn, r.from - r.from%p.window}])
 	}
 	if cs, err := ledger.ReadCursors(ldir); err == nil {
 		for _, c := range cs {
@@ -223,12 +241,13 @@ type soakClients struct {
 	addr atomic.Pointer[string]
 	halt atomic.Bool
 
-	mu    sync.Mutex
-	acked [][]bool // per connection, per event sequence number
+	mu      sync.Mutex
+	acked   [][]bool             // per connection, per event sequence number
+	ackedAt map[[2]int]time.Time // when each window (connection, first sequence number) was acknowledged
 }
 
 func newSoakClients(p soakParams) *soakClients {
-	c := &soakClients{p: p, acked: make([][]bool, p.conns)}
+	c := &soakClients{p: p, acked: make([][]bool, p.conns), ackedAt: map[[2]int]time.Time{}}
 	// Hex noise: the events compress about as little as hashed ids and
 	// tokens do, so the journal and the ledger turn their segments over.
 	b := make([]byte, p.eventBytes)
@@ -301,6 +320,7 @@ func (c *soakClients) run(conn int) {
 			for i := range n {
 				c.acked[conn][next+i] = true
 			}
+			c.ackedAt[[2]int{conn, next}] = time.Now()
 			c.mu.Unlock()
 			next += n
 		}
@@ -381,69 +401,124 @@ func (s *soakSink) missing(c *soakClients) []seqRange {
 	return out
 }
 
-// locate says, for each missing range, which journal and ledger records
-// hold its events now (after logpond stopped).
-func locate(t *testing.T, jdir, ldir string, missing []seqRange) map[seqRange]string {
-	t.Helper()
-	type hit struct{ journal, ledger []uint64 }
-	hits := map[seqRange]*hit{}
-	for _, r := range missing {
-		hits[r] = &hit{}
+// storeMap is where the soak's windows are in the journal and the ledger
+// on disk, read while logpond is stopped: by (connection, first sequence
+// number) of each record's events, the record's journal and ledger LSNs.
+type storeMap struct {
+	at                map[[2]int]*storeHit
+	journal, ledger   [2]uint64 // first and last LSN read of each
+	journalNote, note string    // how each read ended
+}
+
+type storeHit struct{ journal, ledger uint64 }
+
+func (h *storeHit) String() string {
+	if h == nil {
+		return "in neither the journal nor the ledger"
 	}
+	return fmt.Sprintf("journal LSN %d, ledger LSN %d (0: not there)", h.journal, h.ledger)
+}
+
+// readStores maps the journal in jdir and the ledger in ldir from LSN
+// ledgerFrom on.
+func readStores(t *testing.T, jdir, ldir string, ledgerFrom uint64) *storeMap {
+	t.Helper()
+	m := &storeMap{at: map[[2]int]*storeHit{}}
 	dz, err := record.NewDecompressor()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dz.Close()
-	find := func(lsn uint64, rec []byte, add func(*hit, uint64)) {
+	add := func(lsn uint64, rec []byte, set func(*storeHit)) {
 		dec, err := dz.Decode(rec, record.MaxBlockBytes)
 		if err != nil {
 			t.Logf("LSN %d does not decode: %v", lsn, err)
 			return
 		}
 		for ev := range dec.Events() {
-			conn, seq := int(gjson.GetBytes(ev, "soak.c").Int()), int(gjson.GetBytes(ev, "soak.s").Int())
-			for _, r := range missing {
-				if r.conn == conn && seq >= r.from && seq <= r.to {
-					add(hits[r], lsn)
-				}
+			k := [2]int{int(gjson.GetBytes(ev, "soak.c").Int()), int(gjson.GetBytes(ev, "soak.s").Int())}
+			h := m.at[k]
+			if h == nil {
+				h = &storeHit{}
+				m.at[k] = h
 			}
+			set(h)
+			break // a window is one record: its first event names it
 		}
+	}
+	span := func(s *[2]uint64, lsn uint64) {
+		if s[0] == 0 {
+			s[0] = lsn
+		}
+		s[1] = lsn
 	}
 	jr, err := journal.NewDirReader(jdir, 1)
 	if err != nil {
-		t.Logf("journal: %v", err)
-	} else {
-		for jr.Next() {
-			find(jr.LSN(), jr.Record(), func(h *hit, lsn uint64) {
-				if !slices.Contains(h.journal, lsn) {
-					h.journal = append(h.journal, lsn)
-				}
-			})
-		}
-		t.Logf("journal read: tail %v, err %v", jr.Tail(), jr.Err())
+		t.Fatalf("journal: %v", err)
 	}
-	lr, err := ledger.NewDirReader(ldir, 1, ledger.InspectOptions{})
+	for jr.Next() {
+		lsn := jr.LSN()
+		span(&m.journal, lsn)
+		add(lsn, jr.Record(), func(h *storeHit) { h.journal = lsn })
+	}
+	m.journalNote = fmt.Sprintf("tail %v, err %v", jr.Tail(), jr.Err())
+	lr, err := ledger.NewDirReader(ldir, ledgerFrom, ledger.InspectOptions{})
 	if err != nil {
-		t.Logf("ledger: %v", err)
-	} else {
-		for lr.Next() {
-			if lr.Record() == nil {
-				t.Logf("ledger damage at LSN %d: %v", lr.LSN(), lr.Damage())
+		t.Fatalf("ledger: %v", err)
+	}
+	defer lr.Close()
+	for lr.Next() {
+		lsn := lr.LSN()
+		if lr.Record() == nil {
+			t.Logf("ledger damage at LSN %d: %v", lsn, lr.Damage())
+			continue
+		}
+		span(&m.ledger, lsn)
+		add(lsn, lr.Record(), func(h *storeHit) { h.ledger = lsn })
+	}
+	m.note = fmt.Sprintf("tail %v, err %v", lr.Tail(), lr.Err())
+	return m
+}
+
+// check reports every missing range that neither store holds any more
+// (lost), with where the windows around it are, and returns how many
+// events were lost.
+func (m *storeMap) check(t *testing.T, when string, missing []seqRange, window int, ackedAt func(conn, seq int) string) int {
+	t.Helper()
+	lost := 0
+	for _, r := range missing {
+		for w := r.from - r.from%window; w <= r.to; w += window {
+			if m.at[[2]int{r.conn, w}] != nil {
 				continue
 			}
-			find(lr.LSN(), lr.Record(), func(h *hit, lsn uint64) {
-				if !slices.Contains(h.ledger, lsn) {
-					h.ledger = append(h.ledger, lsn)
-				}
-			})
+			lost += min(w+window-1, r.to) - max(w, r.from) + 1
+			t.Errorf("%s: acknowledged window of connection %d, seq %d–%d (%s), is in neither the journal (LSNs %d–%d, %s) nor the ledger (LSNs %d–%d read, %s); the window before it: %v; the window after it: %v",
+				when, r.conn, w, w+window-1, ackedAt(r.conn, w), m.journal[0], m.journal[1], m.journalNote, m.ledger[0], m.ledger[1], m.note,
+				m.at[[2]int{r.conn, w - window}], m.at[[2]int{r.conn, w + window}])
 		}
-		t.Logf("ledger read: tail %v, err %v", lr.Tail(), lr.Err())
-		lr.Close()
 	}
-	out := map[seqRange]string{}
-	for r, h := range hits {
-		out[r] = fmt.Sprintf("journal LSNs %v, ledger LSNs %v", h.journal, h.ledger)
+	return lost
+}
+
+// keepEvidence copies the journal and the ledger's cursors to a directory
+// that outlives the test, and logs the files of both stores, for the
+// analysis of a loss.
+func keepEvidence(t *testing.T, jdir, ldir string) {
+	t.Helper()
+	keep, err := os.MkdirTemp("", "powersoak-evidence-")
+	if err != nil {
+		t.Log(err)
+		return
 	}
-	return out
+	for _, d := range []string{jdir, ldir} {
+		out, _ := exec.Command("find", d, "-printf", "%p size=%s inode=%i mtime=%TT\n").CombinedOutput()
+		t.Logf("files:\n%s", out)
+	}
+	if out, err := exec.Command("cp", "-a", jdir, filepath.Join(keep, "journal")).CombinedOutput(); err != nil {
+		t.Logf("cp: %v: %s", err, out)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(ldir, "cursors"), filepath.Join(keep, "cursors")).CombinedOutput(); err != nil {
+		t.Logf("cp: %v: %s", err, out)
+	}
+	t.Logf("the journal and the cursors are kept in %s", keep)
 }

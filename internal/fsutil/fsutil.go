@@ -15,7 +15,8 @@
 // given on such a sync names bytes that are gone after the restart. The
 // shutdown flag is set before the journal is aborted, so a step that
 // starts after the sync returned sees it whenever the sync could have
-// been misreported; docs/design.md (§8) has the measurement.
+// been misreported. docs/design.md (§3, "A successful fsync is confirmed")
+// says how the power-cut soak (§8) found it.
 //
 // The confirmation is a write of zero bytes through the descriptor when it
 // is open for writing (ext4 and XFS check for shutdown first, and a write
