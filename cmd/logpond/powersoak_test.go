@@ -39,15 +39,19 @@ import (
 // the last cut every event any client saw acknowledged must reach
 // Elasticsearch.
 //
-// When one does not, the test names the missing (connection, sequence)
-// ranges and where each was found afterwards: the journal LSN and the
-// ledger LSN of the record holding it, or neither (lost at a cut), with
-// the outputs' cursors and every warning logpond logged.
+// After each cut, before the restart, every acknowledged event that
+// Elasticsearch lacks must still be in the journal or the ledger: a loss
+// is reported at the cut that caused it, as the (connection, sequence)
+// range of the window, the journal and ledger LSNs of the windows before
+// and after it on its connection, and when its acknowledgement arrived
+// relative to the moment the cut began. What never reaches Elasticsearch
+// is reported the same way at the end, with the outputs' cursors and every
+// warning logpond logged.
 //
-// In `make test` it runs briefly (a few seconds, two cuts). `make
-// soak-power` runs it at scale: LOGPOND_POWERSOAK_SECONDS of load (40),
-// LOGPOND_POWERSOAK_CUTS cuts (4), LOGPOND_POWERSOAK_RUNS runs back to
-// back; LOGPOND_POWERSOAK_SEED replays one run's timings.
+// In `make test` it runs briefly (6 s of load, two cuts). `make
+// soak-power` runs it at scale through LOGPOND_POWERSOAK_SECONDS (seconds
+// of load), LOGPOND_POWERSOAK_CUTS and LOGPOND_POWERSOAK_RUNS (runs back
+// to back); LOGPOND_POWERSOAK_SEED fixes the moments of the cuts.
 func TestPowerCutSoak(t *testing.T) {
 	p := soakParams{seconds: 6, cuts: 2, conns: 4, window: 256, eventBytes: 512, settle: 120 * time.Second}
 	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_SECONDS")); err == nil && v > 0 {
@@ -97,8 +101,10 @@ func powerCutSoak(t *testing.T, p soakParams) {
 
 	jdir, ldir := filepath.Join(jdisk.Dir, "journal"), filepath.Join(ldisk.Dir, "ledger")
 	config := filepath.Join(root, "logpond.toml")
-	// Defaults everywhere but the directories and the ports: the timings
-	// are the ones users run with. The ledger's disk is 4 GiB.
+	// Defaults but for the directories, the ports, a ledger that fits its
+	// 4 GiB disk, and retries short enough that the drain after the last
+	// cut is not a backoff's wait: the journal, ledger and input timings
+	// are the ones users run with.
 	if err := os.WriteFile(config, fmt.Appendf(nil, `
 [journal]
 dir = %q
