@@ -17,8 +17,10 @@
 //     UnreadableAfter. A read the ledger's device fails is retried with
 //     backoff, skipping nothing, the episode logged once when it begins and
 //     once when it ends and every failed attempt counted; only once the
-//     same segment's reads have failed for UnreadableAfter while the device
-//     reads elsewhere are the bytes it will not return passed as damage.
+//     same read (segment and offset) has failed for UnreadableAfter, with
+//     no read working in between, while the device reads elsewhere, are
+//     the bytes it will not return passed as damage. Progress restarts
+//     that clock: an earlier failure that was read past counts for nothing.
 //   - Skips are logged and counted. A range retention deleted before the
 //     output read it (max_lag) is logged at ERROR and counted (package
 //     skips), and its records count done.

@@ -32,15 +32,27 @@ type readFault struct {
 	episode waitlog.Episode
 	last    error         // the last attempt's error
 	wait    time.Duration // the current backoff
-	// segment is the segment whose reads have failed since stuckSince
-	// without a read working in between.
-	segment    string
+	// stuck is the read that has failed since stuckSince with no read
+	// working in between: the segment and offset it begins at, and the
+	// LSN the reader had read before it. A failure anywhere else, or after
+	// the reader moved on (a read worked), starts the clock again: only
+	// the same bytes failing for the whole of UnreadableAfter are passed.
+	stuck      stuckRead
 	stuckSince time.Time
 }
 
+// stuckRead names a failing read of the ledger: where it begins, and how
+// far the reader had read before it.
+type stuckRead struct {
+	segment string
+	offset  int64
+	lastLSN uint64
+}
+
 // ReadFailed handles a failed read of the ledger by r: it counts it, logs
-// the episode's start once, and waits the backoff; or, once the same
-// segment's reads have failed for SourceOptions.UnreadableAfter, has r
+// the episode's start once, and waits the backoff; or, once the same read
+// (the same segment and offset, with no read working in between: r has
+// read nothing since) has failed for SourceOptions.UnreadableAfter, has r
 // pass what the device will not return (ledger.Reader.PassUnreadable,
 // which does so only while the device answers reads elsewhere). It
 // returns false when ctx ended meanwhile, true when the caller should read
@@ -52,8 +64,10 @@ func (s *Source) ReadFailed(ctx context.Context, r *ledger.Reader, err *ledger.R
 	f := &s.fault
 	f.mu.Lock()
 	f.last = err
-	if f.segment != err.Segment {
-		f.segment, f.stuckSince = err.Segment, time.Now()
+	if at := (stuckRead{segment: err.Segment, offset: err.Offset, lastLSN: lastLSN}); at != f.stuck {
+		// A different read, or the reader made progress since the last
+		// failure: whatever failed before has been read past.
+		f.stuck, f.stuckSince = at, time.Now()
 	}
 	if after := s.opts.UnreadableAfter; after > 0 && time.Since(f.stuckSince) >= after {
 		passed, perr := r.PassUnreadable()
@@ -61,7 +75,7 @@ func (s *Source) ReadFailed(ctx context.Context, r *ledger.Reader, err *ledger.R
 			f.mu.Unlock()
 			if passed {
 				log.Warn("reading the ledger has failed in one segment for longer than the output waits, while the device answers reads elsewhere: the bytes it will not return are passed as damage (the records touching them are lost, logged next with their LSNs)",
-					"segment", err.Segment, "failing_for", time.Since(f.stuckSince).Round(time.Second).String(), "last_lsn_read", lastLSN)
+					"segment", err.Segment, "offset", err.Offset, "failing_for", time.Since(f.stuckSince).Round(time.Second).String(), "last_lsn_read", lastLSN)
 			}
 			return true
 		}
@@ -97,7 +111,7 @@ func (s *Source) ReadWorks() {
 	defer f.mu.Unlock()
 	f.episode.Leave(s.opts.Log, "reading the ledger works again: "+s.opts.Sending+" resumes where it stopped", "failing_for", f.episode.Lasted().Round(time.Millisecond).String())
 	f.active.Store(false)
-	f.wait, f.last, f.segment = 0, nil, ""
+	f.wait, f.last, f.stuck = 0, nil, stuckRead{}
 }
 
 // Unreadable says why the output cannot read the ledger right now ("" when

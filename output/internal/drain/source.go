@@ -16,8 +16,9 @@ type SourceOptions struct {
 	// Log receives the Source's log lines (the output's logger).
 	Log *slog.Logger
 	// UnreadableAfter is how long the ledger's device must have failed
-	// every read of the same segment, while answering reads elsewhere,
-	// before the bytes it will not return are taken for damage and passed.
+	// every attempt at the same read (segment and offset), with no read
+	// working in between, while answering reads elsewhere, before the
+	// bytes it will not return are taken for damage and passed.
 	// Until then, and for ever when it is 0, the read is retried and
 	// nothing is skipped.
 	UnreadableAfter time.Duration
