@@ -149,6 +149,16 @@ func (l *Ledger) Cursors() map[string]uint64 {
 	return out
 }
 
+// CursorSetAside reports whether the named cursor's file was found
+// damaged and set aside (at this Open or an earlier one) and is still kept
+// for inspection: its output existed, and has no known position. Such a
+// name is not a new output: it starts again from the oldest record
+// (Cursor), whatever a new output's starting point would be.
+func (l *Ledger) CursorSetAside(name string) bool {
+	_, err := os.Lstat(l.cursorPath(name) + damagedSuffix)
+	return err == nil
+}
+
 // DeleteCursor removes a cursor (an output that was removed from the
 // configuration), so that it no longer holds segments back.
 func (l *Ledger) DeleteCursor(name string) error {

@@ -100,16 +100,25 @@ func clientCert(o conf.NamedOutput) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
-// startCursor places the cursor of a new output (one the ledger has no
-// cursor for) as its start_at says: "newest" at the ledger's last record,
+// startCursor places the cursor of a new output (one the ledger never had
+// a cursor for) as its start_at says: "newest" at the ledger's last record,
 // so that it sends only what arrives from now on; "oldest" (the default)
 // is where the output's first read of its cursor puts it: before the
-// oldest record the ledger still holds.
+// oldest record the ledger still holds. An output whose cursor file was
+// damaged and set aside is no new output: it starts from the oldest
+// record whatever start_at says, logged at ERROR.
 func startCursor(l *ledger.Ledger, name, startAt string, log *slog.Logger) error {
 	if startAt != "newest" {
 		return nil
 	}
 	if _, ok := l.Cursors()[name]; ok {
+		return nil
+	}
+	if l.CursorSetAside(name) {
+		// Not a new output: one whose cursor file was damaged. Its
+		// backlog is still to be delivered; "newest" would skip it.
+		log.Error("output's cursor file was damaged and set aside: it starts again from the oldest record the ledger holds, not at the newest (start_at applies only to an output that never had a cursor); events it had delivered are sent again",
+			"output", name, "start_at", startAt, "first_lsn", l.FirstLSN())
 		return nil
 	}
 	last := l.LastLSN()
