@@ -58,6 +58,12 @@ type OutputLeft struct {
 	// bytes in the ledger (as stored, compressed or not).
 	Records uint64
 	Bytes   int64
+	// DeadLetters counts the dead letters the output's store holds, and
+	// DeadLetterBytes their files' bytes, on the ledger's device: events
+	// the destination refused for good, counted as done by the cursor
+	// but delivered nowhere. A drain that leaves some is done, yet its
+	// directories still hold events: re-drive or export them first.
+	DeadLetters, DeadLetterBytes int64
 	// LastError is the latest reason the output was held back during the
 	// drain (its destination failing, its configuration wrong, its
 	// dead-letter store full, the ledger's device failing its reads); ""
@@ -173,6 +179,9 @@ func (s *Server) drainLeft(lastErr map[string]string) DrainLeft {
 			ol.Records = left.LedgerLastLSN - ol.CursorLSN
 			ol.Bytes = l.BytesAfter(ol.CursorLSN)
 		}
+		if d := o.deadLetters(); d != nil {
+			ol.DeadLetters, ol.DeadLetterBytes = d.Entries(), d.UsedBytes()
+		}
 		if left.LedgerError != "" || ol.Records > 0 {
 			left.Done = false
 		}
@@ -181,10 +190,19 @@ func (s *Server) drainLeft(lastErr map[string]string) DrainLeft {
 	return left
 }
 
+// DeadLetters counts the dead letters every output's store holds.
+func (left DrainLeft) DeadLetters() int64 {
+	var n int64
+	for _, o := range left.Outputs {
+		n += o.DeadLetters
+	}
+	return n
+}
+
 // LogArgs are left's log/slog attributes: the ledger's end, the
 // journal's records it lacks, the ledger's error if any, and one group
 // per output (output.NAME: cursor_lsn, records_left, bytes_left,
-// last_error).
+// dead_letters and dead_letter_bytes when it holds some, last_error).
 func (left DrainLeft) LogArgs() []any {
 	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
 	if left.LedgerError != "" {
@@ -192,6 +210,9 @@ func (left DrainLeft) LogArgs() []any {
 	}
 	for _, o := range left.Outputs {
 		part := []any{"cursor_lsn", o.CursorLSN, "records_left", o.Records, "bytes_left", o.Bytes}
+		if o.DeadLetters > 0 {
+			part = append(part, "dead_letters", o.DeadLetters, "dead_letter_bytes", o.DeadLetterBytes)
+		}
 		if o.LastError != "" {
 			part = append(part, "last_error", o.LastError)
 		}

@@ -147,15 +147,18 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestDrainDeliversEverything: events acknowledged while both destinations
-// of a fan-out were down wait in the journal of a killed logpond; logpond
-// -drain, started on the same directories and with the Beats input
-// configured on the address the events came in on, opens no Beats
-// listener (a dial is refused), answers /readyz 503 "draining" and /livez
-// 200, shows mode "drain" in GET /, and, once the destinations answer,
-// delivers every event to both of them and exits 0: one event that b
-// refuses for good counts as delivered once it is dead-lettered.
-func TestDrainDeliversEverything(t *testing.T) {
+// TestDrainDeliversEverythingAndNamesDeadLetters: events acknowledged
+// while both destinations of a fan-out were down wait in the journal of a
+// killed logpond; logpond -drain, started on the same directories and with
+// the Beats input configured on the address the events came in on, opens
+// no Beats listener (a dial is refused), answers /readyz 503 "draining"
+// and /livez 200, shows mode "drain" in GET /, and, once the destinations
+// answer, delivers every event to both of them. One event that b refuses
+// for good counts as delivered once it is dead-lettered, but it is still
+// on the ledger's device: the drain exits 4, not 0 ("the directories can
+// be deleted"), and names b's dead letters, count and bytes, in its log at
+// ERROR and on stderr.
+func TestDrainDeliversEverythingAndNamesDeadLetters(t *testing.T) {
 	servers := map[string]*estest.Server{}
 	for i, name := range []string{"a", "b"} {
 		srv, err := estest.Start(estest.Options{Seed: int64(i + 1)})
@@ -212,12 +215,31 @@ func TestDrainDeliversEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code := waitExit(t, cmd, log); code != 0 {
-		t.Fatalf("logpond -drain exit code %d, want 0:\n%s", code, log.String())
+	if code := waitExit(t, cmd, log); code != exitDrainDeadLetters {
+		t.Fatalf("logpond -drain exit code %d, want %d (done, dead letters remain):\n%s", code, exitDrainDeadLetters, log.String())
 	}
-	if text := log.String(); !strings.Contains(text, "drain done") || strings.Contains(text, "beats input listening") {
-		t.Errorf("the drain's log does not say it is done, or says the Beats input listened:\n%s", text)
+	text := log.String()
+	if !strings.Contains(text, "drain done, but dead letters remain") || strings.Contains(text, "beats input listening") {
+		t.Errorf("the drain's log does not say it is done with dead letters left, or says the Beats input listened:\n%s", text)
 	}
+	if strings.Contains(text, "can be deleted") {
+		t.Errorf("the drain says the directories can be deleted while dead letters remain:\n%s", text)
+	}
+	dlqBytes := dirBytes(t, filepath.Join(r.root, "ledger", "dlq", "b"))
+	for _, want := range []string{
+		"level=ERROR msg=\"drain done, but dead letters remain",
+		"output.b.dead_letters=1 output.b.dead_letter_bytes=",
+		"logpond: output b (elasticsearch): 1 dead letters (",
+		"ledgerctl dlq redrive",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in the drain's log and stderr:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "output.a.dead_letters") || strings.Contains(text, "output a (elasticsearch): 0 dead letters") {
+		t.Errorf("output a, which dead-lettered nothing, is named among the dead letters:\n%s", text)
+	}
+	t.Logf("b's dead-letter store: %d bytes", dlqBytes)
 	for name, srv := range servers {
 		have := payloadCopies(srv)
 		var missing []string

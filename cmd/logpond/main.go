@@ -20,11 +20,14 @@
 // acknowledged records are moved into the ledger), never opens the Beats
 // listener, serves the admin endpoint with /readyz answering 503
 // "draining", and runs every configured output until each one's cursor is
-// at the end of the ledger. It exits 0 when that is done; 3 when the
-// timeout passes first or SIGTERM/SIGINT stops it, after logging (at
-// ERROR) and printing on stderr what each output has left (nothing is
-// lost: a later drain or a normal start resumes from the cursors); 1 when
-// it cannot start or a component fails.
+// at the end of the ledger. It exits 0 when that is done and no output's
+// dead-letter store holds anything; 4 when it is done but dead letters
+// remain on the ledger's device (each output's count and bytes logged and
+// printed on stderr: re-drive or export them before deleting the
+// directories); 3 when the timeout passes first or SIGTERM/SIGINT stops
+// it, after logging (at ERROR) and printing on stderr what each output has
+// left (nothing is lost: a later drain or a normal start resumes from the
+// cursors); 1 when it cannot start or a component fails.
 package main
 
 import (
@@ -60,6 +63,12 @@ const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | 
 // something".
 const exitDrainLeft = 3
 
+// exitDrainDeadLetters is the exit code of a drain that is done while
+// dead letters remain in the outputs' stores on the ledger's device: the
+// directories still hold events delivered nowhere, so a retirement script
+// must not delete them on it (as it may on 0).
+const exitDrainDeadLetters = 4
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logpond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -68,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	skipHost := fs.Bool("skip-host-checks", false, "with -check-config: check the file only, not the directories, TLS files and listen addresses on this host (for CI, away from the host that runs logpond)")
 	showVersion := fs.Bool("version", false, "print the version, module and VCS information of the build and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
-	drain := fs.Bool("drain", false, "with -config: retire this instance: accept no Beats connections, send what the journal and ledger hold through every configured output until each output's cursor is at the end of the ledger, then exit 0 (3 when -drain-timeout passes or a signal stops it first, with what is left on stderr)")
+	drain := fs.Bool("drain", false, "with -config: retire this instance: accept no Beats connections, send what the journal and ledger hold through every configured output until each output's cursor is at the end of the ledger, then exit 0 (4 when done but dead letters remain on the ledger's device, to re-drive or export first; 3 when -drain-timeout passes or a signal stops it first, with what is left on stderr)")
 	drainTimeout := fs.Duration("drain-timeout", 0, "with -drain: give up after this long (e.g. 10m) and exit 3 with what is left; 0 waits until done")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -192,8 +201,27 @@ func runDrain(ctx context.Context, cfg *conf.Config, configPath string, timeout 
 		reportLeft(left, why, log, stderr)
 		return exitDrainLeft
 	}
-	log.Info("drain done: every output's cursor is at the end of the ledger", "ledger_last_lsn", left.LedgerLastLSN)
+	if n := left.DeadLetters(); n > 0 {
+		reportDeadLetters(left, log, stderr)
+		return exitDrainDeadLetters
+	}
+	log.Info("drain done: every output's cursor is at the end of the ledger and no dead letters remain: the directories can be deleted", "ledger_last_lsn", left.LedgerLastLSN)
 	return 0
+}
+
+// reportDeadLetters logs at ERROR, and prints on stderr, the dead letters
+// a finished drain leaves on the ledger's device, per output, with what to
+// do about them.
+func reportDeadLetters(left server.DrainLeft, log *slog.Logger, stderr io.Writer) {
+	log.Error("drain done, but dead letters remain: every output's cursor is at the end of the ledger, and the events below were refused for good by their destination and kept in <ledger.dir>/dlq; re-drive them (ledgerctl dlq redrive) or export them (ledgerctl dlq dump) before deleting the directories",
+		left.LogArgs()...)
+	fmt.Fprintf(stderr, "logpond: drain done (ledger last LSN %d), but %d dead letters remain on the ledger's device; re-drive (ledgerctl dlq redrive --output NAME) or export (ledgerctl dlq dump --output NAME) them before deleting the directories\n",
+		left.LedgerLastLSN, left.DeadLetters())
+	for _, o := range left.Outputs {
+		if o.DeadLetters > 0 {
+			fmt.Fprintf(stderr, "logpond: output %s (%s): %d dead letters (%d bytes)\n", o.Name, o.Type, o.DeadLetters, o.DeadLetterBytes)
+		}
+	}
 }
 
 // reportLeft logs at ERROR, and prints on stderr, what a drain that
@@ -212,10 +240,17 @@ func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.W
 	fmt.Fprintln(stderr)
 	for _, o := range left.Outputs {
 		if o.Records == 0 && left.LedgerError == "" {
-			fmt.Fprintf(stderr, "logpond: output %s (%s): done, cursor at LSN %d\n", o.Name, o.Type, o.CursorLSN)
+			fmt.Fprintf(stderr, "logpond: output %s (%s): done, cursor at LSN %d", o.Name, o.Type, o.CursorLSN)
+			if o.DeadLetters > 0 {
+				fmt.Fprintf(stderr, "; %d dead letters (%d bytes)", o.DeadLetters, o.DeadLetterBytes)
+			}
+			fmt.Fprintln(stderr)
 			continue
 		}
 		fmt.Fprintf(stderr, "logpond: output %s (%s): cursor at LSN %d, %d records (%d bytes) left", o.Name, o.Type, o.CursorLSN, o.Records, o.Bytes)
+		if o.DeadLetters > 0 {
+			fmt.Fprintf(stderr, "; %d dead letters (%d bytes)", o.DeadLetters, o.DeadLetterBytes)
+		}
 		if o.LastError != "" {
 			fmt.Fprintf(stderr, "; last error: %s", o.LastError)
 		}

@@ -62,11 +62,17 @@ func TestFullStoreWaitsUntilPurge(t *testing.T) {
 	for last+1 < len(ps) && ps[last+1].File == ps[0].File {
 		last++
 	}
+	if n := s.Entries(); n != int64(len(es)) {
+		t.Fatalf("Entries() = %d for a store holding %d", n, len(es))
+	}
 	if _, err := s.Purge(ps[last]); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if n, want := s.Entries(), int64(len(es)-last-1+1); n != want {
+		t.Fatalf("Entries() = %d after the purge and one more append, want %d", n, want)
 	}
 	if w := s.Waiting(); w != "" {
 		t.Fatalf("Waiting() = %q after the wait", w)

@@ -430,6 +430,19 @@ func (s *Store) repairTail(f file, info *fileInfo, t *framelog.Tear) (bool, erro
 // Recovery reports the torn tail Open cut, or nil.
 func (s *Store) Recovery() *Repair { return s.recovery }
 
+// Entries is how many dead letters the store holds: every entry appended
+// and not purged (a damaged file's entries count as far as they were
+// read).
+func (s *Store) Entries() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, fi := range s.files {
+		n += int64(fi.entries)
+	}
+	return n
+}
+
 // UsedBytes is the bytes of the store's files on disk.
 func (s *Store) UsedBytes() int64 {
 	s.mu.Lock()
