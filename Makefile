@@ -134,6 +134,9 @@ POWER_RUNS ?= 20
 POWER_SECONDS ?= 50
 POWER_CUTS ?= 4
 POWER_STRESS ?= 0
+# Each run acknowledges at least this many events before its last cut,
+# however slow the machine (a cut waits for its share).
+POWER_MIN_EVENTS ?= 2000000
 soak-power:
 	@if [ "$(POWER_STRESS)" != 0 ]; then \
 		command -v stress-ng >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng >/dev/null; \
@@ -141,7 +144,7 @@ soak-power:
 	@set -e; stress=; \
 	if [ "$(POWER_STRESS)" != 0 ]; then stress-ng --cpu $(POWER_STRESS) --quiet & stress=$$!; fi; \
 	trap '[ -n "$$stress" ] && kill $$stress 2>/dev/null; true' EXIT; \
-	LOGPOND_POWERSOAK_RUNS=$(POWER_RUNS) LOGPOND_POWERSOAK_SECONDS=$(POWER_SECONDS) LOGPOND_POWERSOAK_CUTS=$(POWER_CUTS) \
+	LOGPOND_POWERSOAK_RUNS=$(POWER_RUNS) LOGPOND_POWERSOAK_SECONDS=$(POWER_SECONDS) LOGPOND_POWERSOAK_CUTS=$(POWER_CUTS) LOGPOND_POWERSOAK_MIN_EVENTS=$(POWER_MIN_EVENTS) \
 		$(GO) test -count=1 -timeout 4h -run '^TestPowerCutSoak$$' -v ./cmd/logpond
 
 # A real Filebeat 9 in $(BIN)/filebeat, for TestFilebeatDataStreams

@@ -51,7 +51,10 @@ import (
 // In `make test` it runs briefly (6 s of load, two cuts). `make
 // soak-power` runs it at scale through LOGPOND_POWERSOAK_SECONDS (seconds
 // of load), LOGPOND_POWERSOAK_CUTS and LOGPOND_POWERSOAK_RUNS (runs back
-// to back); LOGPOND_POWERSOAK_SEED fixes the moments of the cuts.
+// to back); LOGPOND_POWERSOAK_MIN_EVENTS makes each run acknowledge at
+// least that many events whatever the machine's speed (a cut waits until
+// its share of them is acknowledged); LOGPOND_POWERSOAK_SEED fixes the
+// moments of the cuts.
 func TestPowerCutSoak(t *testing.T) {
 	p := soakParams{seconds: 6, cuts: 2, conns: 4, window: 256, eventBytes: 512, settle: 120 * time.Second}
 	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_SECONDS")); err == nil && v > 0 {
@@ -59,6 +62,9 @@ func TestPowerCutSoak(t *testing.T) {
 	}
 	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_CUTS")); err == nil && v > 0 {
 		p.cuts = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_MIN_EVENTS")); err == nil && v > 0 {
+		p.minEvents = v
 	}
 	runs := 1
 	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_RUNS")); err == nil && v > 0 {
@@ -80,6 +86,7 @@ type soakParams struct {
 	seconds, cuts int
 	conns, window int
 	eventBytes    int
+	minEvents     int           // acknowledged before the last cut, at least
 	settle        time.Duration // how long the sink may take after the last restart
 	seed          uint64
 }
@@ -141,8 +148,12 @@ listen = ""
 	clients.start(addr)
 	life := time.Duration(p.seconds) * time.Second / time.Duration(p.cuts)
 	for cut := range p.cuts {
-		// Each life lasts between half and one and a half of its share.
+		// Each life lasts between half and one and a half of its share,
+		// and until its share of minEvents is acknowledged.
 		time.Sleep(life/2 + time.Duration(rng.Int64N(int64(life))))
+		for want := p.minEvents * (cut + 1) / p.cuts; clients.ackedEvents() < want; {
+			time.Sleep(50 * time.Millisecond)
+		}
 		before := clients.ackedEvents()
 		cutAt := time.Now()
 		var wg sync.WaitGroup
