@@ -371,3 +371,23 @@ func TestCheckOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorLSNReportedAfterRestart: an output restarted over a ledger
+// where its cursor is at 5, whose destination is down, reports CursorLSN 5
+// (GET /'s outputs[].cursor_lsn), not 0 until it first persists, which
+// never happens while the destination is down.
+func TestCursorLSNReportedAfterRestart(t *testing.T) {
+	r := newRig(t)
+	r.storeMany(10, 1)
+	if err := r.ledger.SetCursor("lumberjack", 5); err != nil {
+		t.Fatal(err)
+	}
+	run := r.start(r.options([]string{closedPort(t)}, nil))
+	deadline := time.Now().Add(10 * time.Second)
+	for run.Out.Waiting() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // until it has tried the destination
+	}
+	if c := run.Out.Stats().CursorLSN; c != 5 {
+		t.Errorf("Stats().CursorLSN = %d while the persisted cursor is 5", c)
+	}
+}

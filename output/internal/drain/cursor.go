@@ -25,16 +25,34 @@ type Cursor struct {
 
 // NewCursor returns the Cursor named name in l; sent is the verb of what
 // the output does with an event ("sent", "forwarded"), for its log lines.
+// It starts at the position the ledger holds for name, if any.
 func NewCursor(l *ledger.Ledger, name string, log *slog.Logger, sent string) *Cursor {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cursor{ledger: l, name: name, log: log, sent: sent}
+	c := &Cursor{ledger: l, name: name, log: log, sent: sent}
+	if l != nil {
+		c.atLeast(l.Cursors()[name])
+	}
+	return c
 }
 
-// Persisted returns the last LSN this Cursor persisted (0 before the
-// first).
+// Persisted returns the cursor's persisted position: the last LSN this
+// Cursor persisted, or, before it persisted anything, the position a run
+// started from (what an earlier process persisted). 0 when the output has
+// never done a record.
 func (c *Cursor) Persisted() uint64 { return c.persisted.Load() }
+
+// atLeast raises the reported position to lsn, a position persisted
+// earlier (a run's starting cursor): it never moves back.
+func (c *Cursor) atLeast(lsn uint64) {
+	for {
+		cur := c.persisted.Load()
+		if lsn <= cur || c.persisted.CompareAndSwap(cur, lsn) {
+			return
+		}
+	}
+}
 
 // Commit persists tr's done LSN every interval while it moves past from,
 // until ctx ends. The cursor lags what is done by up to one interval: a
@@ -44,6 +62,9 @@ func (c *Cursor) Persisted() uint64 { return c.persisted.Load() }
 // (every names the retry interval to the operator, as "every second") and
 // once when it ends: nothing is lost meanwhile, a restart only resends.
 func (c *Cursor) Commit(ctx context.Context, tr *Tracker, from uint64, interval time.Duration, every string) {
+	// The run starts at the persisted cursor: that is what is reported
+	// until it moves, even while the destination is down.
+	c.atLeast(from)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	last := from

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -90,5 +91,37 @@ func TestCursorFinalFailureWrapsTheSentinel(t *testing.T) {
 	}
 	if c.Persisted() != 0 {
 		t.Fatalf("Persisted %d after a failed write", c.Persisted())
+	}
+}
+
+// TestCursorReportsThePersistedPositionBeforeItMoves: an output restarted
+// over a ledger where its cursor is persisted at 5 reports 5 (GET /'s
+// cursor_lsn) from the start, and the position its run starts from once
+// that run commits, although nothing new is done (its destination down),
+// never 0 until its first persist.
+func TestCursorReportsThePersistedPositionBeforeItMoves(t *testing.T) {
+	l, _ := openLedger(t, 10)
+	if err := l.SetCursor("out", 5); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCursor(l, "out", nil, "sent")
+	if got := c.Persisted(); got != 5 {
+		t.Fatalf("a new Cursor over a ledger holding it at 5 reports %d", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	tr := NewTracker(7)
+	go func() { defer close(done); c.Commit(ctx, tr, 7, time.Millisecond, "every millisecond") }()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Persisted() != 7 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := c.Persisted(); got != 7 {
+		t.Errorf("a run that started from 7 with nothing done reports %d", got)
+	}
+	if _, err := c.Final(tr, 7, errors.New("not saved")); err != nil || c.Persisted() != 7 {
+		t.Errorf("Final with nothing done: %v, reports %d, want 7", err, c.Persisted())
 	}
 }
