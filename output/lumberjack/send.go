@@ -94,8 +94,11 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 	b.sent = true
 	o.inFlight.Add(1)
 	// go-lumber's calls block up to Timeout each: closing the connection
-	// is what interrupts them when the output stops.
-	stop := context.AfterFunc(ctx, func() { s.conn.Close() })
+	// is what interrupts them when the output stops. The callback closes
+	// this connection, captured here: it may still run after stop()
+	// returns, when close below has already cleared s.conn.
+	conn := s.conn
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	acked, err := s.client.Send(b.events)
 	stop()
 	o.inFlight.Add(-1)
