@@ -32,9 +32,8 @@ type Memory struct {
 	// Ledger is LedgerBuffersBytes, the ledger's write buffer and the
 	// flusher's batch held for it, plus LedgerReadCache, the read
 	// cache the outputs share, plus one read window (LedgerReadWindowBytes)
-	// per output beyond the first, plus LedgerDecompressionBytes: with
-	// ledger.compression = "zstd", each enabled output's decompressor and
-	// its buffer.
+	// per output beyond the first, plus LedgerDecompressionBytes: each
+	// enabled output's decompressor and its buffer.
 	Ledger int64
 	// Output is the sum over the enabled outputs (OutputBytes): each
 	// drains the ledger at its own pace with its own buffers.
@@ -90,15 +89,13 @@ func (c *Config) InputCompressionBytes(cpus int) int64 {
 }
 
 // LedgerDecompressionBytes is what the outputs' ledger readers hold to
-// decompress records with ledger.compression = "zstd" or "s2" (0 with
-// "none"):
-// per enabled output, a decompressor, record.DecompressorMemory, and the
-// buffer a record decompresses into, the largest record, 2 ×
-// journal.max_group_bytes.
+// decompress records: per enabled output, a decompressor,
+// record.DecompressorMemory, and the buffer a record decompresses into,
+// the largest record, 2 × journal.max_group_bytes. It counts whatever
+// ledger.compression says: the setting decides how new records are
+// stored, and a ledger written before it changed to "none" still holds
+// compressed records, which the outputs decompress as they read them.
 func (c *Config) LedgerDecompressionBytes() int64 {
-	if !c.Ledger.RecordCompression().Enabled() {
-		return 0
-	}
 	return int64(len(c.Outputs())) * (int64(record.DecompressorMemory) + 2*int64(c.Journal.MaxGroupBytes))
 }
 
