@@ -118,16 +118,23 @@ type CompressionInfo struct {
 // dead-letter fields are an Elasticsearch output's; a Lumberjack output
 // counts its batches as requests and has no dead letters.
 type OutputInfo struct {
-	Name                 string  `json:"name"`
-	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"
-	State                string  `json:"state"`
-	Waiting              string  `json:"waiting,omitempty"`
-	Error                string  `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)
-	EventsDeliveredTotal int64   `json:"events_delivered_total"` // stored, already stored, or dead-lettered
-	DeadLetteredTotal    int64   `json:"dead_lettered_total"`
-	RetriedTotal         int64   `json:"items_retried_total"`
-	RequestsTotal        int64   `json:"requests_total"`
-	RequestsFailedTotal  int64   `json:"requests_failed_total"`
+	Name                 string `json:"name"`
+	Type                 string `json:"type"` // "elasticsearch" or "lumberjack"
+	State                string `json:"state"`
+	Waiting              string `json:"waiting,omitempty"`
+	Error                string `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)
+	EventsDeliveredTotal int64  `json:"events_delivered_total"` // stored, already stored, or dead-lettered
+	DeadLetteredTotal    int64  `json:"dead_lettered_total"`
+	RetriedTotal         int64  `json:"items_retried_total"`
+	RequestsTotal        int64  `json:"requests_total"`
+	RequestsFailedTotal  int64  `json:"requests_failed_total"`
+	// ReconnectsTotal and EventsWithoutIDTotal are a Lumberjack output's
+	// (omitted for Elasticsearch): connections opened again after one
+	// closed, and events forwarded without a document id (not a JSON
+	// object, or an @metadata that is not one), which a resend may store
+	// twice at the receiver.
+	ReconnectsTotal      *int64  `json:"reconnects_total,omitempty"`
+	EventsWithoutIDTotal *int64  `json:"events_without_id_total,omitempty"`
 	BytesSentTotal       int64   `json:"bytes_sent_total"`
 	PendingEvents        int64   `json:"pending_events"`
 	PendingRecords       int64   `json:"pending_records"`
@@ -218,6 +225,9 @@ func (s *Server) outputInfo(st state, o outputState) OutputInfo {
 		MaxLagBytes:         o.out.maxLag, SkippedEventsTotal: os.SkippedEvents}
 	if o.out.typ == conf.TypeElasticsearch {
 		out.RoutedEventsTotal = routedTargets(os)
+	}
+	if o.out.typ == conf.TypeLumberjack {
+		out.ReconnectsTotal, out.EventsWithoutIDTotal = &os.Reconnects, &os.EventsWithoutID
 	}
 	for _, r := range os.SkippedRanges {
 		out.SkippedRanges = append(out.SkippedRanges, LSNRange{First: r[0], Last: r[1]})

@@ -253,8 +253,8 @@ func (out *outputRunner) Misconfigured() string {
 	return onRunning(out, func(d drain) string { return d.Misconfigured() })
 }
 
-// addStats adds b's counters to a's; the cursor is b's, when it has one
-// (a restarted drain reports 0 until it persists its cursor).
+// addStats adds b's counters to a's; the cursor is the further of the
+// two (a restarted drain reports the cursor it started from).
 func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.Requests += b.Requests
 	a.FailedRequests += b.FailedRequests
@@ -276,6 +276,8 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.RoutedIndex += b.RoutedIndex
 	a.RoutedFallback += b.RoutedFallback
 	a.RoutedDeadLetter += b.RoutedDeadLetter
+	a.Reconnects += b.Reconnects
+	a.EventsWithoutID += b.EventsWithoutID
 	a.SkippedRanges = append(a.SkippedRanges, b.SkippedRanges...)
 	if n := len(a.SkippedRanges); n > maxSkippedRanges {
 		a.SkippedRanges = a.SkippedRanges[n-maxSkippedRanges:]

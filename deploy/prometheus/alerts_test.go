@@ -61,6 +61,7 @@ var watched = map[string]string{
 	"output skipped by max_lag":           "logpond_output_skipped_records_total",
 	"cursor of a removed output":          "logpond_ledger_orphan_cursor_bytes",
 	"output misconfigured":                "logpond_output_misconfigured",
+	"events forwarded without an id":      "logpond_output_events_without_id_total",
 }
 
 // watchedReasons are the logpond_backpressure reasons an alert must

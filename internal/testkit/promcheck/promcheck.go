@@ -94,6 +94,17 @@ func Exported(t *testing.T) map[string]bool {
 	cfg := servertest.Config(root, es.URL())
 	o := &cfg.Output.Elasticsearch
 	o.RetryInitialInterval, o.RetryMaxInterval = conf.Duration(time.Millisecond), conf.Duration(10*time.Millisecond)
+	// A Lumberjack output too, whose receiver is down: its own series
+	// (reconnects, events without id) are exported as well.
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := down.Addr().String()
+	down.Close()
+	lo := conf.DefaultLumberjack()
+	lo.Hosts = []string{downAddr}
+	cfg.Output.Lumberjack = map[string]*conf.Lumberjack{"relay": &lo}
 	s := servertest.Run(t, cfg, nil)
 
 	c, err := lj.SyncDial(s.BeatsAddr().String())
