@@ -2,6 +2,9 @@ package input
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -15,6 +18,9 @@ import (
 func (b *Beats) handle(conn net.Conn) {
 	ctx, cancel := context.WithCancel(b.stop)
 	defer cancel()
+	if tc, ok := conn.(*tls.Conn); ok && !b.handshake(ctx, tc) {
+		return
+	}
 	// Every record of this connection's batches carries its slot; a batch
 	// that fails after some of its records were submitted is closed with
 	// an abort record before the slot is given back (record/doc.go).
@@ -32,6 +38,30 @@ func (b *Beats) handle(conn net.Conn) {
 	c.r.Reserve = c.reserve
 	for c.serveBatch() {
 	}
+}
+
+// handshake runs a TLS connection's handshake before anything is read, so
+// that a client that stalls it is told apart from a quiet one: the
+// handshake must end within BatchTimeout, like a batch, and one that does
+// not is a violation (tls_handshake_timeout), never an idle close. A
+// handshake that fails otherwise (no or a wrong client certificate, not
+// TLS) ends the connection as any failed read does. It reports whether
+// the connection is ready for batches.
+func (b *Beats) handshake(ctx context.Context, conn *tls.Conn) bool {
+	if err := b.readDeadline(conn, b.opts.BatchTimeout); err != nil {
+		return false // Close
+	}
+	err := conn.HandshakeContext(ctx)
+	if err == nil {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && !b.isClosed() {
+		b.violation(conn, "tls_handshake_timeout", fmt.Errorf("the TLS handshake did not end within batch_timeout (%s): %w", b.opts.BatchTimeout, err))
+		return false
+	}
+	b.closeWith(conn, fmt.Errorf("TLS handshake: %w", err))
+	return false
 }
 
 // beatsConn is one connection's state while its handler runs. Only the

@@ -136,3 +136,65 @@ func TestClientCloseIsCounted(t *testing.T) {
 		t.Errorf("a client's close counted as a violation: %v", v)
 	}
 }
+
+// TestStalledTLSHandshakeIsAViolation: a client that opens a TLS
+// connection and stalls its handshake (sends part of a ClientHello, or
+// nothing) is closed after batch_timeout and counted and logged as a
+// violation, tls_handshake_timeout, not as a quiet client closed for
+// idle_timeout.
+func TestStalledTLSHandshakeIsAViolation(t *testing.T) {
+	pki := newTestPKI(t)
+	cfg, err := TLSConfig(pki.certFile, pki.keyFile, "", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		send []byte
+	}{
+		{"nothing sent", nil},
+		{"half a ClientHello", []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			opts := testOptions()
+			opts.TLS = cfg
+			opts.IdleTimeout = time.Hour // a stalled handshake must not wait for it
+			opts.BatchTimeout = 200 * time.Millisecond
+			b := loggedBeats(t, opts, &logs)
+			conn, err := net.Dial("tcp", b.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write(tc.send)
+			waitClosedAny(t, conn)
+			if n := b.Violations()["tls_handshake_timeout"]; n != 1 {
+				t.Errorf("%d tls_handshake_timeout violations counted, want 1: %v", n, b.Violations())
+			}
+			if n := b.Stats().Closed[CloseIdle]; n != 0 {
+				t.Errorf("a stalled handshake counted as %d idle closes", n)
+			}
+			if log := logs.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reason=tls_handshake_timeout") {
+				t.Errorf("no WARN line with reason=tls_handshake_timeout:\n%s", log)
+			}
+		})
+	}
+}
+
+// waitClosedAny reads from c until the server closes it, whatever it sends
+// first (a TLS alert, say); it fails the test only if the connection stays
+// open past a deadline that catches a hang.
+func waitClosedAny(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 512)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the server did not close the connection")
+			}
+			return
+		}
+	}
+}
