@@ -145,6 +145,12 @@ type space struct {
 	fullPeriod waitlog.Episode
 	spares     []spare // released segments kept to be overwritten (recycle.go)
 	maxSpares  int     // Options.SpareSegments; 0 once recycling failed
+	// aside is the bytes of the damaged-<base> directories kept for
+	// inspection (aside.go): on the journal's device, so they take their
+	// share of max_bytes from the records'. asideAt is when it was last
+	// measured.
+	aside   int64
+	asideAt time.Time
 }
 
 // releaser is the releaser goroutine's (release.go): how it is woken and
@@ -373,6 +379,7 @@ func (j *Journal) openWriter(gens []generation, entries uint64) error {
 	if releaseUpTo > 0 {
 		j.releaseAtOpen(releaseUpTo)
 	}
+	j.measureAside()
 	j.durable.Store(j.commit.last)
 	return nil
 }
@@ -593,22 +600,40 @@ func (j *Journal) admit(ctx context.Context, size int64) error {
 			err := j.poisoned
 			j.mu.Unlock()
 			return fmt.Errorf("%w: %w", ErrPoisoned, err)
-		case j.space.used+size <= j.opts.recordBytes():
+		case j.space.used+j.space.aside+size <= j.opts.recordBytes():
 			j.space.used += size
 			j.mu.Unlock()
 			return nil
+		case j.space.aside > 0 && time.Since(j.space.asideAt) >= asideRecheck:
+			// Full because of what is kept aside: an operator may have
+			// deleted it since it was measured.
+			j.mu.Unlock()
+			j.measureAside()
+			continue
 		}
 		j.space.full = true
-		j.space.fullPeriod.Enter(j.log, slog.LevelWarn, "journal full: appends wait until the flusher moves records to the ledger",
-			"used_bytes", j.space.used, "record_bytes", j.opts.recordBytes(), "max_bytes", j.opts.MaxBytes)
+		j.space.fullPeriod.Enter(j.log, slog.LevelWarn, "journal full: appends wait until the flusher moves records to the ledger (or, when aside_bytes is not 0, until the damaged-* directories kept aside are deleted)",
+			"used_bytes", j.space.used, "aside_bytes", j.space.aside, "record_bytes", j.opts.recordBytes(), "max_bytes", j.opts.MaxBytes)
 		freed := j.space.freed
+		var recheck <-chan time.Time
+		var timer *time.Timer
+		if j.space.aside > 0 {
+			// Nothing the journal does frees what is kept aside: look
+			// again for an operator's deletion while waiting.
+			timer = time.NewTimer(asideRecheck)
+			recheck = timer.C
+		}
 		j.mu.Unlock()
 		select {
 		case <-freed:
+		case <-recheck:
 		case <-ctx.Done():
 			return fmt.Errorf("journal: waiting for space: %w", ctx.Err())
 		case <-j.closing:
 			return ErrClosed
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
@@ -708,7 +733,7 @@ func (j *Journal) Waiting() string {
 func (j *Journal) UsedBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := j.space.used
+	n := j.space.used + j.space.aside
 	for _, sp := range j.space.spares {
 		n += sp.size
 	}

@@ -449,3 +449,52 @@ func TestSparesNeedTheirShare(t *testing.T) {
 		t.Fatalf("MaxRecordBytes %d, want %d: what is left of max bytes after the spares and the active segment", got, want)
 	}
 }
+
+// TestDamagedGenerationsCountTowardMaxBytes: the damaged-<base>
+// directories kept aside in the journal directory are on its device: they
+// count in UsedBytes and take their bytes from what records may use, so
+// appends wait when they leave no room, and resume once an operator
+// deletes them, without anything else freeing space.
+func TestDamagedGenerationsCountTowardMaxBytes(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 256 << 10, MaxBytes: 2 << 20, MaxGroupBytes: 64 << 10}
+	j := mustOpen(t, dir, opts)
+	mustAppend(t, j, rec(t, 0, 0, 100))
+	j.Close()
+
+	aside := filepath.Join(dir, damagedPrefix+"00000000000000000007")
+	if err := os.Mkdir(aside, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	big := opts.recordBytes() // leaves no room for any record
+	if err := os.WriteFile(filepath.Join(aside, segmentFile), make([]byte, big), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	j = mustOpen(t, dir, opts)
+	defer j.Close()
+	if used := j.UsedBytes(); used < big {
+		t.Errorf("UsedBytes %d does not count the %d bytes kept aside", used, big)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := j.Append(ctx, rec(t, 0, 1, 100))
+	cancel()
+	if err == nil {
+		t.Fatal("an append found room although what is kept aside fills max_bytes")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := j.Append(context.Background(), rec(t, 0, 2, 100))
+		done <- err
+	}()
+	if err := os.RemoveAll(aside); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the append still waits after the directory kept aside was deleted")
+	}
+}

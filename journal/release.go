@@ -315,7 +315,7 @@ func (j *Journal) freed(n int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.space.used -= n
-	if j.space.fullPeriod.Active() && j.space.used <= j.opts.recordBytes()-j.opts.SegmentBytes {
+	if j.space.fullPeriod.Active() && j.space.used+j.space.aside <= j.opts.recordBytes()-j.opts.SegmentBytes {
 		j.space.fullPeriod.Leave(j.log, "journal has space again: appends resume", "used_bytes", j.space.used, "max_bytes", j.opts.MaxBytes)
 	}
 	if !j.space.full {

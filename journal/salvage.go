@@ -42,7 +42,7 @@ import (
 
 // damagedPrefix names a generation directory set aside for damage the
 // ledger held: damaged-<base>, in the journal directory. Nothing reads it;
-// it is not counted in max_bytes.
+// its bytes count toward max_bytes (aside.go) until an operator deletes it.
 const damagedPrefix = "damaged-"
 
 // salvagePrefix names the directory a salvaged generation is written in
