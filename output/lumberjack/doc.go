@@ -33,7 +33,11 @@
 //
 // With Options.LoadBalance, every host takes windows, Workers connections
 // each. Without it, one host at a time takes them all until it fails, then
-// the next one in Options.Hosts (failover). A host that fails is tried
+// another (failover). As in Filebeat's output.logstash, no host has
+// precedence: the host is chosen at random at start, and after a failure
+// among the others, preferring those out of their backoff; the output
+// stays with a host that answers and does not return to the first one
+// listed. A host that fails is tried
 // again after a backoff that doubles with each failure in a row, from
 // BackoffInit to BackoffMax, and starts over after an ACK.
 //

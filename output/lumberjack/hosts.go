@@ -3,6 +3,7 @@ package lumberjack
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -11,15 +12,19 @@ import (
 )
 
 // hostSet decides which hosts the senders may use: with load balancing,
-// every host out of its backoff; without, only the active one, which
-// changes to the next host in the list when it fails (failover). It also
-// keeps the outage state: every host tried has failed since the last ACK.
-// Safe for concurrent use.
+// every host out of its backoff; without, only the active one. As in
+// Filebeat's output.logstash without loadbalance, no host has precedence:
+// the active host is chosen at random at start, and when it fails another
+// is chosen at random among the others, preferring those out of their
+// backoff (failover). The output stays with a host while it answers; there
+// is no return to a "first" host. It also keeps the outage state: every
+// host tried has failed since the last ACK. Safe for concurrent use.
 type hostSet struct {
 	lb          bool
 	init, limit time.Duration // backoff bounds
 	name        string
 	log         *slog.Logger
+	pick        func(n int) int // a random index in [0, n) (tests fix it)
 
 	mu      sync.Mutex // guards the fields below
 	hosts   []*host
@@ -44,11 +49,39 @@ type host struct {
 
 func newHostSet(opts *Options, log *slog.Logger) *hostSet {
 	s := &hostSet{lb: opts.LoadBalance, init: opts.BackoffInit, limit: opts.BackoffMax, name: opts.Name, log: log,
-		changed: make(chan struct{})}
+		pick: rand.IntN, changed: make(chan struct{})}
 	for i, a := range opts.Hosts {
 		s.hosts = append(s.hosts, &host{addr: a, i: i})
 	}
+	if len(s.hosts) > 0 {
+		s.active = s.pick(len(s.hosts))
+	}
 	return s
+}
+
+// failOverLocked makes another host than the failed active one active: one
+// at random among those out of their backoff at now, else the one whose
+// backoff ends first. s.mu must be held.
+func (s *hostSet) failOverLocked(now time.Time) {
+	if len(s.hosts) < 2 {
+		return
+	}
+	var ready []int
+	next := -1
+	for _, h := range s.hosts {
+		if h.i == s.active {
+			continue
+		}
+		if !now.Before(h.retryAt) {
+			ready = append(ready, h.i)
+		} else if next < 0 || h.retryAt.Before(s.hosts[next].retryAt) {
+			next = h.i
+		}
+	}
+	if len(ready) > 0 {
+		next = ready[s.pick(len(ready))]
+	}
+	s.active = next
 }
 
 // broadcast wakes every sender waiting for a change; s.mu must be held.
@@ -98,7 +131,7 @@ func (s *hostSet) failed(h *host, err error) time.Duration {
 		h.retryAt = now.Add(min(d, s.limit))
 	}
 	if !s.lb && s.active == h.i {
-		s.active = (h.i + 1) % len(s.hosts)
+		s.failOverLocked(now)
 	}
 	all := true
 	for _, x := range s.hosts {

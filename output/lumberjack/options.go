@@ -28,7 +28,8 @@ type Options struct {
 	Hosts []string
 	// LoadBalance spreads batches over every host that answers; without
 	// it, one host at a time takes every batch until it fails, and then
-	// the next one in Hosts does (failover).
+	// another does (failover): chosen at random, with no precedence among
+	// Hosts, as Filebeat's output.logstash does.
 	LoadBalance bool
 	// Workers is the number of connections per host, each with one batch
 	// in flight at a time.

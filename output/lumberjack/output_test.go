@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -79,10 +82,10 @@ func TestCursorStaysBeforeUnACKedEvents(t *testing.T) {
 	}
 }
 
-// TestFailoverToTheNextHost: without load balancing, the first host
-// refusing connections makes the second take every event; with both
-// answering, the first takes them all.
-func TestFailoverToTheNextHost(t *testing.T) {
+// TestFailoverToAnotherHost: without load balancing, a host refusing
+// connections makes the other take every event, whichever is tried first;
+// with both answering, one of them takes them all.
+func TestFailoverToAnotherHost(t *testing.T) {
 	t.Run("first down", func(t *testing.T) {
 		r := newRig(t)
 		down := closedPort(t)
@@ -100,9 +103,13 @@ func TestFailoverToTheNextHost(t *testing.T) {
 		run := r.start(r.options([]string{p1.Addr(), p2.Addr()}, func(o *Options) { o.Workers = 2 }))
 		waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
 		run.Stop(t)
-		r.checkAllOnce(p1.Received())
-		if n := p2.Count(); n != 0 {
-			t.Fatalf("the second host got %d events while the first answered", n)
+		taker, other := p1, p2
+		if p2.Count() > 0 {
+			taker, other = p2, p1
+		}
+		r.checkAllOnce(taker.Received())
+		if n := other.Count(); n != 0 {
+			t.Fatalf("both hosts took events (%d and %d) without load balancing", taker.Count(), n)
 		}
 	})
 }
@@ -389,5 +396,49 @@ func TestCursorLSNReportedAfterRestart(t *testing.T) {
 	}
 	if c := run.Out.Stats().CursorLSN; c != 5 {
 		t.Errorf("Stats().CursorLSN = %d while the persisted cursor is 5", c)
+	}
+}
+
+// TestFailoverChoosesAtRandom: without load balancing no host has
+// precedence, as in Filebeat: the first host is chosen at random, a
+// failed host hands over to another one (never itself, one out of its
+// backoff when there is one), and every host gets its turn.
+func TestFailoverChoosesAtRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	opts := &Options{Hosts: []string{"a:1", "b:1", "c:1"}, BackoffInit: time.Minute, BackoffMax: time.Hour}
+	first := map[int]int{}
+	for range 300 {
+		s := newHostSet(opts, slog.New(slog.DiscardHandler))
+		first[s.active]++
+	}
+	if len(first) != 3 {
+		t.Errorf("the first host chosen in 300 starts: %v, want every host", first)
+	}
+	s := newHostSet(opts, slog.New(slog.DiscardHandler))
+	s.pick = rng.IntN
+	next := map[int]int{}
+	for range 300 {
+		failed := s.hosts[s.active]
+		s.failed(failed, errors.New("refused"))
+		if s.active == failed.i {
+			t.Fatalf("host %s failed and stays active", failed.addr)
+		}
+		next[s.active]++
+		// Every other host out of its backoff again: the choice is free.
+		for _, h := range s.hosts {
+			h.retryAt = time.Time{}
+		}
+	}
+	if len(next) != 3 {
+		t.Errorf("hosts taking over in 300 failovers: %v, want every host", next)
+	}
+	// Two hosts backing off, one ready: the ready one takes over.
+	now := time.Now()
+	s.active = 0
+	s.hosts[1].retryAt = now.Add(time.Hour)
+	s.hosts[2].retryAt = time.Time{}
+	s.failed(s.hosts[0], errors.New("refused"))
+	if s.active != 2 {
+		t.Errorf("host %d took over from a failed host while host 2 was out of its backoff", s.active)
 	}
 }
