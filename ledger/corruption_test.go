@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -97,13 +98,16 @@ func covered(uint64) bool { return true }
 func released(lsn uint64) bool { return lsn > 40 }
 
 // TestTornTailAtEveryOffset cuts the segment at every offset of its last
-// two blocks. With the journal covering the cut, exactly the frames wholly
-// before the cut survive; when the journal has dropped them (they had been
-// synced), Open refuses whenever a record was cut, and names the segment.
+// two blocks where what Open must do can change (tornOffsets). With the
+// journal covering the cut, exactly the frames wholly before the cut
+// survive; when the journal has dropped them (they had been synced), Open
+// refuses whenever a record was cut, and names the segment.
 func TestTornTailAtEveryOffset(t *testing.T) {
 	src, seg, ends, starts := ledgerFixture(t)
 	st, _ := os.Stat(seg)
-	for cut := st.Size() - 2*BlockSize; cut < st.Size(); cut++ {
+	cuts := tornOffsets(st.Size()-2*BlockSize, st.Size(), starts, ends)
+	t.Logf("%d cut offsets of the last %d bytes", len(cuts), 2*BlockSize)
+	for _, cut := range cuts {
 		var kept uint64
 		for lsn := uint64(1); lsn <= 40; lsn++ {
 			if ends[lsn] <= cut {
@@ -138,6 +142,46 @@ func TestTornTailAtEveryOffset(t *testing.T) {
 		}
 		l.Close()
 	}
+}
+
+// tornOffsets are the offsets in [lo, hi) at which a cut can change what
+// Open must do with the segment: every byte of each frame's header and the
+// byte after it (a cut there tears the length, the checksum or the LSN),
+// the last two bytes of each frame and the first byte after it, a byte in
+// the middle of each frame's record, and every block boundary with the
+// bytes beside it (the padding a Sync writes to the next block). Between
+// two of these a cut leaves the same frames whole and tears the same frame
+// at the same part of it, so Open's answer is the same: cutting at every
+// offset of the two blocks (8192 opens, minutes under -race) proves no
+// more.
+func tornOffsets(lo, hi int64, starts, ends map[uint64]int64) []int64 {
+	set := map[int64]bool{}
+	add := func(off int64) {
+		if off >= lo && off < hi {
+			set[off] = true
+		}
+	}
+	for lsn, start := range starts {
+		end := ends[lsn]
+		for off := start; off <= start+frameHeader+1; off++ {
+			add(off)
+		}
+		add(start + (end-start)/2)
+		add(end - 2)
+		add(end - 1)
+		add(end)
+	}
+	for b := lo - lo%BlockSize; b <= hi; b += BlockSize {
+		add(b - 1)
+		add(b)
+		add(b + 1)
+	}
+	out := make([]int64, 0, len(set))
+	for off := range set {
+		out = append(out, off)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestDamageInSealedSegment: sealed segments are not scanned at Open; a

@@ -71,9 +71,11 @@ func crashConfig(root string) *conf.Config {
 }
 
 // TestCrashPoints SIGKILLs a process running the pipeline at random
-// moments, several times on the same directories, then recovers: every
-// acknowledged record is in the ledger exactly once, at its LSN, and the
-// ledger's LSNs run 1, 2, 3, … without a gap.
+// moments (50–450 ms after its first acknowledgement, so every round
+// acknowledges something however slowly the child starts), several times
+// on the same directories, then recovers: every acknowledged record is in
+// the ledger exactly once, at its LSN, and the ledger's LSNs run 1, 2, 3,
+// … without a gap.
 func TestCrashPoints(t *testing.T) {
 	if root := os.Getenv("LOGPOND_CRASH_ROOT"); root != "" {
 		round, _ := strconv.Atoi(os.Getenv("LOGPOND_CRASH_ROUND"))
@@ -105,13 +107,24 @@ func TestCrashPoints(t *testing.T) {
 			}
 			close(lines)
 		}()
-		kill := time.After(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		// The kill lands at a random moment after the child's first
+		// acknowledgement, not after its start: a slow start (a loaded
+		// machine, a race-instrumented binary) must not leave a round
+		// with nothing acknowledged. A child that acknowledges nothing
+		// for a minute has failed.
+		var kill <-chan time.Time
+		noAck := time.After(time.Minute)
+		delay := time.Duration(50+rng.IntN(400)) * time.Millisecond
 	read:
 		for {
 			select {
 			case <-kill:
 				cmd.Process.Signal(syscall.SIGKILL)
 				kill = nil
+			case <-noAck:
+				cmd.Process.Signal(syscall.SIGKILL)
+				cmd.Wait()
+				t.Fatalf("round %d: the child acknowledged nothing in a minute:\n%s", round, stderr.String())
 			case line, ok := <-lines:
 				if !ok {
 					break read
@@ -120,6 +133,9 @@ func TestCrashPoints(t *testing.T) {
 				var w, seq int
 				if _, err := fmt.Sscanf(line, "ack %d %d %d", &lsn, &w, &seq); err != nil {
 					continue
+				}
+				if noAck != nil {
+					noAck, kill = nil, time.After(delay)
 				}
 				if prev, dup := acked[lsn]; dup {
 					t.Fatalf("LSN %d acknowledged twice (%s)", lsn, prev)
