@@ -147,9 +147,10 @@ func TestTornTailAtEveryOffset(t *testing.T) {
 // tornOffsets are the offsets in [lo, hi) at which a cut can change what
 // Open must do with the segment: every byte of each frame's header and the
 // byte after it (a cut there tears the length, the checksum or the LSN),
-// the last two bytes of each frame and the first byte after it, a byte in
-// the middle of each frame's record, and every block boundary with the
-// bytes beside it (the padding a Sync writes to the next block). Between
+// the last two bytes of each frame and the first bytes after it, a byte in
+// the middle of each frame's record, samples of the zero padding a Sync
+// writes after a frame up to the next block, and every block boundary
+// with the bytes beside it. Between
 // two of these a cut leaves the same frames whole and tears the same frame
 // at the same part of it, so Open's answer is the same: cutting at every
 // offset of the two blocks (8192 opens, minutes under -race) proves no
@@ -170,6 +171,12 @@ func tornOffsets(lo, hi int64, starts, ends map[uint64]int64) []int64 {
 		add(end - 2)
 		add(end - 1)
 		add(end)
+		// The zero padding after it, up to the next block: its start, a
+		// header's length in, and its middle.
+		next := end + BlockSize - 1 - (end+BlockSize-1)%BlockSize
+		add(end + 1)
+		add(end + frameHeader + 1)
+		add(end + (next-end)/2)
 	}
 	for b := lo - lo%BlockSize; b <= hi; b += BlockSize {
 		add(b - 1)
