@@ -9,7 +9,10 @@
 // every event a host ACKed (a logpond ACKs once the events are fsynced in
 // its journal). A window that fails (the connection lost, no ACK within
 // Options.Timeout) is sent again, on another host when one answers; the
-// events a host ACKed before the failure are not. Nothing is dropped: a
+// events a host ACKed before the failure (a partial ACK, as Logstash sends
+// while it queues a window) are not: the output reads the ACKs itself
+// (sendWindow) and credits the last sequence number one gave. Nothing is
+// dropped: a
 // host that never answers holds the output back (Output.Waiting says so),
 // and events wait in the ledger. A stop, a crash or a failed window may
 // make a host receive an event twice.

@@ -26,7 +26,7 @@ type sender struct {
 	retry chan *batch // never full: see Run
 
 	conn    net.Conn
-	client  *v2.SyncClient
+	client  *v2.Client
 	opened  time.Time
 	dialled bool // a connection was opened before: the next one is a reconnect
 }
@@ -99,7 +99,7 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 	// returns, when close below has already cleared s.conn.
 	conn := s.conn
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	acked, err := s.client.Send(b.events)
+	acked, err := sendWindow(s.client, b.events)
 	stop()
 	o.inFlight.Add(-1)
 	if err == nil {
@@ -129,6 +129,31 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 	return nil
 }
 
+// sendWindow sends events as one window and waits for its ACKs. It returns
+// how many events the receiver acknowledged: all of them, or, when the
+// connection fails first, the last sequence number a partial ACK gave
+// (Logstash ACKs a window in parts as it queues it, logpond sends ACK(0)
+// as a keepalive), so that only the rest is sent again. go-lumber's
+// SyncClient cannot do that: its AwaitACK returns 0 whenever the wait
+// fails, whatever was ACKed before.
+func sendWindow(cl *v2.Client, events []any) (int, error) {
+	if err := cl.Send(events); err != nil {
+		return 0, err
+	}
+	var last uint32
+	for int(last) < len(events) {
+		seq, err := cl.ReceiveACK()
+		if err != nil {
+			return int(last), err
+		}
+		last = max(last, seq) // sequence numbers only grow within a window
+	}
+	if int(last) > len(events) {
+		return int(last), fmt.Errorf("lumberjack: ACK of sequence number %d for a window of %d events", last, len(events))
+	}
+	return int(last), nil
+}
+
 // dial opens a connection to the sender's host, TLS included.
 func (s *sender) dial(ctx context.Context) error {
 	o := s.o
@@ -143,7 +168,7 @@ func (s *sender) dial(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
-	client, err := v2.NewSyncClientWithConn(conn,
+	client, err := v2.NewWithConn(conn,
 		v2.JSONEncoder(rawEncoder), v2.CompressionLevel(o.opts.CompressionLevel), v2.Timeout(o.opts.Timeout))
 	if err != nil {
 		conn.Close()
