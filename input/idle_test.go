@@ -105,15 +105,7 @@ func TestStalledBatchIsAViolation(t *testing.T) {
 			defer conn.Close()
 			conn.Write(tc.send)
 			waitClosed(t, conn)
-			if n := b.Violations()["batch_timeout"]; n != 1 {
-				t.Errorf("%d batch_timeout violations counted, want 1: %v", n, b.Violations())
-			}
-			if n := b.Stats().Closed[CloseIdle]; n != 0 {
-				t.Errorf("a stalled batch counted as %d idle closes", n)
-			}
-			if log := logs.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reason=batch_timeout") {
-				t.Errorf("no WARN line with reason=batch_timeout:\n%s", log)
-			}
+			expectViolation(t, b, &logs, "batch_timeout")
 		})
 	}
 }
@@ -169,16 +161,24 @@ func TestStalledTLSHandshakeIsAViolation(t *testing.T) {
 			defer conn.Close()
 			conn.Write(tc.send)
 			waitClosedAny(t, conn)
-			if n := b.Violations()["tls_handshake_timeout"]; n != 1 {
-				t.Errorf("%d tls_handshake_timeout violations counted, want 1: %v", n, b.Violations())
-			}
-			if n := b.Stats().Closed[CloseIdle]; n != 0 {
-				t.Errorf("a stalled handshake counted as %d idle closes", n)
-			}
-			if log := logs.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reason=tls_handshake_timeout") {
-				t.Errorf("no WARN line with reason=tls_handshake_timeout:\n%s", log)
-			}
+			expectViolation(t, b, &logs, "tls_handshake_timeout")
 		})
+	}
+}
+
+// expectViolation checks that the one connection b served was closed for
+// the violation reason: counted once, logged at WARN, and not counted as
+// an idle close.
+func expectViolation(t *testing.T, b *Beats, logs *syncbuf.Buffer, reason string) {
+	t.Helper()
+	if n := b.Violations()[reason]; n != 1 {
+		t.Errorf("%d %s violations counted, want 1: %v", n, reason, b.Violations())
+	}
+	if n := b.Stats().Closed[CloseIdle]; n != 0 {
+		t.Errorf("a %s counted as %d idle closes", reason, n)
+	}
+	if log := logs.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reason="+reason) {
+		t.Errorf("no WARN line with reason=%s:\n%s", reason, log)
 	}
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,13 +59,13 @@ func TestLumberjackOutputExportsEventsWithoutID(t *testing.T) {
 			EventsWithoutID *int64 `json:"events_without_id_total"`
 		} `json:"outputs"`
 	}
-	if err := json.Unmarshal([]byte(httpBody(t, base+"/")), &info); err != nil {
+	if err := json.Unmarshal([]byte(body(t, base+"/")), &info); err != nil {
 		t.Fatal(err)
 	}
 	if len(info.Outputs) != 1 || info.Outputs[0].EventsWithoutID == nil || *info.Outputs[0].EventsWithoutID != withoutID || info.Outputs[0].Reconnects == nil {
 		t.Errorf("GET / outputs: %+v, want relay with events_without_id_total %d and reconnects_total; receiver got %d", info.Outputs, withoutID, rcv.Count())
 	}
-	metrics := httpBody(t, base+"/metrics")
+	metrics := body(t, base+"/metrics")
 	for _, want := range []string{
 		fmt.Sprintf(`logpond_output_events_without_id_total{output="relay"} %d`, withoutID),
 		`logpond_output_reconnects_total{output="relay"} 0`,
@@ -77,16 +76,12 @@ func TestLumberjackOutputExportsEventsWithoutID(t *testing.T) {
 	}
 }
 
-func httpBody(t *testing.T, url string) string {
+// body is the body of a GET of url that answered 200.
+func body(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, b := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, b)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return b
 }
