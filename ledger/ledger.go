@@ -75,8 +75,11 @@ type Options struct {
 // hooks are per-instance seams for tests.
 type hooks struct {
 	fdatasync func(*os.File) error
-	syncDir   func(string) error
-	now       func() time.Time
+	// openDevice replaces the O_DIRECT open with which a Reader asks the
+	// device itself whether it reads (openDevice).
+	openDevice func(path string) (*os.File, error)
+	syncDir    func(string) error
+	now        func() time.Time
 }
 
 // writeBuffer is the size of the writer's aligned buffer: records are

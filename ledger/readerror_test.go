@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -206,4 +208,62 @@ func TestPassUnreadablePassesOnlyWhatTheDeviceWillNotReturn(t *testing.T) {
 			t.Fatalf("after healing: passed %v", passed)
 		}
 	})
+}
+
+// TestPassUnreadableAsksTheDeviceWithoutDirectIO: with DirectIO off the
+// Reader reads through the page cache, which could answer for a device
+// that fails as a whole; PassUnreadable asks the device itself, opening
+// the segment with O_DIRECT, before it passes anything, and passes nothing
+// where O_DIRECT cannot be used (a file system that refuses it): the read
+// is retried, and nothing is lost once the device reads again.
+func TestPassUnreadableAsksTheDeviceWithoutDirectIO(t *testing.T) {
+	for _, directWorks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("O_DIRECT works: %v", directWorks), func(t *testing.T) {
+			m := faultfs.Mount(t)
+			opts := testOpts(t, false)
+			var asked []string
+			opts.hooks.openDevice = func(path string) (*os.File, error) {
+				asked = append(asked, path)
+				if !directWorks {
+					return nil, fmt.Errorf("open %s: %w", path, syscall.EINVAL)
+				}
+				return openSegmentFile(path, os.O_RDONLY, true)
+			}
+			l := mustOpen(t, filepath.Join(m.Dir, "ledger"), opts)
+			defer l.Close()
+			fill(t, l, 1, 300, 500, false)
+			_, segs := l.snapshot()
+			seg := filepath.Join("ledger", filepath.Base(segs[1].path))
+			m.Fail(faultfs.Fault{Ops: faultfs.Read, Path: seg, Off: 5 * BlockSize, Len: 1})
+			r := l.Reader(1)
+			defer r.Close()
+			r.SkipDamage()
+			if directWorks {
+				if _, passed := readPassing(t, r, 300); len(passed) != 1 {
+					t.Fatalf("passed %v, want one range", passed)
+				}
+				if len(asked) == 0 {
+					t.Fatal("bytes were passed as unreadable without asking the device itself (O_DIRECT)")
+				}
+				return
+			}
+			for r.Next() {
+			}
+			at := r.LSN()
+			if passed, err := r.PassUnreadable(); err == nil || passed || !strings.Contains(err.Error(), "never passed") {
+				t.Fatalf("PassUnreadable without O_DIRECT: passed %v, %v; want it refused", passed, err)
+			}
+			if len(asked) == 0 {
+				t.Fatal("the device was not asked")
+			}
+			if r.Next() || r.LSN() != at {
+				t.Fatalf("the Reader moved from %d to %d", at, r.LSN())
+			}
+			m.Heal()
+			got, passed := readPassing(t, r, 300-int(at))
+			if len(passed) != 0 || len(got) != 300-int(at) {
+				t.Fatalf("after the device healed: %d read, %v passed; want the %d records left, none passed", len(got), passed, 300-int(at))
+			}
+		})
+	}
 }

@@ -45,12 +45,20 @@ func (r *Reader) PassUnreadable() (bool, error) {
 	if err != nil {
 		return false, &ReadError{Segment: s.path, Offset: -1, Err: err}
 	}
+	// Only the device can say what it will not return: no cached copy
+	// answers for it up to the segment's end, and the probes below read
+	// it with O_DIRECT whatever the ledger's mode.
+	probe, err := r.l.openDevice(s.path, s.f)
+	if err != nil {
+		return false, fmt.Errorf("%w; the device cannot be asked without the page cache (%v), which could answer for it: unreadable bytes are never passed in this mode, the read is retried", re, err)
+	}
+	if probe != s.f {
+		defer probe.Close()
+	}
 	size := st.Size()
 	from := s.goodEnd
-	// Only the device can say what it will not return: no cached copy
-	// answers for it up to the segment's end.
 	s.deviceUntil = max(s.deviceUntil, size)
-	bad, readable := unreadableRun(s.f, alignDown(from), size)
+	bad, readable := unreadableRun(probe, alignDown(from), size)
 	if bad < 0 || (bad > alignDown(from) && r.wide == nil) {
 		// Every block reads now, or blocks before the unreadable one
 		// do: read them again, those before it in small reads (a large
@@ -95,7 +103,7 @@ func (r *Reader) PassUnreadable() (bool, error) {
 		if s.ioErr == nil || !errors.As(s.ioErr, &again) || again.Offset < 0 {
 			break
 		}
-		if _, readable = unreadableRun(s.f, alignDown(again.Offset), size); readable >= size {
+		if _, readable = unreadableRun(probe, alignDown(again.Offset), size); readable >= size {
 			// The rest does not read: the damage runs to the end.
 			s.ioErr = nil
 			s.skipped = &Damage{Segment: s.path, Start: readable, End: size, FirstLSN: s.next, LastLSN: s.maxLSN}
@@ -145,6 +153,23 @@ func unreadableRun(f *os.File, off, size int64) (bad, readable int64) {
 	return bad, size
 }
 
+// openDevice returns a descriptor of the segment at path that reads the
+// device itself, not the page cache: f, the Reader's own, when the ledger
+// uses O_DIRECT (and f is not nil), else a new one opened with O_DIRECT
+// (the caller closes it). With ledger.direct_io = false the page cache
+// could answer for a device that fails as a whole, and bytes would be
+// passed as unreadable while nothing reads; where O_DIRECT cannot be used
+// (the file system refuses it), it returns an error and nothing is passed.
+func (l *Ledger) openDevice(path string, f *os.File) (*os.File, error) {
+	if l.opts.DirectIO && f != nil {
+		return f, nil
+	}
+	if l.opts.hooks.openDevice != nil {
+		return l.opts.hooks.openDevice(path)
+	}
+	return openSegmentFile(path, os.O_RDONLY, true)
+}
+
 // nextSegmentReads reads the first block of the segment after the one the
 // Reader reads: the device answers there.
 func (r *Reader) nextSegmentReads() error {
@@ -153,7 +178,7 @@ func (r *Reader) nextSegmentReads() error {
 		if s.first <= r.segFirst {
 			continue
 		}
-		f, err := openSegmentFile(s.path, os.O_RDONLY, r.l.opts.DirectIO)
+		f, err := r.l.openDevice(s.path, nil)
 		if err != nil {
 			return err
 		}
