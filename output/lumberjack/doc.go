@@ -32,6 +32,14 @@
 // at once (up to Options.Workers per host) may be ACKed in any order, and a
 // resent window arrives after later ones.
 //
+// # Limits
+//
+// Windows and events stay within what a default logpond receiver accepts
+// (input/lumberjack.DefaultLimits), whatever BulkMaxSize says: at most
+// max_window events and max_batch_bytes bytes a window, and an event that
+// its id would take past max_event_bytes goes without the id, so that no
+// window is refused for ever by a receiver with the defaults.
+//
 // # Hosts
 //
 // With Options.LoadBalance, every host takes windows, Workers connections

@@ -32,8 +32,11 @@ type Output struct {
 
 	stats         counters
 	inFlight      atomic.Int64
-	saidWithoutID atomic.Bool                   // the event without id was logged
-	live          atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
+	saidWithoutID atomic.Bool // the event without id was logged
+	// saidTooLargeForID: an event forwarded without its id, which would
+	// have taken it past a receiver's max_event_bytes, was logged.
+	saidTooLargeForID atomic.Bool
+	live              atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
 
 	// src passes damaged and skipped ranges of the ledger and retries
 	// its failing reads, counting them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	inlj "github.com/logpond/logpond/input/lumberjack"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/internal/drain"
 )
@@ -47,10 +48,16 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			}
 			pos := 0
 			for ev := range rec.Events() {
+				// A window must fit a default receiver's max_batch_bytes:
+				// the one being filled goes first when this event would
+				// take it past.
+				if b.len() > 0 && int64(len(b.data)+len(ev)+idRoom) > receiver.MaxBatchBytes && !send() {
+					return nil
+				}
 				b.data = o.appendEvent(b.data, ev, lsn, pos)
 				b.added(lsn)
 				pos++
-				if b.len() >= o.opts.BulkMaxSize && !send() {
+				if b.len() >= o.windowEvents() && !send() {
 					return nil
 				}
 			}
@@ -83,12 +90,38 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 }
 
+// receiver is what a default logpond accepts (its input.beats limits): the
+// output keeps its windows and events within them, so that a central
+// logpond with the same defaults never refuses them for good.
+var receiver = inlj.DefaultLimits()
+
+// idRoom bounds the bytes an event's id adds ("_id":"…" and a comma, or a
+// whole @metadata object), with room to spare.
+const idRoom = 128
+
+// windowEvents is the most events in one window: bulk_max_size, but no
+// more than a default receiver's max_window.
+func (o *Output) windowEvents() int { return min(o.opts.BulkMaxSize, receiver.MaxWindow) }
+
 // appendEvent appends the event at position pos of record lsn as it is
 // forwarded: with its id. An event that cannot carry one is forwarded
 // unchanged (the receiver handles it as any Beats event), said once in
-// the log and counted.
+// the log and counted. So is an event that its id would take past a
+// default receiver's max_event_bytes (an event of exactly that size,
+// which the input accepted): with the id, every receiver with the same
+// limits would refuse its window for ever.
 func (o *Output) appendEvent(dst, ev []byte, lsn uint64, pos int) []byte {
+	start := len(dst)
 	dst, ok := appendWithID(dst, ev, o.idPrefix, lsn, pos)
+	if ok && len(dst)-start > receiver.MaxEventBytes && len(ev) <= receiver.MaxEventBytes {
+		dst = append(dst[:start], ev...)
+		o.stats.withoutID.Add(1)
+		if o.saidTooLargeForID.CompareAndSwap(false, true) {
+			o.log.Warn("an event that its id would take past a default receiver's max_event_bytes is forwarded without a document id, unchanged, so that the receiver takes it; the receiver derives its own id, so a resend may store it twice (logged once; see the output's events_without_id count)",
+				"lsn", lsn, "position", pos, "event_bytes", len(ev), "max_event_bytes", receiver.MaxEventBytes)
+		}
+		return dst
+	}
 	if !ok {
 		o.stats.withoutID.Add(1)
 		if o.saidWithoutID.CompareAndSwap(false, true) {
