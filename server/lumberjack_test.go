@@ -57,18 +57,20 @@ func TestLumberjackOutputExportsEventsWithoutID(t *testing.T) {
 			Name            string `json:"name"`
 			Reconnects      *int64 `json:"reconnects_total"`
 			EventsWithoutID *int64 `json:"events_without_id_total"`
+			ClosedUnacked   *int64 `json:"windows_closed_unacked_total"`
 		} `json:"outputs"`
 	}
 	if err := json.Unmarshal([]byte(body(t, base+"/")), &info); err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Outputs) != 1 || info.Outputs[0].EventsWithoutID == nil || *info.Outputs[0].EventsWithoutID != withoutID || info.Outputs[0].Reconnects == nil {
+	if len(info.Outputs) != 1 || info.Outputs[0].EventsWithoutID == nil || *info.Outputs[0].EventsWithoutID != withoutID || info.Outputs[0].Reconnects == nil || info.Outputs[0].ClosedUnacked == nil {
 		t.Errorf("GET / outputs: %+v, want relay with events_without_id_total %d and reconnects_total; receiver got %d", info.Outputs, withoutID, rcv.Count())
 	}
 	metrics := body(t, base+"/metrics")
 	for _, want := range []string{
 		fmt.Sprintf(`logpond_output_events_without_id_total{output="relay"} %d`, withoutID),
 		`logpond_output_reconnects_total{output="relay"} 0`,
+		`logpond_output_windows_closed_unacked_total{output="relay"} 0`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("no %q in /metrics", want)

@@ -241,6 +241,7 @@ var (
 	descOutputSkippedRec = prometheus.NewDesc("logpond_output_skipped_records_total", "Ledger records retention deleted before the output sent them (max_lag); their events are in logpond_output_skipped_events_total when known.", outputLabel, nil)
 	descOutputReconnects = prometheus.NewDesc("logpond_output_reconnects_total", "Connections a Lumberjack output opened again after one closed (a failed batch, the receiver closing it, ttl); Lumberjack outputs only.", outputLabel, nil)
 	descOutputNoID       = prometheus.NewDesc("logpond_output_events_without_id_total", "Events a Lumberjack output forwarded without a document id (not a JSON object, or an @metadata that is not one): the receiver derives its own, so a resend may store them twice. Lumberjack outputs only.", outputLabel, nil)
+	descOutputUnacked    = prometheus.NewDesc("logpond_output_windows_closed_unacked_total", "Windows a Lumberjack output sent whole and whose receiver then closed the connection without acknowledging any of them: how a receiver refuses a window (too many events or bytes, an event it cannot take; its log says which), or a network failure. Each is sent again. Lumberjack outputs only.", outputLabel, nil)
 	descOutputMisconf    = prometheus.NewDesc("logpond_output_misconfigured", "1 while the output sends nothing until its configuration changes (its hosts belong to different clusters, …): GET / says why.", outputLabel, nil)
 	descLedgerReadBytes  = prometheus.NewDesc("logpond_ledger_device_read_bytes_total", "Bytes the outputs' readers read from the ledger's segment files (what the shared read cache did not hold): outputs close together in the ledger read each byte about once between them.", nil, nil)
 	descOutputRouted     = prometheus.NewDesc("logpond_output_routed_events_total", "Events by where the Elasticsearch output sent them, counted once when first sent: target data_stream (the event's data stream), index (the index template), fallback_index (the template named a field the event lacks; a WARN names it) or dead_letter (dead-lettered without being sent: an invalid data stream name, not JSON, too large).", []string{"output", "target"}, nil)
@@ -261,7 +262,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
 		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes, descOutputRouted,
-		descOutputReconnects, descOutputNoID,
+		descOutputReconnects, descOutputNoID, descOutputUnacked,
 		descLedgerRawBytes, descLedgerStored, descLedgerCompRatio} {
 		ch <- d
 	}
@@ -345,6 +346,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		if o.out.typ == conf.TypeLumberjack {
 			counter(descOutputReconnects, float64(os.Reconnects), name)
 			counter(descOutputNoID, float64(os.EventsWithoutID), name)
+			counter(descOutputUnacked, float64(os.ClosedUnacked), name)
 		}
 		if o.out.typ == conf.TypeElasticsearch {
 			for target, n := range routedTargets(os) {

@@ -133,21 +133,25 @@ type OutputInfo struct {
 	// closed, and events forwarded without a document id (not a JSON
 	// object, or an @metadata that is not one), which a resend may store
 	// twice at the receiver.
-	ReconnectsTotal      *int64  `json:"reconnects_total,omitempty"`
-	EventsWithoutIDTotal *int64  `json:"events_without_id_total,omitempty"`
-	BytesSentTotal       int64   `json:"bytes_sent_total"`
-	PendingEvents        int64   `json:"pending_events"`
-	PendingRecords       int64   `json:"pending_records"`
-	PendingBytes         int64   `json:"pending_bytes"`
-	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
-	CursorLSN            uint64  `json:"cursor_lsn"`
-	ConcurrencyLimit     int     `json:"concurrency_limit"`
-	InFlight             int     `json:"requests_in_flight"`
-	PaceEventsPerSecond  float64 `json:"pace_events_per_second"`
-	RetryQueueEvents     int     `json:"retry_queue_events"`
-	DeadLetterBytes      int64   `json:"dead_letter_bytes"`
-	DeadLetterMaxBytes   int64   `json:"dead_letter_max_bytes"`
-	DeadLetterFillRatio  float64 `json:"dead_letter_fill_ratio"`
+	ReconnectsTotal      *int64 `json:"reconnects_total,omitempty"`
+	EventsWithoutIDTotal *int64 `json:"events_without_id_total,omitempty"`
+	// WindowsClosedUnackedTotal (Lumberjack) counts the windows the
+	// receiver took whole and closed the connection on without
+	// acknowledging: how a receiver refuses a window.
+	WindowsClosedUnackedTotal *int64  `json:"windows_closed_unacked_total,omitempty"`
+	BytesSentTotal            int64   `json:"bytes_sent_total"`
+	PendingEvents             int64   `json:"pending_events"`
+	PendingRecords            int64   `json:"pending_records"`
+	PendingBytes              int64   `json:"pending_bytes"`
+	OldestPendingSeconds      float64 `json:"oldest_pending_seconds"`
+	CursorLSN                 uint64  `json:"cursor_lsn"`
+	ConcurrencyLimit          int     `json:"concurrency_limit"`
+	InFlight                  int     `json:"requests_in_flight"`
+	PaceEventsPerSecond       float64 `json:"pace_events_per_second"`
+	RetryQueueEvents          int     `json:"retry_queue_events"`
+	DeadLetterBytes           int64   `json:"dead_letter_bytes"`
+	DeadLetterMaxBytes        int64   `json:"dead_letter_max_bytes"`
+	DeadLetterFillRatio       float64 `json:"dead_letter_fill_ratio"`
 	// MaxLagBytes is the output's max_lag (0: none): past it, and with the
 	// ledger full, retention may delete what the output has not sent.
 	MaxLagBytes int64 `json:"max_lag_bytes,omitempty"`
@@ -227,7 +231,7 @@ func (s *Server) outputInfo(st state, o outputState) OutputInfo {
 		out.RoutedEventsTotal = routedTargets(os)
 	}
 	if o.out.typ == conf.TypeLumberjack {
-		out.ReconnectsTotal, out.EventsWithoutIDTotal = &os.Reconnects, &os.EventsWithoutID
+		out.ReconnectsTotal, out.EventsWithoutIDTotal, out.WindowsClosedUnackedTotal = &os.Reconnects, &os.EventsWithoutID, &os.ClosedUnacked
 	}
 	for _, r := range os.SkippedRanges {
 		out.SkippedRanges = append(out.SkippedRanges, LSNRange{First: r[0], Last: r[1]})

@@ -278,6 +278,7 @@ func addStats(a, b elasticsearch.Stats) elasticsearch.Stats {
 	a.RoutedDeadLetter += b.RoutedDeadLetter
 	a.Reconnects += b.Reconnects
 	a.EventsWithoutID += b.EventsWithoutID
+	a.ClosedUnacked += b.ClosedUnacked
 	a.SkippedRanges = append(a.SkippedRanges, b.SkippedRanges...)
 	if n := len(a.SkippedRanges); n > maxSkippedRanges {
 		a.SkippedRanges = a.SkippedRanges[n-maxSkippedRanges:]

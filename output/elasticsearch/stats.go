@@ -69,14 +69,16 @@ type Stats struct {
 	// request (an invalid data stream, not JSON, too large).
 	RoutedDataStream, RoutedIndex, RoutedFallback, RoutedDeadLetter int64
 	Outages                                                         int64 // series of failed requests
-	// Reconnects and EventsWithoutID are a Lumberjack output's, mapped
-	// onto these Stats by the server (0 for an Elasticsearch output):
-	// connections opened again after one closed, and events forwarded
-	// without a document id, which a resend may store twice downstream.
-	Reconnects, EventsWithoutID int64
-	Resent                      int64  // items sent again from the retry queue (after an item or a whole request failed)
-	Delivered                   int64  // events done: stored, already stored (409), or dead-lettered
-	CursorLSN                   uint64 // last persisted cursor
+	// Reconnects, EventsWithoutID and ClosedUnacked are a Lumberjack
+	// output's, mapped onto these Stats by the server (0 for an
+	// Elasticsearch output): connections opened again after one closed,
+	// events forwarded without a document id (a resend may store them
+	// twice downstream), and windows the receiver closed the connection
+	// on without acknowledging any of them (how it refuses a window).
+	Reconnects, EventsWithoutID, ClosedUnacked int64
+	Resent                                     int64  // items sent again from the retry queue (after an item or a whole request failed)
+	Delivered                                  int64  // events done: stored, already stored (409), or dead-lettered
+	CursorLSN                                  uint64 // last persisted cursor
 	// SkippedRecords counts the ledger records retention deleted before
 	// the output sent them (it was more than its max_lag behind with the
 	// ledger full); SkippedEvents their events, where the ledger knew

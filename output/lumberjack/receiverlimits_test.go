@@ -2,7 +2,9 @@ package lumberjack
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	inlj "github.com/logpond/logpond/input/lumberjack"
 )
@@ -63,4 +65,36 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
+}
+
+// TestRefusedWindowIsNamed: a receiver that takes a whole window and
+// closes the connection without acknowledging any of it (how a
+// Lumberjack receiver refuses a window) is said to be doing so in
+// Waiting, not blamed on the network alone, and counted; the window is
+// sent again and delivered once the receiver takes it.
+func TestRefusedWindowIsNamed(t *testing.T) {
+	r := newRig(t)
+	r.storeMany(10, 5)
+	srv := startLJServer(t, inlj.DefaultLimits(), func(c, n int) (int, bool) {
+		if c <= 3 {
+			return 0, true // refused: closed without an ACK
+		}
+		return n, false
+	})
+	run := r.start(r.options([]string{srv.ln.Addr().String()}, func(o *Options) {
+		o.BackoffInit, o.BackoffMax = 50*time.Millisecond, 100*time.Millisecond
+	}))
+	said := ""
+	waitFor(t, "the cursor", func() bool {
+		if w := run.Out.Waiting(); strings.Contains(w, "closed the connection after the whole window") {
+			said = w
+		}
+		return r.cursor() == r.lsn
+	})
+	if said == "" {
+		t.Error("Waiting never said that the receiver closed the connection on a whole window")
+	}
+	if st := run.Out.Stats(); st.ClosedUnacked != 3 {
+		t.Errorf("%d windows counted as closed unacknowledged, want 3", st.ClosedUnacked)
+	}
 }

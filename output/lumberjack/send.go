@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 
 	v2 "github.com/elastic/go-lumber/client/v2"
@@ -123,6 +125,10 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 		return nil
 	}
 	o.stats.failedBatches.Add(1)
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		o.stats.closedUnacked.Add(1)
+	}
 	wait := o.hosts.failed(s.h, err)
 	o.log.Debug("a batch failed: sent again", "host", s.h.addr, "events", len(b.events), "acked_before_failure", acked,
 		"err", err, "host_retry_in", wait.Round(time.Millisecond).String())
@@ -144,6 +150,11 @@ func sendWindow(cl *v2.Client, events []any) (int, error) {
 	for int(last) < len(events) {
 		seq, err := cl.ReceiveACK()
 		if err != nil {
+			if last == 0 && closedByPeer(err) {
+				// A Lumberjack receiver closes the connection, without a
+				// word, on a window it refuses.
+				return 0, &refusedError{events: len(events), err: err}
+			}
 			return int(last), err
 		}
 		last = max(last, seq) // sequence numbers only grow within a window
@@ -152,6 +163,27 @@ func sendWindow(cl *v2.Client, events []any) (int, error) {
 		return int(last), fmt.Errorf("lumberjack: ACK of sequence number %d for a window of %d events", last, len(events))
 	}
 	return int(last), nil
+}
+
+// refusedError is a window the receiver took whole and then closed the
+// connection on, acknowledging none of it: what a Lumberjack receiver
+// does with a window it refuses (too many events, too many bytes, an event
+// it cannot take), as much as what a network failure does.
+type refusedError struct {
+	events int
+	err    error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("the receiver closed the connection after the whole window of %d events was sent, acknowledging none of it: it may refuse the window (see the receiver's log for its max_window, max_batch_bytes or max_event_bytes, or an event it cannot take), or the network failed: %v", e.events, e.err)
+}
+
+func (e *refusedError) Unwrap() error { return e.err }
+
+// closedByPeer reports whether err says the other end closed the
+// connection (EOF, reset, broken pipe), rather than a timeout.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // dial opens a connection to the sender's host, TLS included.

@@ -12,6 +12,7 @@ type counters struct {
 	delivered, resent      atomic.Int64
 	withoutID              atomic.Int64
 	reconnects             atomic.Int64
+	closedUnacked          atomic.Int64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -27,6 +28,10 @@ type Stats struct {
 	// Reconnects counts the connections opened after an earlier one of
 	// the same sender closed (a failure, or TTL).
 	Reconnects int64
+	// ClosedUnacked counts the windows a receiver took whole and then
+	// closed the connection on without acknowledging any of it: how a
+	// Lumberjack receiver refuses a window (also counted in FailedBatches).
+	ClosedUnacked int64
 	// Outages counts the times every host had failed since the last ACK.
 	Outages   int64
 	CursorLSN uint64 // last persisted cursor
@@ -81,7 +86,7 @@ func (o *Output) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
-		Reconnects: c.reconnects.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
+		Reconnects: c.reconnects.Load(), ClosedUnacked: c.closedUnacked.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
 		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
 		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
