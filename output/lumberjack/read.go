@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	inlj "github.com/logpond/logpond/input/lumberjack"
 	"github.com/logpond/logpond/ledger"
@@ -113,21 +114,23 @@ func (o *Output) windowEvents() int { return min(o.opts.BulkMaxSize, receiver.Ma
 func (o *Output) appendEvent(dst, ev []byte, lsn uint64, pos int) []byte {
 	start := len(dst)
 	dst, ok := appendWithID(dst, ev, o.idPrefix, lsn, pos)
-	if ok && len(dst)-start > receiver.MaxEventBytes && len(ev) <= receiver.MaxEventBytes {
-		dst = append(dst[:start], ev...)
-		o.stats.withoutID.Add(1)
-		if o.saidTooLargeForID.CompareAndSwap(false, true) {
-			o.log.Warn("an event that its id would take past a default receiver's max_event_bytes is forwarded without a document id, unchanged, so that the receiver takes it; the receiver derives its own id, so a resend may store it twice (logged once; see the output's events_without_id count)",
-				"lsn", lsn, "position", pos, "event_bytes", len(ev), "max_event_bytes", receiver.MaxEventBytes)
-		}
-		return dst
-	}
-	if !ok {
-		o.stats.withoutID.Add(1)
-		if o.saidWithoutID.CompareAndSwap(false, true) {
-			o.log.Warn("an event that is not a JSON object (or whose @metadata is not one) is forwarded without a document id, unchanged; the receiver derives its own, so a resend may store it twice (logged once; see the output's events_without_id count)",
-				"lsn", lsn, "position", pos)
-		}
+	switch {
+	case ok && len(dst)-start > receiver.MaxEventBytes && len(ev) <= receiver.MaxEventBytes:
+		o.withoutID(&o.saidTooLargeForID, "an event that its id would take past a default receiver's max_event_bytes is forwarded without a document id, unchanged, so that the receiver takes it",
+			"lsn", lsn, "position", pos, "event_bytes", len(ev), "max_event_bytes", receiver.MaxEventBytes)
+		return append(dst[:start], ev...)
+	case !ok:
+		o.withoutID(&o.saidWithoutID, "an event that is not a JSON object (or whose @metadata is not one) is forwarded without a document id, unchanged",
+			"lsn", lsn, "position", pos)
 	}
 	return dst
+}
+
+// withoutID counts an event forwarded without its id and logs the first
+// of its kind (said), with what follows from it.
+func (o *Output) withoutID(said *atomic.Bool, what string, args ...any) {
+	o.stats.withoutID.Add(1)
+	if said.CompareAndSwap(false, true) {
+		o.log.Warn(what+"; the receiver derives its own id, so a resend may store it twice (logged once; see the output's events_without_id count)", args...)
+	}
 }
