@@ -148,15 +148,9 @@ func cutUnderLoad(t *testing.T, cfg *conf.Config, writers int, rng *rand.Rand, j
 	}
 	time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
 	cut.Store(true)
-	var sw sync.WaitGroup
-	for _, d := range []*powerloss.Disk{jdisk, ldisk} {
-		sw.Go(func() {
-			if err := d.Shutdown(); err != nil {
-				t.Error(err)
-			}
-		})
+	if err := powerloss.ShutdownAll(jdisk, ldisk); err != nil {
+		t.Error(err)
 	}
-	sw.Wait()
 	wg.Wait()
 	cancel()
 	<-runDone // fails: the disks are gone

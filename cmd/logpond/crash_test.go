@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"syscall"
 	"testing"
@@ -72,13 +71,6 @@ listen = ""
 		}
 		return `{"beat":"filebeat","version":"9.3.0"}`
 	}
-	addrOf := func(log string) string {
-		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
-		if m == nil {
-			t.Fatalf("no listening address in the log:\n%s", log)
-		}
-		return m[1]
-	}
 
 	// `make soak` raises the number of kills (LOGPOND_SOAK_KILLS).
 	kills := 10
@@ -87,7 +79,7 @@ listen = ""
 	}
 	for k := range kills {
 		cmd, log := started(t, config)
-		addr := addrOf(log.String())
+		addr := beatsAddr(t, log.String())
 		sent := make(chan struct{})
 		go func() { defer close(sent); clients.send(addr) }()
 		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
@@ -102,7 +94,7 @@ listen = ""
 	// backlog drains, SIGTERM.
 	total := clients.endAfterNext()
 	cmd, log := started(t, config)
-	clients.send(addrOf(log.String()))
+	clients.send(beatsAddr(t, log.String()))
 	acked := clients.ackedPayloads()
 	deadline := time.Now().Add(120 * time.Second)
 	for !allStored(srv, acked) {

@@ -70,11 +70,8 @@ flush_interval = "20ms"`, r.srv.URL())
 // <tag><batch>-e<event>.
 func (r *damageRig) send(log, tag string, batches, perBatch, pad int) {
 	t := r.t
-	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
-	if m == nil {
-		t.Fatalf("no listening address in the log:\n%s", log)
-	}
-	c, err := lj.SyncDial(m[1])
+	addr := beatsAddr(t, log)
+	c, err := lj.SyncDial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

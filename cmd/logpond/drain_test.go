@@ -76,11 +76,8 @@ func (r *drainRig) fill(batches, perBatch int) string {
 	t.Helper()
 	r.write("127.0.0.1:0", "1m")
 	cmd, log := startedFull(t, r.config)
-	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
-	if m == nil {
-		t.Fatalf("no listening address in the log:\n%s", log.String())
-	}
-	c, err := lj.SyncDial(m[1])
+	addr := beatsAddr(t, log.String())
+	c, err := lj.SyncDial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +102,7 @@ func (r *drainRig) fill(batches, perBatch int) string {
 			t.Fatalf("output %s stored %d documents while its destination was paused", name, n)
 		}
 	}
-	return m[1]
+	return addr
 }
 
 // startDrain runs logpond -drain with args and returns once its admin

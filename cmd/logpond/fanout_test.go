@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -138,16 +137,9 @@ retry_max_interval = "50ms"
 	if err := os.WriteFile(central, fmt.Appendf(nil, "%s\n[output.elasticsearch]\nhosts = [%q]\n%s", stores("central"), esC.URL(), fast), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addrOf := func(log string) string {
-		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
-		if m == nil {
-			t.Fatalf("no listening address in the log:\n%s", log)
-		}
-		return m[1]
-	}
 	startCentral := func() *exec.Cmd {
 		cmd, log := started(t, central)
-		a := addrOf(log.String())
+		a := beatsAddr(t, log.String())
 		rl.target.Store(&a)
 		return cmd
 	}
@@ -169,7 +161,7 @@ retry_max_interval = "50ms"
 	// load.
 	for run := range 4 {
 		cmd, log := started(t, edge)
-		addr := addrOf(log.String())
+		addr := beatsAddr(t, log.String())
 		sent := make(chan struct{})
 		go func() { defer close(sent); clients.send(addr) }()
 		switch run {

@@ -76,6 +76,18 @@ func started(t *testing.T, config string) (*exec.Cmd, *bytes.Buffer) {
 	return cmd, bytes.NewBufferString(log)
 }
 
+// beatsAddr is the Beats input's address, from the line logpond logs
+// when it listens ("beats input listening" addr=...), failing t when log
+// has none.
+func beatsAddr(t testing.TB, log string) string {
+	t.Helper()
+	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no listening address in the log:\n%s", log)
+	}
+	return m[1]
+}
+
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
 	return exitWithin(t, cmd, 10*time.Second, nil)
@@ -176,11 +188,8 @@ func exitCodeOf(err error) int {
 func TestEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	cmd, log := started(t, writeConfig(t, root))
-	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
-	if m == nil {
-		t.Fatalf("no listening address in the log:\n%s", log.String())
-	}
-	c, err := lj.SyncDial(m[1], lj.CompressionLevel(3))
+	addr := beatsAddr(t, log.String())
+	c, err := lj.SyncDial(addr, lj.CompressionLevel(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +268,8 @@ listen = "127.0.0.1:0"
 		t.Fatal(err)
 	}
 	cmd, log := started(t, config)
-	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
-	if m == nil {
-		t.Fatalf("no listening address in the log:\n%s", log.String())
-	}
-	c, err := lj.SyncDial(m[1], lj.CompressionLevel(3))
+	addr := beatsAddr(t, log.String())
+	c, err := lj.SyncDial(addr, lj.CompressionLevel(3))
 	if err != nil {
 		t.Fatal(err)
 	}

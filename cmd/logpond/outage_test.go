@@ -59,10 +59,7 @@ listen = ""
 		t.Fatal(err)
 	}
 	cmd, log := started(t, config)
-	m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
-	if m == nil {
-		t.Fatalf("no address in the log:\n%s", log.String())
-	}
+	addr := beatsAddr(t, log.String())
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +68,7 @@ listen = ""
 	var wg sync.WaitGroup
 	for c := range 2 {
 		wg.Go(func() {
-			cl, err := lj.SyncDial(m[1])
+			cl, err := lj.SyncDial(addr)
 			if err != nil {
 				t.Error(err)
 				return

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,12 +136,8 @@ listen = ""
 		t.Helper()
 		cmd, log := startedFull(t, config)
 		lives = append(lives, log)
-		m := regexp.MustCompile(`beats input listening" addr=(\S+)`).FindStringSubmatch(log.String())
-		if m == nil {
-			t.Fatalf("no listening address in the log:\n%s", log)
-		}
 		soakCmd = cmd
-		return m[1]
+		return beatsAddr(t, log.String())
 	}
 	addr := start()
 	clients.start(addr)
@@ -156,15 +151,9 @@ listen = ""
 		}
 		before := clients.ackedEvents()
 		cutAt := time.Now()
-		var wg sync.WaitGroup
-		for _, d := range []*powerloss.Disk{jdisk, ldisk} {
-			wg.Go(func() {
-				if err := d.Shutdown(); err != nil {
-					t.Error(err)
-				}
-			})
+		if err := powerloss.ShutdownAll(jdisk, ldisk); err != nil {
+			t.Error(err)
 		}
-		wg.Wait()
 		if err := soakCmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -260,6 +249,7 @@ type soakClients struct {
 
 	mu      sync.Mutex
 	acked   [][]bool             // per connection, per event sequence number
+	count   int                  // the events acked holds true
 	ackedAt map[[2]int]time.Time // when each window (connection, first sequence number) was acknowledged
 }
 
@@ -335,7 +325,10 @@ func (c *soakClients) run(conn int) {
 				c.acked[conn] = append(c.acked[conn], false)
 			}
 			for i := range n {
-				c.acked[conn][next+i] = true
+				if !c.acked[conn][next+i] {
+					c.acked[conn][next+i] = true
+					c.count++
+				}
 			}
 			c.ackedAt[[2]int{conn, next}] = time.Now()
 			c.mu.Unlock()
@@ -356,15 +349,7 @@ func (c *soakClients) run(conn int) {
 func (c *soakClients) ackedEvents() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, a := range c.acked {
-		for _, ok := range a {
-			if ok {
-				n++
-			}
-		}
-	}
-	return n
+	return c.count
 }
 
 func (c *soakClients) ackedWindows() int { return c.ackedEvents() / c.p.window }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -106,6 +107,20 @@ func (d *Disk) Shutdown() error {
 		return fmt.Errorf("powerloss: EXT4_IOC_SHUTDOWN on %s: %w", d.Dir, err)
 	}
 	return nil
+}
+
+// ShutdownAll cuts the power of every disk at once, as one machine loses
+// it for all its devices: the shutdowns run concurrently (each waits in
+// the kernel before it aborts its file system's journal), and it returns
+// once all are done, with the first error.
+func ShutdownAll(disks ...*Disk) error {
+	errs := make([]error, len(disks))
+	var wg sync.WaitGroup
+	for i, d := range disks {
+		wg.Go(func() { errs[i] = d.Shutdown() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Remount unmounts the shut-down file system and mounts it again, as a
