@@ -66,10 +66,7 @@ func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, 
 	if open {
 		s = segs[len(segs)-1]
 	}
-	if s.Records() < 3 {
-		t.Fatalf("segment %s holds %d records: the test wants 3 or more", s.Path, s.Records())
-	}
-	mid := (s.FirstLSN + s.LastLSN) / 2
+	mid := damageTarget(t, rig.ldir, s)
 	r, err := ledger.NewDirReader(rig.ldir, mid, ledger.InspectOptions{})
 	if err != nil || !r.Next() || r.LSN() != mid {
 		t.Fatalf("reading LSN %d: %v", mid, err)
@@ -106,6 +103,36 @@ func damagedRecordEndToEnd(t *testing.T, srv *estest.Server, open, dropJournal, 
 			t.Errorf("no %q in the log:\n%s", w, text)
 		}
 	}
+}
+
+// damageTarget is the record of segment s to damage: the middle one of
+// those written before the segment's last write. A write is what one Sync
+// wrote: its frames follow each other, and the next write starts at the
+// next block boundary. Open can tell damage from a torn write only when a
+// later complete write follows it, and how the flusher grouped the
+// backlog into writes depends on timing: so the target is chosen among
+// the records a later write follows, whatever the grouping was.
+func damageTarget(t *testing.T, ldir string, s ledger.SegmentInfo) uint64 {
+	t.Helper()
+	r, err := ledger.NewDirReader(ldir, s.FirstLSN, ledger.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var lsns []uint64
+	lastWrite := 0 // index in lsns of the first record of the last write
+	var end int64 = -1
+	for r.Next() && r.Segment() == s.Path {
+		if r.Offset() != end {
+			lastWrite = len(lsns)
+		}
+		lsns = append(lsns, r.LSN())
+		end = r.Offset() + 16 + int64(len(r.Record())) // the frame's 16-byte header, then the record
+	}
+	if lastWrite < 1 {
+		t.Fatalf("segment %s holds %d records in one write: the test wants a record a later write follows", s.Path, len(lsns))
+	}
+	return lsns[(lastWrite-1)/2]
 }
 
 // startedFull runs logpond with its whole stderr kept in the returned
