@@ -118,43 +118,42 @@ type CompressionInfo struct {
 // dead-letter fields are an Elasticsearch output's; a Lumberjack output
 // counts its batches as requests and has no dead letters.
 type OutputInfo struct {
-	Name                 string `json:"name"`
-	Type                 string `json:"type"` // "elasticsearch" or "lumberjack"
-	State                string `json:"state"`
-	Waiting              string `json:"waiting,omitempty"`
-	Error                string `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)
-	EventsDeliveredTotal int64  `json:"events_delivered_total"` // stored, already stored, or dead-lettered
-	DeadLetteredTotal    int64  `json:"dead_lettered_total"`
-	RetriedTotal         int64  `json:"items_retried_total"`
-	RequestsTotal        int64  `json:"requests_total"`
-	RequestsFailedTotal  int64  `json:"requests_failed_total"`
-	// ReconnectsTotal and EventsWithoutIDTotal are a Lumberjack output's
-	// (omitted for Elasticsearch): connections opened again after one
-	// closed, and events forwarded without a document id (not a JSON
-	// object, or an @metadata that is not one), which a resend may store
-	// twice at the receiver.
-	ReconnectsTotal      *int64 `json:"reconnects_total,omitempty"`
-	EventsWithoutIDTotal *int64 `json:"events_without_id_total,omitempty"`
-	// WindowsClosedUnackedTotal (Lumberjack) counts the windows the
-	// receiver took whole and closed the connection on without
-	// acknowledging: how a receiver refuses a window.
-	WindowsClosedUnackedTotal *int64  `json:"windows_closed_unacked_total,omitempty"`
-	BytesSentTotal            int64   `json:"bytes_sent_total"`
-	PendingEvents             int64   `json:"pending_events"`
-	PendingRecords            int64   `json:"pending_records"`
-	PendingBytes              int64   `json:"pending_bytes"`
-	OldestPendingSeconds      float64 `json:"oldest_pending_seconds"`
-	CursorLSN                 uint64  `json:"cursor_lsn"`
-	ConcurrencyLimit          int     `json:"concurrency_limit"`
-	InFlight                  int     `json:"requests_in_flight"`
-	PaceEventsPerSecond       float64 `json:"pace_events_per_second"`
-	RetryQueueEvents          int     `json:"retry_queue_events"`
-	DeadLetterBytes           int64   `json:"dead_letter_bytes"`
-	DeadLetterMaxBytes        int64   `json:"dead_letter_max_bytes"`
-	DeadLetterFillRatio       float64 `json:"dead_letter_fill_ratio"`
+	Name                 string  `json:"name"`
+	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"
+	State                string  `json:"state"`
+	Waiting              string  `json:"waiting,omitempty"`
+	Error                string  `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)
+	EventsDeliveredTotal int64   `json:"events_delivered_total"` // stored, already stored, or dead-lettered
+	DeadLetteredTotal    int64   `json:"dead_lettered_total"`
+	RetriedTotal         int64   `json:"items_retried_total"`
+	RequestsTotal        int64   `json:"requests_total"`
+	RequestsFailedTotal  int64   `json:"requests_failed_total"`
+	BytesSentTotal       int64   `json:"bytes_sent_total"`
+	PendingEvents        int64   `json:"pending_events"`
+	PendingRecords       int64   `json:"pending_records"`
+	PendingBytes         int64   `json:"pending_bytes"`
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	CursorLSN            uint64  `json:"cursor_lsn"`
+	ConcurrencyLimit     int     `json:"concurrency_limit"`
+	InFlight             int     `json:"requests_in_flight"`
+	PaceEventsPerSecond  float64 `json:"pace_events_per_second"`
+	RetryQueueEvents     int     `json:"retry_queue_events"`
+	DeadLetterBytes      int64   `json:"dead_letter_bytes"`
+	DeadLetterMaxBytes   int64   `json:"dead_letter_max_bytes"`
+	DeadLetterFillRatio  float64 `json:"dead_letter_fill_ratio"`
 	// MaxLagBytes is the output's max_lag (0: none): past it, and with the
 	// ledger full, retention may delete what the output has not sent.
 	MaxLagBytes int64 `json:"max_lag_bytes,omitempty"`
+	// ReconnectsTotal, EventsWithoutIDTotal and WindowsClosedUnackedTotal
+	// are a Lumberjack output's (omitted for Elasticsearch): connections
+	// opened again after one closed; events forwarded without a document
+	// id (not a JSON object, an @metadata that is not one, or too large
+	// for a receiver with the id), which a resend may store twice at the
+	// receiver; and windows the receiver took whole and closed the
+	// connection on without acknowledging: how a receiver refuses one.
+	ReconnectsTotal           *int64 `json:"reconnects_total,omitempty"`
+	EventsWithoutIDTotal      *int64 `json:"events_without_id_total,omitempty"`
+	WindowsClosedUnackedTotal *int64 `json:"windows_closed_unacked_total,omitempty"`
 	// SkippedEventsTotal counts the events retention deleted before this
 	// output sent them (max_lag); SkippedRanges are the latest such ranges,
 	// oldest first.

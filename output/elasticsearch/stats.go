@@ -68,17 +68,10 @@ type Stats struct {
 	// the event lacks), or straight to the dead-letter store without a
 	// request (an invalid data stream, not JSON, too large).
 	RoutedDataStream, RoutedIndex, RoutedFallback, RoutedDeadLetter int64
-	Outages                                                         int64 // series of failed requests
-	// Reconnects, EventsWithoutID and ClosedUnacked are a Lumberjack
-	// output's, mapped onto these Stats by the server (0 for an
-	// Elasticsearch output): connections opened again after one closed,
-	// events forwarded without a document id (a resend may store them
-	// twice downstream), and windows the receiver closed the connection
-	// on without acknowledging any of them (how it refuses a window).
-	Reconnects, EventsWithoutID, ClosedUnacked int64
-	Resent                                     int64  // items sent again from the retry queue (after an item or a whole request failed)
-	Delivered                                  int64  // events done: stored, already stored (409), or dead-lettered
-	CursorLSN                                  uint64 // last persisted cursor
+	Outages                                                         int64  // series of failed requests
+	Resent                                                          int64  // items sent again from the retry queue (after an item or a whole request failed)
+	Delivered                                                       int64  // events done: stored, already stored (409), or dead-lettered
+	CursorLSN                                                       uint64 // last persisted cursor
 	// SkippedRecords counts the ledger records retention deleted before
 	// the output sent them (it was more than its max_lag behind with the
 	// ledger full); SkippedEvents their events, where the ledger knew
@@ -86,6 +79,13 @@ type Stats struct {
 	// (first, last), oldest first.
 	SkippedRecords, SkippedEvents int64
 	SkippedRanges                 [][2]uint64
+	// Reconnects, EventsWithoutID and ClosedUnacked are a Lumberjack
+	// output's, mapped onto these Stats by the server (0 for an
+	// Elasticsearch output): connections opened again after one closed,
+	// events forwarded without a document id (a resend may store them
+	// twice downstream), and windows the receiver closed the connection
+	// on without acknowledging any of them (how it refuses a window).
+	Reconnects, EventsWithoutID, ClosedUnacked int64
 	// DamagedRanges counts the damaged ranges of the ledger the output
 	// passed (each quarantined and logged once); DamagedRecords the
 	// records they held, whose events were not sent.
