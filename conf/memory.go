@@ -160,8 +160,13 @@ func (c *Config) MemoryFor(cpus int) Memory {
 const LumberjackEventBytes = 2 << 10
 
 // OutputBytes is the memory formula's part for one output:
-//   - Elasticsearch: 4 × workers × flush_bytes (read-ahead, requests
-//     being built or sent, the retry queue);
+//   - Elasticsearch: ESChunkBytes for each of workers + 2 chunks of
+//     records (one being filled, one queued, one per worker being turned
+//     into requests), plus 9/2 × workers × flush_bytes: per worker, the
+//     request being built or sent and one kept for reuse, each about
+//     flush_bytes with its action lines (a quarter more), and the retry
+//     queue, which holds at most workers × flush_bytes plus one request
+//     per worker;
 //   - Lumberjack: workers × number of hosts × 2 × max(bulk_max_size ×
 //     LumberjackEventBytes, 2 × journal.max_group_bytes): per connection,
 //     one batch waiting for its ACK and the next one being built. A batch
@@ -173,7 +178,8 @@ const LumberjackEventBytes = 2 << 10
 //     (2 × journal.max_group_bytes), as the output reads whole records.
 func (c *Config) OutputBytes(o NamedOutput) int64 {
 	if es := o.Elasticsearch; es != nil {
-		return 4 * int64(es.Workers) * int64(es.FlushBytes)
+		w, flush := int64(es.Workers), int64(es.FlushBytes)
+		return (w+2)*c.ESChunkBytes(es) + w*flush*9/2
 	}
 	lj := o.Lumberjack
 	if lj == nil {
@@ -181,6 +187,16 @@ func (c *Config) OutputBytes(o NamedOutput) int64 {
 	}
 	batch := max(int64(lj.BulkMaxSize)*LumberjackEventBytes, 2*int64(c.Journal.MaxGroupBytes))
 	return int64(lj.Workers) * int64(len(lj.Hosts)) * 2 * batch
+}
+
+// ESChunkBytes is the most one chunk of an Elasticsearch output's
+// records holds: the output reads records into chunks of flush_bytes,
+// except that a record larger than that is a chunk of its own, and
+// records are up to 2 × journal.max_group_bytes (a record of one event
+// may be larger, up to input.beats.max_event_bytes, which the formula
+// leaves out as it does everywhere: docs/operations.md, "Memory").
+func (c *Config) ESChunkBytes(es *Elasticsearch) int64 {
+	return max(int64(es.FlushBytes), 2*int64(c.Journal.MaxGroupBytes))
 }
 
 // Total is the sum of the parts: about the most memory logpond uses with

@@ -20,7 +20,7 @@ const docCPUs = 4
 func TestMemoryFormulaIsDocumented(t *testing.T) {
 	c := Default()
 	m := c.MemoryFor(docCPUs)
-	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.JournalRead != 4<<20 || m.Output != 16<<20 {
+	if m.Input != 48<<20 || m.Connections != 1000*80<<10 || m.JournalTail != 16<<20 || m.JournalWrite != 8<<20 || m.JournalRead != 4<<20 || m.Output != 42<<20 {
 		t.Errorf("default parts: %+v", m)
 	}
 	if m.Total() > 256<<20 {

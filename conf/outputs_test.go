@@ -382,7 +382,9 @@ key = "` + missing + `"
 // enabled outputs.
 func TestMemorySumsOutputs(t *testing.T) {
 	c := Default()
-	legacy := int64(4 * 4 << 20) // 4 × workers 4 × flush_bytes 1MiB
+	// (workers 4 + 2) chunks of the largest record (4MiB) + 9/2 ×
+	// workers 4 × flush_bytes 1MiB
+	legacy := int64(6*4<<20 + 4*1<<20*9/2)
 	if got := c.Memory().Output; got != legacy {
 		t.Fatalf("legacy output: %d, want %d", got, legacy)
 	}
@@ -398,7 +400,7 @@ func TestMemorySumsOutputs(t *testing.T) {
 	c.Output.Lumberjack = map[string]*Lumberjack{"edge": &edge, "small": &small}
 	m := c.Memory()
 	want := legacy +
-		4*2*2<<20 + // siem: 4 × workers × flush_bytes
+		(2+2)*4<<20 + 2*2<<20*9/2 + // siem: 4 chunks of max(flush_bytes, 4MiB record) + 9/2 × workers × flush_bytes
 		3*2*2*2048*LumberjackEventBytes + // edge: workers × hosts × 2 × bulk_max_size × 2KiB
 		1*1*2*2*int64(c.Journal.MaxGroupBytes) // small: a batch is at least one largest record
 	if m.Output != want {

@@ -41,6 +41,10 @@ func (r Record) Count() int { return r.count }
 // for version 2).
 func (r Record) Size() int { return r.size }
 
+// EventBytes is how many bytes Clone appends: the events with their
+// length prefixes, as decoded (uncompressed).
+func (r Record) EventBytes() int { return len(r.events) }
+
 // Events yields the events in order, each aliasing the decoded buffer. The
 // record was fully validated by Decode, so iteration cannot fail.
 func (r Record) Events() iter.Seq[[]byte] {

@@ -391,13 +391,13 @@ func (o *Output) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Memory bound: one chunk being filled, one queued (a worker that
-	// finishes one finds the next ready; more read-ahead only holds
-	// memory) and Workers being turned into requests, each about
-	// FlushBytes of records
-	// (plus one record), per worker the request being built from its chunk
-	// (about FlushBytes), and the retry queue (Workers × FlushBytes, plus
-	// one request per worker: see retryQueue).
+	// Memory bound (conf.Config.OutputBytes): one chunk being filled, one
+	// queued (a worker that finishes one finds the next ready; more
+	// read-ahead only holds memory) and Workers being turned into
+	// requests, each at most FlushBytes of records or one larger record
+	// (read); per worker the request being built from its chunk (about
+	// FlushBytes) and one kept in the pool; and the retry queue (Workers ×
+	// FlushBytes, plus one request per worker: see retryQueue).
 	rq := newRetryQueue(o.opts.Workers * o.opts.FlushBytes)
 	defer rq.close()
 	ctl := newController(!o.opts.FixedConcurrency, o.opts.Workers, o.opts.FlushBytes, o.opts.RetryInitial, o.opts.RetryMax)

@@ -74,9 +74,6 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 				continue
 			}
 			lsn := r.LSN()
-			if len(c.recs) == 0 {
-				c.started = time.Now()
-			}
 			// The Reader verified the record when it read it; the chunk
 			// keeps a copy of its events, which the worker uses as is.
 			rec := r.Decoded()
@@ -85,6 +82,16 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			}
 			if rec.Count() == 0 {
 				continue
+			}
+			// A chunk holds at most FlushBytes of events, or one record
+			// when a record alone is larger: the memory formula counts
+			// each chunk as the larger of flush_bytes and the largest
+			// record, not their sum.
+			if len(c.recs) > 0 && len(c.data)+rec.EventBytes() > o.opts.FlushBytes && !send() {
+				return nil
+			}
+			if len(c.recs) == 0 {
+				c.started = time.Now()
 			}
 			c.data, rec = rec.Clone(c.data)
 			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
@@ -142,7 +149,12 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	for _, cr := range c.recs {
 		events += cr.rec.Count()
 	}
-	b := newBatch(o.pool, len(c.data)+len(c.data)/4, events)
+	// A request holds about FlushBytes of the chunk's events with their
+	// action lines (a quarter more, generously): a chunk of records
+	// larger than that becomes several requests, and a buffer the size of
+	// the whole chunk would hold memory no request uses.
+	n := min(len(c.data), o.opts.FlushBytes)
+	b := newBatch(o.pool, n+n/4, events)
 	// The batch in hand is released however process returns (b changes
 	// when a request fills up).
 	defer func() { b.release() }()
