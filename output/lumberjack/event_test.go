@@ -2,6 +2,7 @@ package lumberjack
 
 import (
 	"testing"
+	"time"
 )
 
 // TestAppendWithID: the id goes last into an existing @metadata object,
@@ -47,13 +48,15 @@ func TestAppendWithID(t *testing.T) {
 // and the tracker learns which records they belonged to.
 func TestBatchDrop(t *testing.T) {
 	b := &batch{}
+	pos := map[uint64]int{}
 	for _, lsn := range []uint64{4, 4, 5, 6, 6, 6} {
 		b.data = append(b.data, `{}`...)
-		b.added(lsn)
+		b.added(lsn, pos[lsn], time.Time{})
+		pos[lsn]++
 	}
 	b.seal()
 	got := b.drop(4)
-	want := []span{{4, 2}, {5, 1}, {6, 1}}
+	want := []span{{4, 0, 2, time.Time{}}, {5, 0, 1, time.Time{}}, {6, 0, 1, time.Time{}}}
 	if len(got) != len(want) {
 		t.Fatalf("spans %v, want %v", got, want)
 	}
@@ -62,7 +65,7 @@ func TestBatchDrop(t *testing.T) {
 			t.Fatalf("spans %v, want %v", got, want)
 		}
 	}
-	if len(b.events) != 2 || b.bytes != 4 || len(b.spans) != 1 || b.spans[0] != (span{6, 2}) {
+	if len(b.events) != 2 || b.bytes != 4 || len(b.spans) != 1 || b.spans[0] != (span{6, 1, 2, time.Time{}}) {
 		t.Fatalf("left %d events, %d bytes, spans %v", len(b.events), b.bytes, b.spans)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/internal/drain"
 )
 
@@ -55,6 +56,11 @@ type Options struct {
 	// TLS, when set, is the client side of TLS to every host (nil: plain
 	// TCP). See TLSConfig. The Output uses a clone.
 	TLS *tls.Config
+	// DeadLetters keeps the events a receiver refuses alone while it
+	// takes other windows (isolate.go): each is written there, synced,
+	// before it counts as done. nil: such an event is sent again for
+	// ever, and the cursor waits before it.
+	DeadLetters *dlq.Store
 	// UnreadableAfter is how long the ledger's device must have failed
 	// every read of the same sealed segment, while answering reads
 	// elsewhere, before the output takes the bytes it will not return

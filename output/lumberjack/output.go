@@ -37,6 +37,12 @@ type Output struct {
 	// have taken it past a receiver's max_event_bytes, was logged.
 	saidTooLargeForID atomic.Bool
 	live              atomic.Pointer[drain.Tracker] // the running drain's tracker, for Gauges
+	// acks counts the windows ACKed whole: a receiver that ACKed one
+	// since it refused a window takes other events (isolate.go).
+	acks atomic.Int64
+	// isolating says which refused window a sender is isolating, for
+	// Waiting; nil when none.
+	isolating atomic.Pointer[string]
 
 	// src passes damaged and skipped ranges of the ledger and retries
 	// its failing reads, counting them.
@@ -95,10 +101,12 @@ func (o *Output) Run(ctx context.Context) error {
 	// One batch queued: a sender that finishes finds the next one ready;
 	// more read-ahead would only hold memory.
 	queue := make(chan *batch, 1)
-	// A batch enters the retry queue only from the sender holding it, so
-	// it never holds more than there are senders: a send on it never
+	// A batch enters the retry queue only from the sender holding it, and
+	// a sender takes a new window only while the queue holds fewer than
+	// senders (sender.run): the batches held by senders and queued for a
+	// retry are never more than 2 × senders, so a send on it never
 	// blocks.
-	retry := make(chan *batch, senders)
+	retry := make(chan *batch, 2*senders)
 	errs := make(chan error, senders+1)
 	fail := func(err error) {
 		if err != nil && ctx.Err() == nil {
@@ -109,7 +117,7 @@ func (o *Output) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, h := range o.hosts.hosts {
 		for range o.opts.Workers {
-			s := &sender{o: o, h: h, tr: tr, queue: queue, retry: retry}
+			s := &sender{o: o, h: h, tr: tr, queue: queue, retry: retry, senders: senders}
 			wg.Go(func() { fail(s.run(ctx)) })
 		}
 	}

@@ -56,7 +56,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 					return nil
 				}
 				b.data = o.appendEvent(b.data, ev, lsn, pos)
-				b.added(lsn)
+				b.added(lsn, pos, rec.Received())
 				pos++
 				if b.len() >= o.windowEvents() && !send() {
 					return nil

@@ -19,13 +19,18 @@ import (
 // sends it and waits for its ACK. A batch that fails goes back to the
 // retry queue whole, or without the events ACKed before the failure, for
 // any sender to take; the connection is closed and the host backs off.
-// One batch at a time per sender: Workers × hosts in flight at most.
+// A batch the receiver refuses repeatedly is isolated by the sender
+// holding it (isolate.go). One batch at a time per sender: Workers ×
+// hosts in flight at most.
 type sender struct {
 	o     *Output
 	h     *host
 	tr    *drain.Tracker
 	queue <-chan *batch
 	retry chan *batch // never full: see Run
+	// senders is how many senders the output runs: a sender takes a new
+	// window ahead of a retry only while the retry queue holds fewer.
+	senders int
 
 	conn    net.Conn
 	client  *v2.Client
@@ -64,6 +69,18 @@ func (s *sender) run(ctx context.Context) error {
 		var b *batch
 		select { // a failed batch goes before new ones
 		case b = <-s.retry:
+			if b.awaitsEvidence(s.o.acks.Load()) && len(s.retry) < s.senders {
+				// Sending it again shows nothing new; a new window
+				// ACKed would show that the receiver refuses it, not
+				// everything (isolate.go). It goes back, after the new
+				// one: there is room, this sender just took it.
+				select {
+				case fresh := <-s.queue:
+					s.retry <- b
+					b = fresh
+				default:
+				}
+			}
 		default:
 			select {
 			case b = <-s.retry:
@@ -85,8 +102,28 @@ func (s *sender) run(ctx context.Context) error {
 
 // send sends b and waits for its ACK. Whatever is not ACKed goes back to
 // the retry queue (also when ctx ends: then nobody takes it, and the
-// cursor stays before it).
+// cursor stays before it), unless the receiver refused the window
+// repeatedly: then the sender isolates what it refuses (isolate).
 func (s *sender) send(ctx context.Context, b *batch) error {
+	err, fatal := s.window(ctx, b)
+	switch {
+	case fatal != nil:
+		return fatal
+	case err == nil:
+		return nil
+	case ctx.Err() == nil && s.refusedAgain(b, err):
+		return s.isolate(ctx, b)
+	}
+	s.retry <- b
+	return nil
+}
+
+// window sends b once and waits for its ACK. The events the receiver
+// ACKed, all or the first ones of a window that then failed, leave b and
+// are done. It returns err when the window was not wholly ACKed (the
+// connection is then closed, and the host backs off), and fatal when the
+// tracker refused an ACKed event (a bug, which stops the output).
+func (s *sender) window(ctx context.Context, b *batch) (err, fatal error) {
 	o := s.o
 	o.stats.batches.Add(1)
 	o.stats.bytesSent.Add(int64(b.bytes))
@@ -111,18 +148,21 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 	}
 	for _, sp := range b.drop(acked) {
 		if ferr := s.tr.Finish(sp.lsn, sp.n); ferr != nil {
-			return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, ferr)
+			return nil, fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, ferr)
 		}
 	}
 	o.stats.delivered.Add(int64(acked))
 	if err == nil {
+		o.acks.Add(1)
 		o.hosts.acked(s.h)
-		return nil
+		return nil, nil
 	}
-	s.retry <- b
+	if acked > 0 {
+		b.refused = 0 // the receiver took part of it: no refusal
+	}
 	s.close()
 	if ctx.Err() != nil {
-		return nil
+		return err, nil
 	}
 	o.stats.failedBatches.Add(1)
 	var refused *refusedError
@@ -132,7 +172,7 @@ func (s *sender) send(ctx context.Context, b *batch) error {
 	wait := o.hosts.failed(s.h, err)
 	o.log.Debug("a batch failed: sent again", "host", s.h.addr, "events", len(b.events), "acked_before_failure", acked,
 		"err", err, "host_retry_in", wait.Round(time.Millisecond).String())
-	return nil
+	return err, nil
 }
 
 // sendWindow sends events as one window and waits for its ACKs. It returns

@@ -1,6 +1,7 @@
 package lumberjack
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -13,6 +14,7 @@ type counters struct {
 	withoutID              atomic.Int64
 	reconnects             atomic.Int64
 	closedUnacked          atomic.Int64
+	isolated, dead         atomic.Int64
 }
 
 // Stats is a snapshot of what the output did since it was created.
@@ -32,6 +34,11 @@ type Stats struct {
 	// closed the connection on without acknowledging any of it: how a
 	// Lumberjack receiver refuses a window (also counted in FailedBatches).
 	ClosedUnacked int64
+	// Isolated counts the windows a receiver refused repeatedly and the
+	// output sent in halves to find the events it refuses; DeadLettered
+	// the events it refused alone while it took other windows, which went
+	// to the dead letters (isolate.go).
+	Isolated, DeadLettered int64
 	// Outages counts the times every host had failed since the last ACK.
 	Outages   int64
 	CursorLSN uint64 // last persisted cursor
@@ -86,7 +93,7 @@ func (o *Output) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), FailedBatches: c.failedBatches.Load(), BytesSent: c.bytesSent.Load(),
 		Delivered: c.delivered.Load(), Resent: c.resent.Load(), EventsWithoutID: c.withoutID.Load(),
-		Reconnects: c.reconnects.Load(), ClosedUnacked: c.closedUnacked.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
+		Reconnects: c.reconnects.Load(), ClosedUnacked: c.closedUnacked.Load(), Isolated: c.isolated.Load(), DeadLettered: c.dead.Load(), Outages: outages, CursorLSN: o.cursor.Persisted(),
 		DamagedRanges: src.DamagedRanges, DamagedRecords: src.DamagedRecords, LedgerReadErrors: src.ReadErrors,
 		SkippedRecords: src.SkippedRecords, SkippedEvents: src.SkippedEvents, SkippedRanges: src.SkippedRanges,
 	}
@@ -115,5 +122,14 @@ func (o *Output) Gauges() Gauges {
 
 // Waiting says why the output is held back by its hosts ("" when it is
 // not): every host has failed since the last ACK, each with its last
-// error. Safe for concurrent use.
-func (o *Output) Waiting() string { return o.hosts.waiting() }
+// error; or a receiver refuses a window, which a sender is isolating.
+// Safe for concurrent use.
+func (o *Output) Waiting() string {
+	if w := o.hosts.waiting(); w != "" {
+		return w
+	}
+	if n := o.isolating.Load(); n != nil {
+		return fmt.Sprintf("output.lumberjack.%s: %s", o.opts.Name, *n)
+	}
+	return ""
+}
