@@ -37,6 +37,11 @@ type Lumberjack struct {
 	Backoff LumberjackBackoff `toml:"backoff"`
 	// SSL configures TLS to the hosts.
 	SSL LumberjackSSL `toml:"ssl"`
+	// DeadLetterMaxBytes and DeadLetterMaxAge mean what they mean for
+	// Elasticsearch: the dead-letter store keeps the events a receiver
+	// refuses alone while it takes others.
+	DeadLetterMaxBytes Size     `toml:"dead_letter_max_bytes"`
+	DeadLetterMaxAge   Duration `toml:"dead_letter_max_age"`
 }
 
 // LumberjackBackoff is the exponential backoff between reconnections to a
@@ -96,14 +101,15 @@ func DefaultElasticsearch() Elasticsearch {
 // no hosts: a Lumberjack output must list them.
 func DefaultLumberjack() Lumberjack {
 	return Lumberjack{
-		Enabled:          true,
-		StartAt:          "oldest",
-		Workers:          1,
-		BulkMaxSize:      2048,
-		CompressionLevel: 3,
-		Timeout:          Duration(30 * time.Second),
-		Backoff:          LumberjackBackoff{Init: Duration(time.Second), Max: Duration(60 * time.Second)},
-		SSL:              LumberjackSSL{VerificationMode: "full"},
+		Enabled:            true,
+		StartAt:            "oldest",
+		Workers:            1,
+		BulkMaxSize:        2048,
+		CompressionLevel:   3,
+		Timeout:            Duration(30 * time.Second),
+		Backoff:            LumberjackBackoff{Init: Duration(time.Second), Max: Duration(60 * time.Second)},
+		SSL:                LumberjackSSL{VerificationMode: "full"},
+		DeadLetterMaxBytes: 1 << 30,
 	}
 }
 

@@ -255,18 +255,7 @@ func (c *Config) validateElasticsearch(bad badFunc, k string, es *Elasticsearch)
 	if es.FlushBytes < 4<<10 || es.FlushBytes > es.MaxRequestBytes {
 		bad(k+"flush_bytes", "%s is outside 4KiB…max_request_bytes (%s): bulk requests of about 1–15MiB work well", es.FlushBytes, es.MaxRequestBytes)
 	}
-	// A dead letter holds the event: the store must fit a few of the
-	// largest events the input accepts, or one of them could wedge the
-	// drain.
-	// (1MiB covers an entry's other fields: index, reason, ids.)
-	if min := 4 * (c.Input.Beats.MaxEventBytes + 1<<20); es.DeadLetterMaxBytes < min {
-		bad(k+"dead_letter_max_bytes", "%s is less than 4 × (input.beats.max_event_bytes + 1MiB) (max_event_bytes is %s): raise it to at least %s", es.DeadLetterMaxBytes, c.Input.Beats.MaxEventBytes, min)
-	}
-	// Files are deleted whole, about every minute: a shorter age would
-	// promise more than that.
-	if d := es.DeadLetterMaxAge; d > 0 && d < minDeadLetterMaxAge {
-		bad(k+"dead_letter_max_age", "%s is less than %s: use 0 to keep dead letters until they are purged, or at least %s", d, minDeadLetterMaxAge, minDeadLetterMaxAge)
-	}
+	c.validateDeadLetters(bad, k, es.DeadLetterMaxBytes, es.DeadLetterMaxAge)
 	switch es.Compression {
 	case "none", "gzip":
 	default:
@@ -299,7 +288,25 @@ const (
 
 // validateLumberjack checks one Lumberjack output; k is its key with a
 // trailing dot ("output.lumberjack.edge.").
+// validateDeadLetters checks an output's dead_letter_max_bytes and
+// dead_letter_max_age (k is its table, with a trailing dot).
+func (c *Config) validateDeadLetters(bad badFunc, k string, maxBytes Size, maxAge Duration) {
+	// A dead letter holds the event: the store must fit a few of the
+	// largest events the input accepts, or one of them could wedge the
+	// drain.
+	// (1MiB covers an entry's other fields: index, reason, ids.)
+	if min := 4 * (c.Input.Beats.MaxEventBytes + 1<<20); maxBytes < min {
+		bad(k+"dead_letter_max_bytes", "%s is less than 4 × (input.beats.max_event_bytes + 1MiB) (max_event_bytes is %s): raise it to at least %s", maxBytes, c.Input.Beats.MaxEventBytes, min)
+	}
+	// Files are deleted whole, about every minute: a shorter age would
+	// promise more than that.
+	if maxAge > 0 && maxAge < minDeadLetterMaxAge {
+		bad(k+"dead_letter_max_age", "%s is less than %s: use 0 to keep dead letters until they are purged, or at least %s", maxAge, minDeadLetterMaxAge, minDeadLetterMaxAge)
+	}
+}
+
 func (c *Config) validateLumberjack(bad badFunc, k string, lj *Lumberjack) {
+	c.validateDeadLetters(bad, k, lj.DeadLetterMaxBytes, lj.DeadLetterMaxAge)
 	if len(lj.Hosts) == 0 {
 		bad(k+"hosts", "is empty: list at least one Lumberjack server as \"host:port\", e.g. [\"logstash.example.com:5044\"]")
 	}

@@ -44,7 +44,7 @@ func (d ljDrain) Stats() elasticsearch.Stats {
 	s := d.Output.Stats()
 	return elasticsearch.Stats{Requests: s.Batches, FailedRequests: s.FailedBatches, BytesSent: s.BytesSent,
 		Delivered: s.Delivered, Resent: s.Resent, Outages: s.Outages, CursorLSN: s.CursorLSN,
-		Reconnects: s.Reconnects, EventsWithoutID: s.EventsWithoutID, ClosedUnacked: s.ClosedUnacked,
+		Reconnects: s.Reconnects, EventsWithoutID: s.EventsWithoutID, ClosedUnacked: s.ClosedUnacked, DeadLettered: s.DeadLettered,
 		DamagedRanges: s.DamagedRanges, DamagedRecords: s.DamagedRecords, LedgerReadErrors: s.LedgerReadErrors,
 		SkippedRecords: s.SkippedRecords, SkippedEvents: s.SkippedEvents, SkippedRanges: s.SkippedRanges}
 }

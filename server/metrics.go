@@ -230,7 +230,7 @@ var (
 	descOutputDead       = prometheus.NewDesc("logpond_output_events_dead_lettered_total", "Events written to the dead-letter store (synced); logpond_output_items_total{outcome=\"dead\"} has them by status and reason.", outputLabel, nil)
 	descLedgerReadErrors = prometheus.NewDesc("logpond_ledger_read_errors_total", "Reads of the ledger its device failed (EIO, …): the output's reads, each retried with backoff and nothing skipped, and attempts to open the ledger, retried likewise. Check the ledger's device.", nil, nil)
 	descDeadLetterBytes  = prometheus.NewDesc("logpond_dead_letter_bytes", "Bytes in the dead-letter store.", outputLabel, nil)
-	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (output.elasticsearch.dead_letter_max_bytes).", outputLabel, nil)
+	descDeadLetterMax    = prometheus.NewDesc("logpond_dead_letter_max_bytes", "The dead-letter store's bound (the output's dead_letter_max_bytes).", outputLabel, nil)
 	descDeadLetterRatio  = prometheus.NewDesc("logpond_dead_letter_fill_ratio", "logpond_dead_letter_bytes / logpond_dead_letter_max_bytes: at 1 the output stops until dead letters are purged.", outputLabel, nil)
 	descJournalMax       = prometheus.NewDesc("logpond_journal_max_bytes", "The journal's bound (journal.max_bytes).", nil, nil)
 	descJournalRatio     = prometheus.NewDesc("logpond_journal_fill_ratio", "logpond_journal_bytes / logpond_journal_max_bytes: near 1, acknowledgements wait for the flusher.", nil, nil)

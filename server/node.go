@@ -114,9 +114,9 @@ type CompressionInfo struct {
 	Ratio float64 `json:"ratio"`
 }
 
-// OutputInfo is one output's state. The request, concurrency and
-// dead-letter fields are an Elasticsearch output's; a Lumberjack output
-// counts its batches as requests and has no dead letters.
+// OutputInfo is one output's state. The request and concurrency fields
+// are an Elasticsearch output's; a Lumberjack output counts its batches as
+// requests. Both keep dead letters.
 type OutputInfo struct {
 	Name                 string  `json:"name"`
 	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"

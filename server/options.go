@@ -79,17 +79,18 @@ func maxLags(cfg *conf.Config) map[string]int64 {
 	return m
 }
 
-// deadLetterOptions are the options of the dead-letter store of the
-// Elasticsearch output c. Logger is left to the caller.
-func deadLetterOptions(cfg *conf.Config, c *conf.Elasticsearch) dlq.Options {
+// deadLetterOptions are the options of the dead-letter store of an
+// output whose dead_letter_max_bytes and dead_letter_max_age are maxBytes
+// and maxAge. Logger is left to the caller.
+func deadLetterOptions(cfg *conf.Config, maxBytes conf.Size, maxAge conf.Duration) dlq.Options {
 	// A dead-letter file must hold the largest event the input accepts
 	// (plus 1MiB for the entry's other fields); conf checked that four such
 	// files fit in dead_letter_max_bytes.
-	segment := max(min(int64(64<<20), int64(c.DeadLetterMaxBytes)/4), int64(cfg.Input.Beats.MaxEventBytes)+1<<20)
+	segment := max(min(int64(64<<20), int64(maxBytes)/4), int64(cfg.Input.Beats.MaxEventBytes)+1<<20)
 	return dlq.Options{
-		MaxBytes:     int64(c.DeadLetterMaxBytes),
+		MaxBytes:     int64(maxBytes),
 		SegmentBytes: segment,
-		MaxAge:       time.Duration(c.DeadLetterMaxAge),
+		MaxAge:       time.Duration(maxAge),
 	}
 }
 

@@ -109,7 +109,7 @@ func TestDeadLetterOptions(t *testing.T) {
 		}), dlq.Options{MaxBytes: 1 << 30, SegmentBytes: 101 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := deadLetterOptions(tc.cfg, &tc.cfg.Output.Elasticsearch); !reflect.DeepEqual(got, tc.want) {
+			if got := deadLetterOptions(tc.cfg, tc.cfg.Output.Elasticsearch.DeadLetterMaxBytes, tc.cfg.Output.Elasticsearch.DeadLetterMaxAge); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})

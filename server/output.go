@@ -43,7 +43,7 @@ type drain interface {
 // cursor. Records it sends again keep their document ids: Elasticsearch
 // stores them once. Its Stats add up across restarts.
 //
-// An Elasticsearch output also has a dead-letter store, which lives on the
+// Each output also has a dead-letter store, which lives on the
 // ledger's device: opened with the first drain, at Open, or when the
 // ledger could not be opened then, with the ledger. The Server closes it.
 type outputRunner struct {

@@ -56,7 +56,9 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			}
 			return esDrain{e}, nil
 		}
-		out.openDeadLetters = func() (*dlq.Store, error) { return s.openDeadLetters(o) }
+		out.openDeadLetters = func() (*dlq.Store, error) {
+			return s.openDeadLetters(o, o.Elasticsearch.DeadLetterMaxBytes, o.Elasticsearch.DeadLetterMaxAge)
+		}
 		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
 	case conf.TypeLumberjack:
 		opts, err := lumberjackOptions(o)
@@ -67,13 +69,19 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		if err := lumberjack.CheckOptions(opts); err != nil {
 			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
 		}
-		newDrain = func(l *ledger.Ledger, _ *dlq.Store) (drain, error) {
+		newDrain = func(l *ledger.Ledger, d *dlq.Store) (drain, error) {
+			opts := opts
+			opts.DeadLetters = d
 			o, err := lumberjack.New(l, opts)
 			if err != nil {
 				return nil, err
 			}
 			return ljDrain{o}, nil
 		}
+		out.openDeadLetters = func() (*dlq.Store, error) {
+			return s.openDeadLetters(o, o.Lumberjack.DeadLetterMaxBytes, o.Lumberjack.DeadLetterMaxAge)
+		}
+		out.deadLetterMaxBytes = int64(o.Lumberjack.DeadLetterMaxBytes)
 	default:
 		return nil, fmt.Errorf("server: %s: outputs of type %q are not supported", o.Key, o.Type)
 	}
@@ -132,16 +140,16 @@ func startCursor(l *ledger.Ledger, name, startAt string, log *slog.Logger) error
 // esDrain is an Elasticsearch output as a drain.
 type esDrain struct{ *elasticsearch.Output }
 
-// openDeadLetters opens the dead-letter store of the Elasticsearch output
-// o.
-func (s *Server) openDeadLetters(o conf.NamedOutput) (*dlq.Store, error) {
+// openDeadLetters opens the dead-letter store of the output o, bounded by
+// its dead_letter_max_bytes and dead_letter_max_age.
+func (s *Server) openDeadLetters(o conf.NamedOutput, maxBytes conf.Size, maxAge conf.Duration) (*dlq.Store, error) {
 	dir := deadLetterDir(s.cfg.Ledger.Dir, o.Name)
 	// dlq.Open creates its own directory (and fsyncs its parent) when the
 	// parent exists: prepare only <ledger.dir>/dlq.
 	if _, err := s.prepareDir(o.Key+" dead-letter store", filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
-	dopts := deadLetterOptions(s.cfg, o.Elasticsearch)
+	dopts := deadLetterOptions(s.cfg, maxBytes, maxAge)
 	dopts.Logger = s.log.With("output", o.Name)
 	d, err := dlq.Open(dir, dopts)
 	if err != nil {

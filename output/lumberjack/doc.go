@@ -14,7 +14,8 @@
 // (sendWindow) and credits the last sequence number one gave. Nothing is
 // dropped: a
 // host that never answers holds the output back (Output.Waiting says so),
-// and events wait in the ledger. A stop, a crash or a failed window may
+// and events wait in the ledger; an event a receiver refuses goes to the
+// dead letters (below). A stop, a crash or a failed window may
 // make a host receive an event twice.
 //
 // Exactly once at the Elasticsearch at the end: every event is forwarded
@@ -40,6 +41,24 @@
 // its id would take past max_event_bytes goes without the id, so that no
 // window is refused for ever by a receiver with the defaults.
 //
+// # Refused events
+//
+// A receiver refuses a window by closing the connection once it has read
+// it, acknowledging none of it: a receiver with smaller limits than a
+// default logpond's, or an event it cannot take. A window refused twice in
+// a row is sent in halves by the sender holding it, and what is refused
+// again is halved again, until what the receiver refuses is one event
+// (isolate.go); every other event of the window is forwarded meanwhile,
+// and other senders go on with other windows. That event goes to the
+// output's dead letters (Options.DeadLetters, synced before it counts as
+// done, error type window_refused) once the receiver has ACKed another
+// window since the event's window was first refused: the receiver takes
+// other events, so this one is the cause. A receiver that closes every
+// connection shows no such thing, and nothing is dead-lettered: its
+// windows are sent again with backoff, as in an outage. Output.Waiting
+// says which window is being halved; Stats counts the windows halved and
+// the events dead-lettered.
+//
 // # Hosts
 //
 // With Options.LoadBalance, every host takes windows, Workers connections
@@ -63,6 +82,8 @@
 //
 // # Memory
 //
-// At most Workers × len(Hosts) windows are in flight, one more is queued and
-// one is being filled: each up to BulkMaxSize events.
+// At most Workers × len(Hosts) windows are in flight, as many wait to be
+// sent again (failed, or refused and awaiting evidence), one more is
+// queued and one is being filled: each up to BulkMaxSize events. The
+// halves of a refused window share its memory.
 package lumberjack

@@ -62,7 +62,7 @@ func cmdDLQ(e *env, args []string) int {
 	case "-h", "-help", "--help":
 		fmt.Fprintf(e.stderr, "usage: ledgerctl [-config FILE | -ledger DIR] %s\n"+
 			"Each output keeps its dead letters in <ledger>/dlq/NAME; --output NAME says whose (default: the only\n"+
-			"Elasticsearch output of -config, else the only directory in <ledger>/dlq).\n"+
+			"output of -config, else the only directory in <ledger>/dlq).\n"+
 			"(ledgerctl dlq SUBCOMMAND -h for a subcommand's flags)\n", dlqUsage)
 		return exitOK
 	case "list":

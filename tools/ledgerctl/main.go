@@ -1,5 +1,5 @@
 // Command ledgerctl inspects logpond's stores: the journal, the ledger
-// (with each output's cursor) and each Elasticsearch output's dead letters.
+// (with each output's cursor) and each output's dead letters.
 //
 //	ledgerctl [-config FILE | -journal DIR -ledger DIR] [--json] COMMAND [flags]
 //
@@ -68,9 +68,9 @@ nothing and prints the command that runs it as the owner (sudo -u USER ...).
 
 Global flags (before or after the command):
   -config FILE     logpond's configuration: journal.dir, ledger.dir, its
-                   outputs (each output's cursor is named like it, and an
-                   Elasticsearch output's dead letters are in
-                   <ledger.dir>/dlq/NAME) and [admin] listen
+                   outputs (each output's cursor is named like it, and
+                   its dead letters are in <ledger.dir>/dlq/NAME) and
+                   [admin] listen
   -journal DIR     the journal directory (overrides the configuration's)
   -ledger DIR      the ledger directory (overrides the configuration's)
   --json           machine-readable output (JSON), for any command
@@ -115,7 +115,7 @@ Commands (their flags go after them; ledgerctl COMMAND -h lists them):
                    LSN becomes an empty record; prints exactly which LSNs
                    and how many events are lost. Needs both stores
   Every dlq command takes --output NAME: whose dead letters. Default: the
-  only Elasticsearch output of -config, else the only directory in
+  only output of -config, else the only directory in
   <ledger>/dlq; with several, ledgerctl asks (exit 2) and lists the names.
   dlq list         dead letters, one line each
   dlq dump         dead letters with their events, as JSON lines

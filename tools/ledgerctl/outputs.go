@@ -59,13 +59,13 @@ func (e *env) configured(name string) *outputRef {
 	return nil
 }
 
-// esOutputs are the names of the configured Elasticsearch outputs.
-func (e *env) esOutputs() []string {
+// dlqOutputs are the names of the configured outputs: each keeps dead
+// letters (an Elasticsearch output, the events the cluster rejects for
+// good; a Lumberjack output, the events a receiver refuses).
+func (e *env) dlqOutputs() []string {
 	var names []string
 	for _, o := range e.outputs {
-		if o.typ == conf.TypeElasticsearch {
-			names = append(names, o.name)
-		}
+		names = append(names, o.name)
 	}
 	return names
 }
@@ -98,16 +98,14 @@ type usageError struct{ msg string }
 func (u *usageError) Error() string { return u.msg }
 
 // selectDLQOutput decides whose dead letters a dlq command works on, and
-// sets e.dlqOut. With --output NAME (flag), that output: a configured
-// Lumberjack output is refused (it keeps no dead letters), and a name that
-// is neither a configured Elasticsearch output nor has a dead-letter
-// directory is refused as a likely typo. Without it: the only
-// Elasticsearch output of -config when there is exactly one; else the only
-// dead-letter directory under <ledger>/dlq when there is exactly one; else
-// a usage error listing the names to choose from. When there is nothing at
-// all to choose from (no Elasticsearch output configured, no dead-letter
-// directory), it sets e.dlqNone instead: there are no dead letters. Errors
-// of choice are *usageError.
+// sets e.dlqOut. With --output NAME (flag), that output: a name that is
+// neither a configured output nor has a dead-letter directory is refused
+// as a likely typo. Without it: the only output of -config when there is
+// exactly one; else the only dead-letter directory under <ledger>/dlq when
+// there is exactly one; else a usage error listing the names to choose
+// from. When there is nothing at all to choose from (no output configured,
+// no dead-letter directory), it sets e.dlqNone instead: there are no dead
+// letters. Errors of choice are *usageError.
 func (e *env) selectDLQOutput(flag string) error {
 	dirs, err := deadLetterOutputs(e.ledgerDir)
 	if err != nil {
@@ -116,7 +114,7 @@ func (e *env) selectDLQOutput(flag string) error {
 	choices := func() string {
 		var parts []string
 		if e.config != "" {
-			parts = append(parts, fmt.Sprintf("Elasticsearch outputs of %s: %s", e.config, listOrNone(e.esOutputs())))
+			parts = append(parts, fmt.Sprintf("outputs of %s: %s", e.config, listOrNone(e.dlqOutputs())))
 		}
 		parts = append(parts, fmt.Sprintf("dead-letter directories in %s: %s", e.dlqParent(), listOrNone(dirs)))
 		return strings.Join(parts, "; ")
@@ -127,8 +125,6 @@ func (e *env) selectDLQOutput(flag string) error {
 		}
 		o := e.configured(flag)
 		switch {
-		case o != nil && o.typ != conf.TypeElasticsearch:
-			return &usageError{fmt.Sprintf("--output %s: a %s output keeps no dead letters (%s)", flag, o.typ, choices())}
 		case o == nil && !slices.Contains(dirs, flag):
 			return &usageError{fmt.Sprintf("--output %s: no such output holds dead letters (%s)", flag, choices())}
 		}
@@ -138,7 +134,7 @@ func (e *env) selectDLQOutput(flag string) error {
 		}
 		return nil
 	}
-	if names := e.esOutputs(); len(names) == 1 {
+	if names := e.dlqOutputs(); len(names) == 1 {
 		e.dlqOut = *e.configured(names[0])
 		return nil
 	} else if len(names) > 1 {

@@ -47,17 +47,19 @@ func TestDLQOutputSelection(t *testing.T) {
 		none    bool   // no dead letters anywhere
 		wantErr string // a usage error containing this
 	}{
-		{name: "the only configured Elasticsearch output", outputs: []outputRef{es, lj}, dirs: []string{"old"}, want: "elasticsearch"},
+		{name: "the only configured output", outputs: []outputRef{es}, dirs: []string{"old"}, want: "elasticsearch"},
+		{name: "an Elasticsearch and a Lumberjack output: say which", outputs: []outputRef{es, lj}, wantErr: "outputs of logpond.toml: elasticsearch, archive"},
 		{name: "the only configured one, before any dead letter", outputs: []outputRef{es}, want: "elasticsearch"},
-		{name: "two configured: say which", outputs: []outputRef{es, es2}, wantErr: "Elasticsearch outputs of logpond.toml: elasticsearch, es-b"},
+		{name: "two configured: say which", outputs: []outputRef{es, es2}, wantErr: "outputs of logpond.toml: elasticsearch, es-b"},
 		{name: "no -config: the only directory", dirs: []string{"es-b"}, want: "es-b"},
-		{name: "none configured: the only directory", outputs: []outputRef{lj}, dirs: []string{"old"}, want: "old"},
+		{name: "a Lumberjack output", outputs: []outputRef{lj}, dirs: []string{"old"}, want: "archive"},
+		{name: "none configured: the only directory", outputs: []outputRef{}, dirs: []string{"old"}, want: "old"},
 		{name: "no -config, two directories: say which", dirs: []string{"a", "b"}, wantErr: "dead-letter directories in LEDGER/dlq: a, b"},
 		{name: "nothing anywhere: no dead letters", none: true},
 		{name: "--output a configured one", outputs: []outputRef{es, es2}, flag: "es-b", want: "es-b"},
 		{name: "--output a removed output's directory", outputs: []outputRef{es}, dirs: []string{"old"}, flag: "old", want: "old"},
 		{name: "--output a directory without -config", dirs: []string{"a", "b"}, flag: "b", want: "b"},
-		{name: "--output a Lumberjack output", outputs: []outputRef{es, lj}, flag: "archive", wantErr: "a lumberjack output keeps no dead letters"},
+		{name: "--output a Lumberjack output", outputs: []outputRef{es, lj}, flag: "archive", want: "archive"},
 		{name: "--output a typo", outputs: []outputRef{es}, dirs: []string{"old"}, flag: "elastcsearch", wantErr: "--output elastcsearch: no such output holds dead letters"},
 		{name: "--output a path", dirs: []string{"a"}, flag: "../../etc", wantErr: "is not an output name"},
 	} {

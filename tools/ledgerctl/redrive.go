@@ -21,6 +21,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/tidwall/gjson"
 
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/hosturl"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
@@ -78,6 +79,10 @@ func dlqRedrive(e *env, args []string) int {
 	}
 	if status, ok := e.dlqSelect("dlq redrive", *output); !ok {
 		return status
+	}
+	if e.dlqOut.typ == conf.TypeLumberjack {
+		e.errorf("dlq redrive: output %s is a Lumberjack output: its dead letters are events its receiver refused, and re-drive sends to Elasticsearch; print them with `dlq dump --output %s` and send them to a receiver that takes them", e.dlqOut.name, e.dlqOut.name)
+		return exitUsage
 	}
 	target, err := redriveTarget(e, *url, *username, *caFile)
 	if err != nil {
@@ -400,6 +405,10 @@ func (rd *redriver) report(line redriveLine) {
 // @timestamp and data_stream members the output adds
 // (elasticsearch.RedriveSource).
 func redriveSource(en dlq.Entry) ([]byte, error) {
+	if en.Action != "" && en.Action != "create" {
+		// A Lumberjack output's ("forward"): its Index is the receiver.
+		return nil, fmt.Errorf("the dead letter is of a %q action, not an Elasticsearch create: it cannot be re-driven to Elasticsearch (inspect it with `dlq dump`)", en.Action)
+	}
 	if !json.Valid(en.Event) {
 		return nil, errors.New("the event is not valid JSON: it cannot be sent as a document (inspect it with `dlq dump`)")
 	}
