@@ -97,7 +97,18 @@
 // Reopen also cuts records after the last synced LSN that read back intact
 // (their fdatasync never succeeded, so nothing proves they are on disk),
 // at the block boundary after the last synced record, again only when
-// Covered says the journal holds them. Damage before that point follows
+// Covered says the journal holds them. In logpond it always does: the
+// flusher appends only records the journal has fsynced, and releases the
+// journal only up to the last LSN a Sync covered. When it does not (a
+// journal that lost records some other way), the records appended after
+// the last Sync were acknowledged and are in neither store for sure,
+// whatever part of their write reached the file: Reopen refuses with an
+// [*UnsyncedError] and changes nothing. Cutting them would lose them and
+// leave LSNs the journal cannot continue after; keeping them would count
+// as durable what nothing proves is. No retry helps (the journal does not
+// get records back); a restart's Open treats the same bytes as after a
+// crash, keeping the records that still verify and refusing over the
+// rest, which [SealOpenSegment] accepts. Damage before that point follows
 // the rule above, one code path for both (settleOpenDamage), with what
 // the failed instance knew: its bytes were synced, and the segment's last
 // record is the last LSN it synced. So Reopen seals a damaged segment

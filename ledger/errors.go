@@ -36,6 +36,31 @@ func (e *CorruptionError) Error() string {
 // Unwrap returns the kind of damage.
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
+// UnsyncedError is Reopen's refusal to reopen a failed ledger whose
+// failed instance appended records after its last successful Sync
+// (FirstLSN..LastLSN) that the journal no longer holds
+// (Options.Covered(FirstLSN) is false). No fdatasync of them succeeded,
+// so their only copy is bytes nothing proves are on disk, or bytes never
+// written at all: cutting them would lose them for good and leave LSNs
+// the journal cannot continue after, and keeping them would count as
+// durable what may not be. Reopen changes nothing and returns this; the
+// journal cannot get the records back, so trying again cannot help. A
+// fresh Open (a restart) applies Open's rule to the same bytes, as after a
+// crash: it keeps the records that still verify, and refuses over the
+// rest, which [SealOpenSegment] (ledgerctl accept-loss) accepts.
+type UnsyncedError struct {
+	Segment  string // the open segment
+	Offset   int64  // where its synced records end: what follows was never synced
+	FirstLSN uint64 // the first LSN appended after the last successful Sync
+	LastLSN  uint64 // the last LSN the failed instance appended
+}
+
+func (e *UnsyncedError) Error() string {
+	return fmt.Sprintf("ledger: reopen: LSNs %d–%d were appended to %s after its last successful sync (its synced records end at offset %d), no fdatasync of them succeeded, "+
+		"and the journal no longer holds LSN %d: they can neither be cut (nothing could replay them) nor kept (nothing proves they are on disk)",
+		e.FirstLSN, e.LastLSN, e.Segment, e.Offset, e.FirstLSN)
+}
+
 // ReadError reports that reading a segment, or opening it or its index
 // for reading, failed: the device answered an error (EIO, …) instead of
 // bytes. It says nothing about the data: the same read may succeed when

@@ -75,6 +75,8 @@ type Options struct {
 // hooks are per-instance seams for tests.
 type hooks struct {
 	fdatasync func(*os.File) error
+	// writeAt replaces the writer's writes of buffered frames (writeAt).
+	writeAt func(f *os.File, buf []byte, off int64) error
 	// openDevice replaces the O_DIRECT open with which a Reader asks the
 	// device itself whether it reads (openDevice).
 	openDevice func(path string) (*os.File, error)
@@ -224,10 +226,17 @@ func Open(dir string, opts Options) (*Ledger, error) { return open(dir, opts, ni
 // knows besides: where its synced records end. Reopen does not probe
 // O_DIRECT again: the file system is the same, and the probe needs free
 // space.
+//
+// When covered says the journal no longer holds the first LSN l appended
+// after its last Sync, Reopen changes nothing and returns an
+// [*UnsyncedError]: those records were acknowledged (the journal hands on
+// only what it fsynced) and are in neither store for sure, whether their
+// bytes reached the file or not.
 func (l *Ledger) Reopen(covered func(lsn uint64) bool) (*Ledger, error) {
 	l.mu.Lock()
 	closed := l.closed
-	prior := &priorSync{lsn: l.durable}
+	// l.last is the writer's, and the writer (the caller) has stopped.
+	prior := &priorSync{lsn: l.durable, appended: l.last}
 	if n := len(l.segs); n > 0 {
 		prior.segFirst, prior.segBytes = l.segs[n-1].first, l.segs[n-1].size
 	}
@@ -242,11 +251,13 @@ func (l *Ledger) Reopen(covered func(lsn uint64) bool) (*Ledger, error) {
 
 // priorSync is what a failed instance had made durable, for Reopen: the
 // last LSN it synced, and how many bytes of its open segment (the one whose
-// first LSN is segFirst) held synced records then.
+// first LSN is segFirst) held synced records then; and the last LSN it
+// appended, synced or not.
 type priorSync struct {
 	lsn      uint64
 	segFirst uint64
 	segBytes int64
+	appended uint64
 }
 
 // open opens the ledger in dir. prior is nil for Open; for Reopen, what the
@@ -469,6 +480,14 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 		f.Close()
 		return sc.ioErr
 	}
+	if prior != nil && (prior.appended > keep || seg.size > syncedEnd) && !l.covered(keep+1) {
+		// Records handed to the failed instance after its last Sync, which
+		// the journal no longer holds: the refusal comes before anything
+		// is cut, so that a restart (Open) or ledgerctl accept-loss finds
+		// the bytes as the failure left them.
+		f.Close()
+		return &UnsyncedError{Segment: seg.path, Offset: syncedEnd, FirstLSN: keep + 1, LastLSN: max(prior.appended, unsynced, keep+1)}
+	}
 	l.last = last
 	l.writeOff = alignUp(end)
 	stop := sc.damage
@@ -509,6 +528,10 @@ func (l *Ledger) recoverOpenSegment(prior *priorSync) error {
 // errNeverSynced: records the failed instance wrote but never synced.
 var errNeverSynced = errors.New("written before the ledger failed, never synced")
 
+// covered reports whether the journal still holds lsn and every record
+// after it (Options.Covered; nil covers nothing).
+func (l *Ledger) covered(lsn uint64) bool { return l.opts.Covered != nil && l.opts.Covered(lsn) }
+
 // settleOpenDamage is the rule, for Open and Reopen alike, for the open
 // segment's valid records ending at stop (the offset and the first LSN not
 // kept) before the file does. It cuts the segment there (l.writeOff,
@@ -517,8 +540,9 @@ var errNeverSynced = errors.New("written before the ledger failed, never synced"
 // failed instance (the last LSN and the segment bytes it synced); for Open
 // they are "everything" and -1 (unknown).
 //
-//   - Records never synced (stop.LSN > keep: Reopen only) are cut; the
-//     journal must still hold them.
+//   - Records never synced (stop.LSN > keep: Reopen only) are cut: the
+//     journal holds them (recoverOpenSegment refused before this
+//     otherwise, with an *UnsyncedError).
 //   - Otherwise the bytes at stop may have been synced: Reopen knows they
 //     were; Open knows it when a later complete write follows them (only
 //     the last write can be torn), and cannot tell a torn last write from
@@ -534,14 +558,11 @@ var errNeverSynced = errors.New("written before the ledger failed, never synced"
 //     an LSN that was used: a *CorruptionError (Open refuses to start;
 //     SealOpenSegment, through ledgerctl accept-loss, accepts the loss).
 func (l *Ledger) settleOpenDamage(f *os.File, seg *segment, stop *CorruptionError, keep uint64, syncedEnd int64) (seal bool, err error) {
-	covered := l.opts.Covered != nil && l.opts.Covered(stop.LSN)
+	covered := l.covered(stop.LSN)
 	if stop.LSN > keep {
 		// Cutting at l.writeOff, the block boundary after the last synced
-		// record, cuts no synced byte.
-		if !covered {
-			return false, &CorruptionError{Segment: seg.path, Offset: l.writeOff, LSN: stop.LSN,
-				Err: fmt.Errorf("records from LSN %d on were written but never synced before the ledger failed, and the journal no longer holds them", stop.LSN)}
-		}
+		// record, cuts no synced byte. The journal holds stop.LSN: it held
+		// keep+1 (recoverOpenSegment).
 		l.repair = &Repair{Segment: seg.path, Offset: l.writeOff, CutAt: l.writeOff, FirstLSN: stop.LSN, Reason: errNeverSynced.Error()}
 		l.log.Warn("ledger: cut records written before the failure but never synced (the journal still holds them)",
 			"segment", seg.path, "cut_at", l.writeOff, "first_lsn_cut", stop.LSN)
@@ -580,7 +601,8 @@ func (l *Ledger) settleOpenDamage(f *os.File, seg *segment, stop *CorruptionErro
 // synced, whose records end within the first syncedEnd bytes: what follows
 // them was written but never synced, and is cut (no synced byte changes),
 // so that no reader of the sealed segment meets a record after keep; the
-// journal must hold those records, as for any never-synced write.
+// journal holds those records (recoverOpenSegment refused before this
+// otherwise, with an *UnsyncedError), as for any never-synced write.
 func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError, keep uint64, syncedEnd int64) error {
 	last := d.LSN - 1
 	if syncedEnd < 0 {
@@ -600,11 +622,6 @@ func (l *Ledger) sealDamaged(f *os.File, seg *segment, d *CorruptionError, keep 
 	} else {
 		last = keep
 		if seg.size > syncedEnd {
-			if l.opts.Covered == nil || !l.opts.Covered(keep+1) {
-				f.Close()
-				return &CorruptionError{Segment: seg.path, Offset: syncedEnd, LSN: keep + 1,
-					Err: fmt.Errorf("bytes were written after LSN %d but never synced before the ledger failed, and the journal no longer holds LSN %d", keep, keep+1)}
-			}
 			err := f.Truncate(syncedEnd)
 			if err == nil {
 				err = l.datasync(f)

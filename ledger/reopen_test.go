@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -96,21 +97,108 @@ func TestReopenCutsUnsyncedRecords(t *testing.T) {
 	}
 }
 
-// TestReopenNotCovered: unsynced records the journal no longer holds
-// cannot be cut; Reopen refuses with a CorruptionError.
-func TestReopenNotCovered(t *testing.T) {
-	opts := testOpts(t, true)
-	fail := failFdatasync(&opts)
-	l := mustOpen(t, t.TempDir(), opts)
-	fill(t, l, 1, 3, 0, false)
-	*fail = true
-	l.Append(4, rec(t, 4, 0))
-	l.Sync()
-	l.Close()
-	*fail = false
-	_, err := l.Reopen(coveredFrom(5))
-	if ce := (*CorruptionError)(nil); !errors.As(err, &ce) || ce.LSN != 4 {
-		t.Fatalf("Reopen: %v, want a CorruptionError at LSN 4", err)
+// TestReopenRefusesUnsyncedRecordsTheJournalLacks: records appended after
+// the last successful Sync whose LSNs the journal no longer holds are
+// acknowledged records in neither store for sure, whatever reached the
+// file: the whole write, none of it, or part of it. Reopen neither cuts
+// them (nothing could replay them, and the journal could not continue
+// after the cut) nor keeps them (nothing proves them on disk): it refuses
+// with an *UnsyncedError naming them and changes nothing, so that the
+// failed instance reopens as usual once the journal covers them, and a
+// restart's Open applies its rule to the bytes as the failure left them.
+func TestReopenRefusesUnsyncedRecordsTheJournalLacks(t *testing.T) {
+	cases := []struct {
+		name string
+		// writeFails: the write of records 4–6 fails (EIO) and nothing of
+		// it reaches the file; otherwise it reaches the file and its
+		// fdatasync fails. tornAt: the file is then cut this many bytes
+		// after the synced records (a write the device took part of).
+		writeFails bool
+		tornAt     int64
+		// What Open (a restart) makes of the same bytes with a journal
+		// that starts at LSN 7: the last LSN it keeps, or a refusal.
+		openLast    uint64
+		openRefuses bool
+	}{
+		{name: "written whole, fdatasync failed", openLast: 6},
+		{name: "write failed, nothing reached the file", writeFails: true, openLast: 3},
+		{name: "torn write", tornAt: 20, openRefuses: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOpts(t, true)
+			failSync := failFdatasync(&opts)
+			failWrite := false
+			opts.hooks.writeAt = func(f *os.File, buf []byte, off int64) error {
+				if failWrite {
+					return unix.EIO
+				}
+				return writeAt(f, buf, off)
+			}
+			dir := t.TempDir()
+			l := mustOpen(t, dir, opts)
+			fill(t, l, 1, 3, 0, false)
+			seg := filepath.Join(dir, segmentName(1))
+			syncedSize := fileSize(t, seg)
+			*failSync, failWrite = true, tc.writeFails
+			for lsn := uint64(4); lsn <= 6; lsn++ {
+				if err := l.Append(lsn, rec(t, lsn, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Sync(); !errors.Is(err, ErrPoisoned) {
+				t.Fatalf("Sync with a failing write or fdatasync: %v", err)
+			}
+			*failSync, failWrite = false, false
+			l.Close()
+			if tc.tornAt > 0 {
+				if err := os.Truncate(seg, syncedSize+tc.tornAt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := readFile(t, seg)
+
+			_, err := l.Reopen(coveredFrom(7))
+			var ue *UnsyncedError
+			if !errors.As(err, &ue) || ue.FirstLSN != 4 || ue.LastLSN != 6 || ue.Offset != syncedSize || ue.Segment != seg {
+				t.Fatalf("Reopen: %v (%+v), want an UnsyncedError for LSNs 4–6 after offset %d of %s", err, ue, syncedSize, seg)
+			}
+			if !bytes.Equal(readFile(t, seg), before) {
+				t.Fatal("the refused Reopen changed the segment")
+			}
+
+			// A restart's Open, on a copy of the same bytes.
+			oopts := opts
+			oopts.Covered = coveredFrom(7)
+			lo, err := Open(copyDir(t, dir), oopts)
+			switch {
+			case tc.openRefuses:
+				var ce *CorruptionError
+				if !errors.As(err, &ce) || ce.LSN != 4 {
+					t.Fatalf("Open: %v, want a CorruptionError at LSN 4", err)
+				}
+			case err != nil:
+				t.Fatalf("Open: %v", err)
+			default:
+				if lo.LastLSN() != tc.openLast {
+					t.Fatalf("Open kept up to LSN %d, want %d", lo.LastLSN(), tc.openLast)
+				}
+				lo.Close()
+			}
+
+			// Nothing was used up: covered, the same instance reopens as
+			// usual, cutting what was never synced.
+			l2, err := l.Reopen(coveredFrom(4))
+			if err != nil {
+				t.Fatalf("Reopen covered: %v", err)
+			}
+			defer l2.Close()
+			if l2.LastLSN() != 3 || fileSize(t, seg) != syncedSize {
+				t.Fatalf("reopened at LSN %d with %d bytes, want 3 and %d", l2.LastLSN(), fileSize(t, seg), syncedSize)
+			}
+			fill(t, l2, 4, 8, 0, false)
+			expectLSNs(t, l2, 1, 8, func(uint64) int { return 0 })
+		})
 	}
 }
 

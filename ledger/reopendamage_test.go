@@ -60,8 +60,8 @@ func TestReopenSettlesOpenSegmentDamageAsOpenDoes(t *testing.T) {
 		covered  func(uint64) bool
 		// Reopen keeps up to kept (the reopened ledger's last LSN) and a
 		// reader passes lost; repaired: Reopen cut damage to synced bytes
-		// (Recovery().Damage). refuse: Reopen fails with a CorruptionError
-		// at that LSN.
+		// (Recovery().Damage). refuse: Reopen fails with an UnsyncedError
+		// from that LSN on.
 		kept     uint64
 		lost     [][2]uint64
 		repaired bool
@@ -116,9 +116,9 @@ func TestReopenSettlesOpenSegmentDamageAsOpenDoes(t *testing.T) {
 
 			l2, err := l.Reopen(tc.covered)
 			if tc.refuse != 0 {
-				var ce *CorruptionError
-				if !errors.As(err, &ce) || ce.LSN != tc.refuse {
-					t.Fatalf("Reopen: %v, want a CorruptionError at LSN %d", err, tc.refuse)
+				var ue *UnsyncedError
+				if !errors.As(err, &ue) || ue.FirstLSN != tc.refuse {
+					t.Fatalf("Reopen: %v, want an UnsyncedError from LSN %d", err, tc.refuse)
 				}
 				return
 			}

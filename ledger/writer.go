@@ -184,7 +184,11 @@ func (l *Ledger) writeBuffered() error {
 	n := int(alignUp(int64(l.bufLen)))
 	clear(l.buf[l.bufLen:n])
 	l.index = addIndexEntry(l.index, l.bufFirst, l.writeOff)
-	if err := writeAt(l.f, l.buf[:n], l.writeOff); err != nil {
+	write := writeAt
+	if l.opts.hooks.writeAt != nil {
+		write = l.opts.hooks.writeAt
+	}
+	if err := write(l.f, l.buf[:n], l.writeOff); err != nil {
 		return fmt.Errorf("ledger: write %s at %d: %w", l.f.Name(), l.writeOff, err)
 	}
 	l.writeOff += int64(n)

@@ -115,6 +115,12 @@ func (s *Server) snapshot() state {
 			st.waiting["ledger_full"] = l.Waiting()
 		}
 	}
+	if why := s.ledgerUnheld.Load(); why != nil {
+		// The failed ledger will not be reopened in this run: that, and
+		// what to do, says more than its failure.
+		st.ledgerErr = errors.New(*why)
+		st.waiting["ledger_failed"] = *why
+	}
 	st.compression = s.compression()
 	var first uint64 // the ledger's oldest record
 	if l := s.ledger(); l != nil && st.ledgerErr == nil {

@@ -40,7 +40,9 @@ const flushSyncBytes = 16 << 20
 //     backpressure reaches the clients), and it still holds everything the
 //     ledger lacks: it is released only after a successful ledger Sync. The
 //     reopened ledger cuts what it never synced, and the flusher resumes at
-//     its LastLSN+1.
+//     its LastLSN+1. Should the journal no longer hold those records
+//     (never in logpond's own sequences: see ledgerRefused), the ledger is
+//     not reopened for the rest of the run.
 //
 // Journal damage in records the ledger lacks (bytes that changed on disk
 // after they were written) does not stop it either: nothing can move past
@@ -69,6 +71,15 @@ type flusher struct {
 	// nothing moves past it until a restart (which refuses to start over
 	// it, naming acceptLoss).
 	damage *journal.CorruptionError
+	// reopenRefusals counts the refusals to reopen the failed ledger (at
+	// most one per run: the flusher stops trying at the first).
+	reopenRefusals prometheus.Counter
+	// ledgerUnheld, when set, is told why the failed ledger stays closed
+	// (for /readyz and GET /).
+	ledgerUnheld func(reason string)
+	// unheld is the refusal that keeps the failed ledger closed for the
+	// rest of the run (ledgerRefused); nil until then.
+	unheld *unheldError
 
 	jr, lr reopener // the journal's and the ledger's failure state
 	// reads is the state of reads of the journal's files failing.
@@ -212,19 +223,71 @@ func (f *flusher) recoverLedger() error {
 		f.closeLedger()
 		f.lr.closed()
 	}
-	if !f.lr.due() {
-		return nil
+	if f.unheld != nil || !f.lr.due() {
+		return nil // refused for the run (ledgerRefused), or backing off
 	}
 	if err := f.reopenLedger(); err != nil {
 		var fatal fatalError
 		if errors.As(err, &fatal) {
 			return err
 		}
+		var unheld *unheldError
+		if errors.As(err, &unheld) {
+			f.ledgerRefused(unheld)
+			return nil
+		}
 		f.lr.retry(err)
 		return nil
 	}
 	f.lr.reopened(f.ledger().LastLSN())
 	return nil
+}
+
+// ledgerRefused handles the refusal to reopen the failed ledger over
+// acknowledged records in neither store (unheldError): records it was
+// handed after its last successful Sync, which the journal no longer
+// holds. logpond's own sequences never lead here: the flusher hands the
+// ledger only records the journal fsynced, releases the journal only up
+// to the ledger's last synced LSN, and reopens the journal, cutting what
+// it never fsynced, only while the ledger holds nothing unsynced; so only
+// a journal that lost records otherwise does.
+//
+// Reopening would have to cut those records, losing them for good and
+// leaving LSNs the journal cannot continue after, or keep bytes nothing
+// proves are on disk; and the loss of acknowledged records is the
+// operator's to accept (ledgerctl accept-loss), never logpond's. No retry
+// can help either (the journal does not get records back). So the ledger
+// stays closed for the run — the outputs deliver nothing, the journal
+// acknowledges until it is full — and that is said once at ERROR, counted,
+// and shown by /readyz and GET /. A restart opens the ledger with Open's
+// rule, as after a crash: it keeps the records whose bytes still verify,
+// and refuses to start over the others, naming the command that accepts
+// their loss.
+func (f *flusher) ledgerRefused(e *unheldError) {
+	f.unheld = e
+	if f.reopenRefusals != nil {
+		f.reopenRefusals.Inc()
+	}
+	cmd := "ledgerctl accept-loss"
+	if f.acceptLoss != "" {
+		cmd = f.acceptLoss
+	}
+	todo := fmt.Sprintf("copy journal.dir and ledger.dir aside, stop logpond and start it: the start keeps the records whose bytes still verify and refuses to start over the others, naming `%s`, which accepts their loss "+
+		"(`%s --dry-run` shows now what the start will find; docs/operations.md, \"Ledger records the journal no longer holds\")", cmd, cmd)
+	// /readyz says why before the log does, so that whoever reads the
+	// log finds the readiness that goes with it.
+	if f.ledgerUnheld != nil {
+		f.ledgerUnheld(fmt.Sprintf("the failed ledger cannot be reopened: acknowledged records %s are in neither store for sure (the ledger never synced them, the journal no longer holds them); "+
+			"it stays closed until logpond restarts: %s", e.lost(), todo))
+	}
+	attrs := []any{"lost", e.lost(), "ledger_last_lsn", e.first - 1, "journal_first_lsn", e.journalFirst}
+	if e.unsynced != nil {
+		attrs = append(attrs, "appended_after_last_sync", fmt.Sprintf("LSNs %d–%d", e.unsynced.FirstLSN, e.unsynced.LastLSN),
+			"segment", e.unsynced.Segment, "synced_end", e.unsynced.Offset)
+	}
+	f.log.Error("flusher: the failed ledger cannot be reopened: acknowledged records are in neither store for sure: the ledger never synced them and the journal no longer holds them. "+
+		"Reopening would cut them, losing them for good, or keep bytes no fdatasync covered, so the ledger stays closed for the rest of this run: the outputs deliver nothing, and the journal acknowledges until it is full, then ingest stops; to go on, "+todo,
+		attrs...)
 }
 
 // recoverJournal handles a failed journal: the first time, it moves what
@@ -280,6 +343,11 @@ func (f *flusher) finish() error {
 	if f.damage != nil {
 		f.log.Warn("final flush stopped at the journal damage logged before: the journal keeps the records after it; the next start refuses to start over the damage until its loss is accepted",
 			"damaged_lsn", f.damage.LSN, "ledger_last_lsn", l.LastLSN(), "journal_last_lsn", f.journal().LastLSN())
+	}
+	if f.unheld != nil {
+		f.log.Warn("final flush skipped: the failed ledger could not be reopened over acknowledged records in neither store (logged before); the next start keeps those whose bytes still verify, or refuses to start naming the command that accepts their loss",
+			"lost", f.unheld.lost())
+		return nil
 	}
 	if lerr := l.Err(); lerr != nil {
 		f.log.Warn("final flush skipped: the ledger failed; the journal keeps the records the ledger lacks and the next start moves them", "err", lerr)

@@ -43,6 +43,9 @@ type metrics struct {
 	// ledgerDamage counts damage in the middle of the open ledger segment
 	// that opening the ledger repaired from the journal.
 	ledgerDamage prometheus.Counter
+	// ledgerReopenRefused counts the refusals to reopen the failed ledger
+	// over acknowledged records in neither store.
+	ledgerReopenRefused prometheus.Counter
 	// compression counts the bytes appended to every ledger instance
 	// opened, before and after compression.
 	compression compressionTally
@@ -85,6 +88,10 @@ func newMetrics(s *Server) *metrics {
 		Name: "logpond_ledger_damage_repaired_total",
 		Help: "Times opening the ledger found damage in the middle of its open segment (bytes that had been synced changed: a media error) and repaired it from the journal: the segment was cut there and its records replayed. Nothing is lost; logged as an ERROR naming the segment and offset. Check the ledger device.",
 	})
+	m.ledgerReopenRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "logpond_ledger_reopen_refused_total",
+		Help: "Times logpond refused to reopen its failed ledger because records the ledger was handed after its last successful sync are no longer in the journal: acknowledged records in neither store for sure. The ledger stays closed until logpond restarts (outputs deliver nothing; the journal acknowledges until it is full); the log's ERROR names the LSNs and what to do (docs/operations.md, \"Ledger records the journal no longer holds\").",
+	})
 	m.esRequest = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "logpond_output_request_seconds", Help: "Elasticsearch bulk request latency, by the HTTP status Elasticsearch answered, or status=\"none\" and why nothing was answered (reason: connection_refused, timeout, connection_reset, connection_closed, dns, tls, other).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -98,7 +105,7 @@ func newMetrics(s *Server) *metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion, "revision": bi.Revision},
 	})
 	buildInfo.Set(1)
-	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.esRequest, m.esItems, buildInfo,
+	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.ledgerReopenRefused, m.esRequest, m.esItems, buildInfo,
 		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

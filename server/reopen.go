@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -133,6 +134,10 @@ func (st *stores) closeLedger() {
 // journal still holds it), or opens the ledger that could not be opened
 // at start (openLate), and (re)starts its readers over it (the output,
 // from its persisted cursor). Only the flusher calls it.
+//
+// When the journal no longer holds every record after what the reopened
+// ledger would keep, it returns an *unheldError and leaves the failed
+// ledger as it is: records in neither store, which no retry brings back.
 func (st *stores) reopenLedger() error {
 	// A device that is still full would take the reopened ledger's first
 	// write and fail it again: the output would restart, resend from its
@@ -150,8 +155,19 @@ func (st *stores) reopenLedger() error {
 		// The journal in use holds every record from its FirstLSN on; the
 		// flusher releases it only up to what the ledger synced.
 		l, err = st.ledger().Reopen(func(lsn uint64) bool { return lsn >= j.FirstLSN() })
-		if err != nil {
+		var ue *ledger.UnsyncedError
+		switch {
+		case errors.As(err, &ue):
+			return &unheldError{first: ue.FirstLSN, journalFirst: j.FirstLSN(), unsynced: ue}
+		case err != nil:
 			err = fmt.Errorf("server: %w", err)
+		case j.FirstLSN() > l.LastLSN()+1:
+			// The check of every start (and of openLate): the journal must
+			// hold every record after the ledger's last. Nothing flushes
+			// meanwhile, so the journal's FirstLSN stays where it is.
+			first := l.LastLSN() + 1
+			l.Close()
+			return &unheldError{first: first, journalFirst: j.FirstLSN()}
 		}
 	}
 	if err != nil {
@@ -172,6 +188,40 @@ func (st *stores) reopenLedger() error {
 	st.pending.Store(nil)
 	st.ledgerOpened(l)
 	return nil
+}
+
+// unheldError is the refusal to reopen the failed ledger: LSNs
+// first..journalFirst-1 are acknowledged records in neither store for
+// sure. The journal, which starts at journalFirst, no longer holds them,
+// and the ledger never synced them: unsynced, the ledger's own refusal,
+// says which of them the failed instance had appended (nil when the
+// reopened ledger simply ends before the journal starts). The journal
+// does not get records back, so no retry changes it: the flusher stops
+// reopening the ledger for the run (ledgerRefused).
+type unheldError struct {
+	first, journalFirst uint64
+	unsynced            *ledger.UnsyncedError
+}
+
+func (e *unheldError) Error() string {
+	msg := fmt.Sprintf("server: the failed ledger cannot be reopened: acknowledged records %s are in neither store for sure: the journal starts at LSN %d, and the ledger's synced records end at LSN %d",
+		e.lost(), e.journalFirst, e.first-1)
+	if e.unsynced != nil {
+		msg += ": " + e.unsynced.Error()
+	}
+	return msg
+}
+
+// lost names the LSNs in neither store.
+func (e *unheldError) lost() string {
+	return fmt.Sprintf("LSNs %d–%d (%s, events unknown)", e.first, e.journalFirst-1, records(e.journalFirst-e.first))
+}
+
+func (e *unheldError) Unwrap() error {
+	if e.unsynced == nil {
+		return nil
+	}
+	return e.unsynced
 }
 
 // minLedgerFree is the free space a failed ledger's device needs before

@@ -67,6 +67,10 @@ type Server struct {
 	// journalUnreadable says why records wait in the journal: its device
 	// fails the flusher's reads ("" or nil: it does not).
 	journalUnreadable atomic.Pointer[string]
+	// ledgerUnheld says why the failed ledger stays closed for the run:
+	// the flusher refused to reopen it over acknowledged records in
+	// neither store (nil: it did not).
+	ledgerUnheld atomic.Pointer[string]
 	// bootLSN is the journal's last LSN when it was opened, before the
 	// input started: batches still open there are void (batches.go).
 	bootLSN uint64
@@ -315,6 +319,7 @@ func (s *Server) startPipeline() *pipeline {
 		interval: time.Duration(c.Ledger.FlushInterval), log: s.log, fileRecords: s.metrics.fileRecords,
 		journalDamage: s.metrics.journalDamage, acceptLoss: acceptLossCommand(c.Journal.Dir, c.Ledger.Dir), journalDir: c.Journal.Dir,
 		damaged: func(why string) { s.journalDamage.Store(&why) }, bat: newBatches(s.bootLSN, holdLimit(time.Duration(c.Input.Beats.BatchTimeout)), s.log),
+		reopenRefusals: s.metrics.ledgerReopenRefused, ledgerUnheld: func(why string) { s.ledgerUnheld.Store(&why) },
 		reads: journalReads{unreadable: func(why string) { s.journalUnreadable.Store(&why) }, failures: s.metrics.journalReadErrors.Inc}})
 	fctx, stopFlusher := context.WithCancel(context.Background())
 	p.stopFlusher = stopFlusher

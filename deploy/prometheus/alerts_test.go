@@ -56,6 +56,7 @@ var watched = map[string]string{
 	"requests failing whole":              "logpond_output_requests_failed_total",
 	"damage passed in the ledger":         "logpond_output_damaged_ranges_total",
 	"open ledger segment damage repaired": "logpond_ledger_damage_repaired_total",
+	"failed ledger not reopened":          "logpond_ledger_reopen_refused_total",
 	"ledger device failing reads":         "logpond_ledger_read_errors_total",
 	"journal device failing reads":        "logpond_journal_read_errors_total",
 	"output skipped by max_lag":           "logpond_output_skipped_records_total",
