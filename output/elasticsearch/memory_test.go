@@ -2,7 +2,6 @@ package elasticsearch
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/logpond/logpond/internal/testkit/estest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
 	"github.com/logpond/logpond/record"
 )
 
@@ -40,27 +40,15 @@ func heapInUse() int64 {
 // to drain or ordinary events followed it. Bytes, not time.
 func TestLargeEventBurstLeavesNoBuffersBehind(t *testing.T) {
 	cfg := conf.Default()
-	es := cfg.Output.Elasticsearch
 	m := cfg.Memory()
 	share := m.Output + m.Ledger
-	maxRecord := 2 * int(cfg.Journal.MaxGroupBytes) // server.MaxRecordBytes with the defaults
 
 	sink, err := estest.StartSink()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	dir := t.TempDir()
-	l, err := ledger.Open(dir+"/ledger", ledger.Options{SegmentBytes: int64(cfg.Ledger.SegmentBytes), MaxBytes: 4 << 30, DirectIO: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	d, err := dlq.Open(dir+"/dlq", dlq.Options{MaxBytes: 64 << 20, SegmentBytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	l, d := defaultStores(t, cfg)
 
 	var lsn uint64
 	var events int64
@@ -99,25 +87,9 @@ func TestLargeEventBurstLeavesNoBuffersBehind(t *testing.T) {
 	ordinary(100)
 
 	before := heapInUse()
-	out, err := New(l, Options{
-		Name: "elasticsearch", Key: "output.elasticsearch",
-		Hosts: []string{sink.URL()}, Index: mustCompile(t, es.Index), FallbackIndex: es.FallbackIndex, DerivedIDs: true,
-		Workers: es.Workers, FlushBytes: int(es.FlushBytes), FlushInterval: 20 * time.Millisecond, MaxRequestBytes: int(es.MaxRequestBytes),
-		MaxRecordBytes: maxRecord, Timeout: time.Minute, RetryInitial: time.Millisecond, RetryMax: 20 * time.Millisecond,
-		Cursor: "elasticsearch", DeadLetters: d, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- out.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	opts := defaultOptions(t, cfg, sink.URL(), d)
+	opts.FlushInterval, opts.Timeout, opts.RetryInitial, opts.RetryMax = 20*time.Millisecond, time.Minute, time.Millisecond, 20*time.Millisecond
+	out := startOutput(t, l, opts)
 	idle := func(what string) {
 		t.Helper()
 		waitFor(t, "every event", func() bool { return sink.Items() >= events })
@@ -231,21 +203,10 @@ func TestDrainOfLargestRecordsHoldsItsShare(t *testing.T) {
 }
 
 func drainLargeRecords(t *testing.T, cfg conf.Config, size int, cluster string) {
-	maxRecord := 2 * int(cfg.Journal.MaxGroupBytes)
 	es := cfg.Output.Elasticsearch
 	m := cfg.Memory()
 	share := m.Output + m.Ledger
-	dir := t.TempDir()
-	l, err := ledger.Open(dir+"/ledger", ledger.Options{SegmentBytes: int64(cfg.Ledger.SegmentBytes), MaxBytes: 4 << 30, DirectIO: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	d, err := dlq.Open(dir+"/dlq", dlq.Options{MaxBytes: 64 << 20, SegmentBytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	l, d := defaultStores(t, cfg)
 	srv, err := estest.Start(estest.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -278,27 +239,11 @@ func drainLargeRecords(t *testing.T, cfg conf.Config, size int, cluster string) 
 	}
 
 	before := heapInUse()
-	out, err := New(l, Options{
-		Name: "elasticsearch", Key: "output.elasticsearch",
-		Hosts: []string{hung.URL()}, Index: mustCompile(t, es.Index), FallbackIndex: es.FallbackIndex, DerivedIDs: true,
-		Workers: es.Workers, FixedConcurrency: true, FlushBytes: int(es.FlushBytes), FlushInterval: time.Duration(es.FlushInterval),
-		MaxRequestBytes: int(es.MaxRequestBytes), MaxRecordBytes: maxRecord, Timeout: time.Hour,
-		// Refused items wait long enough for the queue to stay full.
-		RetryInitial: time.Second, RetryMax: time.Minute,
-		Cursor: "elasticsearch", DeadLetters: d, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- out.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	opts := defaultOptions(t, cfg, hung.URL(), d)
+	opts.FixedConcurrency, opts.Timeout = true, time.Hour
+	// Refused items wait long enough for the queue to stay full.
+	opts.RetryInitial, opts.RetryMax = time.Second, time.Minute
+	out := startOutput(t, l, opts)
 	if !hung.refuse {
 		waitFor(t, "every worker's request in flight", func() bool { return hung.hung.Load() == int64(es.Workers) })
 	} else {
@@ -321,4 +266,47 @@ func drainLargeRecords(t *testing.T, cfg conf.Config, size int, cluster string) 
 		t.Errorf("records of %d MiB, %s cluster: the drain holds %.1f MiB, more than its %.1f MiB share of the memory formula",
 			size>>20, cluster, float64(held)/(1<<20), float64(share)/(1<<20))
 	}
+}
+
+// defaultStores opens a ledger with cfg's segment size and a dead-letter
+// store, closed when the test ends.
+func defaultStores(t *testing.T, cfg conf.Config) (*ledger.Ledger, *dlq.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := ledger.Open(dir+"/ledger", ledger.Options{SegmentBytes: int64(cfg.Ledger.SegmentBytes), MaxBytes: 4 << 30, DirectIO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	d, err := dlq.Open(dir+"/dlq", dlq.Options{MaxBytes: 64 << 20, SegmentBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return l, d
+}
+
+// defaultOptions are the options the server gives the output of cfg's
+// [output.elasticsearch], sending to host.
+func defaultOptions(t *testing.T, cfg conf.Config, host string, d *dlq.Store) Options {
+	es := cfg.Output.Elasticsearch
+	return Options{
+		Name: "elasticsearch", Key: "output.elasticsearch",
+		Hosts: []string{host}, Index: mustCompile(t, es.Index), FallbackIndex: es.FallbackIndex, DerivedIDs: true,
+		Workers: es.Workers, FlushBytes: int(es.FlushBytes), FlushInterval: time.Duration(es.FlushInterval),
+		MaxRequestBytes: int(es.MaxRequestBytes), MaxRecordBytes: 2 * int(cfg.Journal.MaxGroupBytes), // server.MaxRecordBytes
+		Timeout: time.Duration(es.Timeout), RetryInitial: time.Duration(es.RetryInitialInterval), RetryMax: time.Duration(es.RetryMaxInterval),
+		Cursor: "elasticsearch", DeadLetters: d, Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// startOutput runs an output over l with opts until the test ends.
+func startOutput(t *testing.T, l *ledger.Ledger, opts Options) *Output {
+	t.Helper()
+	out, err := New(l, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draintest.Start(t, out)
+	return out
 }

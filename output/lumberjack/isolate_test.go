@@ -2,11 +2,8 @@ package lumberjack
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,74 +11,15 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 )
 
-// refuser is a Lumberjack v2 receiver with a default logpond's limits
-// that refuses, as a receiver does, every window holding an event it
-// cannot take: it closes the connection once it has read the window,
-// acknowledging none of it. The events it cannot take are those that
-// contain poison; with poison "" it refuses every window. Every event of
-// a window it ACKs is counted.
-type refuser struct {
-	ln     net.Listener
-	poison string
-	mu     sync.Mutex
-	got    map[string]int // id → times ACKed
-	// refused counts the windows closed unacknowledged.
-	refused int
+// startRefuser is a receiver with a default logpond's limits that
+// refuses every window holding an event that contains poison (with poison
+// "", every window) and ACKs every other whole.
+func startRefuser(t *testing.T, poison string) *ljServer {
+	return startLJServerRefusing(t, inlj.DefaultLimits(), func(_, n int) (int, bool) { return n, false },
+		func(ev []byte) bool { return bytes.Contains(ev, []byte(poison)) })
 }
 
-func startRefuser(t *testing.T, poison string) *refuser {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &refuser{ln: ln, poison: poison, got: map[string]int{}}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				r := inlj.NewReader(c, inlj.DefaultLimits())
-				defer r.Release()
-				for {
-					var ids []string
-					refuse := s.poison == ""
-					n, _, err := r.ReadBatch(func(ev []byte) error {
-						refuse = refuse || bytes.Contains(ev, []byte(s.poison))
-						ids = append(ids, idOf(t, ev))
-						return nil
-					})
-					if err != nil {
-						return
-					}
-					s.mu.Lock()
-					if refuse {
-						s.refused++
-						s.mu.Unlock()
-						return // closes the connection, nothing ACKed
-					}
-					for _, id := range ids {
-						s.got[id]++
-					}
-					s.mu.Unlock()
-					var a [6]byte
-					a[0], a[1] = '2', 'A'
-					binary.BigEndian.PutUint32(a[2:], uint32(n))
-					if _, err := c.Write(a[:]); err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return s
-}
-
-func (s *refuser) addr() string { return s.ln.Addr().String() }
+func (s *ljServer) addr() string { return s.ln.Addr().String() }
 
 // openDLQ opens a dead-letter store for the output under test.
 func (r *rig) openDLQ() *dlq.Store {
@@ -143,7 +81,7 @@ func TestRefusedEventsAreIsolated(t *testing.T) {
 	}
 	srv.mu.Lock()
 	for id := range r.want {
-		if lsn := lsnOf(t, id); srv.got[id] == 0 && !strings.Contains(string(r.want[id]), "POISON") {
+		if lsn := lsnOf(t, id); !srv.acked[id] && !strings.Contains(string(r.want[id]), "POISON") {
 			t.Errorf("event %s (record %d) was never ACKed", id, lsn)
 		}
 	}

@@ -25,14 +25,23 @@ type ljServer struct {
 	// ack returns how many of a window of n events to ACK on connection
 	// c (1-based), and whether to close the connection after.
 	ack func(c, n int) (int, bool)
+	// refuse, when set, says which events the receiver cannot take: it
+	// closes the connection on a window holding one, acknowledging none
+	// of it, as a receiver refuses a window. refused counts those.
+	refuse  func(ev []byte) bool
+	refused int
 }
 
 func startLJServer(t *testing.T, limits inlj.Limits, ack func(c, n int) (int, bool)) *ljServer {
+	return startLJServerRefusing(t, limits, ack, nil)
+}
+
+func startLJServerRefusing(t *testing.T, limits inlj.Limits, ack func(c, n int) (int, bool), refuse func(ev []byte) bool) *ljServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ljServer{ln: ln, got: map[string]int{}, acked: map[string]bool{}, ack: ack}
+	s := &ljServer{ln: ln, got: map[string]int{}, acked: map[string]bool{}, ack: ack, refuse: refuse}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -51,12 +60,23 @@ func startLJServer(t *testing.T, limits inlj.Limits, ack func(c, n int) (int, bo
 				defer r.Release()
 				for {
 					var ids []string
-					n, seq, err := r.ReadBatch(func(ev []byte) error { ids = append(ids, idOf(t, ev)); return nil })
+					refused := false
+					n, seq, err := r.ReadBatch(func(ev []byte) error {
+						refused = refused || s.refuse != nil && s.refuse(ev)
+						ids = append(ids, idOf(t, ev))
+						return nil
+					})
 					if err != nil {
 						s.mu.Lock()
 						s.errs = append(s.errs, err.Error())
 						s.mu.Unlock()
 						return
+					}
+					if refused {
+						s.mu.Lock()
+						s.refused++
+						s.mu.Unlock()
+						return // closes the connection, nothing ACKed
 					}
 					k, closeAfter := s.ack(cn, n)
 					s.mu.Lock()
