@@ -1,18 +1,21 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/tlsfiles"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/lumberjack"
 )
 
 // lumberjackOptions are the options of the Lumberjack output o: its cursor
-// is named after it, its TLS read from the files its ssl section names.
-// Logger is left to the caller.
-func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, error) {
+// is named after it, its TLS read from the files its ssl section names
+// (the Source, nil without TLS, reads them again on Reload). Logger is
+// left to the caller.
+func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, *tlsfiles.Source, error) {
 	c := o.Lumberjack
 	opts := lumberjack.Options{
 		Name: o.Name, Cursor: o.Name, Hosts: c.Hosts, LoadBalance: c.LoadBalance,
@@ -21,14 +24,22 @@ func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, error) {
 		BackoffInit: time.Duration(c.Backoff.Init), BackoffMax: time.Duration(c.Backoff.Max),
 		UnreadableAfter: ledgerUnreadableAfter,
 	}
+	var src *tlsfiles.Source
 	if s := c.SSL; s.Enabled {
-		t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
+		var err error
+		src, err = tlsfiles.New(func() (*tls.Config, error) {
+			t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
+			if err != nil {
+				return nil, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
+			}
+			return t, nil
+		})
 		if err != nil {
-			return lumberjack.Options{}, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
+			return lumberjack.Options{}, nil, err
 		}
-		opts.TLS = t
+		opts.CurrentTLS = src.Config
 	}
-	return opts, nil
+	return opts, src, nil
 }
 
 // ljDrain is a Lumberjack output as a drain: its batches count as

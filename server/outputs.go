@@ -61,9 +61,12 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		}
 		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
 	case conf.TypeLumberjack:
-		opts, err := lumberjackOptions(o)
+		opts, tlsSrc, err := lumberjackOptions(o)
 		if err != nil {
 			return nil, err
+		}
+		if tlsSrc != nil {
+			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
 		}
 		opts.Logger = s.log
 		if err := lumberjack.CheckOptions(opts); err != nil {

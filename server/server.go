@@ -40,6 +40,7 @@ import (
 	"github.com/logpond/logpond/input"
 	"github.com/logpond/logpond/internal/ackwatch"
 	"github.com/logpond/logpond/internal/dirlock"
+	"github.com/logpond/logpond/internal/tlsfiles"
 	"github.com/logpond/logpond/journal"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
@@ -86,6 +87,16 @@ type Server struct {
 	// created are the directories Open created, removed again when it
 	// fails.
 	created []string
+	// tlsSources are the TLS configurations built from files (the
+	// input's, the outputs'), which Reload reads again.
+	tlsSources []namedTLS
+}
+
+// namedTLS is a TLS configuration built from files, with the key of the
+// configuration that names them.
+type namedTLS struct {
+	key string
+	src *tlsfiles.Source
 }
 
 // Open prepares the journal and ledger directories (creating each if its
@@ -122,8 +133,13 @@ func open(cfg *conf.Config, log *slog.Logger, drain bool) (_ *Server, err error)
 	s.bootLSN = s.stores.journal().LastLSN()
 	var tlsCfg *tls.Config
 	if !drain {
-		if tlsCfg, err = beatsTLS(cfg); err != nil {
+		src, err := beatsTLS(cfg)
+		if err != nil {
 			return nil, err
+		}
+		if src != nil {
+			tlsCfg = src.ServerConfig()
+			s.tlsSources = append(s.tlsSources, namedTLS{key: "input.beats.tls", src: src})
 		}
 	}
 	if err := s.openOutputs(); err != nil {
@@ -166,18 +182,20 @@ func (s *Server) journal() *journal.Journal { return s.stores.journal() }
 // ledger is the ledger in use (nil once closed).
 func (s *Server) ledger() *ledger.Ledger { return s.stores.ledger() }
 
-// beatsTLS is the Beats input's TLS configuration, nil without a
-// certificate.
-func beatsTLS(cfg *conf.Config) (*tls.Config, error) {
+// beatsTLS is the Beats input's TLS configuration, read again from its
+// files on Reload; nil without a certificate.
+func beatsTLS(cfg *conf.Config) (*tlsfiles.Source, error) {
 	t := cfg.Input.Beats.TLS
 	if t.Cert == "" {
 		return nil, nil
 	}
-	c, err := input.TLSConfig(t.Cert, t.Key, t.ClientCA, t.ClientAuth)
-	if err != nil {
-		return nil, fmt.Errorf("server: input.beats.tls: %w", err)
-	}
-	return c, nil
+	return tlsfiles.New(func() (*tls.Config, error) {
+		c, err := input.TLSConfig(t.Cert, t.Key, t.ClientCA, t.ClientAuth)
+		if err != nil {
+			return nil, fmt.Errorf("server: input.beats.tls: %w", err)
+		}
+		return c, nil
+	})
 }
 
 // listenBeats binds the Beats input; its appends go to the journal in use.

@@ -52,8 +52,18 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// SIGHUP reloads, as for Logstash, and logrotate and configuration
+	// management send it: it must never end the process, whatever phase
+	// it arrives in. Caught from the first instruction on; run handles
+	// what arrives once the server is up, and ignores the rest.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(runWithHUP(os.Args[1:], os.Stdout, os.Stderr, hup))
 }
+
+// run is main's work without a SIGHUP channel (tests): SIGHUP keeps its
+// default action.
+func run(args []string, stdout, stderr io.Writer) int { return runWithHUP(args, stdout, stderr, nil) }
 
 const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | logpond [-skip-host-checks] -check-config FILE | logpond -version"
 
@@ -69,7 +79,9 @@ const exitDrainLeft = 3
 // must not delete them on it (as it may on 0).
 const exitDrainDeadLetters = 4
 
-func run(args []string, stdout, stderr io.Writer) int {
+// runWithHUP runs logpond; each SIGHUP on hup (nil: none) reloads the
+// configuration while the server runs (reload).
+func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
 	fs := flag.NewFlagSet("logpond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the TOML configuration file (see conf/logpond.example.toml)")
@@ -149,6 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	if *drain {
+		go ignoreHUP(ctx, hup, log, "a drain has nothing to reload: SIGHUP ignored")
 		return runDrain(ctx, cfg, *configPath, *drainTimeout, log, stderr)
 	}
 	s, err := server.Open(cfg, log)
@@ -157,7 +170,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("logpond started", "version", buildinfo.Get().Version, "config", *configPath, "pid", os.Getpid())
+	rctx, stopReload := context.WithCancel(ctx)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		reload(rctx, hup, *configPath, s, log)
+	}()
 	runErr := s.Run(ctx)
+	stopReload()
+	<-reloaded
 	closeErr := s.Close()
 	if runErr != nil || closeErr != nil {
 		log.Error("stopped with an error", "run", runErr, "close", closeErr)
@@ -165,6 +186,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("logpond stopped")
 	return 0
+}
+
+// reload reloads the configuration at path into s at each signal on hup,
+// until ctx ends: a file that does not load (a syntax error, a value out
+// of range) changes nothing and is logged at ERROR with what is wrong.
+func reload(ctx context.Context, hup <-chan os.Signal, path string, s *server.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		log.Info("SIGHUP: reloading the configuration", "config", path)
+		cfg, err := conf.Load(path, server.ConfigChecks)
+		if err != nil {
+			log.Error("reload: the configuration file does not load; the running configuration stays", "config", path, "err", err)
+			continue
+		}
+		s.Reload(cfg)
+	}
+}
+
+// ignoreHUP logs each signal on hup, which changes nothing (why), until
+// ctx ends.
+func ignoreHUP(ctx context.Context, hup <-chan os.Signal, log *slog.Logger, why string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info(why)
+		}
+	}
 }
 
 // errDrainTimeout is the cause of a drain's context that -drain-timeout

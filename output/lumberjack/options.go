@@ -56,6 +56,11 @@ type Options struct {
 	// TLS, when set, is the client side of TLS to every host (nil: plain
 	// TCP). See TLSConfig. The Output uses a clone.
 	TLS *tls.Config
+	// CurrentTLS, when set, gives the TLS configuration of each new
+	// connection, asked at every dial (one that is reloaded when its files
+	// change: package tlsfiles), in place of TLS. It must not change the
+	// configurations it returns.
+	CurrentTLS func() *tls.Config
 	// DeadLetters keeps the events a receiver refuses alone while it
 	// takes other windows (isolate.go): each is written there, synced,
 	// before it counts as done. nil: such an event is sent again for

@@ -2,6 +2,7 @@ package lumberjack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,8 +65,9 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.TLS != nil {
-		opts.TLS = opts.TLS.Clone()
+	if opts.TLS != nil && opts.CurrentTLS == nil {
+		t := opts.TLS.Clone()
+		opts.CurrentTLS = func() *tls.Config { return t }
 	}
 	opts.Hosts = append([]string(nil), opts.Hosts...)
 	prefix, err := eventid.Prefix(l.StreamID())
@@ -90,7 +92,7 @@ func (o *Output) Run(ctx context.Context) error {
 		return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 	}
 	o.log.Info("forwarding the ledger", "cursor", o.opts.Cursor, "from_lsn", cursor+1, "hosts", o.opts.Hosts,
-		"loadbalance", o.opts.LoadBalance, "workers", o.opts.Workers, "tls", o.opts.TLS != nil)
+		"loadbalance", o.opts.LoadBalance, "workers", o.opts.Workers, "tls", o.opts.CurrentTLS != nil)
 	tr := drain.NewTracker(cursor)
 	o.live.Store(tr)
 	defer o.live.Store(nil)

@@ -232,8 +232,8 @@ func (s *sender) dial(ctx context.Context) error {
 	nd := &net.Dialer{Timeout: o.opts.Timeout, KeepAlive: 30 * time.Second}
 	var conn net.Conn
 	var err error
-	if o.opts.TLS != nil {
-		conn, err = (&tls.Dialer{NetDialer: nd, Config: o.opts.TLS}).DialContext(ctx, "tcp", s.h.addr)
+	if o.opts.CurrentTLS != nil {
+		conn, err = (&tls.Dialer{NetDialer: nd, Config: o.opts.CurrentTLS()}).DialContext(ctx, "tcp", s.h.addr)
 	} else {
 		conn, err = nd.DialContext(ctx, "tcp", s.h.addr)
 	}
