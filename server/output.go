@@ -61,6 +61,9 @@ type outputRunner struct {
 	deadLetterMaxBytes int64
 	// maxLag is the output's max_lag in bytes (0: none).
 	maxLag int64
+	// creds are an Elasticsearch output's credentials, which Reload
+	// replaces (nil for a Lumberjack output).
+	creds *elasticsearch.Credentials
 	// oldest is the lag probes' last read of the ledger for this output
 	// (lag.go).
 	oldest oldestProbe

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/tlsfiles"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
@@ -34,14 +35,14 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ca := o.Elasticsearch.TLS.CA; ca != "" {
-			if opts.CACert, err = os.ReadFile(ca); err != nil {
-				return nil, fmt.Errorf("server: %s.tls.ca: %w", o.Key, err)
-			}
-		}
-		if opts.ClientCert, err = clientCert(o); err != nil {
+		tlsSrc, err := tlsfiles.New(func() (*tls.Config, error) { return esTLS(o, opts.InsecureSkipVerify) })
+		if err != nil {
 			return nil, err
 		}
+		s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".tls", src: tlsSrc})
+		opts.CurrentTLS = tlsSrc.Config
+		out.creds = elasticsearch.NewCredentials(opts.Username, opts.Password, opts.APIKey)
+		opts.Credentials = out.creds
 		opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{m: s.metrics, output: o.Name}
 		s.metrics.esSeries(o.Name)
 		if err := elasticsearch.CheckOptions(opts); err != nil {
@@ -95,6 +96,24 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		return newDrain(l, d)
 	}
 	return out, nil
+}
+
+// esTLS is the client side of TLS of the Elasticsearch output o, read
+// from the files its tls section names (the CA bundle, the client
+// certificate and key).
+func esTLS(o conf.NamedOutput, insecure bool) (*tls.Config, error) {
+	var ca []byte
+	if path := o.Elasticsearch.TLS.CA; path != "" {
+		var err error
+		if ca, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("server: %s.tls.ca: %w", o.Key, err)
+		}
+	}
+	cert, err := clientCert(o)
+	if err != nil {
+		return nil, err
+	}
+	return elasticsearch.TLSConfig(o.Key, ca, cert, insecure)
 }
 
 // clientCert loads the client certificate of the Elasticsearch output o

@@ -1,19 +1,25 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/logpond/logpond/conf"
 )
 
 // Reload applies what of cfg, the configuration file read again (on
-// SIGHUP), can change while logpond runs: every TLS certificate, key and
-// CA file of the input and of the outputs is read again, and connections
-// opened from then on use them (a certificate rotated in place, as
-// cert-manager does, is picked up without a restart; connections already
-// open keep theirs). Files that cannot be read, or do not fit together,
-// leave the configuration in use as it was, logged at ERROR. Every other
-// key that differs from the running configuration is logged, by name
-// only, as needing a restart: the running configuration does not change.
-// Safe to call while Run runs.
+// SIGHUP), can change while logpond runs:
+//   - every TLS certificate, key and CA file of the input and of the
+//     outputs is read again, and connections opened from then on use them
+//     (a certificate rotated in place, as cert-manager does, is picked up
+//     without a restart; connections already open keep theirs); files
+//     that cannot be read, or do not fit together, leave the
+//     configuration in use as it was, logged at ERROR;
+//   - an Elasticsearch output's credentials (username, password,
+//     api_key, cloud_auth, with what ${VAR} gives them now) replace the
+//     ones in use, for every request from then on.
+//
+// Every other key that differs from the running configuration is logged,
+// by name only, as needing a restart. Safe to call while Run runs.
 func (s *Server) Reload(cfg *conf.Config) {
 	s.log.Info("reload: reading the TLS files again and comparing the configuration file with the running configuration")
 	for _, t := range s.tlsSources {
@@ -23,7 +29,30 @@ func (s *Server) Reload(cfg *conf.Config) {
 		}
 		s.log.Info("reload: TLS files read again; new connections use them", "key", t.key)
 	}
-	if keys := conf.Changed(s.cfg, cfg); len(keys) > 0 {
+	changed := conf.Changed(s.cfg, cfg)
+	reloaded := map[string]bool{}
+	for _, o := range cfg.Outputs() {
+		out := s.outputs.byName(o.Name)
+		if o.Elasticsearch == nil || out == nil || out.creds == nil {
+			continue
+		}
+		opts, err := elasticsearchOptions(cfg, o)
+		if err != nil {
+			continue // the file loaded, so this does not fail; its keys are listed below
+		}
+		out.creds.Set(opts.Username, opts.Password, opts.APIKey)
+		var keys []string
+		for _, k := range []string{"username", "password", "api_key", "cloud_auth"} {
+			reloaded[o.Key+"."+k] = true
+			if slices.Contains(changed, o.Key+"."+k) {
+				keys = append(keys, o.Key+"."+k)
+			}
+		}
+		if len(keys) > 0 {
+			s.log.Info("reload: the output's credentials changed; its requests use the new ones from now on", "output", o.Name, "keys", keys)
+		}
+	}
+	if keys := slices.DeleteFunc(changed, func(k string) bool { return reloaded[k] }); len(keys) > 0 {
 		s.log.Warn("reload: these keys differ from the running configuration and take effect only after a restart", "keys", keys)
 	}
 }

@@ -103,23 +103,13 @@ type hostState struct {
 
 // newClusterCheck prepares the check of opts.Hosts, asked through rt with
 // the output's credentials.
-func newClusterCheck(opts *Options, rt http.RoundTripper, log *slog.Logger) (*clusterCheck, error) {
+func newClusterCheck(opts *Options, rt http.RoundTripper, creds *Credentials, log *slog.Logger) (*clusterCheck, error) {
 	c := &clusterCheck{
 		key: opts.Key, dataStream: opts.DataStream, rt: rt, timeout: opts.Timeout,
 		retryInitial: opts.RetryInitial, retryMax: opts.RetryMax,
 		log: log, ready: make(chan struct{}),
 	}
-	// The credentials as the client sends them: an API key, when set,
-	// instead of the user and password.
-	user, password, apiKey := opts.Username, opts.Password, opts.APIKey
-	c.auth = func(req *http.Request) {
-		switch {
-		case apiKey.Reveal() != "":
-			req.Header.Set("Authorization", "APIKey "+apiKey.Reveal()) // as the client spells it
-		case user != "" && password.Reveal() != "":
-			req.SetBasicAuth(user, password.Reveal())
-		}
-	}
+	c.auth = creds.apply
 	for _, h := range opts.Hosts {
 		u, err := hosturl.Parse(h)
 		if err != nil {

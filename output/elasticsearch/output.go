@@ -53,7 +53,17 @@ type Options struct {
 	// ClientCert, when set, is presented to hosts that ask for a client
 	// certificate (Elasticsearch's PKI realm, or a proxy that requires
 	// one).
-	ClientCert    *tls.Certificate
+	ClientCert *tls.Certificate
+	// CurrentTLS, when set, gives the TLS configuration of each new
+	// connection, asked when it opens (one reloaded when its files
+	// change: package tlsfiles), in place of CACert, ClientCert and
+	// InsecureSkipVerify. It must not change the configurations it
+	// returns.
+	CurrentTLS func() *tls.Config
+	// Credentials, when set, are the credentials every request carries,
+	// which the caller may replace while the output runs, in place of
+	// Username, Password and APIKey.
+	Credentials   *Credentials
 	Index         *sprintf.Format
 	FallbackIndex string
 	Pipeline      *sprintf.Format // nil for none
@@ -281,37 +291,39 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipVerify} //nolint:gosec // only when the user sets verification_mode = none
-	if len(opts.CACert) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(opts.CACert) {
-			return nil, fmt.Errorf("elasticsearch: %s.tls.ca holds no PEM certificate", opts.Key)
+	currentTLS := opts.CurrentTLS
+	if currentTLS == nil {
+		tlsCfg, err := TLSConfig(opts.Key, opts.CACert, opts.ClientCert, opts.InsecureSkipVerify)
+		if err != nil {
+			return nil, err
 		}
-		tlsCfg.RootCAs = pool
+		currentTLS = func() *tls.Config { return tlsCfg }
 	}
-	if opts.ClientCert != nil {
-		// Sent only to a host that asks for one, as crypto/tls does with
-		// Certificates: the same options serve hosts with and without PKI.
-		tlsCfg.Certificates = []tls.Certificate{*opts.ClientCert}
-	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     tlsCfg,
+		Proxy:       http.ProxyFromEnvironment,
+		DialContext: dialer.DialContext,
+		// Through a proxy, the transport's own TLS, with the
+		// configuration at start; every other https connection takes the
+		// one in place when it opens (DialTLSContext), so that rotated
+		// TLS files apply without a restart.
+		TLSClientConfig:     currentTLS(),
+		DialTLSContext:      tlsDialer(dialer, currentTLS),
 		MaxIdleConnsPerHost: opts.Workers,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	creds := opts.Credentials
+	if creds == nil {
+		creds = NewCredentials(opts.Username, opts.Password, opts.APIKey)
+	}
 	log := opts.Logger.With("output", opts.Name)
-	cluster, err := newClusterCheck(&opts, transport, log)
+	cluster, err := newClusterCheck(&opts, transport, creds, log)
 	if err != nil {
 		return nil, err
 	}
 	client, err := es.NewClient(es.Config{
 		Addresses: opts.Hosts,
-		Username:  opts.Username,
-		Password:  opts.Password.Reveal(),
-		APIKey:    opts.APIKey.Reveal(),
-		Transport: clusterGate{c: cluster, next: plainMediaTypes{lengthTransport{transport}}},
+		Transport: clusterGate{c: cluster, next: authTransport{creds, plainMediaTypes{lengthTransport{transport}}}},
 		// Retries are the output's own: it must decide per item, keep
 		// backing off for ever, and log the outage once. A failed
 		// request still marks its host dead in the client's pool, so the

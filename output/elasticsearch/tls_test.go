@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,4 +214,37 @@ func TestPlainMediaTypes(t *testing.T) {
 	if len(bulkTypes) != 1 || !bulkTypes["application/x-ndjson"] {
 		t.Errorf("bulk Content-Type %v, want only application/x-ndjson", bulkTypes)
 	}
+}
+
+// TestCurrentTLSAppliesToNewConnections: with CurrentTLS, each new
+// connection takes the configuration in place when it opens. A
+// configuration that does not trust the host fails every request; once
+// it is replaced by one that does (a CA bundle read again), the output
+// connects and stores the events, without a restart.
+func TestCurrentTLSAppliesToNewConnections(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	target, _ := url.Parse(r.es.URL())
+	front := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+	front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
+	front.StartTLS()
+	defer front.Close()
+	for i := range 10 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	var current atomic.Pointer[tls.Config]
+	current.Store(&tls.Config{MinVersion: tls.VersionTLS12}) // the system roots: not the front's
+	run := r.start(r.options(func(o *Options) {
+		o.Hosts = []string{front.URL}
+		o.CurrentTLS = current.Load
+	}))
+	waitFor(t, "failed requests", func() bool { return run.Out.Stats().FailedRequests >= 3 })
+	if n := r.es.Count(); n != 0 {
+		t.Fatalf("%d documents stored through an unverified connection", n)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(front.Certificate())
+	current.Store(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool})
+	waitFor(t, "every event", func() bool { return r.es.Count() == 10 })
+	run.Stop(t)
+	r.checkAllStoredOnce(t)
 }
