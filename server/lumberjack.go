@@ -33,7 +33,7 @@ func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, *tlsfiles.Source
 				return nil, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
 			}
 			return t, nil
-		})
+		}, nonEmpty(append([]string{s.Certificate, s.Key}, s.CertificateAuthorities...)...)...)
 		if err != nil {
 			return lumberjack.Options{}, nil, err
 		}

@@ -35,7 +35,8 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		if err != nil {
 			return nil, err
 		}
-		tlsSrc, err := tlsfiles.New(func() (*tls.Config, error) { return esTLS(o, opts.InsecureSkipVerify) })
+		t := o.Elasticsearch.TLS
+		tlsSrc, err := tlsfiles.New(func() (*tls.Config, error) { return esTLS(o, opts.InsecureSkipVerify) }, nonEmpty(t.CA, t.Cert, t.Key)...)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/logpond/logpond/conf"
 )
@@ -54,5 +56,44 @@ func (s *Server) Reload(cfg *conf.Config) {
 	}
 	if keys := slices.DeleteFunc(changed, func(k string) bool { return reloaded[k] }); len(keys) > 0 {
 		s.log.Warn("reload: these keys differ from the running configuration and take effect only after a restart", "keys", keys)
+	}
+}
+
+// tlsFilesCheckInterval is how often the TLS files are looked at for a
+// change: a certificate that cert-manager renews, or a Kubernetes secret
+// volume swaps, is in use for new connections within it, with no signal
+// (a renewal leaves weeks before the old one expires).
+const tlsFilesCheckInterval = 30 * time.Second
+
+// watchTLSFiles reloads, every interval until ctx ends, each TLS
+// configuration whose files changed on disk, logging what it did.
+func (s *Server) watchTLSFiles(ctx context.Context, every time.Duration) {
+	if len(s.tlsSources) == 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := map[string]string{} // key → the last error logged
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, ts := range s.tlsSources {
+			changed, err := ts.src.ReloadIfChanged()
+			switch {
+			case err != nil:
+				// Logged once per distinct error: a file half written is
+				// caught again at the next check.
+				if failing[ts.key] != err.Error() {
+					failing[ts.key] = err.Error()
+					s.log.Error("TLS files changed on disk but do not load; the configuration in use stays", "key", ts.key, "err", err)
+				}
+			case changed:
+				delete(failing, ts.key)
+				s.log.Info("TLS files changed on disk and were read again; new connections use them", "key", ts.key)
+			}
+		}
 	}
 }

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/pki"
 )
 
 // TestReloadReplacesElasticsearchCredentials: the cluster's password for
@@ -90,5 +94,48 @@ func TestReloadReplacesElasticsearchCredentials(t *testing.T) {
 	}
 	if strings.Contains(log, "s3cond-pw") {
 		t.Errorf("the log shows the password")
+	}
+}
+
+// TestTLSFilesWatchedForChanges: a certificate replaced on disk (renamed
+// into place, as cert-manager and Kubernetes secret volumes do) is used
+// for new connections after the next check, with no signal and no
+// restart.
+func TestTLSFilesWatchedForChanges(t *testing.T) {
+	root := t.TempDir()
+	caA, caB := pki.NewCA(t), pki.NewCA(t)
+	certPath, keyPath := filepath.Join(root, "tls.crt"), filepath.Join(root, "tls.key")
+	issue := func(ca *pki.CA) {
+		c, k := ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).WriteFiles(t, root, "next")
+		for from, to := range map[string]string{c: certPath, k: keyPath} {
+			if err := os.Rename(from, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	issue(caA)
+	cfg := pipelineConfig(t, root)
+	cfg.Input.Beats.TLS.Cert, cfg.Input.Beats.TLS.Key = certPath, keyPath
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.s.watchTLSFiles(ctx, 5*time.Millisecond) }()
+	defer func() { cancel(); <-watched }()
+
+	handshake := func(ca *pki.CA) error {
+		c, err := tls.Dial("tcp", r.s.BeatsAddr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := handshake(caA); err != nil {
+		t.Fatal(err)
+	}
+	issue(caB)
+	waitUntil(t, "the new certificate in use", func() bool { return handshake(caB) == nil })
+	if !strings.Contains(r.log.String(), "TLS files changed on disk and were read again") {
+		t.Errorf("the reload is not logged:\n%s", r.log.String())
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -195,7 +196,12 @@ func beatsTLS(cfg *conf.Config) (*tlsfiles.Source, error) {
 			return nil, fmt.Errorf("server: input.beats.tls: %w", err)
 		}
 		return c, nil
-	})
+	}, nonEmpty(t.Cert, t.Key, t.ClientCA)...)
+}
+
+// nonEmpty are the paths that are set.
+func nonEmpty(paths ...string) []string {
+	return slices.DeleteFunc(paths, func(p string) bool { return p == "" })
 }
 
 // listenBeats binds the Beats input; its appends go to the journal in use.
@@ -302,7 +308,8 @@ type pipeline struct {
 	stopFlusher context.CancelFunc
 	flusherDone chan error // the flusher's run result
 	beatsDone   chan error // the input's Serve result
-	// stopWatchers stops the summary; summaryDone closes when it ended.
+	// stopWatchers stops the summary and the TLS files' watch;
+	// summaryDone closes when both ended.
 	stopWatchers context.CancelFunc
 	summaryDone  chan struct{}
 	// outputFailed receives the error of an output that stopped by
@@ -348,9 +355,12 @@ func (s *Server) startPipeline() *pipeline {
 	p.stopWatchers = stopWatchers
 	go func() {
 		defer close(p.summaryDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.watchTLSFiles(sctx, tlsFilesCheckInterval) })
 		if every := time.Duration(c.Log.SummaryInterval); every > 0 {
 			s.summarize(sctx, every)
 		}
+		wg.Wait()
 	}()
 	return p
 }

@@ -12,9 +12,10 @@ import (
 )
 
 // TestReloadRotatesForNewConnections: a listener with a Source answers
-// with certificate A; after the files hold B and Reload, new handshakes
-// get B while a connection opened before keeps working; a reload that
-// fails (files that do not match) keeps B.
+// with certificate A; once the files hold B (renamed into place) and
+// ReloadIfChanged sees it, new handshakes get B while a connection opened
+// before keeps working; a reload that fails (files that do not match)
+// keeps B.
 func TestReloadRotatesForNewConnections(t *testing.T) {
 	dir := t.TempDir()
 	caA, caB := pki.NewCA(t), pki.NewCA(t)
@@ -33,7 +34,7 @@ func TestReloadRotatesForNewConnections(t *testing.T) {
 			return nil, err
 		}
 		return &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}, nil
-	})
+	}, filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +82,12 @@ func TestReloadRotatesForNewConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if changed, err := src.ReloadIfChanged(); changed || err != nil {
+		t.Fatalf("ReloadIfChanged with the files unchanged: %v, %v", changed, err)
+	}
 	write(caB)
-	if err := src.Reload(); err != nil {
-		t.Fatal(err)
+	if changed, err := src.ReloadIfChanged(); !changed || err != nil {
+		t.Fatalf("ReloadIfChanged after the files were replaced: %v, %v", changed, err)
 	}
 	if c, err := dial(caA); err == nil {
 		c.Close()
