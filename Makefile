@@ -34,7 +34,7 @@ CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 # The image's build context: only what the image gets, staged by make image.
 IMAGE_STAGE ?= $(BIN)/image
 
-.PHONY: build logpond image test check-deps bench bench-beats bench-report run demo soak soak-power fuzz clean install filebeat
+.PHONY: build logpond image test test-quick check-deps bench bench-beats bench-report run demo soak soak-power fuzz clean install filebeat
 
 build: logpond
 	$(GO) build -o $(BIN)/beatsbench ./tools/beatsbench
@@ -74,6 +74,15 @@ test:
 	@$(MAKE) --no-print-directory check-deps
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# A first check, in a few minutes on a small or busy machine: gofmt, vet and
+# the tests without -race, the long end-to-end runs (crashes, power cuts, a
+# failing device, the demo) skipped (-short). make test is what CI runs.
+test-quick:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
 
 # The binaries users install (logpond, ledgerctl) must not link a test rig:
 # internal/testkit holds stand-ins and harnesses that import product

@@ -77,6 +77,7 @@ func crashConfig(root string) *conf.Config {
 // the ledger exactly once, at its LSN, and the ledger's LSNs run 1, 2, 3,
 // … without a gap.
 func TestCrashPoints(t *testing.T) {
+	skipLong(t)
 	if root := os.Getenv("LOGPOND_CRASH_ROOT"); root != "" {
 		round, _ := strconv.Atoi(os.Getenv("LOGPOND_CRASH_ROUND"))
 		crashChild(root, round)

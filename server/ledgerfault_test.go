@@ -143,6 +143,7 @@ func (r *running) mustRun(t *testing.T) {
 // waits (/readyz, GET /, metrics), and once reads work again delivers
 // every acknowledged event exactly once.
 func TestLedgerReadFaultKeepsServing(t *testing.T) {
+	skipLong(t)
 	es, err := estest.Start(estest.Options{Seed: 21})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,7 @@ func TestLedgerReadFaultKeepsServing(t *testing.T) {
 // by itself once reads work again; every event acknowledged before,
 // during and after reaches Elasticsearch exactly once.
 func TestStartWhileTheLedgerIsUnreadable(t *testing.T) {
+	skipLong(t)
 	es, err := estest.Start(estest.Options{Seed: 22})
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +348,7 @@ func TestJournalReadFaultIsRetried(t *testing.T) {
 // and acknowledging from the journal, and every acknowledged event reaches
 // Elasticsearch exactly once.
 func TestLedgerDeviceFailsWholly(t *testing.T) {
+	skipLong(t)
 	es, err := estest.Start(estest.Options{Seed: 24})
 	if err != nil {
 		t.Fatal(err)

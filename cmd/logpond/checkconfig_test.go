@@ -162,6 +162,11 @@ func TestCheckConfigHost(t *testing.T) {
 	}
 }
 
+// loopbackListen puts both listeners of a -check-config test on a free
+// loopback port: the defaults (5044 on every interface, 9600) would be
+// checked by binding them, which a host running Logstash or logpond holds.
+const loopbackListen = "[input.beats]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n"
+
 // TestCheckConfigReportsEveryProblemAtOnce: -check-config reports in one
 // run every problem of a file — a key that does not decode, a problem
 // across keys elsewhere, what this host lacks — except checks of a key
@@ -175,7 +180,7 @@ func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
 	}{
 		{
 			name: "bad size, ledger max below two segments, missing parent",
-			toml: "[journal]\ndir = \"ROOT/missing/journal\"\nsegment_bytes = \"64MB\"\n[ledger]\ndir = \"ROOT/ledger\"\nmax_bytes = \"300MiB\"\n",
+			toml: "[journal]\ndir = \"ROOT/missing/journal\"\nsegment_bytes = \"64MB\"\n[ledger]\ndir = \"ROOT/ledger\"\nmax_bytes = \"300MiB\"\n" + loopbackListen,
 			want: []string{
 				"FILE:3: journal.segment_bytes: invalid size \"64MB\"",
 				"FILE:6: ledger.max_bytes: 300MiB is less than 2 × ledger.segment_bytes (256MiB)",
@@ -185,7 +190,7 @@ func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
 		},
 		{
 			name: "bad unit, journal max below two segments, listen port out of range",
-			toml: "[journal]\ndir = \"ROOT/journal\"\nmax_bytes = \"100MiB\"\n[ledger]\ndir = \"ROOT/ledger\"\nsegment_bytes = \"1XB\"\n[admin]\nlisten = \"127.0.0.1:99999\"\n",
+			toml: "[journal]\ndir = \"ROOT/journal\"\nmax_bytes = \"100MiB\"\n[ledger]\ndir = \"ROOT/ledger\"\nsegment_bytes = \"1XB\"\n[admin]\nlisten = \"127.0.0.1:99999\"\n[input.beats]\nlisten = \"127.0.0.1:0\"\n",
 			want: []string{
 				"FILE:3: journal.max_bytes: 100MiB is less than (2 + journal.spare_segments 2) × journal.segment_bytes (64MiB)",
 				"FILE:6: ledger.segment_bytes: invalid size \"1XB\"",

@@ -23,6 +23,7 @@ import (
 // once per time its client sent it; an event carrying @metadata._id is
 // stored exactly once; and a last SIGTERM exits 0.
 func TestCrashEndToEnd(t *testing.T) {
+	skipLong(t)
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))

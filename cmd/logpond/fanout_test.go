@@ -84,6 +84,7 @@ func payloadCopies(srv *estest.Server) map[string]int {
 // with the events through the hop, so resends inside logpond add no
 // copies anywhere.
 func TestFanOutEndToEnd(t *testing.T) {
+	skipLong(t)
 	esA, err := estest.Start(estest.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)

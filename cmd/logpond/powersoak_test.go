@@ -55,6 +55,7 @@ import (
 // its share of them is acknowledged); LOGPOND_POWERSOAK_SEED fixes the
 // moments of the cuts.
 func TestPowerCutSoak(t *testing.T) {
+	skipLong(t)
 	p := soakParams{seconds: 6, cuts: 2, conns: 4, window: 256, eventBytes: 512, settle: 120 * time.Second}
 	if v, err := strconv.Atoi(os.Getenv("LOGPOND_POWERSOAK_SECONDS")); err == nil && v > 0 {
 		p.seconds = v

@@ -272,6 +272,7 @@ func runDemo(env []string) (string, error) {
 // TestDemo runs `make demo`'s script end to end, briefly: beatsbench →
 // logpond → esserver, and the sink must hold every acknowledged event.
 func TestDemo(t *testing.T) {
+	skipLong(t)
 	env := demoBinaries(t)
 	out, err := runDemo(append(env, "DEMO_SECONDS=2", "DEMO_RATE=5000", "DEMO_BATCH=100"))
 	t.Logf("demo output:\n%s", out)
