@@ -26,6 +26,10 @@ BENCH_LOGS ?= ../shared/testdata/logs
 # `podman --root DIR` works too) and the tag it gets.
 CONTAINER_ENGINE ?= docker
 IMAGE ?= logpond:$(VERSION)
+# The image also gets this tag, the one deploy/kubernetes/base names (its
+# kustomization's newTag), so that the base runs what make image built on a
+# cluster that uses local images; overlays name the pushed tag.
+IMAGE_LOCAL ?= logpond:dev
 # Where the image says its source is (org.opencontainers.image.source).
 IMAGE_SOURCE ?= https://github.com/logpond/logpond
 # The CA bundle the image verifies TLS servers with: the host's, which the
@@ -62,7 +66,7 @@ image:
 	cp $(CA_BUNDLE) $(IMAGE_STAGE)/ca-certificates.crt
 	cp deploy/container/passwd deploy/container/group LICENSE $(IMAGE_STAGE)/
 	chmod 0644 $(IMAGE_STAGE)/ca-certificates.crt $(IMAGE_STAGE)/passwd $(IMAGE_STAGE)/group $(IMAGE_STAGE)/LICENSE
-	$(CONTAINER_ENGINE) build -f Dockerfile -t $(IMAGE) \
+	$(CONTAINER_ENGINE) build -f Dockerfile -t $(IMAGE) -t $(IMAGE_LOCAL) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg SOURCE=$(IMAGE_SOURCE) \
 		$(IMAGE_STAGE)
 
