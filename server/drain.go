@@ -55,9 +55,13 @@ type OutputLeft struct {
 	// is acknowledged by its destination (or dead-lettered).
 	CursorLSN uint64
 	// Records counts the ledger records after the cursor; Bytes are their
-	// bytes in the ledger (as stored, compressed or not).
+	// bytes in the ledger (as stored, compressed or not); Events estimates
+	// their events (known for the records the output has read, at the
+	// mean per record read for the others), -1 before the output read any
+	// record to estimate from.
 	Records uint64
 	Bytes   int64
+	Events  int64
 	// DeadLetters counts the dead letters the output's store holds, and
 	// DeadLetterBytes their files' bytes, on the ledger's device: events
 	// the destination refused for good, counted as done by the cursor
@@ -127,7 +131,11 @@ func (s *Server) Drain(ctx context.Context) (DrainLeft, error) {
 	}
 	// What is left is measured again once every output has persisted its
 	// last cursor, before the ledger closes.
-	p.beforeLedgerClose = func() { left = s.drainLeft(lastErr) }
+	p.beforeLedgerClose = func() {
+		running := left
+		left = s.drainLeft(lastErr)
+		left.keepEstimates(running)
+	}
 	err := s.stopPipeline(p, runErr, oerr)
 	return left, err
 }
@@ -178,6 +186,10 @@ func (s *Server) drainLeft(lastErr map[string]string) DrainLeft {
 		if left.LedgerError == "" && ol.CursorLSN < left.LedgerLastLSN {
 			ol.Records = left.LedgerLastLSN - ol.CursorLSN
 			ol.Bytes = l.BytesAfter(ol.CursorLSN)
+			ol.Events = -1
+			if g := o.Gauges(); g.Running && g.EventsPerRecord > 0 {
+				ol.Events = eventsLeft(g, max(g.ReadLSN, g.DoneLSN), left.LedgerLastLSN)
+			}
 		}
 		if d := o.deadLetters(); d != nil {
 			ol.DeadLetters, ol.DeadLetterBytes = d.Entries(), d.UsedBytes()
@@ -188,6 +200,21 @@ func (s *Server) drainLeft(lastErr map[string]string) DrainLeft {
 		left.Outputs = append(left.Outputs, ol)
 	}
 	return left
+}
+
+// keepEstimates takes the events estimated while the outputs ran (in
+// running) for the outputs whose cursor has not moved since: stopped, an
+// output no longer knows the events of the records it had read, and
+// would count one per record.
+func (left *DrainLeft) keepEstimates(running DrainLeft) {
+	for i := range left.Outputs {
+		o := &left.Outputs[i]
+		for _, r := range running.Outputs {
+			if r.Name == o.Name && r.CursorLSN == o.CursorLSN && r.Records == o.Records && r.Events > o.Events {
+				o.Events = r.Events
+			}
+		}
+	}
 }
 
 // DeadLetters counts the dead letters every output's store holds.
@@ -201,7 +228,7 @@ func (left DrainLeft) DeadLetters() int64 {
 
 // LogArgs are left's log/slog attributes: the ledger's end, the
 // journal's records it lacks, the ledger's error if any, and one group
-// per output (output.NAME: cursor_lsn, records_left, bytes_left,
+// per output (output.NAME: cursor_lsn, events_left when estimated, records_left, bytes_left,
 // dead_letters and dead_letter_bytes when it holds some, last_error).
 func (left DrainLeft) LogArgs() []any {
 	args := []any{"ledger_last_lsn", left.LedgerLastLSN, "journal_records_left", left.JournalRecords}
@@ -209,7 +236,11 @@ func (left DrainLeft) LogArgs() []any {
 		args = append(args, "ledger_error", left.LedgerError)
 	}
 	for _, o := range left.Outputs {
-		part := []any{"cursor_lsn", o.CursorLSN, "records_left", o.Records, "bytes_left", o.Bytes}
+		part := []any{"cursor_lsn", o.CursorLSN}
+		if o.Events >= 0 {
+			part = append(part, "events_left", o.Events)
+		}
+		part = append(part, "records_left", o.Records, "bytes_left", o.Bytes)
 		if o.DeadLetters > 0 {
 			part = append(part, "dead_letters", o.DeadLetters, "dead_letter_bytes", o.DeadLetterBytes)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/elasticsearch"
 )
 
 // lag is how far an output is behind the ledger.
@@ -45,16 +46,24 @@ func (s *Server) outputLag(st state, o outputState) lag {
 		return lag{}
 	}
 	lg := lag{records: int64(last - done), bytes: l.BytesAfter(done), oldest: g.OldestPending}
+	lg.events = eventsLeft(g, read, last)
+	if lg.oldest.IsZero() {
+		lg.oldest = o.out.oldest.received(l, done+1)
+	}
+	return lg
+}
+
+// eventsLeft estimates the events an output with gauges g has not done up
+// to LSN last, when it has read up to read: those of the records read and
+// not done are known (g.PendingEvents); the records not read yet count at
+// the mean per record read so far, or one each before any was read.
+func eventsLeft(g elasticsearch.Gauges, read, last uint64) int64 {
 	perRecord := g.EventsPerRecord
 	if perRecord == 0 {
 		perRecord = 1 // nothing read yet to estimate from: at least the records
 	}
 	unread := last - min(read, last)
-	lg.events = g.PendingEvents + int64(math.Round(float64(unread)*perRecord))
-	if lg.oldest.IsZero() {
-		lg.oldest = o.out.oldest.received(l, done+1)
-	}
-	return lg
+	return g.PendingEvents + int64(math.Round(float64(unread)*perRecord))
 }
 
 // oldestProbe remembers the receive time of the last record an output's

@@ -301,7 +301,11 @@ func reportLeft(left server.DrainLeft, why string, log *slog.Logger, stderr io.W
 			fmt.Fprintln(stderr)
 			continue
 		}
-		fmt.Fprintf(stderr, "logpond: output %s (%s): cursor at LSN %d, %d records (%d bytes) left", o.Name, o.Type, o.CursorLSN, o.Records, o.Bytes)
+		events := ""
+		if o.Events >= 0 {
+			events = fmt.Sprintf("about %d events in ", o.Events)
+		}
+		fmt.Fprintf(stderr, "logpond: output %s (%s): cursor at LSN %d, %s%d records (%d bytes) left", o.Name, o.Type, o.CursorLSN, events, o.Records, o.Bytes)
 		if o.DeadLetters > 0 {
 			fmt.Fprintf(stderr, "; %d dead letters (%d bytes)", o.DeadLetters, o.DeadLetterBytes)
 		}
