@@ -18,6 +18,7 @@ var HostChecks = []string{
 	"journal.dir and ledger.dir: each is a directory this user can write, or its parent is (logpond creates the directory itself)",
 	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls ca, cert and key; each Lumberjack output's ssl certificate_authorities, certificate and key): readable, and they parse",
 	"input.beats.listen and admin.listen: the address can be listened on (port free, address on this host)",
+	"journal.max_bytes, ledger.max_bytes and the outputs' dead_letter_max_bytes, added up per file system that holds them: a warning when larger than it",
 }
 
 // CheckHost checks what the configuration needs from the machine it runs

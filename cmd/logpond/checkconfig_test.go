@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/pki"
 )
 
@@ -334,5 +337,33 @@ func TestCheckConfigClientCert(t *testing.T) {
 				t.Errorf("exit %d, stderr:\n%s\nwant it to say %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckConfigWarnsOfStoresLargerThanTheirDevice: a ledger.max_bytes
+// larger than the file system that holds it is a warning of -check-config
+// (exit 0) and of a start, naming the key and the sizes.
+func TestCheckConfigWarnsOfStoresLargerThanTheirDevice(t *testing.T) {
+	root := t.TempDir()
+	cert, key := selfSignedPEM(t, root)
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	fsBytes := conf.Size(int64(st.Blocks) * st.Bsize)
+	text := strings.Replace(hostConfig(root, cert, key), "[ledger]\n", fmt.Sprintf("[ledger]\nmax_bytes = %q\n", (2*fsBytes).String()), 1)
+	path := filepath.Join(root, "big.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runBinary(t, "-check-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (a warning):\n%s", code, stderr)
+	}
+	if want := "logpond: warning: " + path + ": ledger.max_bytes: "; !strings.Contains(stderr, want) || !strings.Contains(stderr, "more than the "+fsBytes.String()+" file system") {
+		t.Errorf("stderr lacks %q with the file system's size:\n%s", want, stderr)
+	}
+	if _, stderr, _ := runBinary(t, "-skip-host-checks", "-check-config", path); strings.Contains(stderr, "ledger.max_bytes") {
+		t.Errorf("-skip-host-checks looked at this host's file systems:\n%s", stderr)
 	}
 }

@@ -142,6 +142,9 @@ func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) i
 	for _, w := range cfg.Warnings() {
 		log.Warn("insecure configuration: "+w.Msg, "key", w.Key)
 	}
+	for _, w := range cfg.StoreSizeWarnings() {
+		log.Warn("stores larger than their devices: "+w.Msg, "key", w.Key)
+	}
 	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), "/", log)()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -389,7 +392,11 @@ func checkConfig(path string, host bool, stdout, stderr io.Writer) int {
 	cfg := l.Config
 	// Insecure settings are warnings, on stderr: the exit code says
 	// whether the file is valid, and stdout stays TOML.
-	for _, w := range cfg.Warnings() {
+	ws := cfg.Warnings()
+	if host {
+		ws = append(ws, cfg.StoreSizeWarnings()...)
+	}
+	for _, w := range ws {
 		fmt.Fprintf(stderr, "logpond: warning: %s: %s\n", path, w)
 	}
 	// Secrets, and whatever came from the environment, stay out of the
