@@ -85,12 +85,20 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-data-streams", "a,,b"}, "only `*` wildcards"},
 		{[]string{"-data-streams", "logs-?"}, "only `*` wildcards"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
+		{[]string{"-users", "logpond"}, "want NAME:PASSWORD pairs"},
+		{[]string{"-tls-cert", "a.crt"}, "-tls-cert and -tls-key go together"},
+		{[]string{"-tls-client-ca", "ca.pem"}, "-tls-client-ca needs them"},
+		{[]string{"-tls-cert", "/nonexistent.crt", "-tls-key", "/nonexistent.key"}, "-tls-cert /nonexistent.crt / -tls-key /nonexistent.key"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseFlags(tc.args, &stderr)
 		if err == nil || !strings.Contains(err.Error()+stderr.String(), tc.want) {
 			t.Errorf("%q: got %v (stderr %q), want %q", tc.args, err, stderr.String(), tc.want)
 		}
+	}
+	c, err = parseFlags([]string{"-users", "logpond:s3cret,admin:pw:with:colons", "-api-keys", "a2V5,b3RoZXI="}, io.Discard)
+	if err != nil || c.opts.Users["logpond"] != "s3cret" || c.opts.Users["admin"] != "pw:with:colons" || len(c.opts.APIKeys) != 2 {
+		t.Errorf("-users and -api-keys: %+v, %v", c.opts, err)
 	}
 	if _, err := parseFlags([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)

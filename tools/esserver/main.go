@@ -4,6 +4,12 @@
 //
 //	esserver -listen 127.0.0.1:9200 -reject429 0.02 -seed 1
 //	esserver -version 7.17.25 -data-streams 'logs-*-*,app-*'
+//	esserver -users logpond:secret -tls-cert es.crt -tls-key es.key
+//
+// -users and -api-keys require credentials as a cluster with security on
+// does (401 security_exception otherwise), and -tls-cert/-tls-key serve
+// https (-tls-client-ca also asks for client certificates), so that
+// credential and certificate problems can be rehearsed.
 //
 // -version sets the Elasticsearch version it answers as (GET /, the
 // X-Elastic-Product header from 7.14, the compatible-with versions it
@@ -31,6 +37,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,6 +80,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	maxContent := fs.String("max-content-length", "100MiB", "largest request body accepted (Elasticsearch's http.max_content_length); binary units")
 	fs.Int64Var(&c.opts.Seed, "seed", 1, "seed of the fault decisions (same seed and requests, same faults)")
 	fs.StringVar(&c.opts.Version, "version", estest.DefaultVersion, "Elasticsearch version to answer as, X.Y.Z (7.0.0 or later)")
+	users := fs.String("users", "", "comma-separated NAME:PASSWORD pairs: HTTP basic credentials to require (with -api-keys, either is accepted); none: no authentication")
+	apiKeys := fs.String("api-keys", "", "comma-separated API keys to accept (the value after \"ApiKey \" in the Authorization header, base64 of id:key)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate to serve https with (with -tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "with -tls-cert: PEM CA bundle; clients must present a certificate it signed")
 	dataStreams := fs.String("data-streams", "builtin", "comma-separated index patterns (`*` wildcards) whose names are data streams; builtin: "+
 		strings.Join(estest.BuiltinDataStreamPatterns(), ",")+"; none: no data streams")
 	fs.Usage = func() {
@@ -103,6 +116,40 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-max-content-length %s: must be more than 0", *maxContent)
 	}
 	c.opts.MaxContentLength = int64(n)
+	if *users != "" {
+		c.opts.Users = map[string]string{}
+		for _, pair := range strings.Split(*users, ",") {
+			name, pw, ok := strings.Cut(pair, ":")
+			if !ok || name == "" || pw == "" {
+				return c, fmt.Errorf("-users %q: want NAME:PASSWORD pairs, comma-separated", *users)
+			}
+			c.opts.Users[name] = pw
+		}
+	}
+	if *apiKeys != "" {
+		c.opts.APIKeys = strings.Split(*apiKeys, ",")
+	}
+	if (*tlsCert == "") != (*tlsKey == "") || (*tlsClientCA != "" && *tlsCert == "") {
+		return c, errors.New("-tls-cert and -tls-key go together, and -tls-client-ca needs them")
+	}
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return c, fmt.Errorf("-tls-cert %s / -tls-key %s: %w", *tlsCert, *tlsKey, err)
+		}
+		c.opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if *tlsClientCA != "" {
+			pem, err := os.ReadFile(*tlsClientCA)
+			if err != nil {
+				return c, fmt.Errorf("-tls-client-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return c, fmt.Errorf("-tls-client-ca %s holds no PEM certificate", *tlsClientCA)
+			}
+			c.opts.TLS.ClientCAs, c.opts.TLS.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+	}
 	switch *dataStreams {
 	case "builtin":
 		// nil: estest's built-in patterns

@@ -42,6 +42,7 @@ package estest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -96,6 +97,18 @@ type Options struct {
 	// BuiltinDataStreamPatterns(); an empty non-nil slice means none. On a
 	// Version before 7.9 there are no data streams whatever they say.
 	DataStreamPatterns []string
+	// Users, when set, are the HTTP basic credentials (user → password)
+	// the server accepts; APIKeys the API keys (the value after "ApiKey "
+	// in the Authorization header, base64 of id:key). With either set,
+	// every request must carry accepted credentials, or it is answered 401
+	// security_exception, as by a cluster with security on: credential
+	// problems can be rehearsed. Neither: anything is accepted.
+	Users   map[string]string
+	APIKeys []string
+	// TLS, when set, makes the server speak https with it (its
+	// certificate, and ClientAuth to ask for client certificates); URL
+	// then starts with https://.
+	TLS *tls.Config
 }
 
 // Faults describes the failures the server injects. Probabilities are in
@@ -228,6 +241,10 @@ type Server struct {
 	lifeMu sync.Mutex // guards gen and closed; held across Pause, Resume and Close
 	gen    *generation
 	closed bool
+
+	users   map[string]string
+	apiKeys []string
+	tls     *tls.Config
 }
 
 type index struct {
@@ -281,6 +298,11 @@ func Start(opts Options) (*Server, error) {
 		rng:        mrand.New(mrand.NewPCG(uint64(opts.Seed), 0x657374657374)), // "estest"
 		indices:    make(map[string]*index),
 		dsPatterns: BuiltinDataStreamPatterns(),
+		users:      maps.Clone(opts.Users),
+		apiKeys:    slices.Clone(opts.APIKeys),
+	}
+	if opts.TLS != nil {
+		s.tls = opts.TLS.Clone()
 	}
 	s.dataStreams = make(map[string]*dataStream)
 	if s.maxContent == 0 {
@@ -312,9 +334,14 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// URL returns the server's base URL, "http://127.0.0.1:port". It stays the
-// same across Pause and Resume.
-func (s *Server) URL() string { return "http://" + s.addr }
+// URL returns the server's base URL, "http://127.0.0.1:port" (https with
+// Options.TLS). It stays the same across Pause and Resume.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
 
 // Addr returns the server's listen address, "127.0.0.1:port".
 func (s *Server) Addr() string { return s.addr }
@@ -394,6 +421,9 @@ func (s *Server) Close() error {
 
 // serve starts a generation serving ln.
 func (s *Server) serve(ln net.Listener) *generation {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{cancel: cancel, served: make(chan struct{})}
 	g.srv = &http.Server{
@@ -402,6 +432,10 @@ func (s *Server) serve(ln net.Listener) *generation {
 				return // paused or closing: the connection is being closed
 			}
 			defer g.exit()
+			if !s.authorized(r) {
+				unauthorized(w, r)
+				return
+			}
 			s.handle(w, r)
 		}),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
