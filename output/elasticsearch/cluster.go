@@ -59,6 +59,7 @@ type clusterCheck struct {
 	hosts        []*hostState
 	rt           http.RoundTripper // the output's transport: its TLS settings, no failover
 	auth         func(*http.Request)
+	creds        *Credentials
 	timeout      time.Duration
 	retryInitial time.Duration
 	retryMax     time.Duration
@@ -109,7 +110,7 @@ func newClusterCheck(opts *Options, rt http.RoundTripper, creds *Credentials, lo
 		retryInitial: opts.RetryInitial, retryMax: opts.RetryMax,
 		log: log, ready: make(chan struct{}),
 	}
-	c.auth = creds.apply
+	c.auth, c.creds = creds.apply, creds
 	for _, h := range opts.Hosts {
 		u, err := hosturl.Parse(h)
 		if err != nil {
@@ -240,8 +241,36 @@ func (c *clusterCheck) reportSilence(ctx context.Context, errs []error) {
 		}
 		shown[i] = h.shown
 	}
+	var ae *authError
+	refused := true
+	for _, err := range errs {
+		refused = refused && errors.As(err, &ae)
+	}
+	if refused {
+		return // each host's refusal is logged at ERROR (identify): it answered
+	}
 	c.log.Warn("elasticsearch did not answer at start: events wait in the ledger and are sent once it does",
 		"hosts", strings.Join(shown, ","), "err", errors.Join(errs...))
+}
+
+// authError is a cluster's refusal of the output's credentials: 401 (it
+// did not authenticate them) or 403 (they lack a privilege).
+type authError struct {
+	status          int
+	errType, reason string
+	settings        string // the settings to check
+}
+
+func (e *authError) Error() string {
+	return fmt.Sprintf("GET / answered %d %s %s", e.status, e.errType, e.reason)
+}
+
+// summary says what the refusal means and what to check.
+func (e *authError) summary() string {
+	if e.status == http.StatusForbidden {
+		return "elasticsearch refused logpond's request (403): the credentials are valid but lack a privilege; grant the user or API key the monitor cluster privilege and create_doc (or index) and auto_configure on the indices and data streams it writes (settings: " + e.settings + ")"
+	}
+	return "elasticsearch refused logpond's credentials (401): check " + e.settings
 }
 
 // identify asks h which cluster it belongs to, unless it is identified
@@ -285,8 +314,14 @@ func (c *clusterCheck) identify(ctx context.Context, h *hostState, beforeSend bo
 	if err == nil {
 		err = errors.New("GET / answered without a cluster_uuid")
 	}
+	var ae *authError
 	switch {
-	case answered && !h.warned:
+	case errors.As(err, &ae) && !h.warned:
+		// The cluster answered, refusing the credentials: that is what
+		// to fix, not the identity of a host that would say it.
+		h.warned = true
+		c.log.Error(ae.summary()+"; events wait in the ledger and are sent once they are accepted", "host", h.shown, "setting", ae.settings, "err", err)
+	case answered && !h.warned && ae == nil && len(c.hosts) > 1:
 		h.warned = true
 		c.log.Warn("cannot tell which cluster an elasticsearch host belongs to: it is not checked against the output's other hosts until it says",
 			"host", h.shown, "err", err)
@@ -380,6 +415,9 @@ func (c *clusterCheck) ask(ctx context.Context, h *hostState) (cl clusterInfo, a
 	}
 	if res.StatusCode != http.StatusOK {
 		errType, why := errorBody(body)
+		if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+			return clusterInfo{}, true, &authError{status: res.StatusCode, errType: errType, reason: why, settings: c.creds.settings(c.key)}
+		}
 		return clusterInfo{}, true, fmt.Errorf("GET / answered %d %s %s", res.StatusCode, errType, why)
 	}
 	cl, err = parseInfo(body)

@@ -507,8 +507,8 @@ func TestVersionBefore(t *testing.T) {
 }
 
 // TestWrongCredentialsWarnAtStart: a host that refuses the credentials
-// (401) did not answer as Elasticsearch: the start-up WARN names it and
-// the refusal.
+// (401) answered: the start-up log says, once, at ERROR, that it refused
+// them, naming it and the refusal, and not that it did not answer.
 func TestWrongCredentialsWarnAtStart(t *testing.T) {
 	r := newRig(t, estest.Options{})
 	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
@@ -518,9 +518,9 @@ func TestWrongCredentialsWarnAtStart(t *testing.T) {
 		return true
 	})
 	logs := firstRoundLog(t, r, host)
-	warn := lines(logs, "did not answer at start")
-	if len(warn) != 1 || !strings.Contains(warn[0], host) || !strings.Contains(warn[0], "401") {
-		t.Errorf("want one WARN naming the host and the 401:\n%s", logs)
+	refused := lines(logs, "refused logpond's credentials (401)")
+	if len(refused) != 1 || !strings.Contains(refused[0], "level=ERROR") || !strings.Contains(refused[0], host) || strings.Contains(logs, "did not answer") {
+		t.Errorf("want one ERROR naming the host and the 401, and no \"did not answer\":\n%s", logs)
 	}
 }
 
@@ -549,4 +549,24 @@ func firstRoundLog(t *testing.T, r *rig, hosts ...string) string {
 		t.Fatal(err)
 	}
 	return logs.String()
+}
+
+// TestMissingPrivilegeIsNamedAtStart: a host that answers GET / with 403
+// took the credentials but refuses them a privilege: the start-up ERROR
+// says which privileges the output needs, and nothing of an unknown
+// cluster or of a host that did not answer.
+func TestMissingPrivilegeIsNamedAtStart(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"error":{"type":"security_exception","reason":"action [cluster:monitor/main] is unauthorized for user [writer]"},"status":403}`)
+		return true
+	})
+	logs := firstRoundLog(t, r, host)
+	refused := lines(logs, "lack a privilege")
+	if len(refused) != 1 || !strings.Contains(refused[0], "level=ERROR") || !strings.Contains(refused[0], "monitor cluster privilege") ||
+		strings.Contains(logs, "did not answer") || strings.Contains(logs, "cannot tell which cluster") {
+		t.Errorf("want one ERROR naming the missing privilege:\n%s", logs)
+	}
 }

@@ -47,6 +47,20 @@ func (c *Credentials) apply(req *http.Request) {
 	}
 }
 
+// settings names the settings the credentials in place come from, in the
+// output's table key: api_key when one is set (it goes instead of the
+// user and password), else username and password.
+func (c *Credentials) settings(key string) string {
+	v := c.v.Load()
+	switch {
+	case v.apiKey.Reveal() != "":
+		return key + ".api_key"
+	case v.user != "":
+		return key + ".username and " + key + ".password (or cloud_auth)"
+	}
+	return key + ".username and .password, or .api_key: none is set, and the cluster asks for credentials"
+}
+
 // authTransport sends each request with the credentials in place.
 type authTransport struct {
 	creds *Credentials
