@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 )
@@ -293,5 +295,29 @@ func TestDeadLetterHoldsTheEventAsStored(t *testing.T) {
 				t.Errorf("no item was retried before it was refused for good: %+v", st)
 			}
 		})
+	}
+}
+
+// TestOwnDeadLettersAreLogged: an event the output cannot send at all (a
+// data_stream whose dataset makes no valid name) is dead-lettered and
+// logged at WARN, as an event the cluster refuses is: the operator sees
+// both the same way.
+func TestOwnDeadLettersAreLogged(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	r.store(time.Now(), []byte(`{"@timestamp":"2026-12-05T10:00:00Z","data_stream":{"type":"logs","dataset":"bad dataset","namespace":"default"},"message":"x"}`))
+	for i := range 3 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	log := &syncbuf.Buffer{}
+	run := r.start(r.options(func(o *Options) {
+		o.DataStream = DataStreamAuto
+		o.Logger = slog.New(slog.NewTextHandler(log, nil))
+	}))
+	waitRunning(t, run, "the dead letter", func() bool { return run.Out.Stats().DeadLettered == 1 })
+	waitFor(t, "the other events", func() bool { return r.es.Count() == 3 })
+	run.Stop(t)
+	text := log.String()
+	if !strings.Contains(text, `level=WARN msg="event dead-lettered: logpond cannot send it"`) || !strings.Contains(text, "type=invalid_data_stream") {
+		t.Errorf("the dead letter the output made is not logged:\n%s", text)
 	}
 }

@@ -229,7 +229,9 @@ type Output struct {
 	// date), so events with equal @metadata bytes share an index name.
 	metaOnlyIndex bool
 
-	live atomic.Pointer[live] // the running drain's state, for Stats
+	// deadLog logs the dead letters as they are written.
+	deadLog *drain.DeadLetterLog
+	live    atomic.Pointer[live] // the running drain's state, for Stats
 
 	// src passes damaged and skipped ranges of the ledger and retries
 	// its failing reads, counting them.
@@ -344,8 +346,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
 		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
-		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"),
-		src:    drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
+		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log),
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a

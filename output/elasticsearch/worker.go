@@ -411,8 +411,6 @@ func (w *worker) deadLetterResults(ctx context.Context, b *batch, items []item, 
 			Stream: o.ledger.StreamID(), LSN: it.lsn, Position: it.pos, Index: index, Action: "create", DocID: id,
 			Status: r.status, ErrType: r.errType, Reason: r.reason, Received: received, Failed: time.Now(), Event: event,
 		}
-		o.log.Warn("event dead-lettered: Elasticsearch rejected it for good", "lsn", it.lsn, "position", it.pos,
-			"index", index, "status", r.status, "type", r.errType, "reason", r.reason)
 	}
 	if err := o.appendDeadLetters(ctx, entries); err != nil {
 		return err
@@ -426,7 +424,9 @@ func (w *worker) deadLetterResults(ctx context.Context, b *batch, items []item, 
 	return run.flush()
 }
 
-// appendDeadLetters appends entries to the dead-letter store (durable when it returns).
+// appendDeadLetters appends entries to the dead-letter store (durable when
+// it returns) and logs them, those the cluster refused and those the
+// output could not send alike (rate-limited).
 func (o *Output) appendDeadLetters(ctx context.Context, entries []dlq.Entry) error {
 	if err := o.opts.DeadLetters.Append(ctx, entries); err != nil {
 		if ctx.Err() != nil {
@@ -435,6 +435,7 @@ func (o *Output) appendDeadLetters(ctx context.Context, entries []dlq.Entry) err
 		return fmt.Errorf("elasticsearch: dead-letter store: %w", err)
 	}
 	o.observeDead(entries)
+	o.deadLog.Written(entries)
 	return nil
 }
 

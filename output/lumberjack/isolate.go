@@ -178,7 +178,6 @@ func (s *sender) deadLetter(ctx context.Context, p *batch) error {
 		return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 	}
 	o.stats.dead.Add(1)
-	o.log.Warn("event dead-lettered: the receiver refuses it", "host", s.h.addr, "lsn", sp.lsn, "position", sp.pos,
-		"id", id, "event_bytes", len(ev), "refusals", p.refused)
+	o.deadLog.Written([]dlq.Entry{entry})
 	return nil
 }

@@ -44,6 +44,8 @@ type Output struct {
 	// isolating says which refused window a sender is isolating, for
 	// Waiting; nil when none.
 	isolating atomic.Pointer[string]
+	// deadLog logs the dead letters as they are written.
+	deadLog *drain.DeadLetterLog
 
 	// src passes damaged and skipped ranges of the ledger and retries
 	// its failing reads, counting them.
@@ -76,8 +78,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	}
 	log := opts.Logger.With("output", opts.Name)
 	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log),
-		cursor: drain.NewCursor(l, opts.Cursor, log, "forwarded"),
-		src:    drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding"})}, nil
+		cursor: drain.NewCursor(l, opts.Cursor, log, "forwarded"), deadLog: drain.NewDeadLetterLog(log),
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding"})}, nil
 }
 
 // Run forwards the ledger's events until ctx ends, then returns nil; or
