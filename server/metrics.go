@@ -222,6 +222,7 @@ var (
 	descOutputResent     = prometheus.NewDesc("logpond_output_events_resent_total", "Events sent again from the retry queue (their items were rejected, or their request failed as a whole).", outputLabel, nil)
 	descOutputLimit      = prometheus.NewDesc("logpond_output_concurrency_limit", "Bulk requests the output may have in flight now (adapts between 1 and workers unless concurrency = \"fixed\").", outputLabel, nil)
 	descOutputInflight   = prometheus.NewDesc("logpond_output_requests_in_flight", "Bulk requests in flight now.", outputLabel, nil)
+	descOutputOldestReq  = prometheus.NewDesc("logpond_output_oldest_request_seconds", "Age of the oldest bulk request in flight (0 when none): how long the cluster has left it unanswered.", outputLabel, nil)
 	descOutputPace       = prometheus.NewDesc("logpond_output_pace_events_per_second", "Events/s the output paces its requests to while Elasticsearch refuses part of the work or acknowledgements are slowed; 0 while not pacing.", outputLabel, nil)
 	descOutputYielding   = prometheus.NewDesc("logpond_output_yielding", "1 while the output paces its drain down because logpond's acknowledgements to Beats clients are slower than the journal's fsyncs explain (a catch-up taking their CPU).", outputLabel, nil)
 	descOutputRetryQueue = prometheus.NewDesc("logpond_output_retry_queue_events", "Events waiting in the output's retry queue.", outputLabel, nil)
@@ -264,7 +265,7 @@ var outputLabel = []string{"output"}
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInputEvents, descInputBytes, descInputBatches, descInputConns, descInputViolations, descInputClosed,
 		descInputInflight, descInputInflightMax, descJournalBytes, descJournalLast, descLedgerBytes, descLedgerLast, descCursor, descLag,
-		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputPace, descOutputYielding,
+		descOutputRequests, descOutputBytes, descOutputDelivered, descOutputResent, descOutputLimit, descOutputInflight, descOutputOldestReq, descOutputPace, descOutputYielding,
 		descOutputRetryQueue, descOutputRetryBytes, descOutputRetryMax, descOutputOldest, descOutputPendEvents, descOutputPendBytes,
 		descOutputPendRecs, descOutputFailed, descOutputDead, descOutputDamRanges, descOutputDamRecords, descLedgerReadErrors, descDeadLetterBytes, descDeadLetterMax, descDeadLetterRatio,
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
@@ -333,6 +334,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		counter(descOutputResent, float64(os.Resent), name)
 		gauge(descOutputLimit, float64(g.ConcurrencyLimit), name)
 		gauge(descOutputInflight, float64(g.InFlight), name)
+		gauge(descOutputOldestReq, ageSeconds(g.OldestRequest), name)
 		gauge(descOutputPace, g.PaceRate, name)
 		gauge(descOutputYielding, boolGauge(g.Yielding), name)
 		gauge(descOutputRetryQueue, float64(g.RetryEvents), name)

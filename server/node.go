@@ -136,6 +136,10 @@ type OutputInfo struct {
 	CursorLSN            uint64  `json:"cursor_lsn"`
 	ConcurrencyLimit     int     `json:"concurrency_limit"`
 	InFlight             int     `json:"requests_in_flight"`
+	// OldestRequestSeconds is the age of the oldest bulk request in
+	// flight (0 when none is): how long the cluster has left it
+	// unanswered.
+	OldestRequestSeconds float64 `json:"oldest_request_seconds"`
 	PaceEventsPerSecond  float64 `json:"pace_events_per_second"`
 	RetryQueueEvents     int     `json:"retry_queue_events"`
 	DeadLetterBytes      int64   `json:"dead_letter_bytes"`
@@ -223,7 +227,8 @@ func (s *Server) outputInfo(st state, o outputState) OutputInfo {
 		RequestsTotal: os.Requests, RequestsFailedTotal: os.FailedRequests, BytesSentTotal: os.BytesSent,
 		PendingEvents: lg.events, PendingRecords: lg.records, PendingBytes: lg.bytes, OldestPendingSeconds: lg.oldestSeconds(),
 		CursorLSN: os.CursorLSN, ConcurrencyLimit: g.ConcurrencyLimit, InFlight: g.InFlight, PaceEventsPerSecond: g.PaceRate,
-		RetryQueueEvents: g.RetryEvents, DeadLetterBytes: o.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
+		OldestRequestSeconds: ageSeconds(g.OldestRequest),
+		RetryQueueEvents:     g.RetryEvents, DeadLetterBytes: o.deadLetterBytes, DeadLetterMaxBytes: maxDLQ,
 		DeadLetterFillRatio: ratio(o.deadLetterBytes, maxDLQ),
 		MaxLagBytes:         o.out.maxLag, SkippedEventsTotal: os.SkippedEvents}
 	if o.out.typ == conf.TypeElasticsearch {
@@ -273,4 +278,12 @@ func (s *Server) serveNodeInfo(w http.ResponseWriter, _ *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(s.nodeInfo())
+}
+
+// ageSeconds is how long ago t was, in seconds; 0 for the zero time.
+func ageSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t).Seconds()
 }

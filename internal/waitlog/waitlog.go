@@ -25,10 +25,17 @@ type Episode struct {
 // going on already (then it logs nothing). It reports whether it began
 // one.
 func (e *Episode) Enter(log *slog.Logger, level slog.Level, msg string, args ...any) bool {
+	return e.EnterAt(time.Now(), log, level, msg, args...)
+}
+
+// EnterAt is Enter for a wait that began at began, before it was known
+// (a request that failed after waiting for an answer began it when it was
+// sent).
+func (e *Episode) EnterAt(began time.Time, log *slog.Logger, level slog.Level, msg string, args ...any) bool {
 	if e.Active() {
 		return false
 	}
-	e.began = time.Now()
+	e.began = began
 	log.Log(context.Background(), level, msg, args...)
 	return true
 }

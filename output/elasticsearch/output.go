@@ -60,6 +60,10 @@ type Options struct {
 	// InsecureSkipVerify. It must not change the configurations it
 	// returns.
 	CurrentTLS func() *tls.Config
+	// HungAfter is the least time a request may go unanswered before
+	// Waiting says the cluster does not answer (hung.go); 0 means
+	// DefaultHungAfter.
+	HungAfter time.Duration
 	// Credentials, when set, are the credentials every request carries,
 	// which the caller may replace while the output runs, in place of
 	// Username, Password and APIKey.
@@ -229,6 +233,8 @@ type Output struct {
 	// date), so events with equal @metadata bytes share an index name.
 	metaOnlyIndex bool
 
+	// inflight tracks the requests in flight and the usual response time.
+	inflight *inflight
 	// deadLog logs the dead letters as they are written.
 	deadLog *drain.DeadLetterLog
 	live    atomic.Pointer[live] // the running drain's state, for Stats
@@ -289,6 +295,9 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HungAfter <= 0 {
+		opts.HungAfter = DefaultHungAfter
+	}
 	prefix, err := idPrefix(l.StreamID())
 	if err != nil {
 		return nil, err
@@ -346,7 +355,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	// bodies the transport has not closed yet.
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
 		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
-		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log),
+		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log), inflight: newInflight(),
 		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
 }
 

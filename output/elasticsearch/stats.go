@@ -109,6 +109,10 @@ type Gauges struct {
 	RetryEvents   int // items waiting in the retry queue
 	RetryBytes    int // their bytes
 	RetryMaxBytes int // the retry queue's bound (no new records are taken above it)
+	// OldestRequest is when the oldest bulk request in flight was sent
+	// (zero when none is): its age is how long the cluster has left the
+	// output without an answer.
+	OldestRequest time.Time
 	// OldestPending is the receive time of the oldest event read from
 	// the ledger and not yet done (zero when none): the output's lag in
 	// time is its age. Records not yet read from the ledger are younger
@@ -161,6 +165,7 @@ func (o *Output) Gauges() Gauges {
 		lag := l.tr.Lag()
 		st.OldestPending, st.DoneLSN, st.ReadLSN = lag.OldestPending, lag.DoneLSN, lag.ReadLSN
 		st.PendingEvents, st.EventsPerRecord = lag.PendingEvents, lag.EventsPerRecord
+		st.OldestRequest, _ = o.inflight.oldest()
 	}
 	return st
 }
@@ -194,13 +199,20 @@ type live struct {
 
 // Waiting says why the output is not making progress because of
 // Elasticsearch, or "": it is failing whole requests (unreachable, 5xx,
-// 429, auth). (A full dead-letter store says so itself.) Safe for
+// 429, auth), or it has left a request unanswered well past its usual
+// response time (hung.go). (A full dead-letter store says so itself.) Safe for
 // concurrent use.
 func (o *Output) Waiting() string {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.down.Active() {
-		return fmt.Sprintf("elasticsearch failing requests since %s: %s", o.down.Began().Format(time.RFC3339), o.downReason)
+	down, began, reason := o.down.Active(), o.down.Began(), o.downReason
+	o.mu.Unlock()
+	if down {
+		return fmt.Sprintf("elasticsearch failing requests since %s: %s", began.Format(time.RFC3339), reason)
+	}
+	sent, usual := o.inflight.oldest()
+	if age := time.Since(sent); !sent.IsZero() && age > hungAfter(usual, o.opts.HungAfter) {
+		return fmt.Sprintf("elasticsearch has not answered a bulk request sent %s ago (usual response time %s; requests time out after %s): the cluster takes requests and does not answer them",
+			age.Round(time.Second), usual.Round(time.Millisecond), o.opts.Timeout)
 	}
 	return ""
 }

@@ -173,7 +173,9 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	body := b.body(items)
 	size := body.Len()
 	start := time.Now()
+	sent := o.inflight.start(start)
 	status, resp, err := o.bulk(ctx, body, w.resp)
+	o.inflight.done(sent, err == nil, time.Since(start))
 	w.resp = nil
 	if cap(resp) <= maxKeptResponse {
 		w.resp = resp // not a rare huge one: kept for the next response
@@ -224,7 +226,7 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	}
 	if reason != "" {
 		o.stats.failedRequests.Add(1)
-		o.outage(reason)
+		o.outage(reason, start)
 		res.failed = true
 		wait := w.ctl.release(res)
 		w.rq.push(b, items, time.Now().Add(wait), false)
@@ -475,13 +477,15 @@ func (o *Output) bulk(ctx context.Context, body *requestBody, dst []byte) (int, 
 	return res.StatusCode, buf.Bytes(), nil
 }
 
-// outage records a request that failed as a whole; the first of a series
-// is logged (the wait state's entry).
-func (o *Output) outage(reason string) {
+// outage records a request sent at sent that failed as a whole; the first
+// of a series is logged (the wait state's entry), and the outage counts
+// from when that request was sent: a request that waited Timeout for an
+// answer that never came was the outage's beginning, not its end.
+func (o *Output) outage(reason string, sent time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.downReason = reason
-	if o.down.Enter(o.log, slog.LevelWarn, "elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason) {
+	if o.down.EnterAt(sent, o.log, slog.LevelWarn, "elasticsearch is failing requests: retrying with backoff; events wait in the ledger", "reason", reason) {
 		o.stats.outages.Add(1)
 	}
 }
