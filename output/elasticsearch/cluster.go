@@ -424,6 +424,17 @@ func (c *clusterCheck) ask(ctx context.Context, h *hostState) (cl clusterInfo, a
 	return cl, true, err
 }
 
+// answers reports whether any host answers GET / as Elasticsearch does
+// (200 with its identity), for the probe of a cluster in an outage.
+func (c *clusterCheck) answers(ctx context.Context) bool {
+	for _, h := range c.hosts {
+		if _, _, err := c.ask(ctx, h); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // judgeLocked sets the reason, and logs it once, when the identified hosts
 // report more than one cluster. c.mu is held.
 func (c *clusterCheck) judgeLocked() {

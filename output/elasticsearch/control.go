@@ -376,6 +376,16 @@ func (c *controller) healthDelay() time.Duration {
 	return c.healthBaseLocked()
 }
 
+// openGate lets the next request go now, whatever the outage's backoff
+// said: a probe found the cluster answering (probe.go). The outage's one
+// request at a time stays until a request succeeds.
+func (c *controller) openGate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gateUntil = time.Time{}
+	c.broadcastLocked()
+}
+
 // probeAt says when a retry may go early to probe the cluster: when
 // nothing is in flight, retry_initial_interval after the last answer (the
 // outage gate still holds it back during an outage). ok is false while

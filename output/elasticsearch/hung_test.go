@@ -67,3 +67,25 @@ func startAgainstHungCluster(t *testing.T, mod func(*Options)) (*Output, time.Ti
 	waitFor(t, "a request in flight", func() bool { return !out.Gauges().OldestRequest.IsZero() })
 	return out, out.Gauges().OldestRequest
 }
+
+// TestRecoveryIsProbed: a cluster that was down comes back while the
+// events' retry backoff still has minutes to run (retry_initial_interval
+// two minutes here): a probe notices it within about a second, and the
+// events go at once rather than when the backoff ends.
+func TestRecoveryIsProbed(t *testing.T) {
+	r := newRig(t, estest.Options{})
+	for i := range 10 {
+		r.store(time.Now(), filebeatEvent(i, ""))
+	}
+	if err := r.es.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	run := r.start(r.options(func(o *Options) { o.RetryInitial, o.RetryMax = 2*time.Minute, time.Hour }))
+	waitFor(t, "the outage", func() bool { return strings.Contains(run.Out.Waiting(), "failing requests since") })
+	if err := r.es.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every event after the cluster came back", func() bool { return r.es.Count() == 10 })
+	run.Stop(t)
+	r.checkAllStoredOnce(t)
+}

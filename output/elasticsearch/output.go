@@ -440,6 +440,7 @@ func (o *Output) Run(ctx context.Context) error {
 			}
 		})
 	}
+	wg.Go(func() { o.probeWhileDown(ctx, probeInterval, ctl, rq) })
 	wg.Go(func() {
 		if err := o.read(ctx, cursor+1, tr, chunks, free); err != nil && ctx.Err() == nil {
 			errs <- err
