@@ -82,7 +82,7 @@ func FuzzRouteEdits(f *testing.F) {
 		opts := routeOptions(DataStreamMode(mode%3), sync)
 		o := &Output{opts: opts, log: slog.New(slog.DiscardHandler)}
 		var rt routing
-		if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
+		if _, reason := o.route(&rt, ev, routeReceived); reason != "" {
 			if rt.dataStream {
 				t.Fatal("a dead letter routed to a data stream")
 			}

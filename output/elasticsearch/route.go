@@ -61,13 +61,15 @@ type routing struct {
 	tsText    []byte
 }
 
-// topScan is what routing reads from an event's top-level members:
-// offsets into the event, -1 when absent.
+// topScan is what the output reads from an event's top-level members:
+// offsets into the event, -1 when absent, and its @metadata (whose slices
+// alias the event).
 type topScan struct {
 	open    int // the '{' of the event, -1 when it is not an object
 	members int // its members
 	tsVal   [2]int
 	dsVal   [2]int
+	meta    eventMeta
 }
 
 // dsMember is one of the data_stream object's name members: its
@@ -110,8 +112,49 @@ func keyIs(raw []byte, name string) bool {
 // offsetIn returns where sub, a subslice of b, starts in b.
 func offsetIn(b, sub []byte) int { return cap(b) - cap(sub) }
 
-// scanTop reads the top-level members of ev that routing needs. The first
-// of duplicate keys wins, as for every other reader of events.
+// topMember names the top-level members the output reads.
+type topMember int
+
+const (
+	otherMember topMember = iota
+	metadataMember
+	timestampMember
+	dataStreamMember
+)
+
+// topKey says which of the members the output reads the raw JSON key
+// (quotes included) names, as decoded: Beats never escapes its keys, so
+// the plain spellings are compared first, and only a key holding an
+// escape is decoded.
+func topKey(raw []byte) topMember {
+	switch string(raw) {
+	case `"@metadata"`:
+		return metadataMember
+	case `"@timestamp"`:
+		return timestampMember
+	case `"data_stream"`:
+		return dataStreamMember
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return otherMember
+	}
+	switch {
+	case keyIs(raw, "@metadata"):
+		return metadataMember
+	case keyIs(raw, "@timestamp"):
+		return timestampMember
+	case keyIs(raw, "data_stream"):
+		return dataStreamMember
+	}
+	return otherMember
+}
+
+// scanTop walks the top-level members of ev once and returns all that
+// the output reads from them: @metadata (readMeta), and @timestamp and
+// data_stream for routing. The first of duplicate keys wins, as for
+// every other reader of events; a second @metadata is counted, as it
+// leaves the first in the source (readMetaMember). The walk stops
+// silently at malformed input, with what it found before.
 func scanTop(ev []byte) topScan {
 	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
@@ -122,29 +165,49 @@ func scanTop(ev []byte) topScan {
 		return s
 	}
 	s.open = i
+	metas, metaKey, metaVal := 0, -1, [2]int{-1, -1}
 	sprintf.Members(ev, func(key, value []byte) bool {
 		s.members++
-		at := offsetIn(ev, value)
-		switch {
-		case s.tsVal[0] < 0 && keyIs(key, "@timestamp"):
-			s.tsVal = [2]int{at, at + len(value)}
-		case s.dsVal[0] < 0 && keyIs(key, "data_stream"):
-			s.dsVal = [2]int{at, at + len(value)}
+		switch topKey(key) {
+		case metadataMember:
+			if metas++; metas == 1 {
+				at := offsetIn(ev, value)
+				metaKey, metaVal = offsetIn(ev, key), [2]int{at, at + len(value)}
+			}
+		case timestampMember:
+			if s.tsVal[0] < 0 {
+				at := offsetIn(ev, value)
+				s.tsVal = [2]int{at, at + len(value)}
+			}
+		case dataStreamMember:
+			if s.dsVal[0] < 0 {
+				at := offsetIn(ev, value)
+				s.dsVal = [2]int{at, at + len(value)}
+			}
 		}
 		return true
 	})
+	if metas > 0 {
+		s.meta = readMetaMember(ev, metaKey, metaVal[0], metaVal[1], metas > 1)
+	}
 	return s
 }
 
 var dsFields = [3]string{"type", "dataset", "namespace"}
 
-// route decides where the event ev goes (o.opts.DataStream), and, for a
-// data stream, its name and the edits of its source line, into rt. The
-// @metadata cut is always among the edits. reason is set when the event
-// cannot go anywhere: it is dead-lettered with it, and rt.name then holds
-// the data stream name it would have had.
-func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (reason string) {
+// route reads the event ev's top-level members, in one walk, into top
+// (its @metadata among them), and decides where the event goes
+// (o.opts.DataStream), and, for a data stream, its name and the edits of
+// its source line, into rt. The @metadata cut is always among the edits.
+// reason is set when the event cannot go anywhere: it is dead-lettered
+// with it, and rt.name then holds the data stream name it would have had.
+// top's slices alias ev: it is returned, not kept in rt, which a worker
+// keeps from event to event and through which it would keep the event's
+// chunk buffer alive.
+func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan, reason string) {
 	rt.dataStream, rt.name, rt.edits, rt.ins, rt.spans = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.spans[:0]
+	top = scanTop(ev)
+	cut := top.meta.cut
 	mode := o.opts.DataStream
 	if mode == DataStreamAuto && o.cluster != nil && o.cluster.noDataStreams.Load() {
 		// The cluster predates data streams (7.9): every event goes
@@ -153,9 +216,8 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	}
 	if mode == DataStreamOff {
 		rt.edits = cutEdits(rt.edits, cut)
-		return ""
+		return top, ""
 	}
-	top := scanTop(ev)
 	var dsVal []byte
 	if top.dsVal[0] >= 0 {
 		dsVal = ev[top.dsVal[0]:top.dsVal[1]]
@@ -166,14 +228,14 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	case isObj:
 	case mode == DataStreamAuto:
 		rt.edits = cutEdits(rt.edits, cut)
-		return ""
+		return top, ""
 	case dsVal != nil && !isNull:
 		rt.name = o.defaultDSName(rt.name)
-		return "data_stream is " + jsonType(dsVal[0]) + ", not an object"
+		return top, "data_stream is " + jsonType(dsVal[0]) + ", not an object"
 	}
 	if top.open < 0 {
 		rt.name = o.defaultDSName(rt.name)
-		return "the event is not a JSON object, which a data stream event must be"
+		return top, "the event is not a JSON object, which a data stream event must be"
 	}
 
 	// The name's parts: the object's string members, else the options.
@@ -221,11 +283,11 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	rt.name = append(rt.name, '-')
 	rt.name = append(rt.name, rt.parts[2]...)
 	if reason != "" {
-		return reason
+		return top, reason
 	}
 	if !rt.knownValid() {
 		if reason = validateDSName(rt.parts, rt.name); reason != "" {
-			return reason
+			return top, reason
 		}
 		rt.validName = append(rt.validName[:0], rt.name...)
 		rt.validLens = [2]int{len(rt.parts[0]), len(rt.parts[1])}
@@ -345,12 +407,12 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	}
 	sortEdits(rt.edits)
 	if !editsApply(ev, rt.edits) {
-		// Only a malformed event can make the spans overlap (readMeta
-		// and scanTop stop at different places in it).
+		// The spans come from one walk over the event and never
+		// overlap: this guards against a bug in building them.
 		rt.dataStream = false
-		return "the event is not valid JSON; its data stream fields cannot be added"
+		return top, "the event is not valid JSON; its data stream fields cannot be added"
 	}
-	return ""
+	return top, ""
 }
 
 // knownValid says whether rt.name, made of rt.parts, is the last name

@@ -169,7 +169,7 @@ func routeOne(t *testing.T, opts Options, ev []byte) (index, source, reason stri
 	t.Helper()
 	o := &Output{opts: opts, log: slog.New(slog.DiscardHandler)}
 	var rt routing
-	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
+	if _, reason := o.route(&rt, ev, routeReceived); reason != "" {
 		return string(rt.name), "", reason, nil
 	}
 	b, it, lines, src := addOne(t, o, ev)
@@ -227,7 +227,7 @@ func TestRoutingAutoWithoutDataStreams(t *testing.T) {
 	o.cluster.noDataStreams.Store(true)
 	var rt routing
 	ev := []byte(`{` + meta + `,"data_stream":{"dataset":"x"}}`)
-	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" || rt.dataStream {
+	if _, reason := o.route(&rt, ev, routeReceived); reason != "" || rt.dataStream {
 		t.Fatalf("auto on a cluster without data streams: data stream %v, reason %q; want the index", rt.dataStream, reason)
 	}
 }
@@ -491,8 +491,7 @@ func TestRouteAllocatesNothing(t *testing.T) {
 	o := &Output{opts: routeOptions(DataStreamAuto, true)}
 	var rt routing
 	ev := []byte(`{` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access"},"message":"x"}`)
-	cut := readMeta(ev).cut
-	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, cut, routeReceived) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, routeReceived) }); n != 0 {
 		t.Errorf("%v allocations per event", n)
 	}
 	if !rt.dataStream || string(rt.name) != "logs-nginx.access-default" {
@@ -622,7 +621,7 @@ func TestRouteRemembersOnlyWhatHolds(t *testing.T) {
 		{`{"data_stream":{"type":"logs","dataset":"a","namespace":"b-c"}}`, t1, "", "2026-12-05T01:00:00.000Z"},
 	}
 	for i, st := range steps {
-		reason := o.route(&rt, []byte(st.ev), [2]int{}, st.received)
+		_, reason := o.route(&rt, []byte(st.ev), st.received)
 		if st.reason == "" && reason != "" || st.reason != "" && !strings.Contains(reason, st.reason) {
 			t.Fatalf("step %d: reason %q, want %q", i, reason, st.reason)
 		}
