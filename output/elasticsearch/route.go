@@ -195,6 +195,28 @@ func scanTop(ev []byte) topScan {
 
 var dsFields = [3]string{"type", "dataset", "namespace"}
 
+// dsField returns the index in dsFields of the name the raw JSON key
+// (quotes included) decodes to, or -1. As in topKey, only a key holding
+// an escape is decoded.
+func dsField(raw []byte) int {
+	switch string(raw) {
+	case `"type"`:
+		return 0
+	case `"dataset"`:
+		return 1
+	case `"namespace"`:
+		return 2
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		for k, f := range dsFields {
+			if keyIs(raw, f) {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
 // route reads the event ev's top-level members, in one walk, into top
 // (its @metadata among them), and decides where the event goes
 // (o.opts.DataStream), and, for a data stream, its name and the edits of
@@ -247,11 +269,9 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 	if isObj {
 		sprintf.Members(dsVal, func(key, value []byte) bool {
 			dsMembers++
-			for k, f := range dsFields {
-				if mem[k].val[0] < 0 && keyIs(key, f) {
-					at := top.dsVal[0] + offsetIn(dsVal, value)
-					mem[k].val = [2]int{at, at + len(value)}
-				}
+			if k := dsField(key); k >= 0 && mem[k].val[0] < 0 {
+				at := top.dsVal[0] + offsetIn(dsVal, value)
+				mem[k].val = [2]int{at, at + len(value)}
 			}
 			return true
 		})
