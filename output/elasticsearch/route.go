@@ -48,17 +48,37 @@ type routing struct {
 	edits      []edit // the edits of the source line, sorted
 	ins        []byte // the bytes the edits insert
 	spans      [][2]int
-	parts      [3][]byte // type, dataset, namespace, decoded
 
-	// The events of a batch mostly name one data stream and share their
-	// record's receive time: the last valid name (with the lengths of its
-	// type and dataset, which say how it splits) and the last receive time
-	// as text are kept, so that such events are neither validated nor
-	// formatted again.
-	validName []byte
-	validLens [2]int
+	// The events of a batch name a few data streams over and over (one
+	// Agent's integrations side by side) and share their record's receive
+	// time: the last dsKnown data_stream values that gave a valid name,
+	// with what routing read from them, and the last receive time as text
+	// are kept, so that such events' data_stream is neither read nor
+	// validated again, nor their time formatted.
+	known     [dsKnown]dsRead
+	nextKnown int // the entry of known to replace next
 	tsAt      time.Time
 	tsText    []byte
+}
+
+const (
+	// dsKnown is how many data_stream values a worker keeps
+	// (routing.known).
+	dsKnown = 16
+	// dsKnownBytes is the largest data_stream value kept: a larger one
+	// (never Agent's) is read again each time rather than held.
+	dsKnownBytes = 256
+)
+
+// dsRead is what routing reads from a data_stream value: an object, or
+// null or absent (then it names nothing and the options name the stream).
+type dsRead struct {
+	raw     []byte    // the value as in the event (a copy), when known
+	known   bool      // it gave a valid name: the entry serves events with the same raw
+	mem     [3][2]int // the name members' value spans in raw, -1 when absent
+	members int       // its members
+	parts   [3][]byte // type, dataset, namespace, decoded
+	name    []byte    // the data stream name: the parts joined by '-'
 }
 
 // topScan is what the output reads from an event's top-level members:
@@ -70,12 +90,6 @@ type topScan struct {
 	tsVal   [2]int
 	dsVal   [2]int
 	meta    eventMeta
-}
-
-// dsMember is one of the data_stream object's name members: its
-// value's span, or -1 when absent.
-type dsMember struct {
-	val [2]int
 }
 
 // jsonType names the JSON type of the value starting with c, for
@@ -260,57 +274,10 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 		return top, "the event is not a JSON object, which a data stream event must be"
 	}
 
-	// The name's parts: the object's string members, else the options.
-	var mem [3]dsMember
-	dsMembers := 0
-	for k := range mem {
-		mem[k].val = [2]int{-1, -1}
-	}
-	if isObj {
-		sprintf.Members(dsVal, func(key, value []byte) bool {
-			dsMembers++
-			if k := dsField(key); k >= 0 && mem[k].val[0] < 0 {
-				at := top.dsVal[0] + offsetIn(dsVal, value)
-				mem[k].val = [2]int{at, at + len(value)}
-			}
-			return true
-		})
-	}
-	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
-	for k := range mem {
-		rt.parts[k] = append(rt.parts[k][:0], defaults[k]...)
-		if mem[k].val[0] < 0 {
-			continue
-		}
-		v := ev[mem[k].val[0]:mem[k].val[1]]
-		switch v[0] {
-		case 'n':
-		case '"':
-			s, ok := sprintf.AppendString(rt.parts[k][:0], v)
-			if !ok && reason == "" {
-				reason = fmt.Sprintf("data_stream.%s is not a readable JSON string", dsFields[k])
-			}
-			rt.parts[k] = s
-		default:
-			if reason == "" {
-				reason = fmt.Sprintf("data_stream.%s is %s, not a string", dsFields[k], jsonType(v[0]))
-			}
-		}
-	}
-	rt.name = append(rt.name, rt.parts[0]...)
-	rt.name = append(rt.name, '-')
-	rt.name = append(rt.name, rt.parts[1]...)
-	rt.name = append(rt.name, '-')
-	rt.name = append(rt.name, rt.parts[2]...)
+	d, reason := o.readDataStream(rt, dsVal)
+	rt.name = append(rt.name, d.name...)
 	if reason != "" {
 		return top, reason
-	}
-	if !rt.knownValid() {
-		if reason = validateDSName(rt.parts, rt.name); reason != "" {
-			return top, reason
-		}
-		rt.validName = append(rt.validName[:0], rt.name...)
-		rt.validLens = [2]int{len(rt.parts[0]), len(rt.parts[1])}
 	}
 	rt.dataStream = true
 
@@ -362,7 +329,7 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 				rt.ins = append(rt.ins, '"')
 				rt.ins = append(rt.ins, f...)
 				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, rt.parts[k])
+				rt.ins = appendJSONString(rt.ins, d.parts[k])
 			}
 			rt.ins = append(rt.ins, '}')
 			if dsVal == nil {
@@ -373,7 +340,7 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 		} else {
 			s, added := len(rt.ins), 0
 			for k, f := range dsFields {
-				if mem[k].val[0] >= 0 {
+				if d.mem[k][0] >= 0 {
 					continue
 				}
 				if added > 0 {
@@ -383,10 +350,10 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 				rt.ins = append(rt.ins, '"')
 				rt.ins = append(rt.ins, f...)
 				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, rt.parts[k])
+				rt.ins = appendJSONString(rt.ins, d.parts[k])
 			}
 			if added > 0 {
-				if dsMembers > 0 {
+				if d.members > 0 {
 					rt.ins = append(rt.ins, ',')
 				}
 				// Inserted members go first in the object: right after
@@ -394,10 +361,10 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 				rt.addEdit(top.dsVal[0]+1, 0, s)
 			}
 			for k := range dsFields {
-				if v := mem[k].val; v[0] >= 0 && ev[v[0]] == 'n' {
+				if v := d.mem[k]; v[0] >= 0 && dsVal[v[0]] == 'n' {
 					vs := len(rt.ins)
-					rt.ins = appendJSONString(rt.ins, rt.parts[k])
-					rt.addEdit(v[0], v[1]-v[0], vs)
+					rt.ins = appendJSONString(rt.ins, d.parts[k])
+					rt.addEdit(top.dsVal[0]+v[0], v[1]-v[0], vs)
 				}
 			}
 		}
@@ -435,12 +402,67 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 	return top, ""
 }
 
-// knownValid says whether rt.name, made of rt.parts, is the last name
-// validateDSName accepted: the same bytes with the same split into parts
-// (a name alone could split otherwise, "logs-a-b-c").
-func (rt *routing) knownValid() bool {
-	return len(rt.validName) > 0 && bytes.Equal(rt.name, rt.validName) &&
-		rt.validLens == [2]int{len(rt.parts[0]), len(rt.parts[1])}
+// readDataStream returns what the data_stream value ds (an object, null,
+// or nil when absent) gives: its name members and, with the options'
+// defaults for those it lacks, the data stream name, and reason when that
+// is not a valid one. The result is an entry of rt.known, good until the
+// next call: one that gave a valid name serves again for the same bytes,
+// which give the same name (the options are the output's, and fixed).
+func (o *Output) readDataStream(rt *routing, ds []byte) (d *dsRead, reason string) {
+	for i := range rt.known {
+		if e := &rt.known[i]; e.known && bytes.Equal(e.raw, ds) {
+			return e, ""
+		}
+	}
+	// Read into the oldest entry.
+	d = &rt.known[rt.nextKnown]
+	d.raw, d.known, d.members = d.raw[:0], false, 0
+	d.mem = [3][2]int{{-1, -1}, {-1, -1}, {-1, -1}}
+	if len(ds) > 0 && ds[0] == '{' {
+		sprintf.Members(ds, func(key, value []byte) bool {
+			d.members++
+			if k := dsField(key); k >= 0 && d.mem[k][0] < 0 {
+				at := offsetIn(ds, value)
+				d.mem[k] = [2]int{at, at + len(value)}
+			}
+			return true
+		})
+	}
+	// The name's parts: the object's string members, else the options.
+	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
+	for k, v := range d.mem {
+		d.parts[k] = append(d.parts[k][:0], defaults[k]...)
+		if v[0] < 0 {
+			continue
+		}
+		switch c := ds[v[0]]; c {
+		case 'n':
+		case '"':
+			s, ok := sprintf.AppendString(d.parts[k][:0], ds[v[0]:v[1]])
+			if !ok && reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is not a readable JSON string", dsFields[k])
+			}
+			d.parts[k] = s
+		default:
+			if reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is %s, not a string", dsFields[k], jsonType(c))
+			}
+		}
+	}
+	d.name = append(d.name[:0], d.parts[0]...)
+	d.name = append(d.name, '-')
+	d.name = append(d.name, d.parts[1]...)
+	d.name = append(d.name, '-')
+	d.name = append(d.name, d.parts[2]...)
+	if reason == "" {
+		reason = validateDSName(d.parts, d.name)
+	}
+	if reason != "" || len(ds) > dsKnownBytes {
+		return d, reason
+	}
+	d.raw, d.known = append(d.raw, ds...), true
+	rt.nextKnown = (rt.nextKnown + 1) % len(rt.known)
+	return d, ""
 }
 
 // addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it
