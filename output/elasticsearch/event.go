@@ -195,20 +195,25 @@ func appendDocID(dst []byte, prefix string, lsn uint64, pos int) []byte {
 	return eventid.Append(dst, prefix, lsn, pos)
 }
 
-// appendJSONString appends s as a JSON string literal.
+// appendJSONString appends s as a JSON string literal. The runs between
+// the bytes it escapes, usually all of s, are copied whole.
 func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
 		}
+		dst = append(dst, s[start:i]...)
+		if c < 0x20 {
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		} else {
+			dst = append(dst, '\\', c)
+		}
+		start = i + 1
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
