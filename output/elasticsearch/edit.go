@@ -2,7 +2,6 @@ package elasticsearch
 
 import (
 	"encoding/binary"
-	"slices"
 )
 
 // An event reaches its source line through a few byte edits: the
@@ -18,14 +17,23 @@ type edit struct {
 }
 
 // sortEdits orders edits by position; at one position, an insertion
-// (n == 0) comes before a replacement, so that both apply in turn.
+// (n == 0) comes before a replacement, so that both apply in turn. An
+// event has a few edits (at most one per member routing touches), so an
+// insertion sort, stable, does it with the least work.
 func sortEdits(edits []edit) {
-	slices.SortStableFunc(edits, func(a, b edit) int {
-		if a.at != b.at {
-			return a.at - b.at
+	for i := 1; i < len(edits); i++ {
+		for j := i; j > 0 && editBefore(edits[j], edits[j-1]); j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
 		}
-		return min(a.n, 1) - min(b.n, 1)
-	})
+	}
+}
+
+// editBefore reports whether a goes strictly before b (sortEdits).
+func editBefore(a, b edit) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return min(a.n, 1) < min(b.n, 1)
 }
 
 // editsApply reports whether edits, sorted, fit ev and do not overlap. It

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,4 +111,29 @@ func FuzzRouteEdits(f *testing.F) {
 			t.Fatalf("original %q, %v; want %q", orig, err, ev)
 		}
 	})
+}
+
+// TestSortEdits: sortEdits orders edits as a stable sort by position does,
+// an insertion before a replacement at one position.
+func TestSortEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		edits := make([]edit, rng.IntN(9))
+		for i := range edits {
+			// ins tells equal edits apart, so that stability shows.
+			edits[i] = edit{at: rng.IntN(4), n: rng.IntN(3), ins: []byte{byte(i)}}
+		}
+		want := slices.Clone(edits)
+		slices.SortStableFunc(want, func(a, b edit) int {
+			if a.at != b.at {
+				return a.at - b.at
+			}
+			return min(a.n, 1) - min(b.n, 1)
+		})
+		got := slices.Clone(edits)
+		sortEdits(got)
+		if !slices.EqualFunc(got, want, func(a, b edit) bool { return a.at == b.at && a.n == b.n && bytes.Equal(a.ins, b.ins) }) {
+			t.Fatalf("sortEdits(%v) = %v, want %v", edits, got, want)
+		}
+	}
 }
