@@ -79,6 +79,11 @@ type dsRead struct {
 	members int       // its members
 	parts   [3][]byte // type, dataset, namespace, decoded
 	name    []byte    // the data stream name: the parts joined by '-'
+	// fill is what sync fields insert, when the name is valid and the
+	// output syncs them: for an object, the name members it lacks (and a
+	// comma when it has other members), which go right after its '{';
+	// for null or absent, a whole object of the three.
+	fill []byte
 }
 
 // topScan is what the output reads from an event's top-level members:
@@ -316,48 +321,20 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 	// ingest pipelines and index templates read ctx.data_stream.dataset,
 	// which a top-level "data_stream.dataset" key is not.
 	if o.opts.DataStreamSyncFields {
-		if !isObj {
-			s := len(rt.ins)
-			if dsVal == nil {
-				rt.ins = append(rt.ins, `"data_stream":`...)
-			}
-			rt.ins = append(rt.ins, '{')
-			for k, f := range dsFields {
-				if k > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
-				rt.ins = append(rt.ins, '"')
-				rt.ins = append(rt.ins, f...)
-				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, d.parts[k])
-			}
-			rt.ins = append(rt.ins, '}')
-			if dsVal == nil {
-				topIns = append(topIns, [2]int{s, len(rt.ins)})
-			} else {
-				rt.addEdit(top.dsVal[0], top.dsVal[1]-top.dsVal[0], s)
-			}
-		} else {
-			s, added := len(rt.ins), 0
-			for k, f := range dsFields {
-				if d.mem[k][0] >= 0 {
-					continue
-				}
-				if added > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
-				added++
-				rt.ins = append(rt.ins, '"')
-				rt.ins = append(rt.ins, f...)
-				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, d.parts[k])
-			}
-			if added > 0 {
-				if d.members > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
+		s := len(rt.ins)
+		switch {
+		case dsVal == nil:
+			rt.ins = append(rt.ins, `"data_stream":`...)
+			rt.ins = append(rt.ins, d.fill...)
+			topIns = append(topIns, [2]int{s, len(rt.ins)})
+		case !isObj:
+			rt.ins = append(rt.ins, d.fill...)
+			rt.addEdit(top.dsVal[0], top.dsVal[1]-top.dsVal[0], s)
+		default:
+			if len(d.fill) > 0 {
 				// Inserted members go first in the object: right after
 				// its '{', a place that exists in any object.
+				rt.ins = append(rt.ins, d.fill...)
 				rt.addEdit(top.dsVal[0]+1, 0, s)
 			}
 			for k := range dsFields {
@@ -404,8 +381,8 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 
 // readDataStream returns what the data_stream value ds (an object, null,
 // or nil when absent) gives: its name members and, with the options'
-// defaults for those it lacks, the data stream name, and reason when that
-// is not a valid one. The result is an entry of rt.known, good until the
+// defaults for those it lacks, the data stream name and what sync fields
+// insert, and reason when the name is not a valid one. The result is an entry of rt.known, good until the
 // next call: one that gave a valid name serves again for the same bytes,
 // which give the same name (the options are the output's, and fixed).
 func (o *Output) readDataStream(rt *routing, ds []byte) (d *dsRead, reason string) {
@@ -457,12 +434,46 @@ func (o *Output) readDataStream(rt *routing, ds []byte) (d *dsRead, reason strin
 	if reason == "" {
 		reason = validateDSName(d.parts, d.name)
 	}
-	if reason != "" || len(ds) > dsKnownBytes {
+	if reason != "" {
 		return d, reason
+	}
+	if o.opts.DataStreamSyncFields {
+		d.fill = d.appendFill(d.fill[:0], len(ds) > 0 && ds[0] == '{')
+	}
+	if len(ds) > dsKnownBytes {
+		return d, ""
 	}
 	d.raw, d.known = append(d.raw, ds...), true
 	rt.nextKnown = (rt.nextKnown + 1) % len(rt.known)
 	return d, ""
+}
+
+// appendFill appends dsRead.fill for the data_stream value d was read
+// from, an object when isObj.
+func (d *dsRead) appendFill(dst []byte, isObj bool) []byte {
+	if !isObj {
+		dst = append(dst, '{')
+	}
+	start := len(dst)
+	for k, f := range dsFields {
+		if isObj && d.mem[k][0] >= 0 {
+			continue
+		}
+		if len(dst) > start {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, f...)
+		dst = append(dst, `":`...)
+		dst = appendJSONString(dst, d.parts[k])
+	}
+	switch {
+	case !isObj:
+		dst = append(dst, '}')
+	case len(dst) > start && d.members > 0:
+		dst = append(dst, ',')
+	}
+	return dst
 }
 
 // addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it
