@@ -16,11 +16,18 @@ type edit struct {
 	ins   []byte
 }
 
+// editSpan is an edit while routing builds it: what it inserts is the
+// span [from, to) of the routing's buffer, which may still move as it
+// grows. It holds no pointer, so that sorting it is plain copying.
+type editSpan struct {
+	at, n, from, to int
+}
+
 // sortEdits orders edits by position; at one position, an insertion
 // (n == 0) comes before a replacement, so that both apply in turn. An
 // event has a few edits (at most one per member routing touches), so an
 // insertion sort, stable, does it with the least work.
-func sortEdits(edits []edit) {
+func sortEdits(edits []editSpan) {
 	for i := 1; i < len(edits); i++ {
 		for j := i; j > 0 && editBefore(edits[j], edits[j-1]); j-- {
 			edits[j], edits[j-1] = edits[j-1], edits[j]
@@ -29,7 +36,7 @@ func sortEdits(edits []edit) {
 }
 
 // editBefore reports whether a goes strictly before b (sortEdits).
-func editBefore(a, b edit) bool {
+func editBefore(a, b editSpan) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}

@@ -47,7 +47,7 @@ type routing struct {
 	name       []byte // the data stream's name, when dataStream
 	edits      []edit // the edits of the source line, sorted
 	ins        []byte // the bytes the edits insert
-	spans      [][2]int
+	building   []editSpan
 
 	// The events of a batch name a few data streams over and over (one
 	// Agent's integrations side by side) and share their record's receive
@@ -246,7 +246,7 @@ func dsField(raw []byte) int {
 // keeps from event to event and through which it would keep the event's
 // chunk buffer alive.
 func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan, reason string) {
-	rt.dataStream, rt.name, rt.edits, rt.ins, rt.spans = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.spans[:0]
+	rt.dataStream, rt.name, rt.edits, rt.ins, rt.building = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.building[:0]
 	top = scanTop(ev)
 	cut := top.meta.cut
 	mode := o.opts.DataStream
@@ -361,15 +361,14 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 		}
 		rt.addEdit(top.open+1, 0, s)
 	}
-	rt.edits = cutEdits(rt.edits, cut)
-	// The insertions are spans of rt.ins, now complete: resolve them.
-	for i := range rt.edits {
-		if i < len(rt.spans) {
-			sp := rt.spans[i]
-			rt.edits[i].ins = rt.ins[sp[0]:sp[1]]
-		}
+	if cut[1] > 0 {
+		rt.building = append(rt.building, editSpan{at: cut[0], n: cut[1] - cut[0]})
 	}
-	sortEdits(rt.edits)
+	sortEdits(rt.building)
+	// The insertions are spans of rt.ins, now complete: resolve them.
+	for _, e := range rt.building {
+		rt.edits = append(rt.edits, edit{at: e.at, n: e.n, ins: rt.ins[e.from:e.to]})
+	}
 	if !editsApply(ev, rt.edits) {
 		// The spans come from one walk over the event and never
 		// overlap: this guards against a bug in building them.
@@ -479,8 +478,7 @@ func (d *dsRead) appendFill(dst []byte, isObj bool) []byte {
 // addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it
 // is when addEdit is called).
 func (rt *routing) addEdit(at, n, from int) {
-	rt.edits = append(rt.edits, edit{at: at, n: n})
-	rt.spans = append(rt.spans, [2]int{from, len(rt.ins)})
+	rt.building = append(rt.building, editSpan{at: at, n: n, from: from, to: len(rt.ins)})
 }
 
 // defaultDSName appends the data stream name of the options.
