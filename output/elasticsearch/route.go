@@ -43,11 +43,11 @@ const (
 // and the per-worker buffers to build them in (so that routing allocates
 // nothing once they have grown).
 type routing struct {
-	dataStream bool   // to the data stream name, else to the index
-	name       []byte // the data stream's name, when dataStream
-	edits      []edit // the edits of the source line, sorted
-	ins        []byte // the bytes the edits insert
-	building   []editSpan
+	dataStream bool       // to the data stream name, else to the index
+	name       []byte     // the data stream's name, when dataStream
+	edits      []edit     // the edits of the source line, sorted
+	ins        []byte     // the bytes the edits insert
+	building   []editSpan // the edits while route builds them
 
 	// The events of a batch name a few data streams over and over (one
 	// Agent's integrations side by side) and share their record's receive
