@@ -174,7 +174,12 @@ func topKey(raw []byte) topMember {
 // every other reader of events; a second @metadata is counted, as it
 // leaves the first in the source (readMetaMember). The walk stops
 // silently at malformed input, with what it found before.
-func scanTop(ev []byte) topScan {
+//
+// With metaOnly, for an output that routes nothing to data streams, only
+// meta is read: the walk stops after the first @metadata when the rest of
+// the event cannot hold a second one, and open, members, tsVal and dsVal
+// are then partial.
+func scanTop(ev []byte, metaOnly bool) topScan {
 	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
 	for i < len(ev) && isSpace(ev[i]) {
@@ -192,6 +197,9 @@ func scanTop(ev []byte) topScan {
 			if metas++; metas == 1 {
 				at := offsetIn(ev, value)
 				metaKey, metaVal = offsetIn(ev, key), [2]int{at, at + len(value)}
+				if metaOnly && !mayHoldMetadata(ev[metaVal[1]:]) {
+					return false
+				}
 			}
 		case timestampMember:
 			if s.tsVal[0] < 0 {
@@ -210,6 +218,14 @@ func scanTop(ev []byte) topScan {
 		s.meta = readMetaMember(ev, metaKey, metaVal[0], metaVal[1], metas > 1)
 	}
 	return s
+}
+
+// mayHoldMetadata reports whether the JSON text rest may hold a key that
+// decodes to "@metadata": one spelled so, or one with a \u escape (no
+// other escape gives its characters). Nearly every event's rest holds
+// neither, and two substring searches cost less than walking it.
+func mayHoldMetadata(rest []byte) bool {
+	return bytes.Contains(rest, []byte(`@metadata"`)) || bytes.Contains(rest, []byte(`\u`))
 }
 
 var dsFields = [3]string{"type", "dataset", "namespace"}
@@ -247,14 +263,14 @@ func dsField(raw []byte) int {
 // chunk buffer alive.
 func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan, reason string) {
 	rt.dataStream, rt.name, rt.edits, rt.ins, rt.building = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.building[:0]
-	top = scanTop(ev)
-	cut := top.meta.cut
 	mode := o.opts.DataStream
 	if mode == DataStreamAuto && o.cluster != nil && o.cluster.noDataStreams.Load() {
 		// The cluster predates data streams (7.9): every event goes
 		// where it would without them.
 		mode = DataStreamOff
 	}
+	top = scanTop(ev, mode == DataStreamOff)
+	cut := top.meta.cut
 	if mode == DataStreamOff {
 		rt.edits = cutEdits(rt.edits, cut)
 		return top, ""
