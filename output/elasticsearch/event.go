@@ -22,7 +22,7 @@ type eventMeta struct {
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
 	// indexed source: the @metadata member and one comma next to it.
 	// cut[1] == 0 when there is nothing to cut, or when the event holds
-	// a second top-level @metadata (see readMetaMember).
+	// a second top-level @metadata (see eventMeta.read).
 	cut [2]int
 }
 
@@ -33,14 +33,14 @@ type eventMeta struct {
 // that walk's @metadata alone.
 func readMeta(event []byte) eventMeta { return scanTop(event, true).meta }
 
-// readMetaMember reads the @metadata member of event whose key starts at
+// read sets m from the @metadata member of event whose key starts at
 // keyStart and whose value is event[vs:ve]. second says the event holds
 // another top-level @metadata member: Elasticsearch refuses an object
 // with duplicate keys; cutting the first @metadata would hide that and
 // index the second, so such an event is sent whole (nothing is cut), for
 // the cluster to refuse and the event to be dead-lettered as stored.
-func readMetaMember(event []byte, keyStart, vs, ve int, second bool) eventMeta {
-	m := eventMeta{raw: event[vs:ve]}
+func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
+	*m = eventMeta{raw: event[vs:ve]}
 	if event[vs] == '{' {
 		// One pass over @metadata's members for both keys.
 		sprintf.Members(event[vs:ve], func(key, value []byte) bool {
@@ -56,7 +56,6 @@ func readMetaMember(event []byte, keyStart, vs, ve int, second bool) eventMeta {
 	if !second {
 		m.cut = memberSpan(event, keyStart, ve)
 	}
-	return m
 }
 
 // stringValue returns the decoded JSON string raw (quotes included), or

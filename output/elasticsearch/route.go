@@ -172,7 +172,7 @@ func topKey(raw []byte) topMember {
 // the output reads from them: @metadata (readMeta), and @timestamp and
 // data_stream for routing. The first of duplicate keys wins, as for
 // every other reader of events; a second @metadata is counted, as it
-// leaves the first in the source (readMetaMember). The walk stops
+// leaves the first in the source (eventMeta.read). The walk stops
 // silently at malformed input, with what it found before.
 //
 // With metaOnly, for an output that routes nothing to data streams, only
@@ -180,13 +180,21 @@ func topKey(raw []byte) topMember {
 // the event cannot hold a second one, and open, members, tsVal and dsVal
 // are then partial.
 func scanTop(ev []byte, metaOnly bool) topScan {
-	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
+	var s topScan
+	s.read(ev, metaOnly)
+	return s
+}
+
+// read is scanTop into s, which it overwrites: route reads into its
+// result rather than copying one in.
+func (s *topScan) read(ev []byte, metaOnly bool) {
+	*s = topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
 	for i < len(ev) && isSpace(ev[i]) {
 		i++
 	}
 	if i >= len(ev) || ev[i] != '{' {
-		return s
+		return
 	}
 	s.open = i
 	metas, metaKey, metaVal := 0, -1, [2]int{-1, -1}
@@ -215,9 +223,8 @@ func scanTop(ev []byte, metaOnly bool) topScan {
 		return true
 	})
 	if metas > 0 {
-		s.meta = readMetaMember(ev, metaKey, metaVal[0], metaVal[1], metas > 1)
+		s.meta.read(ev, metaKey, metaVal[0], metaVal[1], metas > 1)
 	}
-	return s
 }
 
 // mayHoldMetadata reports whether the JSON text rest may hold a key that
@@ -269,7 +276,7 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 		// where it would without them.
 		mode = DataStreamOff
 	}
-	top = scanTop(ev, mode == DataStreamOff)
+	top.read(ev, mode == DataStreamOff)
 	cut := top.meta.cut
 	if mode == DataStreamOff {
 		rt.edits = cutEdits(rt.edits, cut)
