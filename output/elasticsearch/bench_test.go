@@ -228,3 +228,77 @@ func BenchmarkDrainPushback(b *testing.B) {
 		b.ReportMetric(storm.Seconds()/(refusal.Seconds()+ideal), "storm/ideal")
 	}
 }
+
+// encodeShapes are the event shapes BenchmarkEncode encodes, 512 B each,
+// laid out as the benchmark report's datastreams part lays them out
+// (tools/internal/lumberload): @metadata first, a message string last.
+// Off is the data_stream setting; the others use "auto", the default.
+var encodeShapes = []struct {
+	name string
+	mode DataStreamMode
+	head string // the event up to its message's text; %s is the dataset
+}{
+	{"classic-off", DataStreamOff, `{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`},
+	{"classic", DataStreamAuto, `{"@metadata":{"beat":"beatsbench","version":"1"},"n":%d,"message":"`},
+	{"agent", DataStreamAuto, `{"@metadata":{"beat":"beatsbench","version":"1"},"@timestamp":"2026-12-05T06:27:00.000Z","data_stream":{"type":"logs","dataset":"%s","namespace":"default"},"n":%d,"message":"`},
+	{"agent-partial", DataStreamAuto, `{"@metadata":{"beat":"beatsbench","version":"1"},"data_stream":{"dataset":"%s"},"n":%d,"message":"`},
+}
+
+// encodeEvents makes n events of a shape of encodeShapes, size bytes
+// each, cycling through four datasets (so through four data streams).
+func encodeEvents(head string, n, size int) [][]byte {
+	datasets := []string{"system.syslog", "nginx.access", "nginx.error", "kubernetes.container_logs"}
+	words := []string{"GET", "/index.html", "HTTP/1.1", `\"curl/8.5\"`, "200", "connection", "reset", "by", "peer", "user=alice"}
+	evs := make([][]byte, n)
+	for i := range evs {
+		var ev []byte
+		if strings.Contains(head, "%s") {
+			ev = fmt.Appendf(nil, head, datasets[i%len(datasets)], i)
+		} else {
+			ev = fmt.Appendf(nil, head, i)
+		}
+		for j := i; len(ev) < size-2; j++ {
+			ev = append(ev, words[j%len(words)]...)
+			ev = append(ev, ' ')
+		}
+		ev = ev[:size-2]
+		if ev[len(ev)-1] == '\\' {
+			ev[len(ev)-1] = ' '
+		}
+		evs[i] = append(ev, `"}`...)
+	}
+	return evs
+}
+
+// BenchmarkEncode turns one event into its bulk action and source line
+// (Output.add: metadata, routing, index name, document id, the kept
+// entry), per event shape: the CPU and allocations routing costs per
+// event, apart from reading the ledger and sending.
+//
+//	go test -run '^$' -bench Encode -benchmem ./output/elasticsearch
+func BenchmarkEncode(b *testing.B) {
+	for _, s := range encodeShapes {
+		b.Run(s.name, func(b *testing.B) {
+			opts := routeOptions(s.mode, true)
+			opts.DerivedIDs = true
+			o := &Output{opts: opts, log: slog.New(slog.DiscardHandler), metaOnlyIndex: true, idPrefix: "bench"}
+			evs := encodeEvents(s.head, 1024, 512)
+			batch := newBatch(newBufPool(1, 1<<20), 1<<20, len(evs))
+			var scratch []byte
+			var nc nameCache
+			received := time.Date(2026, 12, 5, 6, 27, 0, 0, time.UTC)
+			b.SetBytes(512)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				k := i % len(evs)
+				if k == 0 {
+					batch.buf, batch.kept, batch.items = batch.buf[:0], batch.kept[:0], batch.items[:0]
+				}
+				if dead := o.add(batch, 1, k, received, evs[k], &scratch, &nc); dead != nil {
+					b.Fatalf("%s: dead letter: %s", s.name, dead.Reason)
+				}
+			}
+		})
+	}
+}

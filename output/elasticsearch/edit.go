@@ -2,7 +2,6 @@ package elasticsearch
 
 import (
 	"encoding/binary"
-	"slices"
 )
 
 // An event reaches its source line through a few byte edits: the
@@ -17,15 +16,31 @@ type edit struct {
 	ins   []byte
 }
 
+// editSpan is an edit while routing builds it: what it inserts is the
+// span [from, to) of the routing's buffer, which may still move as it
+// grows. It holds no pointer, so that sorting it is plain copying.
+type editSpan struct {
+	at, n, from, to int
+}
+
 // sortEdits orders edits by position; at one position, an insertion
-// (n == 0) comes before a replacement, so that both apply in turn.
-func sortEdits(edits []edit) {
-	slices.SortStableFunc(edits, func(a, b edit) int {
-		if a.at != b.at {
-			return a.at - b.at
+// (n == 0) comes before a replacement, so that both apply in turn. An
+// event has a few edits (at most one per member routing touches), so an
+// insertion sort, stable, does it with the least work.
+func sortEdits(edits []editSpan) {
+	for i := 1; i < len(edits); i++ {
+		for j := i; j > 0 && editBefore(edits[j], edits[j-1]); j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
 		}
-		return min(a.n, 1) - min(b.n, 1)
-	})
+	}
+}
+
+// editBefore reports whether a goes strictly before b (sortEdits).
+func editBefore(a, b editSpan) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return min(a.n, 1) < min(b.n, 1)
 }
 
 // editsApply reports whether edits, sorted, fit ev and do not overlap. It

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,7 +83,7 @@ func FuzzRouteEdits(f *testing.F) {
 		opts := routeOptions(DataStreamMode(mode%3), sync)
 		o := &Output{opts: opts, log: slog.New(slog.DiscardHandler)}
 		var rt routing
-		if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
+		if _, reason := o.route(&rt, ev, routeReceived); reason != "" {
 			if rt.dataStream {
 				t.Fatal("a dead letter routed to a data stream")
 			}
@@ -110,4 +111,29 @@ func FuzzRouteEdits(f *testing.F) {
 			t.Fatalf("original %q, %v; want %q", orig, err, ev)
 		}
 	})
+}
+
+// TestSortEdits: sortEdits orders edits as a stable sort by position does,
+// an insertion before a replacement at one position.
+func TestSortEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		edits := make([]editSpan, rng.IntN(9))
+		for i := range edits {
+			// from tells equal edits apart, so that stability shows.
+			edits[i] = editSpan{at: rng.IntN(4), n: rng.IntN(3), from: i}
+		}
+		want := slices.Clone(edits)
+		slices.SortStableFunc(want, func(a, b editSpan) int {
+			if a.at != b.at {
+				return a.at - b.at
+			}
+			return min(a.n, 1) - min(b.n, 1)
+		})
+		got := slices.Clone(edits)
+		sortEdits(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("sortEdits(%v) = %v, want %v", edits, got, want)
+		}
+	}
 }

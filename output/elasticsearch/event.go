@@ -22,20 +22,25 @@ type eventMeta struct {
 	// cut is the span [cut[0], cut[1]) of the event to leave out of the
 	// indexed source: the @metadata member and one comma next to it.
 	// cut[1] == 0 when there is nothing to cut, or when the event holds
-	// a second top-level @metadata (secondMetadata).
+	// a second top-level @metadata (see eventMeta.read).
 	cut [2]int
 }
 
 // readMeta finds the top-level @metadata member of a raw JSON event. Beats
 // put it there for the output (index name parts, _id, pipeline); like
-// Logstash, logpond does not index it.
-func readMeta(event []byte) eventMeta {
-	var m eventMeta
-	ks, vs, ve, ok := sprintf.Member(event, "@metadata")
-	if !ok {
-		return m
-	}
-	m.raw = event[vs:ve]
+// Logstash, logpond does not index it. The output reads it as part of
+// its one walk over the event's top-level members (scanTop); this is
+// that walk's @metadata alone.
+func readMeta(event []byte) eventMeta { return scanTop(event, true).meta }
+
+// read sets m from the @metadata member of event whose key starts at
+// keyStart and whose value is event[vs:ve]. second says the event holds
+// another top-level @metadata member: Elasticsearch refuses an object
+// with duplicate keys; cutting the first @metadata would hide that and
+// index the second, so such an event is sent whole (nothing is cut), for
+// the cluster to refuse and the event to be dead-lettered as stored.
+func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
+	*m = eventMeta{raw: event[vs:ve]}
 	if event[vs] == '{' {
 		// One pass over @metadata's members for both keys.
 		sprintf.Members(event[vs:ve], func(key, value []byte) bool {
@@ -48,33 +53,9 @@ func readMeta(event []byte) eventMeta {
 			return true
 		})
 	}
-	if !secondMetadata(event, ve) {
-		m.cut = memberSpan(event, ks, ve)
+	if !second {
+		m.cut = memberSpan(event, keyStart, ve)
 	}
-	return m
-}
-
-// secondMetadata reports whether the object event has another top-level
-// @metadata member than the first, whose value ends at ve. Elasticsearch
-// refuses an object with duplicate keys; cutting the first @metadata
-// would hide that and index the second, so such an event is sent whole,
-// for the cluster to refuse and the event to be dead-lettered as stored.
-// A key that decodes to "@metadata" is either spelled so or holds a \u
-// escape (no other escape gives its characters): the rest of an event
-// holding neither, nearly every one, is not scanned member by member.
-func secondMetadata(event []byte, ve int) bool {
-	rest := event[ve:]
-	if !bytes.Contains(rest, []byte(`@metadata"`)) && !bytes.Contains(rest, []byte(`\u`)) {
-		return false
-	}
-	n := 0
-	sprintf.Members(event[bytes.IndexByte(event, '{'):], func(key, _ []byte) bool {
-		if keyIs(key, "@metadata") {
-			n++
-		}
-		return n < 2
-	})
-	return n > 1
 }
 
 // stringValue returns the decoded JSON string raw (quotes included), or
@@ -187,7 +168,7 @@ func RedriveSource(event []byte, index string, received time.Time) ([]byte, erro
 	o := &Output{opts: Options{DataStream: DataStreamAlways, DataStreamType: typ, DataStreamDataset: dataset,
 		DataStreamNamespace: namespace, DataStreamSyncFields: true}}
 	var rt routing
-	if reason := o.route(&rt, event, readMeta(event).cut, received); reason != "" {
+	if _, reason := o.route(&rt, event, received); reason != "" {
 		return nil, errors.New(reason)
 	}
 	if string(rt.name) != index {
@@ -213,20 +194,25 @@ func appendDocID(dst []byte, prefix string, lsn uint64, pos int) []byte {
 	return eventid.Append(dst, prefix, lsn, pos)
 }
 
-// appendJSONString appends s as a JSON string literal.
+// appendJSONString appends s as a JSON string literal. The runs between
+// the bytes it escapes, usually all of s, are copied whole.
 func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
 		}
+		dst = append(dst, s[start:i]...)
+		if c < 0x20 {
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		} else {
+			dst = append(dst, '\\', c)
+		}
+		start = i + 1
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }

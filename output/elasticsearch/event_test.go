@@ -53,11 +53,14 @@ func TestMultiLineInvalidEventIsRefused(t *testing.T) {
 }
 
 func TestJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "ctl\x00\x1f\n\t", "ünïcode"} {
+	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "ctl\x00\x1f\n\t", "ünïcode", `"`, `"both ends\`, "\x01\x02"} {
 		b := appendJSONString(nil, s)
 		var back string
 		if err := json.Unmarshal(b, &back); err != nil || back != s {
 			t.Errorf("%q encoded as %s, decoded %q, %v", s, b, back, err)
+		}
+		if bb := appendJSONString([]byte("x"), []byte(s)); string(bb) != "x"+string(b) {
+			t.Errorf("%q encoded as %s from a string, %s from bytes", s, b, bb[1:])
 		}
 	}
 }

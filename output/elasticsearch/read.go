@@ -213,9 +213,9 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 // pipeline names.
 func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byte, scratch *[]byte, nc *nameCache) *dlq.Entry {
 	start := len(b.buf)
-	meta := readMeta(ev)
 	rt := &nc.route
-	invalid := o.route(rt, ev, meta.cut, received)
+	top, invalid := o.route(rt, ev, received)
+	meta := &top.meta
 	kind := &o.stats.routedIndex
 	var name []byte
 	switch {

@@ -43,37 +43,58 @@ const (
 // and the per-worker buffers to build them in (so that routing allocates
 // nothing once they have grown).
 type routing struct {
-	dataStream bool   // to the data stream name, else to the index
-	name       []byte // the data stream's name, when dataStream
-	edits      []edit // the edits of the source line, sorted
-	ins        []byte // the bytes the edits insert
-	spans      [][2]int
-	parts      [3][]byte // type, dataset, namespace, decoded
+	dataStream bool       // to the data stream name, else to the index
+	name       []byte     // the data stream's name, when dataStream
+	edits      []edit     // the edits of the source line, sorted
+	ins        []byte     // the bytes the edits insert
+	building   []editSpan // the edits while route builds them
 
-	// The events of a batch mostly name one data stream and share their
-	// record's receive time: the last valid name (with the lengths of its
-	// type and dataset, which say how it splits) and the last receive time
-	// as text are kept, so that such events are neither validated nor
-	// formatted again.
-	validName []byte
-	validLens [2]int
+	// The events of a batch name a few data streams over and over (one
+	// Agent's integrations side by side) and share their record's receive
+	// time: the last dsKnown data_stream values that gave a valid name,
+	// with what routing read from them, and the last receive time as text
+	// are kept, so that such events' data_stream is neither read nor
+	// validated again, nor their time formatted.
+	known     [dsKnown]dsRead
+	nextKnown int // the entry of known to replace next
 	tsAt      time.Time
 	tsText    []byte
 }
 
-// topScan is what routing reads from an event's top-level members:
-// offsets into the event, -1 when absent.
+const (
+	// dsKnown is how many data_stream values a worker keeps
+	// (routing.known).
+	dsKnown = 16
+	// dsKnownBytes is the largest data_stream value kept: a larger one
+	// (never Agent's) is read again each time rather than held.
+	dsKnownBytes = 256
+)
+
+// dsRead is what routing reads from a data_stream value: an object, or
+// null or absent (then it names nothing and the options name the stream).
+type dsRead struct {
+	raw     []byte    // the value as in the event (a copy), when known
+	known   bool      // it gave a valid name: the entry serves events with the same raw
+	mem     [3][2]int // the name members' value spans in raw, -1 when absent
+	members int       // its members
+	parts   [3][]byte // type, dataset, namespace, decoded
+	name    []byte    // the data stream name: the parts joined by '-'
+	// fill is what sync fields insert, when the name is valid and the
+	// output syncs them: for an object, the name members it lacks (and a
+	// comma when it has other members), which go right after its '{';
+	// for null or absent, a whole object of the three.
+	fill []byte
+}
+
+// topScan is what the output reads from an event's top-level members:
+// offsets into the event, -1 when absent, and its @metadata (whose slices
+// alias the event).
 type topScan struct {
 	open    int // the '{' of the event, -1 when it is not an object
 	members int // its members
 	tsVal   [2]int
 	dsVal   [2]int
-}
-
-// dsMember is one of the data_stream object's name members: its
-// value's span, or -1 when absent.
-type dsMember struct {
-	val [2]int
+	meta    eventMeta
 }
 
 // jsonType names the JSON type of the value starting with c, for
@@ -110,52 +131,157 @@ func keyIs(raw []byte, name string) bool {
 // offsetIn returns where sub, a subslice of b, starts in b.
 func offsetIn(b, sub []byte) int { return cap(b) - cap(sub) }
 
-// scanTop reads the top-level members of ev that routing needs. The first
-// of duplicate keys wins, as for every other reader of events.
-func scanTop(ev []byte) topScan {
-	s := topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
+// topMember names the top-level members the output reads.
+type topMember int
+
+const (
+	otherMember topMember = iota
+	metadataMember
+	timestampMember
+	dataStreamMember
+)
+
+// topKey says which of the members the output reads the raw JSON key
+// (quotes included) names, as decoded: Beats never escapes its keys, so
+// the plain spellings are compared first, and only a key holding an
+// escape is decoded.
+func topKey(raw []byte) topMember {
+	switch string(raw) {
+	case `"@metadata"`:
+		return metadataMember
+	case `"@timestamp"`:
+		return timestampMember
+	case `"data_stream"`:
+		return dataStreamMember
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return otherMember
+	}
+	switch {
+	case keyIs(raw, "@metadata"):
+		return metadataMember
+	case keyIs(raw, "@timestamp"):
+		return timestampMember
+	case keyIs(raw, "data_stream"):
+		return dataStreamMember
+	}
+	return otherMember
+}
+
+// scanTop walks the top-level members of ev once and returns all that
+// the output reads from them: @metadata (readMeta), and @timestamp and
+// data_stream for routing. The first of duplicate keys wins, as for
+// every other reader of events; a second @metadata is counted, as it
+// leaves the first in the source (eventMeta.read). The walk stops
+// silently at malformed input, with what it found before.
+//
+// With metaOnly, for an output that routes nothing to data streams, only
+// meta is read: the walk stops after the first @metadata when the rest of
+// the event cannot hold a second one, and open, members, tsVal and dsVal
+// are then partial.
+func scanTop(ev []byte, metaOnly bool) topScan {
+	var s topScan
+	s.read(ev, metaOnly)
+	return s
+}
+
+// read is scanTop into s, which it overwrites: route reads into its
+// result rather than copying one in.
+func (s *topScan) read(ev []byte, metaOnly bool) {
+	*s = topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
 	for i < len(ev) && isSpace(ev[i]) {
 		i++
 	}
 	if i >= len(ev) || ev[i] != '{' {
-		return s
+		return
 	}
 	s.open = i
+	metas, metaKey, metaVal := 0, -1, [2]int{-1, -1}
 	sprintf.Members(ev, func(key, value []byte) bool {
 		s.members++
-		at := offsetIn(ev, value)
-		switch {
-		case s.tsVal[0] < 0 && keyIs(key, "@timestamp"):
-			s.tsVal = [2]int{at, at + len(value)}
-		case s.dsVal[0] < 0 && keyIs(key, "data_stream"):
-			s.dsVal = [2]int{at, at + len(value)}
+		switch topKey(key) {
+		case metadataMember:
+			if metas++; metas == 1 {
+				at := offsetIn(ev, value)
+				metaKey, metaVal = offsetIn(ev, key), [2]int{at, at + len(value)}
+				if metaOnly && !mayHoldMetadata(ev[metaVal[1]:]) {
+					return false
+				}
+			}
+		case timestampMember:
+			if s.tsVal[0] < 0 {
+				at := offsetIn(ev, value)
+				s.tsVal = [2]int{at, at + len(value)}
+			}
+		case dataStreamMember:
+			if s.dsVal[0] < 0 {
+				at := offsetIn(ev, value)
+				s.dsVal = [2]int{at, at + len(value)}
+			}
 		}
 		return true
 	})
-	return s
+	if metas > 0 {
+		s.meta.read(ev, metaKey, metaVal[0], metaVal[1], metas > 1)
+	}
+}
+
+// mayHoldMetadata reports whether the JSON text rest may hold a key that
+// decodes to "@metadata": one spelled so, or one with a \u escape (no
+// other escape gives its characters). Nearly every event's rest holds
+// neither, and two substring searches cost less than walking it.
+func mayHoldMetadata(rest []byte) bool {
+	return bytes.Contains(rest, []byte(`@metadata"`)) || bytes.Contains(rest, []byte(`\u`))
 }
 
 var dsFields = [3]string{"type", "dataset", "namespace"}
 
-// route decides where the event ev goes (o.opts.DataStream), and, for a
-// data stream, its name and the edits of its source line, into rt. The
-// @metadata cut is always among the edits. reason is set when the event
-// cannot go anywhere: it is dead-lettered with it, and rt.name then holds
-// the data stream name it would have had.
-func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (reason string) {
-	rt.dataStream, rt.name, rt.edits, rt.ins, rt.spans = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.spans[:0]
+// dsField returns the index in dsFields of the name the raw JSON key
+// (quotes included) decodes to, or -1. As in topKey, only a key holding
+// an escape is decoded.
+func dsField(raw []byte) int {
+	switch string(raw) {
+	case `"type"`:
+		return 0
+	case `"dataset"`:
+		return 1
+	case `"namespace"`:
+		return 2
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		for k, f := range dsFields {
+			if keyIs(raw, f) {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// route reads the event ev's top-level members, in one walk, into top
+// (its @metadata among them), and decides where the event goes
+// (o.opts.DataStream), and, for a data stream, its name and the edits of
+// its source line, into rt. The @metadata cut is always among the edits.
+// reason is set when the event cannot go anywhere: it is dead-lettered
+// with it, and rt.name then holds the data stream name it would have had.
+// top's slices alias ev: it is returned, not kept in rt, which a worker
+// keeps from event to event and through which it would keep the event's
+// chunk buffer alive.
+func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan, reason string) {
+	rt.dataStream, rt.name, rt.edits, rt.ins, rt.building = false, rt.name[:0], rt.edits[:0], rt.ins[:0], rt.building[:0]
 	mode := o.opts.DataStream
 	if mode == DataStreamAuto && o.cluster != nil && o.cluster.noDataStreams.Load() {
 		// The cluster predates data streams (7.9): every event goes
 		// where it would without them.
 		mode = DataStreamOff
 	}
+	top.read(ev, mode == DataStreamOff)
+	cut := top.meta.cut
 	if mode == DataStreamOff {
 		rt.edits = cutEdits(rt.edits, cut)
-		return ""
+		return top, ""
 	}
-	top := scanTop(ev)
 	var dsVal []byte
 	if top.dsVal[0] >= 0 {
 		dsVal = ev[top.dsVal[0]:top.dsVal[1]]
@@ -166,69 +292,20 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	case isObj:
 	case mode == DataStreamAuto:
 		rt.edits = cutEdits(rt.edits, cut)
-		return ""
+		return top, ""
 	case dsVal != nil && !isNull:
 		rt.name = o.defaultDSName(rt.name)
-		return "data_stream is " + jsonType(dsVal[0]) + ", not an object"
+		return top, "data_stream is " + jsonType(dsVal[0]) + ", not an object"
 	}
 	if top.open < 0 {
 		rt.name = o.defaultDSName(rt.name)
-		return "the event is not a JSON object, which a data stream event must be"
+		return top, "the event is not a JSON object, which a data stream event must be"
 	}
 
-	// The name's parts: the object's string members, else the options.
-	var mem [3]dsMember
-	dsMembers := 0
-	for k := range mem {
-		mem[k].val = [2]int{-1, -1}
-	}
-	if isObj {
-		sprintf.Members(dsVal, func(key, value []byte) bool {
-			dsMembers++
-			for k, f := range dsFields {
-				if mem[k].val[0] < 0 && keyIs(key, f) {
-					at := top.dsVal[0] + offsetIn(dsVal, value)
-					mem[k].val = [2]int{at, at + len(value)}
-				}
-			}
-			return true
-		})
-	}
-	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
-	for k := range mem {
-		rt.parts[k] = append(rt.parts[k][:0], defaults[k]...)
-		if mem[k].val[0] < 0 {
-			continue
-		}
-		v := ev[mem[k].val[0]:mem[k].val[1]]
-		switch v[0] {
-		case 'n':
-		case '"':
-			s, ok := sprintf.AppendString(rt.parts[k][:0], v)
-			if !ok && reason == "" {
-				reason = fmt.Sprintf("data_stream.%s is not a readable JSON string", dsFields[k])
-			}
-			rt.parts[k] = s
-		default:
-			if reason == "" {
-				reason = fmt.Sprintf("data_stream.%s is %s, not a string", dsFields[k], jsonType(v[0]))
-			}
-		}
-	}
-	rt.name = append(rt.name, rt.parts[0]...)
-	rt.name = append(rt.name, '-')
-	rt.name = append(rt.name, rt.parts[1]...)
-	rt.name = append(rt.name, '-')
-	rt.name = append(rt.name, rt.parts[2]...)
+	d, reason := o.readDataStream(rt, dsVal)
+	rt.name = append(rt.name, d.name...)
 	if reason != "" {
-		return reason
-	}
-	if !rt.knownValid() {
-		if reason = validateDSName(rt.parts, rt.name); reason != "" {
-			return reason
-		}
-		rt.validName = append(rt.validName[:0], rt.name...)
-		rt.validLens = [2]int{len(rt.parts[0]), len(rt.parts[1])}
+		return top, reason
 	}
 	rt.dataStream = true
 
@@ -267,55 +344,27 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 	// ingest pipelines and index templates read ctx.data_stream.dataset,
 	// which a top-level "data_stream.dataset" key is not.
 	if o.opts.DataStreamSyncFields {
-		if !isObj {
-			s := len(rt.ins)
-			if dsVal == nil {
-				rt.ins = append(rt.ins, `"data_stream":`...)
-			}
-			rt.ins = append(rt.ins, '{')
-			for k, f := range dsFields {
-				if k > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
-				rt.ins = append(rt.ins, '"')
-				rt.ins = append(rt.ins, f...)
-				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, rt.parts[k])
-			}
-			rt.ins = append(rt.ins, '}')
-			if dsVal == nil {
-				topIns = append(topIns, [2]int{s, len(rt.ins)})
-			} else {
-				rt.addEdit(top.dsVal[0], top.dsVal[1]-top.dsVal[0], s)
-			}
-		} else {
-			s, added := len(rt.ins), 0
-			for k, f := range dsFields {
-				if mem[k].val[0] >= 0 {
-					continue
-				}
-				if added > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
-				added++
-				rt.ins = append(rt.ins, '"')
-				rt.ins = append(rt.ins, f...)
-				rt.ins = append(rt.ins, `":`...)
-				rt.ins = appendJSONString(rt.ins, rt.parts[k])
-			}
-			if added > 0 {
-				if dsMembers > 0 {
-					rt.ins = append(rt.ins, ',')
-				}
+		s := len(rt.ins)
+		switch {
+		case dsVal == nil:
+			rt.ins = append(rt.ins, `"data_stream":`...)
+			rt.ins = append(rt.ins, d.fill...)
+			topIns = append(topIns, [2]int{s, len(rt.ins)})
+		case !isObj:
+			rt.ins = append(rt.ins, d.fill...)
+			rt.addEdit(top.dsVal[0], top.dsVal[1]-top.dsVal[0], s)
+		default:
+			if len(d.fill) > 0 {
 				// Inserted members go first in the object: right after
 				// its '{', a place that exists in any object.
+				rt.ins = append(rt.ins, d.fill...)
 				rt.addEdit(top.dsVal[0]+1, 0, s)
 			}
 			for k := range dsFields {
-				if v := mem[k].val; v[0] >= 0 && ev[v[0]] == 'n' {
+				if v := d.mem[k]; v[0] >= 0 && dsVal[v[0]] == 'n' {
 					vs := len(rt.ins)
-					rt.ins = appendJSONString(rt.ins, rt.parts[k])
-					rt.addEdit(v[0], v[1]-v[0], vs)
+					rt.ins = appendJSONString(rt.ins, d.parts[k])
+					rt.addEdit(top.dsVal[0]+v[0], v[1]-v[0], vs)
 				}
 			}
 		}
@@ -335,37 +384,124 @@ func (o *Output) route(rt *routing, ev []byte, cut [2]int, received time.Time) (
 		}
 		rt.addEdit(top.open+1, 0, s)
 	}
-	rt.edits = cutEdits(rt.edits, cut)
+	if cut[1] > 0 {
+		rt.building = append(rt.building, editSpan{at: cut[0], n: cut[1] - cut[0]})
+	}
+	sortEdits(rt.building)
 	// The insertions are spans of rt.ins, now complete: resolve them.
-	for i := range rt.edits {
-		if i < len(rt.spans) {
-			sp := rt.spans[i]
-			rt.edits[i].ins = rt.ins[sp[0]:sp[1]]
-		}
+	for _, e := range rt.building {
+		rt.edits = append(rt.edits, edit{at: e.at, n: e.n, ins: rt.ins[e.from:e.to]})
 	}
-	sortEdits(rt.edits)
 	if !editsApply(ev, rt.edits) {
-		// Only a malformed event can make the spans overlap (readMeta
-		// and scanTop stop at different places in it).
+		// The spans come from one walk over the event and never
+		// overlap: this guards against a bug in building them.
 		rt.dataStream = false
-		return "the event is not valid JSON; its data stream fields cannot be added"
+		return top, "the event is not valid JSON; its data stream fields cannot be added"
 	}
-	return ""
+	return top, ""
 }
 
-// knownValid says whether rt.name, made of rt.parts, is the last name
-// validateDSName accepted: the same bytes with the same split into parts
-// (a name alone could split otherwise, "logs-a-b-c").
-func (rt *routing) knownValid() bool {
-	return len(rt.validName) > 0 && bytes.Equal(rt.name, rt.validName) &&
-		rt.validLens == [2]int{len(rt.parts[0]), len(rt.parts[1])}
+// readDataStream returns what the data_stream value ds (an object, null,
+// or nil when absent) gives: its name members and, with the options'
+// defaults for those it lacks, the data stream name and what sync fields
+// insert, and reason when the name is not a valid one. The result is an entry of rt.known, good until the
+// next call: one that gave a valid name serves again for the same bytes,
+// which give the same name (the options are the output's, and fixed).
+func (o *Output) readDataStream(rt *routing, ds []byte) (d *dsRead, reason string) {
+	for i := range rt.known {
+		if e := &rt.known[i]; e.known && bytes.Equal(e.raw, ds) {
+			return e, ""
+		}
+	}
+	// Read into the oldest entry.
+	d = &rt.known[rt.nextKnown]
+	d.raw, d.known, d.members = d.raw[:0], false, 0
+	d.mem = [3][2]int{{-1, -1}, {-1, -1}, {-1, -1}}
+	if len(ds) > 0 && ds[0] == '{' {
+		sprintf.Members(ds, func(key, value []byte) bool {
+			d.members++
+			if k := dsField(key); k >= 0 && d.mem[k][0] < 0 {
+				at := offsetIn(ds, value)
+				d.mem[k] = [2]int{at, at + len(value)}
+			}
+			return true
+		})
+	}
+	// The name's parts: the object's string members, else the options.
+	defaults := [3]string{o.opts.DataStreamType, o.opts.DataStreamDataset, o.opts.DataStreamNamespace}
+	for k, v := range d.mem {
+		d.parts[k] = append(d.parts[k][:0], defaults[k]...)
+		if v[0] < 0 {
+			continue
+		}
+		switch c := ds[v[0]]; c {
+		case 'n':
+		case '"':
+			s, ok := sprintf.AppendString(d.parts[k][:0], ds[v[0]:v[1]])
+			if !ok && reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is not a readable JSON string", dsFields[k])
+			}
+			d.parts[k] = s
+		default:
+			if reason == "" {
+				reason = fmt.Sprintf("data_stream.%s is %s, not a string", dsFields[k], jsonType(c))
+			}
+		}
+	}
+	d.name = append(d.name[:0], d.parts[0]...)
+	d.name = append(d.name, '-')
+	d.name = append(d.name, d.parts[1]...)
+	d.name = append(d.name, '-')
+	d.name = append(d.name, d.parts[2]...)
+	if reason == "" {
+		reason = validateDSName(d.parts, d.name)
+	}
+	if reason != "" {
+		return d, reason
+	}
+	if o.opts.DataStreamSyncFields {
+		d.fill = d.appendFill(d.fill[:0], len(ds) > 0 && ds[0] == '{')
+	}
+	if len(ds) > dsKnownBytes {
+		return d, ""
+	}
+	d.raw, d.known = append(d.raw, ds...), true
+	rt.nextKnown = (rt.nextKnown + 1) % len(rt.known)
+	return d, ""
+}
+
+// appendFill appends dsRead.fill for the data_stream value d was read
+// from, an object when isObj.
+func (d *dsRead) appendFill(dst []byte, isObj bool) []byte {
+	if !isObj {
+		dst = append(dst, '{')
+	}
+	start := len(dst)
+	for k, f := range dsFields {
+		if isObj && d.mem[k][0] >= 0 {
+			continue
+		}
+		if len(dst) > start {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, f...)
+		dst = append(dst, `":`...)
+		dst = appendJSONString(dst, d.parts[k])
+	}
+	switch {
+	case !isObj:
+		dst = append(dst, '}')
+	case len(dst) > start && d.members > 0:
+		dst = append(dst, ',')
+	}
+	return dst
 }
 
 // addEdit adds the edit replacing ev[at:at+n] with rt.ins[from:] (as it
 // is when addEdit is called).
 func (rt *routing) addEdit(at, n, from int) {
-	rt.edits = append(rt.edits, edit{at: at, n: n})
-	rt.spans = append(rt.spans, [2]int{from, len(rt.ins)})
+	rt.building = append(rt.building, editSpan{at: at, n: n, from: from, to: len(rt.ins)})
 }
 
 // defaultDSName appends the data stream name of the options.

@@ -37,7 +37,7 @@ func TestRouteNames(t *testing.T) {
 	for _, c := range cases {
 		ev := []byte(`{"data_stream":` + c.ds + `}`)
 		var rt routing
-		reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived)
+		_, reason := o.route(&rt, ev, routeReceived)
 		if string(rt.name) != c.name || reason != c.reason || rt.dataStream != (c.reason == "") {
 			t.Errorf("%s: name %q, reason %q, data stream %v; want %q, %q", ev, rt.name, reason, rt.dataStream, c.name, c.reason)
 		}

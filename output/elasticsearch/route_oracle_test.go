@@ -181,7 +181,7 @@ func checkRouteOracle(t *testing.T, opts Options, ev []byte) {
 	dups := valid && dupKeys(ev)
 	// What add dead-letters (its dead letters need a ledger to name).
 	var rt routing
-	reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived)
+	_, reason := o.route(&rt, ev, routeReceived)
 	if reason == "" {
 		if _, err := appendEditedSource(nil, ev, rt.edits); err != nil {
 			reason = err.Error()

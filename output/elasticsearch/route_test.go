@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,7 @@ func routeOne(t *testing.T, opts Options, ev []byte) (index, source, reason stri
 	t.Helper()
 	o := &Output{opts: opts, log: slog.New(slog.DiscardHandler)}
 	var rt routing
-	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" {
+	if _, reason := o.route(&rt, ev, routeReceived); reason != "" {
 		return string(rt.name), "", reason, nil
 	}
 	b, it, lines, src := addOne(t, o, ev)
@@ -227,7 +228,7 @@ func TestRoutingAutoWithoutDataStreams(t *testing.T) {
 	o.cluster.noDataStreams.Store(true)
 	var rt routing
 	ev := []byte(`{` + meta + `,"data_stream":{"dataset":"x"}}`)
-	if reason := o.route(&rt, ev, readMeta(ev).cut, routeReceived); reason != "" || rt.dataStream {
+	if _, reason := o.route(&rt, ev, routeReceived); reason != "" || rt.dataStream {
 		t.Fatalf("auto on a cluster without data streams: data stream %v, reason %q; want the index", rt.dataStream, reason)
 	}
 }
@@ -491,8 +492,7 @@ func TestRouteAllocatesNothing(t *testing.T) {
 	o := &Output{opts: routeOptions(DataStreamAuto, true)}
 	var rt routing
 	ev := []byte(`{` + meta + `,"data_stream":{"type":"logs","dataset":"nginx.access"},"message":"x"}`)
-	cut := readMeta(ev).cut
-	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, cut, routeReceived) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { o.route(&rt, ev, routeReceived) }); n != 0 {
 		t.Errorf("%v allocations per event", n)
 	}
 	if !rt.dataStream || string(rt.name) != "logs-nginx.access-default" {
@@ -600,10 +600,10 @@ func TestFallbackWarningCountsEveryEvent(t *testing.T) {
 }
 
 // TestRouteRemembersOnlyWhatHolds: the routing state kept between events
-// (the last valid name, the last receive time as text) never lets an
-// event through that would fail alone: a name of the same bytes split
-// otherwise is checked again, and another receive time is formatted
-// again.
+// (the data_stream values known to give a valid name, the last receive
+// time as text) never lets an event through that would fail alone: a name
+// of the same bytes split otherwise is checked again, and another receive
+// time is formatted again.
 func TestRouteRemembersOnlyWhatHolds(t *testing.T) {
 	o := &Output{opts: Options{DataStream: DataStreamAlways, DataStreamType: "logs", DataStreamDataset: "generic",
 		DataStreamNamespace: "default", DataStreamSyncFields: true}}
@@ -622,7 +622,7 @@ func TestRouteRemembersOnlyWhatHolds(t *testing.T) {
 		{`{"data_stream":{"type":"logs","dataset":"a","namespace":"b-c"}}`, t1, "", "2026-12-05T01:00:00.000Z"},
 	}
 	for i, st := range steps {
-		reason := o.route(&rt, []byte(st.ev), [2]int{}, st.received)
+		_, reason := o.route(&rt, []byte(st.ev), st.received)
 		if st.reason == "" && reason != "" || st.reason != "" && !strings.Contains(reason, st.reason) {
 			t.Fatalf("step %d: reason %q, want %q", i, reason, st.reason)
 		}
@@ -632,6 +632,45 @@ func TestRouteRemembersOnlyWhatHolds(t *testing.T) {
 		src, err := appendEditedSource(nil, []byte(st.ev), rt.edits)
 		if err != nil || !strings.Contains(string(src), `"@timestamp":"`+st.ts+`"`) {
 			t.Fatalf("step %d: %s, %v; want @timestamp %s", i, src, err, st.ts)
+		}
+	}
+}
+
+// TestRouteKnownDataStreamsAsFresh: a worker's routing, which keeps the
+// data_stream values it has read, routes every event of a long mixed run
+// (more data streams than it keeps, invalid ones, null and absent
+// data_stream, objects too large to keep, the same stream spelled
+// otherwise) exactly as a routing that has seen nothing before.
+func TestRouteKnownDataStreamsAsFresh(t *testing.T) {
+	var pool []string
+	for i := range dsKnown + 4 {
+		pool = append(pool, fmt.Sprintf(`{"type":"logs","dataset":"d%d","namespace":"default"}`, i))
+	}
+	pool = append(pool,
+		`{"dataset":"d1"}`, `{ "dataset" : "d1" }`, `{"dataset":"d\u0031"}`, `{"namespace":null,"dataset":"d1"}`,
+		`{"dataset":"D1"}`, `{"dataset":"a-b"}`, `{"type":"events"}`, `{"dataset":5}`, `{}`, `null`, ``,
+		`{"dataset":"d1","pad":"`+strings.Repeat("p", dsKnownBytes)+`"}`,
+		`{"dataset":"`+strings.Repeat("x", 101)+`"}`)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, mode := range []DataStreamMode{DataStreamAuto, DataStreamAlways} {
+		for _, sync := range []bool{false, true} {
+			o := &Output{opts: routeOptions(mode, sync)}
+			var kept routing
+			for i := range 5000 {
+				ev := `{` + meta + `,"n":1}`
+				if ds := pool[rng.IntN(len(pool))]; ds != "" {
+					ev = `{` + meta + `,"data_stream":` + ds + `,"n":1}`
+				}
+				var fresh routing
+				_, wantReason := o.route(&fresh, []byte(ev), routeReceived)
+				want, _ := appendEditedSource(nil, []byte(ev), fresh.edits)
+				_, reason := o.route(&kept, []byte(ev), routeReceived)
+				got, _ := appendEditedSource(nil, []byte(ev), kept.edits)
+				if reason != wantReason || string(kept.name) != string(fresh.name) || kept.dataStream != fresh.dataStream || !bytes.Equal(got, want) {
+					t.Fatalf("mode %d sync %v, event %d %s: routed to %q (data stream %v, reason %q) as %s; fresh: %q (%v, %q) as %s",
+						mode, sync, i, ev, kept.name, kept.dataStream, reason, got, fresh.name, fresh.dataStream, wantReason, want)
+				}
+			}
 		}
 	}
 }

@@ -287,7 +287,8 @@ func TestFanoutMarkdown(t *testing.T) {
 
 // TestDatastreamsMarkdown: the data streams table gives each shape its
 // events, drain time, stall, rate without the stall, rate over classic's, memory and where its
-// documents landed, and states the goal.
+// documents landed, and states the goal and the command that reproduces
+// it; from a run of that part alone, it says when and on which revision.
 func TestDatastreamsMarkdown(t *testing.T) {
 	o := defaultOptions()
 	o.dsEvents = 300000
@@ -308,13 +309,23 @@ func TestDatastreamsMarkdown(t *testing.T) {
 		"| agent-partial | ",
 		"| 300000 | 8.00 | 0.00 | 37500 | 0.75× | 12.00 | 1.20× | 80 | 200 | – |",
 		"count the drain time without the stall",
-		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.1× classic's CPU per event.",
+		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.05× classic's CPU per event.",
+		"Every row of this section: `sudo bin/benchreport -parts datastreams -datastreams-events 300000 -datastreams-size 512 -out /tmp/ds.md` (after `make build`).",
 		"-datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "in a run of `-parts") {
+		t.Errorf("a whole report's data streams section says it comes from a run of some parts:\n%s", md)
+	}
+	o.parts = "datastreams"
+	md = (&report{Date: "2026-12-05 06:27 UTC", Revision: "abc", Opts: o, Datastreams: runs}).markdown()
+	if want := "Measured 2026-12-05 06:27 UTC, logpond abc, in a run of `-parts datastreams` on the same machine."; !strings.Contains(md, want) {
+		t.Errorf("the section of a datastreams run lacks %q:\n%s", want, md)
+	}
+	o = defaultOptions()
 	if strings.Contains((&report{Opts: o}).markdown(), "Data streams") {
 		t.Errorf("the data streams section is there although the part did not run")
 	}

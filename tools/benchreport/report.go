@@ -160,7 +160,7 @@ func (r *report) markdown() string {
 		p("%s", fanoutMarkdown(r.Fanout, o))
 	}
 	if len(r.Datastreams) > 0 {
-		p("%s", dsMarkdown(r.Datastreams, o))
+		p("%s", dsMarkdown(r))
 	}
 	if r.Compression != nil {
 		p("%s", compressionMarkdown(r.Compression, o))
