@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,22 +70,12 @@ func (c *Config) StoreSizeWarnings() []Warning {
 			continue
 		}
 		// Named by the largest store: the one to size down first.
-		largest := slices.MaxFunc(f.stores, func(a, b store) int { return compareInt64(a.bytes, b.bytes) })
+		largest := slices.MaxFunc(f.stores, func(a, b store) int { return cmp.Compare(a.bytes, b.bytes) })
 		ws = append(ws, Warning{largest.key, fmt.Sprintf(
 			"%s add up to %s, more than the %s file system that holds %s: the device fills before these bounds, and ingest stops there (journal_full or ledger_full) with less backlog than configured; size them to fit with about 10%% free, or give the stores larger devices",
 			strings.Join(parts, " + "), Size(sum), Size(f.total), f.dir)})
 	}
 	return ws
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fileSystemOf identifies the file system that holds dir, or would hold

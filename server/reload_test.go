@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -106,12 +105,7 @@ func TestTLSFilesWatchedForChanges(t *testing.T) {
 	caA, caB := pki.NewCA(t), pki.NewCA(t)
 	certPath, keyPath := filepath.Join(root, "tls.crt"), filepath.Join(root, "tls.key")
 	issue := func(ca *pki.CA) {
-		c, k := ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).WriteFiles(t, root, "next")
-		for from, to := range map[string]string{c: certPath, k: keyPath} {
-			if err := os.Rename(from, to); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).ReplaceFiles(t, certPath, keyPath)
 	}
 	issue(caA)
 	cfg := pipelineConfig(t, root)

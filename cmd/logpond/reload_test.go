@@ -31,13 +31,7 @@ func TestSIGHUPReloadsTheInputCertificate(t *testing.T) {
 	caA, caB := pki.NewCA(t), pki.NewCA(t)
 	certPath, keyPath := filepath.Join(root, "tls.crt"), filepath.Join(root, "tls.key")
 	issue := func(ca *pki.CA) {
-		c, k := ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).WriteFiles(t, root, "next")
-		// Renamed into place, as cert-manager's atomic writer does.
-		for from, to := range map[string]string{c: certPath, k: keyPath} {
-			if err := os.Rename(from, to); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).ReplaceFiles(t, certPath, keyPath)
 	}
 	issue(caA)
 	body := fmt.Sprintf("[input.beats]\nlisten = \"127.0.0.1:0\"\n[input.beats.tls]\ncert = %q\nkey = %q\n[output.elasticsearch]\nenabled = false\n", certPath, keyPath)

@@ -20,12 +20,8 @@ func TestReloadRotatesForNewConnections(t *testing.T) {
 	dir := t.TempDir()
 	caA, caB := pki.NewCA(t), pki.NewCA(t)
 	write := func(ca *pki.CA) {
-		c, k := ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).WriteFiles(t, dir, "next")
-		for from, to := range map[string]string{c: "server.crt", k: "server.key"} {
-			if err := os.Rename(from, filepath.Join(dir, to)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ca.Issue(t, pki.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}).
+			ReplaceFiles(t, filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key"))
 	}
 	write(caA)
 	src, err := New(func() (*tls.Config, error) {

@@ -3,6 +3,7 @@ package elasticsearch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -506,21 +507,33 @@ func TestVersionBefore(t *testing.T) {
 	}
 }
 
-// TestWrongCredentialsWarnAtStart: a host that refuses the credentials
-// (401) answered: the start-up log says, once, at ERROR, that it refused
-// them, naming it and the refusal, and not that it did not answer.
-func TestWrongCredentialsWarnAtStart(t *testing.T) {
-	r := newRig(t, estest.Options{})
-	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"},"status":401}`)
-		return true
-	})
-	logs := firstRoundLog(t, r, host)
-	refused := lines(logs, "refused logpond's credentials (401)")
-	if len(refused) != 1 || !strings.Contains(refused[0], "level=ERROR") || !strings.Contains(refused[0], host) || strings.Contains(logs, "did not answer") {
-		t.Errorf("want one ERROR naming the host and the 401, and no \"did not answer\":\n%s", logs)
+// TestRefusedCredentialsAtStart: a host that refuses the credentials
+// (401), or a privilege they lack (403), answered: the start-up log says,
+// once, at ERROR, which it was, naming the host and what to check or
+// grant, and not that it did not answer nor that its cluster is unknown.
+func TestRefusedCredentialsAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		status       int
+		body, inLine string
+	}{
+		{401, `{"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"},"status":401}`, "refused logpond's credentials (401)"},
+		{403, `{"error":{"type":"security_exception","reason":"action [cluster:monitor/main] is unauthorized for user [writer]"},"status":403}`, "monitor cluster privilege"},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			r := newRig(t, estest.Options{})
+			host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+				return true
+			})
+			logs := firstRoundLog(t, r, host)
+			refused := lines(logs, tc.inLine)
+			if len(refused) != 1 || !strings.Contains(refused[0], "level=ERROR") || !strings.Contains(refused[0], host) ||
+				strings.Contains(logs, "did not answer") || strings.Contains(logs, "cannot tell which cluster") {
+				t.Errorf("want one ERROR naming the host and %q, and neither \"did not answer\" nor \"cannot tell which cluster\":\n%s", tc.inLine, logs)
+			}
+		})
 	}
 }
 
@@ -549,24 +562,4 @@ func firstRoundLog(t *testing.T, r *rig, hosts ...string) string {
 		t.Fatal(err)
 	}
 	return logs.String()
-}
-
-// TestMissingPrivilegeIsNamedAtStart: a host that answers GET / with 403
-// took the credentials but refuses them a privilege: the start-up ERROR
-// says which privileges the output needs, and nothing of an unknown
-// cluster or of a host that did not answer.
-func TestMissingPrivilegeIsNamedAtStart(t *testing.T) {
-	r := newRig(t, estest.Options{})
-	host := front(t, r.es.URL(), func(w http.ResponseWriter, _ *http.Request) bool {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, `{"error":{"type":"security_exception","reason":"action [cluster:monitor/main] is unauthorized for user [writer]"},"status":403}`)
-		return true
-	})
-	logs := firstRoundLog(t, r, host)
-	refused := lines(logs, "lack a privilege")
-	if len(refused) != 1 || !strings.Contains(refused[0], "level=ERROR") || !strings.Contains(refused[0], "monitor cluster privilege") ||
-		strings.Contains(logs, "did not answer") || strings.Contains(logs, "cannot tell which cluster") {
-		t.Errorf("want one ERROR naming the missing privilege:\n%s", logs)
-	}
 }

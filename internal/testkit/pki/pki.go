@@ -153,6 +153,20 @@ func (c *Cert) WriteFiles(t testing.TB, dir, name string) (certPath, keyPath str
 	return certPath, keyPath
 }
 
+// ReplaceFiles writes CertPEM and KeyPEM next to certPath and keyPath and
+// renames them into place, as cert-manager's and Kubernetes' atomic
+// writers replace a renewed certificate: a reader sees the old files or
+// the new ones, and each new file has a new inode.
+func (c *Cert) ReplaceFiles(t testing.TB, certPath, keyPath string) {
+	t.Helper()
+	for path, b := range map[string][]byte{certPath: c.CertPEM, keyPath: c.KeyPEM} {
+		tmp := writeFile(t, path+".new", b)
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
