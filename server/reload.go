@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/output/elasticsearch"
 )
 
 // Reload applies what of cfg, the configuration file read again (on
@@ -38,11 +39,8 @@ func (s *Server) Reload(cfg *conf.Config) {
 		if o.Elasticsearch == nil || out == nil || out.creds == nil {
 			continue
 		}
-		opts, err := elasticsearchOptions(cfg, o)
-		if err != nil {
-			continue // the file loaded, so this does not fail; its keys are listed below
-		}
-		out.creds.Set(opts.Username, opts.Password, opts.APIKey)
+		es := o.Elasticsearch // cloud_auth is in Username and Password once loaded
+		out.creds.Set(es.Username, elasticsearch.NewSecret(es.Password), elasticsearch.NewSecret(es.APIKey))
 		var keys []string
 		for _, k := range []string{"username", "password", "api_key", "cloud_auth"} {
 			reloaded[o.Key+"."+k] = true

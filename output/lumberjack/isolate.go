@@ -113,7 +113,7 @@ func (s *sender) isolate(ctx context.Context, b *batch) error {
 		switch {
 		case fatal != nil:
 			return fatal
-		case err == nil || len(p.events) == 0:
+		case err == nil:
 			pieces = pieces[1:]
 			continue
 		case ctx.Err() != nil:
