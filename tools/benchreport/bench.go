@@ -27,6 +27,7 @@ type bench struct {
 	lfs   *loopFS
 	log   io.Writer
 	trash *lumberload.Trash
+	runs  int // logpond processes started, numbering their CPU profiles
 }
 
 func (b *bench) journalDir() string { return filepath.Join(b.work, "journal") }
@@ -100,6 +101,11 @@ func formula(path string) (int64, error) {
 // wrapper command such as strace) and returns it with its admin address.
 func (b *bench) logpond(cfg string, wrapper ...string) (*lumberload.Process, string, error) {
 	args := append(wrapper, filepath.Join(b.o.bin, "logpond"), "-config", cfg)
+	b.runs++
+	if b.o.cpuProfiles != "" {
+		name := fmt.Sprintf("%03d-%s.pprof", b.runs, strings.TrimSuffix(filepath.Base(cfg), filepath.Ext(cfg)))
+		args = append(args, "-cpuprofile", filepath.Join(b.o.cpuProfiles, name))
+	}
 	p, err := lumberload.Start(exec.Command(args[0], args[1:]...), beatsRE)
 	if err != nil {
 		return nil, "", err

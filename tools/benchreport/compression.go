@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -331,9 +332,10 @@ func (b *bench) zIngest(ctx context.Context, payloads [][]byte) ([]zIngestRow, e
 }
 
 // median is the middle of xs (the upper one of an even count), 0 for none.
-func median(xs []float64) float64 {
+func median[T cmp.Ordered](xs []T) T {
 	if len(xs) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)

@@ -58,6 +58,7 @@ import (
 
 type options struct {
 	out, png, bin string
+	cpuProfiles   string // when set, every logpond run writes a CPU profile here
 	work          string // where the journal and the loop image's mount point go
 	duration      time.Duration
 	rounds        int
@@ -104,6 +105,7 @@ func main() {
 	flag.StringVar(&o.out, "out", o.out, "the report to write (Markdown)")
 	flag.StringVar(&o.png, "png", o.png, "the latency-over-time plot of the isolation run (PNG)")
 	flag.StringVar(&o.bin, "bin", o.bin, "directory holding logpond and beatsbench")
+	flag.StringVar(&o.cpuProfiles, "cpuprofiles", o.cpuProfiles, "write a CPU profile of every logpond run to this directory, named for the run's configuration (for `go tool pprof`; profiling costs a few percent of CPU)")
 	flag.StringVar(&o.work, "work", o.work, "directory for the journal (put it on the disk to measure)")
 	flag.DurationVar(&o.duration, "duration", o.duration, "length of each ingest measurement")
 	flag.IntVar(&o.rounds, "rounds", o.rounds, "interleaved rounds of noop, naive and logpond per event size and compression")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,6 +272,7 @@ func TestFanoutMarkdown(t *testing.T) {
 		"| A alone | 6.0 | 50000 | 1.00× | 70 |",
 		"| A + B down | 6.5 | 46154 | 0.92× | 80 | 219 |",
 		"interleaved 3 times",
+		"the median of the per-round ratios",
 		"within 5%", "at most 1.5×", "at least 0.9×",
 		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
 		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`)",
@@ -285,6 +287,32 @@ func TestFanoutMarkdown(t *testing.T) {
 	}
 }
 
+// TestMedianDSPairsRounds: a shape's ratios to classic are taken round by
+// round and their median reported, so that a round in which the whole
+// machine was slow does not count against one shape only; its CPU is the
+// median over the rounds, its drain the median run's.
+func TestMedianDSPairsRounds(t *testing.T) {
+	run := func(elapsed, cpu time.Duration) dsRun {
+		return dsRun{Events: 1000, Elapsed: elapsed, CPU: cpu, PeakRSS: int64(cpu)}
+	}
+	classic := []dsRun{run(time.Second, time.Second), run(2*time.Second, 2*time.Second), run(time.Second, time.Second)}
+	// Round 2 was slow for both; unpaired medians would give 2 s / 1 s.
+	shape := []dsRun{run(1100*time.Millisecond, 1040*time.Millisecond), run(2100*time.Millisecond, 2080*time.Millisecond), run(1200*time.Millisecond, 1020*time.Millisecond)}
+	m := medianDS(shape, classic)
+	if m.CPU != 1040*time.Millisecond || m.Elapsed != 1200*time.Millisecond || m.Rounds != 3 || m.PeakRSS != int64(2080*time.Millisecond) {
+		t.Errorf("median run: CPU %v, elapsed %v, rounds %d, peak %d", m.CPU, m.Elapsed, m.Rounds, m.PeakRSS)
+	}
+	if m.CPURatio != 1.04 {
+		t.Errorf("CPU ratio %v, want the median per-round ratio 1.04 (rounds: 1.04, 1.04, 1.02)", m.CPURatio)
+	}
+	if want := 1 / 1.1; math.Abs(m.SpeedRatio-want) > 1e-9 {
+		t.Errorf("speed ratio %v, want the median per-round ratio %v", m.SpeedRatio, want)
+	}
+	if c := medianDS(classic, classic); c.CPURatio != 1 || c.SpeedRatio != 1 {
+		t.Errorf("classic's own ratios %v, %v, want 1", c.CPURatio, c.SpeedRatio)
+	}
+}
+
 // TestDatastreamsMarkdown: the data streams table gives each shape its
 // events, drain time, stall, rate without the stall, rate over classic's, memory and where its
 // documents landed, and states the goal and the command that reproduces
@@ -293,17 +321,18 @@ func TestDatastreamsMarkdown(t *testing.T) {
 	o := defaultOptions()
 	o.dsEvents = 300000
 	runs := []dsRun{
-		{Shape: lumberload.ShapeClassic, What: dsShapes[0].what, Events: 300000, Elapsed: 7 * time.Second, Stall: time.Second, StallAt: 299008, PeakRSS: 70 << 20, CPU: 3 * time.Second, Formula: 200 << 20, Rounds: 3,
+		{Shape: lumberload.ShapeClassic, What: dsShapes[0].what, Events: 300000, Elapsed: 7 * time.Second, Stall: time.Second, StallAt: 299008, PeakRSS: 70 << 20, CPU: 3 * time.Second, Formula: 200 << 20, Rounds: 3, SpeedRatio: 1, CPURatio: 1,
 			Landed: map[string]int{classicIndex: 300000}},
-		{Shape: lumberload.ShapeAgent, What: dsShapes[1].what, Events: 300000, Elapsed: 7500 * time.Millisecond, PeakRSS: 75 << 20, CPU: 3300 * time.Millisecond, Formula: 200 << 20, Rounds: 3,
+		{Shape: lumberload.ShapeAgent, What: dsShapes[1].what, Events: 300000, Elapsed: 7500 * time.Millisecond, PeakRSS: 75 << 20, CPU: 3300 * time.Millisecond, Formula: 200 << 20, Rounds: 3, SpeedRatio: 0.8, CPURatio: 1.1,
 			Landed: map[string]int{"logs-nginx.error-default": 150000, "logs-nginx.access-default": 150000}},
-		{Shape: lumberload.ShapeAgentPartial, What: dsShapes[2].what, Events: 300000, Elapsed: 8 * time.Second, PeakRSS: 80 << 20, CPU: 3600 * time.Millisecond, Formula: 200 << 20, Rounds: 3},
+		{Shape: lumberload.ShapeAgentPartial, What: dsShapes[2].what, Events: 300000, Elapsed: 8 * time.Second, PeakRSS: 80 << 20, CPU: 3600 * time.Millisecond, Formula: 200 << 20, Rounds: 3, SpeedRatio: 0.75, CPURatio: 1.2},
 	}
 	md := (&report{Date: "2026-12-05", Opts: o, Datastreams: runs}).markdown()
 	for _, want := range []string{
 		"## Data streams: what routing each event costs",
 		"One backlog of 300000 events of 512 B per event shape",
 		"interleaved 3 times",
+		"the median of the per-round ratios",
 		"| classic | no data_stream: to `index`, as sent | 300000 | 7.00 | 1.00 | 50000 | 1.00× | 10.00 | 1.00× | 70 | 200 | 1 index: `beatsbench-1` 300000 |",
 		"| agent | Elastic Agent's: @timestamp and a whole data_stream: to its data stream, as sent | 300000 | 7.50 | 0.00 | 40000 | 0.80× | 11.00 | 1.10× | 75 | 200 | 2 data streams: `logs-nginx.access-default` 150000, `logs-nginx.error-default` 150000 |",
 		"| agent-partial | ",
