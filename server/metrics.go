@@ -7,12 +7,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/buildinfo"
@@ -106,8 +108,22 @@ func newMetrics(s *Server) *metrics {
 	})
 	buildInfo.Set(1)
 	m.reg.MustRegister(m.groupSize, m.groupBytes, m.fsync, m.fsyncs, m.ack, m.fileRecords, m.journalDamage, m.journalReadErrors, m.ledgerDamage, m.ledgerReopenRefused, m.esRequest, m.esItems, buildInfo,
-		&scraped{s: s}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		&scraped{s: s}, goCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// goCollector is the Go runtime's collector with, beside the usual go_*
+// series, the runtime metrics that say why an acknowledgement waited on
+// a busy process: go_sched_latencies_seconds (how long goroutines stood
+// runnable before they ran: a P taken by other work), the GC's
+// stop-the-world pauses and cycles, and the CPU the GC and the whole
+// process used (go_cpu_classes_*). docs/operations.md reads them.
+func goCollector() prometheus.Collector {
+	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/(latencies|pauses/total/gc):seconds$`)},
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/cycles/total:gc-cycles$`)},
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(total|gc/total):cpu-seconds$`)},
+	))
 }
 
 // esSeries makes the usual series of the Elasticsearch output named

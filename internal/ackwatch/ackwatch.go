@@ -9,7 +9,9 @@
 // typically an output racing through a backlog after an outage. The
 // watch compares the recent acknowledgement latency with the journal's
 // own fsync latency, so the judgement follows the device the journal
-// runs on rather than a fixed number.
+// runs on rather than a fixed number. It also reads the Go scheduler's
+// waits (sched.go), which show a process short of CPU before the
+// acknowledgements' latency does.
 package ackwatch
 
 import (
@@ -28,17 +30,24 @@ const (
 	rateBuckets = 20                     // over this many buckets (2 s)
 )
 
-// Slack is how much slower than the journal's fsync an acknowledgement may
-// be before the watch says the process is busy: Factor × the mean fsync,
-// and never less than Floor.
+// Slack is when the watch says the process is busy: when recent
+// acknowledgements are slower than Factor × the journal's mean fsync (and
+// than Floor), or when goroutines stood waiting for a P, on average, more
+// than Runnable of them at a time (0: not judged).
 type Slack struct {
-	Factor float64
-	Floor  time.Duration
+	Factor   float64
+	Floor    time.Duration
+	Runnable float64
 }
 
 // DefaultSlack allows four fsyncs, and at least 2 ms: batch decoding and
-// the wait for the group in progress take up to about two.
-var DefaultSlack = Slack{Factor: 4, Floor: 2 * time.Millisecond}
+// the wait for the group in progress take up to about two. And it allows
+// goroutines to wait for a P 2% of the time (20 ms of waiting per second,
+// summed over goroutines): a quiet logpond taking 20k events/s on two
+// cores waits 0.2–1%, and one whose drain races through a backlog beside
+// it 5–25%, which makes its acknowledgements' p99 about twice as slow.
+// Measured by the benchmark report's isolation part (docs/benchmarks.md).
+var DefaultSlack = Slack{Factor: 4, Floor: 2 * time.Millisecond, Runnable: 0.02}
 
 type sample struct {
 	at      time.Time
@@ -59,11 +68,12 @@ type Watch struct {
 	fsync  float64
 	counts [rateBuckets]int64
 	bucket int64 // index (since the epoch, in rateBucket units) of the newest bucket
+	sched  schedWatch
 }
 
 // New returns a watch judging with slack.
 func New(slack Slack) *Watch {
-	return &Watch{slack: slack, now: time.Now}
+	return &Watch{slack: slack, now: time.Now, sched: schedWatch{read: runtimeSchedHist()}}
 }
 
 // Acked records a batch of events acknowledged with latency: the time
@@ -109,10 +119,14 @@ func (w *Watch) advanceLocked(now time.Time) {
 	}
 }
 
-// Pressure says whether recent acknowledgements are slower than the
-// journal's fsyncs explain (busy), and how many events per second were
-// acknowledged over the last two seconds (incoming), the rate at which a
-// backlog grows while nothing drains it.
+// Pressure says whether the process is busy, and how many events per
+// second were acknowledged over the last two seconds (incoming), the rate
+// at which a backlog grows while nothing drains it. Busy means that
+// acknowledgements are being made (enough of them recently to judge) and
+// either they are slower than the journal's fsyncs explain or goroutines
+// wait for a P more than the slack allows: the second comes first, as
+// the scheduler's waits add to acknowledgements long before their p90
+// shows it.
 func (w *Watch) Pressure() (busy bool, incoming float64) {
 	now := w.now()
 	w.mu.Lock()
@@ -129,7 +143,15 @@ func (w *Watch) Pressure() (busy bool, incoming float64) {
 			recent = append(recent, s.latency)
 		}
 	}
-	if len(recent) < minSamples || w.fsync == 0 {
+	if len(recent) < minSamples {
+		return false, incoming
+	}
+	if w.slack.Runnable > 0 {
+		if waiting, ok := w.sched.waiting(now); ok && waiting > w.slack.Runnable {
+			return true, incoming
+		}
+	}
+	if w.fsync == 0 {
 		return false, incoming
 	}
 	slices.Sort(recent)

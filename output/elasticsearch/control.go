@@ -32,7 +32,7 @@ const (
 	minPaceSample      = 100             // items: fewer say too little about the share the cluster refuses
 	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
 	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
-	yieldFloor         = 2.0             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive)
+	yieldFloor         = 2.5             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive, with a margin for the rate's measurement)
 	backgroundSpan     = 3 * time.Second // the background share of refusals is the least refused over about this long
 	paceMaxWait        = time.Second     // while pacing: one request holds the next back at most this long (floorLocked)
 	backgroundMax      = 0.5             // the background share of refusals is at most this: a cluster refusing more is overloaded or down
@@ -41,7 +41,7 @@ const (
 // LocalLoad tells the output how logpond itself is doing: whether its
 // acknowledgements to Beats clients are slowed (busy) and how many events
 // per second arrive. While busy, the adaptive controller paces the drain
-// down, never below twice the events arriving: a catch-up after an outage
+// down, never below yieldFloor × the events arriving: a catch-up after an outage
 // must not take the CPU the acknowledgements need, and the backlog must
 // still shrink. Pressure is called once per window of about one round
 // trip, with the controller's lock held: it must be quick and must not

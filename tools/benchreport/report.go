@@ -123,6 +123,7 @@ func (r *report) markdown() string {
 			p("\nBuilding the %s phase's backlog (output off, 4 × 2048-event windows of 1 KiB as fast as acknowledged): peak RSS %s MiB, formula %s MiB.\n", ph.Name, mib(ph.FillPeakRSS), mib(ph.FillFormula))
 		}
 	}
+	p("%s", whereMarkdown(r.Isolation))
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
 	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain, never below twice the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, at least 2 while a backlog drains, so it shrinks at least as fast as events arrive.\n")
 	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (records wait in the journal, see \"not yet in the ledger\"; a record is one 250-event window) while acknowledgements depend only on the journal's device. The flusher catches up after the phase, when logpond, out of the cgroup again, stops.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)

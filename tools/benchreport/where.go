@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// whereNames are the histograms a phase's "where the time went" reads
+// from logpond's /metrics.
+var whereNames = []string{"logpond_input_ack_seconds", "logpond_journal_fsync_seconds", "go_sched_latencies_seconds", "go_sched_pauses_total_gc_seconds"}
+
+// whereSnap is what isoRun reads at a phase's start and end to say where
+// the acknowledgements' time went.
+type whereSnap struct {
+	at         time.Time
+	hists      map[string]hist
+	values     map[string]float64
+	threads    threadStat
+	busy, all  time.Duration // the machine's CPU time: busy, and in all
+	cores      int
+	haveProc   bool
+	haveScrape bool
+}
+
+// takeWhere reads logpond's metrics and its threads' and the machine's
+// CPU accounting. What cannot be read is left out (and shows as "–").
+func takeWhere(admin string, pid int) whereSnap {
+	s := whereSnap{at: time.Now()}
+	if h, err := scrapeHists(admin, whereNames...); err == nil {
+		if v, err := scrape(admin); err == nil {
+			s.hists, s.values, s.haveScrape = h, v, true
+		}
+	}
+	if t, err := readThreadStat(pid); err == nil {
+		if busy, all, cores, err := readMachineCPU(); err == nil {
+			s.threads, s.busy, s.all, s.cores, s.haveProc = t, busy, all, cores, true
+		}
+	}
+	return s
+}
+
+// isoWhere is where a phase's acknowledgement latency came from: logpond's
+// own view of it (its ack histogram: from a batch's last byte to its ACK),
+// the journal's fsyncs, how long goroutines waited for a P (the Go
+// scheduler) and threads for a CPU (the kernel), the GC, and how busy
+// logpond and the machine were.
+type isoWhere struct {
+	Valid       bool
+	AckP99      time.Duration // logpond_input_ack_seconds over the phase
+	FsyncP99    time.Duration
+	FsyncMean   time.Duration
+	SchedWait   float64 // goroutines' total wait for a P per second of the phase (go_sched_latencies_seconds), in ms/s
+	SchedOver1  float64 // of those waits, how many per second exceeded about 1 ms (the histogram's 0.92 ms bound)
+	GCCycles    float64 // GC cycles per second
+	GCPauses1ms float64 // stop-the-world pauses above about 1 ms, per second
+	GCShare     float64 // the GC's share of logpond's CPU time
+	CPU         float64 // logpond's CPU, in cores
+	RunDelay    float64 // logpond's threads' total wait on a kernel run queue, in ms per second
+	MachineBusy float64 // the machine's busy CPU, in cores
+	Cores       int
+	Procs       int // logpond's GOMAXPROCS
+}
+
+// where compares two snapshots of one phase.
+func where(a, b whereSnap) isoWhere {
+	var w isoWhere
+	el := b.at.Sub(a.at).Seconds()
+	if el <= 0 || !a.haveScrape || !b.haveScrape || !a.haveProc || !b.haveProc {
+		return w
+	}
+	w.Valid = true
+	d := func(name string) hist { return b.hists[name].since(a.hists[name]) }
+	sec := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	w.AckP99 = sec(d("logpond_input_ack_seconds").quantile(0.99))
+	fs := d("logpond_journal_fsync_seconds")
+	w.FsyncP99 = sec(fs.quantile(0.99))
+	if n := fs.total(); n > 0 {
+		w.FsyncMean = sec((b.values["logpond_journal_fsync_seconds_sum"] - a.values["logpond_journal_fsync_seconds_sum"]) / n)
+	}
+	w.SchedWait = (b.values["go_sched_latencies_seconds_sum"] - a.values["go_sched_latencies_seconds_sum"]) * 1000 / el
+	w.SchedOver1 = d("go_sched_latencies_seconds").above(0.0009) / el
+	w.GCPauses1ms = d("go_sched_pauses_total_gc_seconds").above(0.0009) / el
+	w.GCCycles = (b.values["go_gc_cycles_total_gc_cycles_total"] - a.values["go_gc_cycles_total_gc_cycles_total"]) / el
+	if cpu := b.values["go_cpu_classes_total_cpu_seconds_total"] - a.values["go_cpu_classes_total_cpu_seconds_total"]; cpu > 0 {
+		w.GCShare = (b.values["go_cpu_classes_gc_total_cpu_seconds_total"] - a.values["go_cpu_classes_gc_total_cpu_seconds_total"]) / cpu
+	}
+	w.CPU = (b.threads.cpu - a.threads.cpu).Seconds() / el
+	w.RunDelay = float64((b.threads.runDelay-a.threads.runDelay).Milliseconds()) / el
+	w.MachineBusy = (b.busy - a.busy).Seconds() / el
+	w.Cores, w.Procs = b.cores, int(b.values["go_sched_gomaxprocs_threads"])
+	return w
+}
+
+// threadStat sums /proc/PID/task/*/schedstat over a process's threads:
+// time on a CPU and time runnable but waiting on a run queue.
+type threadStat struct{ cpu, runDelay time.Duration }
+
+// readThreadStat reads it for pid. A thread that exits meanwhile is
+// skipped (its time is lost from both snapshots' sums only if it exits
+// between them, which logpond's long-lived threads do not).
+func readThreadStat(pid int) (threadStat, error) {
+	var t threadStat
+	dirs, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(dirs) == 0 {
+		return t, fmt.Errorf("schedstat of %d: none (%v)", pid, err)
+	}
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		on, err1 := strconv.ParseInt(f[0], 10, 64)
+		wait, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return t, fmt.Errorf("schedstat %s: %q", p, b)
+		}
+		t.cpu += time.Duration(on)
+		t.runDelay += time.Duration(wait)
+	}
+	return t, nil
+}
+
+// readMachineCPU reads /proc/stat's first line: the CPU time all CPUs
+// spent busy (all but idle and iowait) and in all, and how many CPUs
+// there are.
+func readMachineCPU() (busy, all time.Duration, cores int, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	lines := strings.Split(string(b), "\n")
+	f := strings.Fields(lines[0])
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", lines[0])
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	for i, s := range f[1:] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("/proc/stat: %q: %w", lines[0], err)
+		}
+		if i >= 8 { // guest time is already counted in user
+			break
+		}
+		all += time.Duration(v) * tick
+		if i != 3 && i != 4 { // idle, iowait
+			busy += time.Duration(v) * tick
+		}
+	}
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "cpu") {
+			cores++
+		}
+	}
+	return busy, all, cores, nil
+}
+
+// whereMarkdown is the table of where each phase's acknowledgement time
+// went, or "" when no phase could read it.
+func whereMarkdown(phases []isoPhase) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	some := false
+	for _, ph := range phases {
+		some = some || ph.Where.Valid
+	}
+	if !some {
+		return ""
+	}
+	p("\\nWhere the acknowledgements' time went, over each phase's load: logpond's own measure of the acknowledgement (`logpond_input_ack_seconds`, from a batch's last byte to its ACK; the client's figure above adds the batch's trip and the client's own waits), the journal's group fsync, how long logpond's goroutines stood runnable waiting for one of its %d Ps (GOMAXPROCS; the Go scheduler: `go_sched_latencies_seconds`) and its threads waiting for a CPU (the kernel: `/proc/PID/task/*/schedstat`), its GC, its CPU and the machine's (load generator and sink included). Histogram quantiles are interpolated within buckets, as Prometheus does.\\n\\n", firstProcs(phases))
+	p("| phase | logpond ack p99 ms | fsync p99 ms | fsync mean ms | goroutines' wait for a P ms/s | waits over 1 ms /s | threads' wait for a CPU ms/s | GC cycles /s | GC share of CPU | logpond CPU cores | machine busy cores |\\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\\n")
+	for _, ph := range phases {
+		w := ph.Where
+		if !w.Valid {
+			p("| %s | – | – | – | – | – | – | – | – | – | – |\\n", ph.Name)
+			continue
+		}
+		p("| %s | %s | %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f%% | %.2f | %.2f of %d |\\n", ph.Name, ms(w.AckP99), ms(w.FsyncP99), ms(w.FsyncMean),
+			w.SchedWait, w.SchedOver1, w.RunDelay, w.GCCycles, 100*w.GCShare, w.CPU, w.MachineBusy, w.Cores)
+	}
+	return b.String()
+}
+
+// firstProcs is logpond's GOMAXPROCS as the phases saw it.
+func firstProcs(phases []isoPhase) int {
+	for _, ph := range phases {
+		if ph.Where.Procs > 0 {
+			return ph.Where.Procs
+		}
+	}
+	return 0
+}
