@@ -31,7 +31,7 @@ const (
 	minPaceRate        = 100.0           // items/s: pacing never goes below
 	minPaceSample      = 100             // items: fewer say too little about the share the cluster refuses
 	rejectedDelayCap   = 0.99            // the health delay's rejected share is capped here (finite delay)
-	yieldCut           = 0.8             // while acknowledgements are slowed: the pace's cut per window
+	yieldCut           = 0.5             // while acknowledgements are slowed: the pace's cut per window
 	yieldFloor         = 2.5             // while acknowledgements are slowed: the pace stays above this × the events arriving (the backlog shrinks at least as fast as events arrive, with a margin for the rate's measurement)
 	backgroundSpan     = 3 * time.Second // the background share of refusals is the least refused over about this long
 	paceMaxWait        = time.Second     // while pacing: one request holds the next back at most this long (floorLocked)

@@ -455,8 +455,8 @@ func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink
 		ph.Result.Percentile(0.999).Round(time.Microsecond), ph.MaxUnflushed, ph.MaxLag, ph.DrainWindow.Round(time.Millisecond),
 		ph.DeliveredPerIncoming(), ph.Yielding, ph.Samples, ph.FsyncMean.Round(time.Microsecond))
 	w := ph.Where
-	fmt.Fprintf(b.log, "isolation %-9s where: logpond ack p99 %s, fsync p99 %s mean %s, goroutines waited for a P %.1f ms/s (%.1f/s over 1 ms), GC %.1f cycles/s (%.0f%% of CPU, %.1f/s pauses over 1 ms), logpond CPU %.2f cores, its threads waited for a CPU %.1f ms/s, machine busy %.2f of %d cores\n", name,
-		w.AckP99.Round(time.Microsecond), w.FsyncP99.Round(time.Microsecond), w.FsyncMean.Round(time.Microsecond), w.SchedWait, w.SchedOver1, w.GCCycles, 100*w.GCShare, w.GCPauses1ms, w.CPU, w.RunDelay, w.MachineBusy, w.Cores)
+	fmt.Fprintf(b.log, "isolation %-9s where: logpond ack p99 %s, fsync p99 %s mean %s (%.0f over 16 ms), goroutines waited for a P %.1f ms/s (%.1f/s over 1 ms), GC %.1f cycles/s (%.0f%% of CPU, %.1f/s pauses over 1 ms), logpond CPU %.2f cores, its threads waited for a CPU %.1f ms/s, machine busy %.2f of %d cores\n", name,
+		w.AckP99.Round(time.Microsecond), w.FsyncP99.Round(time.Microsecond), w.FsyncMean.Round(time.Microsecond), w.FsyncStalls, w.SchedWait, w.SchedOver1, w.GCCycles, 100*w.GCShare, w.GCPauses1ms, w.CPU, w.RunDelay, w.MachineBusy, w.Cores)
 	return ph, nil
 }
 

@@ -19,7 +19,8 @@ import (
 // interleaved round by round: a short drain on a shared machine is noisy,
 // and the goal is a ratio of two of them. The ratios are taken within a
 // round (drains seconds apart, under the same load from the machine's
-// other tenants) and the table shows their median.
+// other tenants) and the table shows their median. The order of the
+// shapes rotates from round to round.
 const dsRounds = 5
 
 // classicIndex is where the default output configuration sends a classic
@@ -101,8 +102,12 @@ func (b *bench) datastreams(ctx context.Context) ([]dsRun, error) {
 		backlogs = append(backlogs, backlog{events, saved})
 	}
 	runs := make([][]dsRun, len(dsShapes))
-	for range dsRounds {
-		for i, s := range dsShapes {
+	for round := range dsRounds {
+		// Each round starts with the next shape, so that no shape always
+		// follows the same one (and the deletion of its stores).
+		for k := range dsShapes {
+			i := (round + k) % len(dsShapes)
+			s := dsShapes[i]
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -231,7 +236,7 @@ func dsMarkdown(r *report) string {
 	if len(runs) == 0 {
 		return b.String()
 	}
-	p("One backlog of %d events of %d B per event shape, each built with the output off, then drained into a fresh in-process `estest` server (which enforces data stream rules: create only, `@timestamp` required) from a copy of its stores, with the default output settings (`data_stream = \"auto\"`: an event with a `data_stream` object goes to the data stream it names, any other to `index`). The shapes are drained in turn, interleaved %d times; the table shows each shape's median drain, its median CPU (peak RSS: the largest), and, in the × classic columns, the median of the per-round ratios (each round's drains seconds apart, so a stretch when the shared machine was slow weighs on every shape alike). Time runs from logpond's start until the server holds every event; \"stall\" is the longest the server's document count stood still after its first rise (to the poll's 20 ms): when the backlog's last bulk request is not full, the output waits `flush_interval` (1 s) for more events before it sends it, a wait that depends only on where the backlog ends, not on the events, so events/s and × classic count the drain time without the stall. Every event must be stored exactly once (201 once per event), a classic event in the index `%s`, an Agent-shaped event in its data stream `logs-{dataset}-default` with `@timestamp` and its whole `data_stream` object. The Agent shapes cycle through %d datasets, so every bulk request holds events bound for %d data streams.\n\n",
+	p("One backlog of %d events of %d B per event shape, each built with the output off, then drained into a fresh in-process `estest` server (which enforces data stream rules: create only, `@timestamp` required) from a copy of its stores, with the default output settings (`data_stream = \"auto\"`: an event with a `data_stream` object goes to the data stream it names, any other to `index`). The shapes are drained in turn, interleaved %d times, each round starting with the next shape; the table shows each shape's median drain, its median CPU (peak RSS: the largest), and, in the × classic columns, the median of the per-round ratios (each round's drains seconds apart, so a stretch when the shared machine was slow weighs on every shape alike). Time runs from logpond's start until the server holds every event; \"stall\" is the longest the server's document count stood still after its first rise (to the poll's 20 ms): when the backlog's last bulk request is not full, the output waits `flush_interval` (1 s) for more events before it sends it, a wait that depends only on where the backlog ends, not on the events, so events/s and × classic count the drain time without the stall. Every event must be stored exactly once (201 once per event), a classic event in the index `%s`, an Agent-shaped event in its data stream `logs-{dataset}-default` with `@timestamp` and its whole `data_stream` object. The Agent shapes cycle through %d datasets, so every bulk request holds events bound for %d data streams.\n\n",
 		o.dsEvents, o.dsSize, runs[0].Rounds, classicIndex, len(lumberload.Datasets()), len(lumberload.Datasets()))
 	if o.parts != defaultOptions().parts {
 		p("Measured %s, logpond %s, in a run of `-parts %s` on the same machine.\n\n", r.Date, r.Revision, o.parts)

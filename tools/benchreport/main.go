@@ -66,6 +66,7 @@ type options struct {
 	backlog       int64
 	isoDuration   time.Duration
 	isoRate       float64
+	isoRounds     int // the isolation part's three phases are run this many times
 	throttleBPS   int64
 	smallConns    int
 	smallDuration time.Duration
@@ -90,7 +91,7 @@ func defaultOptions() options {
 	return options{
 		out: "docs/benchmarks.md", png: "docs/benchmarks-isolation.png", bin: "bin",
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
-		backlog: 2 << 30, isoDuration: 20 * time.Second, isoRate: 20000, throttleBPS: 4 << 20,
+		backlog: 2 << 30, isoDuration: 40 * time.Second, isoRate: 20000, isoRounds: 3, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
 		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
@@ -112,6 +113,7 @@ func main() {
 	backlog := flag.Int64("backlog", o.backlog, "bytes of ledger backlog the isolation run drains while it measures")
 	flag.DurationVar(&o.isoDuration, "isolation-duration", o.isoDuration, "length of each isolation phase")
 	flag.Float64Var(&o.isoRate, "isolation-rate", o.isoRate, "events/s sent during the isolation phases")
+	flag.IntVar(&o.isoRounds, "isolation-rounds", o.isoRounds, "how many times the isolation phases run (the table shows the first; every round's ratios are listed)")
 	flag.Int64Var(&o.throttleBPS, "throttle", o.throttleBPS, "bytes/s each way the ledger's device is throttled to in the isolation run")
 	flag.IntVar(&o.smallConns, "small-conns", o.smallConns, "connections of the many-small-clients run")
 	flag.DurationVar(&o.smallDuration, "small-duration", o.smallDuration, "length of the many-small-clients runs")
@@ -129,7 +131,7 @@ func main() {
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog, -throttle and the event counts and sizes must be positive")
 		os.Exit(2)
 	}
@@ -183,9 +185,14 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		}
 	}
 	if parts["isolation"] {
-		if rep.Isolation, err = b.isolation(ctx); err != nil {
-			return fmt.Errorf("isolation: %w", err)
+		for range o.isoRounds {
+			phases, err := b.isolation(ctx)
+			if err != nil {
+				return fmt.Errorf("isolation: %w", err)
+			}
+			rep.IsoRounds = append(rep.IsoRounds, phases)
 		}
+		rep.Isolation = rep.IsoRounds[0]
 		if err := writePlot(o.png, o.isoRate, rep.Isolation); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}

@@ -57,6 +57,11 @@ func TestMarkdown(t *testing.T) {
 			{How: "under strace", Result: fakeResult(100000, 30*time.Millisecond), Records: 2000, Fsyncs: 60, RecordsPerFsync: 33.3, FsyncSyscalls: 62, FsyncSyscallsLedger: 9, RecordsPerFsyncSyscall: 32.3, Connections: 500, Window: 50, Size: 1024},
 		},
 		PNG: "plot.png"}
+	r.IsoRounds = [][]isoPhase{r.Isolation, {
+		{Name: "quiet", Result: fakeResult(20000, 4*time.Millisecond)},
+		{Name: "catch-up", Result: fakeResult(20000, 5*time.Millisecond), Delivered: 50000},
+		{Name: "throttled", Result: fakeResult(20000, 4*time.Millisecond)},
+	}}
 	md := r.markdown()
 	for _, want := range []string{
 		"| 1 KiB | 3 | 4×2048 | noop | 1000 |",
@@ -67,6 +72,9 @@ func TestMarkdown(t *testing.T) {
 		"| catch-up | draining |", "| 1.48× | 1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
 		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",
 		"![ack latency over time", "(plot.png)", "make bench-report", "test machine", "2026-12-02",
+		"the three phases run 2 times, and the table shows the first round",
+		"| 1 | 2.10 | 3.10 | 1.48× | 0.00× | 2.10 | 1.00× |", "| 2 | 4.10 | 5.10 | 1.24× | 2.50× | 4.10 | 1.00× |",
+		"-isolation-rounds 3 -throttle",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -12,7 +12,8 @@ type report struct {
 	JournalDev, LedgerDev   string
 	Opts                    options
 	Ingest                  []ingestRow
-	Isolation               []isoPhase
+	Isolation               []isoPhase   // the first round's phases
+	IsoRounds               [][]isoPhase // every round's
 	Small                   []smallRun
 	Drain                   []drainRun
 	Fanout                  *fanoutResult
@@ -65,8 +66,8 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -isolation-rounds %d -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.isoRounds, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
 		o.zEvents, o.zDuration, o.zRounds)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
@@ -95,7 +96,10 @@ func (r *report) markdown() string {
 	p("\n")
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
-	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores:\n\n", o.isoRate, o.isoDuration)
+	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores; the three phases run %d times, and the table shows the first round:\n\n", o.isoRate, o.isoDuration, len(r.IsoRounds))
+	if o.parts != defaultOptions().parts {
+		p("Measured %s, logpond %s, in a run of `-parts %s` on the same machine.\n\n", r.Date, r.Revision, o.parts)
+	}
 	p("| phase | what | ack p50 ms | ack p99 ms | ack p999 ms | p99 / quiet p99 | while draining p50 / p99 / p999 ms | delivered / incoming | most records not yet in the ledger | largest output lag (records) | peak RSS MiB | formula MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var quietP99 time.Duration
@@ -123,9 +127,10 @@ func (r *report) markdown() string {
 			p("\nBuilding the %s phase's backlog (output off, 4 × 2048-event windows of 1 KiB as fast as acknowledged): peak RSS %s MiB, formula %s MiB.\n", ph.Name, mib(ph.FillPeakRSS), mib(ph.FillFormula))
 		}
 	}
+	p("%s", roundsMarkdown(r.IsoRounds))
 	p("%s", whereMarkdown(r.Isolation))
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
-	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain, never below twice the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, at least 2 while a backlog drains, so it shrinks at least as fast as events arrive.\n")
+	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain or logpond's goroutines wait for a P more than 2%% of the time, never below 2.5 times the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, at least 2 while a backlog drains, so it shrinks at least as fast as events arrive.\n")
 	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (records wait in the journal, see \"not yet in the ledger\"; a record is one 250-event window) while acknowledgements depend only on the journal's device. The flusher catches up after the phase, when logpond, out of the cgroup again, stops.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
 	if r.PNG != "" {
 		p("![ack latency over time in the three isolation phases](%s)\n\n", r.PNG)

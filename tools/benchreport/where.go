@@ -53,6 +53,7 @@ type isoWhere struct {
 	AckP99      time.Duration // logpond_input_ack_seconds over the phase
 	FsyncP99    time.Duration
 	FsyncMean   time.Duration
+	FsyncStalls float64 // fsyncs over about 16 ms (the histogram's 16.4 ms bound): the device stalled
 	SchedWait   float64 // goroutines' total wait for a P per second of the phase (go_sched_latencies_seconds), in ms/s
 	SchedOver1  float64 // of those waits, how many per second exceeded about 1 ms (the histogram's 0.92 ms bound)
 	GCCycles    float64 // GC cycles per second
@@ -78,6 +79,7 @@ func where(a, b whereSnap) isoWhere {
 	w.AckP99 = sec(d("logpond_input_ack_seconds").quantile(0.99))
 	fs := d("logpond_journal_fsync_seconds")
 	w.FsyncP99 = sec(fs.quantile(0.99))
+	w.FsyncStalls = fs.above(0.016)
 	if n := fs.total(); n > 0 {
 		w.FsyncMean = sec((b.values["logpond_journal_fsync_seconds_sum"] - a.values["logpond_journal_fsync_seconds_sum"]) / n)
 	}
@@ -89,7 +91,7 @@ func where(a, b whereSnap) isoWhere {
 		w.GCShare = (b.values["go_cpu_classes_gc_total_cpu_seconds_total"] - a.values["go_cpu_classes_gc_total_cpu_seconds_total"]) / cpu
 	}
 	w.CPU = (b.threads.cpu - a.threads.cpu).Seconds() / el
-	w.RunDelay = float64((b.threads.runDelay-a.threads.runDelay).Milliseconds()) / el
+	w.RunDelay = float64((b.threads.runDelay - a.threads.runDelay).Milliseconds()) / el
 	w.MachineBusy = (b.busy - a.busy).Seconds() / el
 	w.Cores, w.Procs = b.cores, int(b.values["go_sched_gomaxprocs_threads"])
 	return w
@@ -175,18 +177,19 @@ func whereMarkdown(phases []isoPhase) string {
 	if !some {
 		return ""
 	}
-	p("\\nWhere the acknowledgements' time went, over each phase's load: logpond's own measure of the acknowledgement (`logpond_input_ack_seconds`, from a batch's last byte to its ACK; the client's figure above adds the batch's trip and the client's own waits), the journal's group fsync, how long logpond's goroutines stood runnable waiting for one of its %d Ps (GOMAXPROCS; the Go scheduler: `go_sched_latencies_seconds`) and its threads waiting for a CPU (the kernel: `/proc/PID/task/*/schedstat`), its GC, its CPU and the machine's (load generator and sink included). Histogram quantiles are interpolated within buckets, as Prometheus does.\\n\\n", firstProcs(phases))
-	p("| phase | logpond ack p99 ms | fsync p99 ms | fsync mean ms | goroutines' wait for a P ms/s | waits over 1 ms /s | threads' wait for a CPU ms/s | GC cycles /s | GC share of CPU | logpond CPU cores | machine busy cores |\\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\\n")
+	p("\nWhere the acknowledgements' time went, over each phase's load: logpond's own measure of the acknowledgement (`logpond_input_ack_seconds`, from a batch's last byte to its ACK; the client's figure above adds the batch's trip and the client's own waits), the journal's group fsync, how long logpond's goroutines stood runnable waiting for one of its %d Ps (GOMAXPROCS; the Go scheduler: `go_sched_latencies_seconds`) and its threads waiting for a CPU (the kernel: `/proc/PID/task/*/schedstat`), its GC, its CPU and the machine's (load generator and sink included). Histogram quantiles are interpolated within buckets, as Prometheus does.\n\n", firstProcs(phases))
+	p("| phase | logpond ack p99 ms | fsync p99 ms | fsync mean ms | fsyncs over 16 ms | goroutines' wait for a P ms/s | waits over 1 ms /s | threads' wait for a CPU ms/s | GC cycles /s | GC share of CPU | logpond CPU cores | machine busy cores |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, ph := range phases {
 		w := ph.Where
 		if !w.Valid {
-			p("| %s | – | – | – | – | – | – | – | – | – | – |\\n", ph.Name)
+			p("| %s | – | – | – | – | – | – | – | – | – | – | – |\n", ph.Name)
 			continue
 		}
-		p("| %s | %s | %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f%% | %.2f | %.2f of %d |\\n", ph.Name, ms(w.AckP99), ms(w.FsyncP99), ms(w.FsyncMean),
+		p("| %s | %s | %s | %s | %.0f | %.1f | %.1f | %.0f | %.1f | %.0f%% | %.2f | %.2f of %d |\n", ph.Name, ms(w.AckP99), ms(w.FsyncP99), ms(w.FsyncMean), w.FsyncStalls,
 			w.SchedWait, w.SchedOver1, w.RunDelay, w.GCCycles, 100*w.GCShare, w.CPU, w.MachineBusy, w.Cores)
 	}
+	p("\nHow to read it: the GC's share and the journal device's stalls (fsyncs over 16 ms) say whether the GC or the disk held acknowledgements up; the waits for a P and for a CPU say whether other work in logpond (a catch-up's reading, decompressing and encoding) or on the machine (here the load generator and the sink, which parses every bulk request the drain sends) stood in their way. An acknowledgement is a chain of hand-offs between goroutines (the connection's reader, the journal's committer back from its fsync, the ACK's writer), so each wait for a P adds to it, and to the fsync's measured time too. The output yields on those waits (`internal/ackwatch`): a drain at full speed beside this load makes goroutines wait for a P several times as long as in the quiet phase and doubles the acknowledgements' p99; paced down to a few times the incoming events, it leaves them near the quiet phase's.\n")
 	return b.String()
 }
 
@@ -198,4 +201,34 @@ func firstProcs(phases []isoPhase) int {
 		}
 	}
 	return 0
+}
+
+// roundsMarkdown lists every isolation round's ack p99 against the quiet
+// phase's of the same round, and the catch-up's delivered / incoming: the
+// goal is met only if every round meets it.
+func roundsMarkdown(rounds [][]isoPhase) string {
+	if len(rounds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("\nEvery round (goal: the catch-up's ack p99 at most 1.5× the quiet phase's of the same round, in every round, while the drain delivers at least twice the events arriving):\n\n")
+	p("| round | quiet ack p99 ms | catch-up ack p99 ms | catch-up p99 / quiet p99 | catch-up delivered / incoming | throttled ack p99 ms | throttled p99 / quiet p99 |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, phases := range rounds {
+		byName := map[string]isoPhase{}
+		for _, ph := range phases {
+			byName[ph.Name] = ph
+		}
+		quiet := byName["quiet"].Result.Percentile(0.99)
+		cu, th := byName["catch-up"], byName["throttled"]
+		vs := func(ph isoPhase) string {
+			if quiet <= 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f×", float64(ph.Result.Percentile(0.99))/float64(quiet))
+		}
+		p("| %d | %s | %s | %s | %.2f× | %s | %s |\n", i+1, ms(quiet), ms(cu.Result.Percentile(0.99)), vs(cu), cu.DeliveredPerIncoming(), ms(th.Result.Percentile(0.99)), vs(th))
+	}
+	return b.String()
 }
