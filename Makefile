@@ -107,8 +107,9 @@ bench-beats: build
 
 # docs/benchmarks.md and docs/benchmarks-isolation.png from one run of
 # tools/benchreport: ingest vs baselines for three event sizes and two zlib
-# levels, the isolation run, many small clients. Root; about 10
-# minutes. strace is installed when missing (the fsync count needs it).
+# levels, the isolation run (three rounds), many small clients, the
+# drain, fan-out, data streams and compression parts. Root; the isolation
+# part alone takes about 10 minutes. strace is installed when missing (the fsync count needs it).
 bench-report: build
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || true

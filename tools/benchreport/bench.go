@@ -64,9 +64,15 @@ func (b *bench) config(name, es string) (string, error) { return b.configWith(na
 // configWith is config with more lines (each ending in a newline) in the
 // [ledger] section.
 func (b *bench) configWith(name, es, ledger string) (string, error) {
+	return b.configOut(name, es, ledger, "")
+}
+
+// configOut is configWith with more lines (each ending in a newline) in
+// the [output.elasticsearch] section, when es is set.
+func (b *bench) configOut(name, es, ledger, output string) (string, error) {
 	out := "enabled = false"
 	if es != "" {
-		out = fmt.Sprintf("hosts = [%q]", es)
+		out = fmt.Sprintf("hosts = [%q]\n%s", es, output)
 	}
 	text := fmt.Sprintf(`[journal]
 dir = %q
@@ -260,10 +266,16 @@ func (ph isoPhase) DeliveredPerIncoming() float64 {
 	return float64(ph.Delivered) / float64(ph.Result.Events)
 }
 
+// unyieldingPhase is the catch-up phase run with the output's
+// concurrency fixed: a drain that does not give way to acknowledgements,
+// beside which the catch-up's figures say what giving way saves.
+const unyieldingPhase = "catch-up, not yielding"
+
 // isolation measures ack latency at a fixed rate in three phases: output
 // idle, output draining a backlog of o.backlog bytes, and the ledger's
-// device throttled.
-func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
+// device throttled. With unyielding, a fourth phase drains the backlog
+// without giving way (unyieldingPhase).
+func (b *bench) isolation(ctx context.Context, unyielding bool) ([]isoPhase, error) {
 	sink, err := estest.StartSink()
 	if err != nil {
 		return nil, err
@@ -299,6 +311,23 @@ func (b *bench) isolation(ctx context.Context) ([]isoPhase, error) {
 	ph.BacklogBytes, ph.BacklogEvents = backlogBytes, backlogEvents
 	ph.FillPeakRSS, ph.FillFormula = fill.FillPeakRSS, fill.FillFormula
 	phases = append(phases, ph)
+
+	if unyielding {
+		if err := b.fresh(true); err != nil {
+			return nil, err
+		}
+		var fill isoPhase
+		backlogBytes, backlogEvents, err := b.fillBacklog(ctx, &fill)
+		if err != nil {
+			return nil, err
+		}
+		ph, err = b.isoRun(ctx, unyieldingPhase, "the same, the output's concurrency fixed: it does not give way", sink, load, nil, backlogEvents)
+		if err != nil {
+			return nil, err
+		}
+		ph.BacklogBytes, ph.BacklogEvents = backlogBytes, backlogEvents
+		phases = append(phases, ph)
+	}
 
 	// Throttled: the ledger's device capped well below the incoming rate.
 	if err := b.fresh(true); err != nil {
@@ -377,7 +406,12 @@ func (b *bench) fillBacklog(ctx context.Context, ph *isoPhase) (int64, int64, er
 // it notes when the sink has received them all.
 func (b *bench) isoRun(ctx context.Context, name, what string, sink *estest.Sink, load lumberload.Config, throttle *blkioThrottle, backlog int64) (isoPhase, error) {
 	ph := isoPhase{Name: name, What: what}
-	cfgPath, err := b.config("iso-"+name, sink.URL())
+	var outLines string
+	if name == unyieldingPhase {
+		// Fixed concurrency turns the adaptation off, yielding included.
+		outLines = "concurrency = \"fixed\"\n"
+	}
+	cfgPath, err := b.configOut("iso-"+strings.NewReplacer(" ", "-", ",", "").Replace(name), sink.URL(), "", outLines)
 	if err != nil {
 		return ph, err
 	}

@@ -185,8 +185,8 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		}
 	}
 	if parts["isolation"] {
-		for range o.isoRounds {
-			phases, err := b.isolation(ctx)
+		for round := range o.isoRounds {
+			phases, err := b.isolation(ctx, round == 0)
 			if err != nil {
 				return fmt.Errorf("isolation: %w", err)
 			}

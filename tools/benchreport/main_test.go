@@ -51,6 +51,7 @@ func TestMarkdown(t *testing.T) {
 			{Name: "catch-up", What: "draining", Result: fakeResult(20000, 3*time.Millisecond), DrainWindow: 2 * time.Second, DrainP: [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 9 * time.Millisecond},
 				PeakRSS: 150 << 20, Formula: 250 << 20, FillPeakRSS: 120 << 20, FillFormula: 190 << 20},
 			{Name: "throttled", What: "slow ledger", Result: fakeResult(20000, 2*time.Millisecond), MaxUnflushed: 580},
+			{Name: unyieldingPhase, What: "not giving way", Result: fakeResult(20000, 6*time.Millisecond), Delivered: 200000},
 		},
 		Small: []smallRun{
 			{How: "plain", Result: fakeResult(300000, 10*time.Millisecond), Records: 7000, Fsyncs: 100, RecordsPerFsync: 70, Connections: 500, Window: 50, Size: 1024, PeakRSS: 100 << 20, Formula: 190 << 20},
@@ -75,6 +76,7 @@ func TestMarkdown(t *testing.T) {
 		"the three phases run 2 times, and the table shows the first round",
 		"| 1 | 2.10 | 3.10 | 1.48× | 0.00× | 2.10 | 1.00× |", "| 2 | 4.10 | 5.10 | 1.24× | 2.50× | 4.10 | 1.00× |",
 		"-isolation-rounds 3 -throttle",
+		"| catch-up, not yielding | not giving way | 6.05 | 6.10 | 6.10 | 2.91× | not drained within the phase | 10.00× |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -47,6 +47,7 @@ var phaseColors = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255},
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 255},
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 255},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 255},
 }
 
 // writePlot draws the p99 ack latency over time of each isolation phase

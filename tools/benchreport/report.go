@@ -112,7 +112,7 @@ func (r *report) markdown() string {
 		during := "–"
 		if ph.DrainWindow > 0 {
 			during = fmt.Sprintf("%s / %s / %s (first %.1f s)", ms(ph.DrainP[0]), ms(ph.DrainP[1]), ms(ph.DrainP[2]), ph.DrainWindow.Seconds())
-		} else if ph.Name == "catch-up" {
+		} else if ph.Name == "catch-up" || ph.Name == unyieldingPhase {
 			during = "not drained within the phase"
 		}
 		vsQuiet := "–"
@@ -131,6 +131,7 @@ func (r *report) markdown() string {
 	p("%s", whereMarkdown(r.Isolation))
 	p("\n- **quiet**: nothing to drain but what comes in.\n")
 	p("- **catch-up**: the ledger was first filled to the backlog with the output off; logpond was restarted with the output on, and the load started with it: the drain reads the ledger (O_DIRECT) and sends bulk requests while the journal takes the new events. \"While draining\" covers the acknowledgements until the sink had received as many events as the backlog held. The output gives way to the acknowledgements (it paces its drain down while they are slower than the journal's fsyncs explain or logpond's goroutines wait for a P more than 2%% of the time, never below 2.5 times the events arriving): \"delivered / incoming\" is the events the sink received over the phase per event acknowledged, at least 2 while a backlog drains, so it shrinks at least as fast as events arrive.\n")
+	p("- **%s**: the catch-up again, from a backlog built the same way, with the output's `concurrency = \"fixed\"`, which turns its adaptation off and with it the giving way: the drain goes as fast as the sink takes it. Run in the first round only, to show what giving way saves.\n", unyieldingPhase)
 	p("- **throttled**: logpond in a blkio cgroup capping the ledger's loop device at %.0f MiB/s read and write, well under the incoming %.0f MB/s: the flusher falls behind (records wait in the journal, see \"not yet in the ledger\"; a record is one 250-event window) while acknowledgements depend only on the journal's device. The flusher catches up after the phase, when logpond, out of the cgroup again, stops.\n\n", float64(o.throttleBPS)/(1<<20), o.isoRate*1024/1e6)
 	if r.PNG != "" {
 		p("![ack latency over time in the three isolation phases](%s)\n\n", r.PNG)
