@@ -73,7 +73,7 @@ func TestMarkdown(t *testing.T) {
 		"| catch-up | draining |", "| 1.48× | 1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
 		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",
 		"![ack latency over time", "(plot.png)", "make bench-report", "test machine", "2026-12-02",
-		"the three phases run 2 times, and the table shows the first round",
+		"the phases run 2 times, and the table shows the first round",
 		"| 1 | 2.10 | 3.10 | 1.48× | 0.00× | 2.10 | 1.00× |", "| 2 | 4.10 | 5.10 | 1.24× | 2.50× | 4.10 | 1.00× |",
 		"-isolation-rounds 3 -throttle",
 		"| catch-up, not yielding | not giving way | 6.05 | 6.10 | 6.10 | 2.91× | not drained within the phase | 10.00× |",

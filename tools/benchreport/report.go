@@ -96,7 +96,7 @@ func (r *report) markdown() string {
 	p("\n")
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
-	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores; the three phases run %d times, and the table shows the first round:\n\n", o.isoRate, o.isoDuration, len(r.IsoRounds))
+	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores (and, in the first round, a fourth: a catch-up that does not give way); the phases run %d times, and the table shows the first round:\n\n", o.isoRate, o.isoDuration, len(r.IsoRounds))
 	if o.parts != defaultOptions().parts {
 		p("Measured %s, logpond %s, in a run of `-parts %s` on the same machine.\n\n", r.Date, r.Revision, o.parts)
 	}
