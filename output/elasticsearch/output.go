@@ -425,6 +425,9 @@ func (o *Output) Run(ctx context.Context) error {
 	defer rq.close()
 	ctl := newController(!o.opts.FixedConcurrency, o.opts.Workers, o.opts.FlushBytes, o.opts.RetryInitial, o.opts.RetryMax)
 	ctl.local = o.opts.Local
+	// While the drain gives way to acknowledgements, its reader and
+	// workers leave a P free for them (drain.CPUGate).
+	gate := drain.NewCPUGate(ctl.yielding)
 	o.live.Store(&live{tr: tr, rq: rq, ctl: ctl})
 	defer o.live.Store(nil)
 	chunks := make(chan *chunk, 1)
@@ -433,7 +436,7 @@ func (o *Output) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range o.opts.Workers {
 		wg.Go(func() {
-			w := &worker{o: o, tr: tr, rq: rq, ctl: ctl}
+			w := &worker{o: o, tr: tr, rq: rq, ctl: ctl, cpu: gate.Turn()}
 			if err := w.run(ctx, chunks, free); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
@@ -442,7 +445,7 @@ func (o *Output) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { o.probeWhileDown(ctx, probeInterval, ctl, rq) })
 	wg.Go(func() {
-		if err := o.read(ctx, cursor+1, tr, chunks, free); err != nil && ctx.Err() == nil {
+		if err := o.read(ctx, cursor+1, tr, chunks, free, gate.Turn()); err != nil && ctx.Err() == nil {
 			errs <- err
 			cancel()
 		}

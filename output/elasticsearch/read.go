@@ -40,9 +40,12 @@ func (c *chunk) reset() {
 // FlushBytes, registers each record with the tracker in LSN order, and
 // sends the chunks on out; it closes out when it returns. A partial chunk
 // goes out once FlushInterval has passed since its first record and no
-// more records are waiting. Chunk buffers come back on free.
-func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk) error {
+// more records are waiting. Chunk buffers come back on free. It holds
+// cpu's slot while it reads and decodes records, and gives it before it
+// waits (for a worker to take a chunk, for the ledger's tail).
+func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk, cpu *drain.CPUTurn) error {
 	defer close(out)
+	defer cpu.Give()
 	r := o.ledger.Reader(from)
 	defer r.Close()
 	r.SkipDamage()
@@ -57,15 +60,19 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 	c := next()
 	send := func() bool {
+		cpu.Give()
 		select {
 		case out <- c:
 			c = next()
-			return true
+			return cpu.Take(ctx) == nil
 		case <-ctx.Done():
 			return false
 		}
 	}
 	for {
+		if cpu.Take(ctx) != nil {
+			return nil
+		}
 		for r.Next() {
 			// Damaged ranges and ranges max_lag retention deleted.
 			if passed, err := o.src.Pass(r, tr); err != nil {
@@ -110,6 +117,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			if len(c.recs) > 0 && !send() {
 				return nil
 			}
+			cpu.Give()
 			if !o.src.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
@@ -117,6 +125,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 		}
 		o.src.ReadWorks()
 		// Caught up with the ledger.
+		cpu.Give()
 		if len(c.recs) == 0 {
 			if err := r.Wait(ctx); err != nil {
 				return nil // ctx ended
@@ -158,13 +167,22 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	// The batch in hand is released however process returns (b changes
 	// when a request fills up).
 	defer func() { b.release() }()
+	// Encoding holds a CPU slot; every wait below gives it first.
+	defer w.cpu.Give()
+	if err := w.cpu.Take(ctx); err != nil {
+		return err
+	}
 	for _, cr := range c.recs {
 		rec := cr.rec
 		pos := 0
 		for ev := range rec.Events() {
 			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch, &w.names); dead != nil {
 				// Nothing to send: keep it, then count it done.
+				w.cpu.Give() // the store may wait for space
 				if err := o.appendDeadLetters(ctx, []dlq.Entry{*dead}); err != nil {
+					return err
+				}
+				if err := w.cpu.Take(ctx); err != nil {
 					return err
 				}
 				if err := w.tr.Finish(cr.lsn, 1); err != nil {
@@ -181,12 +199,16 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 				next.buf = append(next.buf, b.buf[last.start:last.end]...)
 				next.kept = append(next.kept, b.kept[last.kept:]...) // its entry is the last one
 				b.buf, b.kept, b.items = b.buf[:last.start], b.kept[:last.kept], b.items[:len(b.items)-1]
+				w.cpu.Give()
 				err := w.room(ctx)
 				if err == nil {
 					err = w.deliver(ctx, b, b.items)
 				}
 				b.release()
 				b = next
+				if err == nil {
+					err = w.cpu.Take(ctx)
+				}
 				if err != nil {
 					return err
 				}
@@ -195,6 +217,7 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 			}
 		}
 	}
+	w.cpu.Give()
 	if len(b.items) == 0 {
 		return nil
 	}

@@ -36,8 +36,9 @@ type worker struct {
 	ctl     *controller
 	scratch []byte // index and pipeline names
 	names   nameCache
-	results []itemResult // reused per response
-	resp    []byte       // the last response's body; its buffer is reused for the next
+	results []itemResult   // reused per response
+	resp    []byte         // the last response's body; its buffer is reused for the next
+	cpu     *drain.CPUTurn // held while encoding, given before every wait
 }
 
 // run works until ctx ends or chunks closes, or a failure retrying cannot
