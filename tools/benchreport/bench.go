@@ -296,37 +296,31 @@ func (b *bench) isolation(ctx context.Context, unyielding bool) ([]isoPhase, err
 
 	// Catch-up: fill the ledger with no output running, then restart with
 	// the output on and measure while it drains.
-	if err := b.fresh(true); err != nil {
-		return nil, err
-	}
-	var fill isoPhase
-	backlogBytes, backlogEvents, err := b.fillBacklog(ctx, &fill)
-	if err != nil {
-		return nil, err
-	}
-	ph, err = b.isoRun(ctx, "catch-up", fmt.Sprintf("output draining a %.1f GiB backlog", float64(backlogBytes)/(1<<30)), sink, load, nil, backlogEvents)
-	if err != nil {
-		return nil, err
-	}
-	ph.BacklogBytes, ph.BacklogEvents = backlogBytes, backlogEvents
-	ph.FillPeakRSS, ph.FillFormula = fill.FillPeakRSS, fill.FillFormula
-	phases = append(phases, ph)
-
-	if unyielding {
+	catchUp := func(name string, what func(backlogBytes int64) string) error {
 		if err := b.fresh(true); err != nil {
-			return nil, err
+			return err
 		}
 		var fill isoPhase
 		backlogBytes, backlogEvents, err := b.fillBacklog(ctx, &fill)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ph, err = b.isoRun(ctx, unyieldingPhase, "the same, the output's concurrency fixed: it does not give way", sink, load, nil, backlogEvents)
+		ph, err := b.isoRun(ctx, name, what(backlogBytes), sink, load, nil, backlogEvents)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ph.BacklogBytes, ph.BacklogEvents = backlogBytes, backlogEvents
+		ph.FillPeakRSS, ph.FillFormula = fill.FillPeakRSS, fill.FillFormula
 		phases = append(phases, ph)
+		return nil
+	}
+	if err := catchUp("catch-up", func(n int64) string { return fmt.Sprintf("output draining a %.1f GiB backlog", float64(n)/(1<<30)) }); err != nil {
+		return nil, err
+	}
+	if unyielding {
+		if err := catchUp(unyieldingPhase, func(int64) string { return "the same, the output's concurrency fixed: it does not give way" }); err != nil {
+			return nil, err
+		}
 	}
 
 	// Throttled: the ledger's device capped well below the incoming rate.

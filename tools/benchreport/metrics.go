@@ -15,16 +15,9 @@ import (
 // family name, summed over label sets (a histogram gives its _sum and
 // _count under those suffixes).
 func scrape(admin string) (map[string]float64, error) {
-	c := http.Client{Timeout: 10 * time.Second}
-	res, err := c.Get("http://" + admin + "/metrics")
+	fams, err := families(admin)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", admin, err)
-	}
-	defer res.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: parse: %w", admin, err)
+		return nil, err
 	}
 	out := map[string]float64{}
 	for name, f := range fams {
@@ -45,6 +38,22 @@ func scrape(admin string) (map[string]float64, error) {
 	return out, nil
 }
 
+// families reads and parses logpond's /metrics.
+func families(admin string) (map[string]*dto.MetricFamily, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	res, err := c.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", admin, err)
+	}
+	defer res.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: parse: %w", admin, err)
+	}
+	return fams, nil
+}
+
 // bucket is one cumulative bucket of a Prometheus histogram.
 type bucket struct {
 	le    float64 // upper bound
@@ -58,16 +67,9 @@ type hist []bucket
 // scrapeHists reads logpond's /metrics and returns the histograms named,
 // each summed over its label sets; a histogram not exposed is absent.
 func scrapeHists(admin string, names ...string) (map[string]hist, error) {
-	c := http.Client{Timeout: 10 * time.Second}
-	res, err := c.Get("http://" + admin + "/metrics")
+	fams, err := families(admin)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", admin, err)
-	}
-	defer res.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: parse: %w", admin, err)
+		return nil, err
 	}
 	out := map[string]hist{}
 	for _, name := range names {
