@@ -44,9 +44,11 @@ type Slack struct {
 // the wait for the group in progress take up to about two. And it allows
 // goroutines to wait for a P 2% of the time (20 ms of waiting per second,
 // summed over goroutines): a quiet logpond taking 20k events/s on two
-// cores waits 0.2–1%, and one whose drain races through a backlog beside
-// it 5–25%, which makes its acknowledgements' p99 about twice as slow.
-// Measured by the benchmark report's isolation part (docs/benchmarks.md).
+// cores waits 0.1–0.3% of the time on average (at most about 1% over any
+// half second), and one whose drain races through a backlog beside it
+// about 3% on average and 5–25% over most half seconds, which makes its
+// acknowledgements' p99 about twice as slow. Measured by the benchmark
+// report's isolation part (docs/benchmarks.md).
 var DefaultSlack = Slack{Factor: 4, Floor: 2 * time.Millisecond, Runnable: 0.02}
 
 type sample struct {

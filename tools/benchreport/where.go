@@ -20,7 +20,7 @@ type whereSnap struct {
 	hists      map[string]hist
 	values     map[string]float64
 	threads    threadStat
-	busy, all  time.Duration // the machine's CPU time: busy, and in all
+	busy       time.Duration // the machine's CPU time spent busy
 	cores      int
 	haveProc   bool
 	haveScrape bool
@@ -36,8 +36,8 @@ func takeWhere(admin string, pid int) whereSnap {
 		}
 	}
 	if t, err := readThreadStat(pid); err == nil {
-		if busy, all, cores, err := readMachineCPU(); err == nil {
-			s.threads, s.busy, s.all, s.cores, s.haveProc = t, busy, all, cores, true
+		if busy, cores, err := readMachineCPU(); err == nil {
+			s.threads, s.busy, s.cores, s.haveProc = t, busy, cores, true
 		}
 	}
 	return s
@@ -131,28 +131,26 @@ func readThreadStat(pid int) (threadStat, error) {
 }
 
 // readMachineCPU reads /proc/stat's first line: the CPU time all CPUs
-// spent busy (all but idle and iowait) and in all, and how many CPUs
-// there are.
-func readMachineCPU() (busy, all time.Duration, cores int, err error) {
+// spent busy (all but idle and iowait), and how many CPUs there are.
+func readMachineCPU() (busy time.Duration, cores int, err error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	lines := strings.Split(string(b), "\n")
 	f := strings.Fields(lines[0])
 	if len(f) < 8 || f[0] != "cpu" {
-		return 0, 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", lines[0])
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", lines[0])
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
 	for i, s := range f[1:] {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("/proc/stat: %q: %w", lines[0], err)
+			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", lines[0], err)
 		}
 		if i >= 8 { // guest time is already counted in user
 			break
 		}
-		all += time.Duration(v) * tick
 		if i != 3 && i != 4 { // idle, iowait
 			busy += time.Duration(v) * tick
 		}
@@ -162,7 +160,7 @@ func readMachineCPU() (busy, all time.Duration, cores int, err error) {
 			cores++
 		}
 	}
-	return busy, all, cores, nil
+	return busy, cores, nil
 }
 
 // whereMarkdown is the table of where each phase's acknowledgement time

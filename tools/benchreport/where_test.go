@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestWhere(t *testing.T) {
 			"go_sched_latencies_seconds":    {{0.0009175, 0}, {0.0105, 0}, {inf, 0}},
 		},
 		values:  map[string]float64{"go_cpu_classes_total_cpu_seconds_total": 1, "go_cpu_classes_gc_total_cpu_seconds_total": 0.1},
-		threads: threadStat{cpu: time.Second, runDelay: time.Second}, busy: 10 * time.Second, all: 20 * time.Second,
+		threads: threadStat{cpu: time.Second, runDelay: time.Second}, busy: 10 * time.Second,
 	}
 	b := a
 	b.at = t0.Add(10 * time.Second)
@@ -86,5 +87,25 @@ func TestWhere(t *testing.T) {
 	}
 	if whereMarkdown([]isoPhase{{Name: "quiet"}}) != "" {
 		t.Error("a table for phases that read nothing")
+	}
+}
+
+// TestProcReaders: this process's threads show CPU time, and the machine
+// at least one CPU, read from /proc as a phase reads logpond's.
+func TestProcReaders(t *testing.T) {
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n
+	}
+	th, err := readThreadStat(os.Getpid())
+	if err != nil || th.cpu <= 0 {
+		t.Errorf("readThreadStat: %+v, %v", th, err)
+	}
+	busy, cores, err := readMachineCPU()
+	if err != nil || busy <= 0 || cores < 1 {
+		t.Errorf("readMachineCPU: busy %v, %d cores, %v", busy, cores, err)
+	}
+	if _, err := readThreadStat(-1); err == nil {
+		t.Error("readThreadStat of no process read something")
 	}
 }
