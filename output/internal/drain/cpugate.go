@@ -13,17 +13,23 @@ import (
 // the ACK's writer) each need a P in turn, and Go preempts a running
 // goroutine only after 10 ms: a drain whose reader and workers fill
 // every P makes each of them wait, however slowly the drain is paced.
-// While the output does not give way the gate is open, and a drain with
-// no acknowledgements to protect uses every P. Safe for concurrent use.
+// Every output's gate takes its slots from the same process-wide set, so
+// that outputs draining side by side still leave that P free. While an
+// output does not give way its gate is open, and a drain with no
+// acknowledgements to protect uses every P. Safe for concurrent use.
 type CPUGate struct {
 	slots  chan struct{}
 	closed func() bool // whether the gate applies now
 }
 
+// cpuSlots are the process's slots, shared by every gate: GOMAXPROCS−1
+// at start (at least one).
+var cpuSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+
 // NewCPUGate returns a gate that applies while closed says so (the
-// output gives way), with GOMAXPROCS−1 slots (at least one).
+// output gives way), on the process's shared slots.
 func NewCPUGate(closed func() bool) *CPUGate {
-	return &CPUGate{slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)), closed: closed}
+	return &CPUGate{slots: cpuSlots, closed: closed}
 }
 
 // CPUTurn is one goroutine's use of a CPUGate: Take before CPU-bound

@@ -10,18 +10,23 @@ import (
 )
 
 // TestCPUGateLeavesAPFree: while the gate applies, no more than
-// GOMAXPROCS−1 turns (at least one) hold a slot at once, and a turn that
+// GOMAXPROCS−1 turns (at least one) hold a slot at once, whichever
+// output's gate they come from, and a turn that
 // gives its slot lets a waiting one in; while it does not apply, every
 // turn goes at once.
 func TestCPUGateLeavesAPFree(t *testing.T) {
 	var closed atomic.Bool
 	closed.Store(true)
 	g := NewCPUGate(closed.Load)
+	other := NewCPUGate(closed.Load) // another output's gate: the same slots
 	slots := max(1, runtime.GOMAXPROCS(0)-1)
 	ctx := context.Background()
 	turns := make([]*CPUTurn, slots+1)
 	for i := range slots {
 		turns[i] = g.Turn()
+		if i%2 == 1 {
+			turns[i] = other.Turn()
+		}
 		if err := turns[i].Take(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +34,7 @@ func TestCPUGateLeavesAPFree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	last := g.Turn()
+	last := other.Turn()
 	turns[slots] = last
 	took := make(chan error, 1)
 	go func() { took <- last.Take(ctx) }()
@@ -74,10 +79,18 @@ func TestCPUGateLeavesAPFree(t *testing.T) {
 // its context ends, holding nothing; a nil gate's turns never wait.
 func TestCPUGateWaitEndsWithContext(t *testing.T) {
 	g := NewCPUGate(func() bool { return true })
+	var held []*CPUTurn
+	defer func() {
+		for _, tr := range held {
+			tr.Give()
+		}
+	}()
 	for range cap(g.slots) {
-		if err := g.Turn().Take(context.Background()); err != nil {
+		tr := g.Turn()
+		if err := tr.Take(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		held = append(held, tr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
