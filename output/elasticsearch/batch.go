@@ -121,16 +121,24 @@ func (r *requestBody) Close() error {
 // the GC, and so is a pair of which either buffer is larger than maxKeep:
 // grown for events far larger than flush_bytes, such a buffer would hold
 // that memory long after the events went.
+//
+// It hands out buffers of at least size bytes, whatever a caller asks
+// for, so that every buffer it keeps fits every later request of an
+// ordinary batch: a small one (from a chunk's last few events) would
+// otherwise be taken, found too small and dropped, and a full-sized one
+// made in its place.
 type bufPool struct {
 	free    chan batchBuffers
+	size    int
 	maxKeep int
 	reused  atomic.Int64 // buffers handed out again (tests read it)
+	made    atomic.Int64 // buffers allocated (tests read it)
 }
 
 type batchBuffers struct{ buf, kept []byte }
 
-func newBufPool(n, maxKeep int) *bufPool {
-	return &bufPool{free: make(chan batchBuffers, n), maxKeep: maxKeep}
+func newBufPool(n, size, maxKeep int) *bufPool {
+	return &bufPool{free: make(chan batchBuffers, n), size: size, maxKeep: maxKeep}
 }
 
 // get returns empty buffers, for lines with room for at least n bytes.
@@ -143,7 +151,8 @@ func (p *bufPool) get(n int) (buf, kept []byte) {
 		}
 	default:
 	}
-	return make([]byte, 0, n), nil
+	p.made.Add(1)
+	return make([]byte, 0, max(n, p.size)), nil
 }
 
 // put offers buf and kept for reuse.

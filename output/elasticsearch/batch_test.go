@@ -16,7 +16,7 @@ import (
 // a copy and holds nothing.
 func TestBatchBufferReturnsAfterTheLastHold(t *testing.T) {
 	for _, bodyFirst := range []bool{false, true} {
-		pool := newBufPool(2, 1<<20)
+		pool := newBufPool(2, 0, 1<<20)
 		b := newBatch(pool, 64, 2)
 		b.buf = append(b.buf, "ab\ncd\nef\ngh\n"...)
 		b.items = append(b.items, item{start: 0, end: 6}, item{start: 6, end: 12})
@@ -53,15 +53,22 @@ func TestBatchBufferReturnsAfterTheLastHold(t *testing.T) {
 
 // TestRequestsCarryContentLengthAndReuseBuffers: every bulk request states
 // its length (no chunked encoding), plain and gzip, and batch buffers are
-// reused across requests.
+// reused across requests: every chunk of records here makes two requests
+// or more, so a worker holds two batches at once (the one in flight and
+// the next), and the pool must keep both for the drain to run on the
+// buffers of its first requests.
 func TestRequestsCarryContentLengthAndReuseBuffers(t *testing.T) {
 	for _, gz := range []bool{false, true} {
 		r := newRig(t, estest.Options{})
-		for i := range 400 {
-			r.store(time.Now(), filebeatEvent(i, ""))
+		for i := range 300 {
+			evs := make([][]byte, 40)
+			for j := range evs {
+				evs[j] = filebeatEvent(40*i+j, "")
+			}
+			r.store(time.Now(), evs...)
 		}
 		run := r.start(r.options(func(o *Options) { o.Gzip, o.FlushBytes, o.Workers = gz, 4<<10, 2 }))
-		waitFor(t, "every event", func() bool { return r.es.Count() == 400 })
+		waitFor(t, "every event", func() bool { return r.es.Count() == 12000 })
 		run.Stop(t)
 		r.checkAllStoredOnce(t)
 		st := r.es.Stats()
@@ -70,6 +77,11 @@ func TestRequestsCarryContentLengthAndReuseBuffers(t *testing.T) {
 		}
 		if n := run.Out.pool.reused.Load(); n == 0 {
 			t.Errorf("gzip=%v: no batch buffer was reused over %d requests", gz, st.BulkRequests)
+		}
+		// Two per worker, and as many again for bodies the transport has
+		// not closed yet when the worker asks for its next buffer.
+		if made, most := run.Out.pool.made.Load(), int64(4*2); made > most {
+			t.Errorf("gzip=%v: %d batch buffers made for %d requests (%d reused), want at most %d", gz, made, st.BulkRequests, run.Out.pool.reused.Load(), most)
 		}
 	}
 }
@@ -87,7 +99,7 @@ func (c *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // the batch buffer until that body too is closed; the caller's request is
 // not changed.
 func TestLengthTransportGivesLengthAndGetBody(t *testing.T) {
-	pool := newBufPool(2, 1<<20)
+	pool := newBufPool(2, 0, 1<<20)
 	b := newBatch(pool, 64, 1)
 	b.buf = append(b.buf, "line\n"...)
 	b.items = append(b.items, item{start: 0, end: 5})
@@ -127,7 +139,7 @@ func TestLengthTransportGivesLengthAndGetBody(t *testing.T) {
 // request, its batch buffer is never handed out again (the transport may
 // still be copying from it).
 func TestFailedRequestBufferIsNotReused(t *testing.T) {
-	pool := newBufPool(2, 1<<20)
+	pool := newBufPool(2, 0, 1<<20)
 	b := newBatch(pool, 64, 1)
 	b.buf = append(b.buf, "line\n"...)
 	b.items = append(b.items, item{start: 0, end: 5})
@@ -144,7 +156,7 @@ func TestFailedRequestBufferIsNotReused(t *testing.T) {
 // grew beyond the pool's bound (for an outsized event) is not kept for
 // reuse; buffers within it are.
 func TestPoolDropsOutsizedBuffers(t *testing.T) {
-	pool := newBufPool(4, 1<<10)
+	pool := newBufPool(4, 0, 1<<10)
 	pool.put(make([]byte, 0, 2<<10), nil)
 	pool.put(make([]byte, 0, 512), make([]byte, 0, 2<<10))
 	if len(pool.free) != 0 {

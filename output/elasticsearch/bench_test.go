@@ -283,7 +283,7 @@ func BenchmarkEncode(b *testing.B) {
 			opts.DerivedIDs = true
 			o := &Output{opts: opts, log: slog.New(slog.DiscardHandler), metaOnlyIndex: true, idPrefix: "bench"}
 			evs := encodeEvents(s.head, 1024, 512)
-			batch := newBatch(newBufPool(1, 1<<20), 1<<20, len(evs))
+			batch := newBatch(newBufPool(1, 0, 1<<20), 1<<20, len(evs))
 			var scratch []byte
 			var nc nameCache
 			received := time.Date(2026, 12, 5, 6, 27, 0, 0, time.UTC)

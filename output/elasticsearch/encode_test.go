@@ -59,7 +59,7 @@ func TestEncodeShapes(t *testing.T) {
 		{"classic after all that", DataStreamAuto, `{` + fb + `,"n":2}`,
 			`{"create":{"_index":"filebeat-9.3.0","_id":"p-1-16"}}` + "\n" + `{"n":2}`},
 	}
-	b := newBatch(newBufPool(1, 1<<20), 1<<16, len(cases))
+	b := newBatch(newBufPool(1, 0, 1<<20), 1<<16, len(cases))
 	var scratch []byte
 	var nc nameCache
 	for pos, c := range cases {

@@ -351,9 +351,14 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		metaOnly = metaOnly && strings.HasPrefix(f, "[@metadata]")
 	}
 	maxKeep := keptBufferBytes(opts.FlushBytes, opts.MaxRecordBytes)
-	// Workers batches being built or sent, and as many whose
-	// bodies the transport has not closed yet.
-	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: newBufPool(opts.Workers, maxKeep), maxKeep: maxKeep,
+	// Room for two batches per worker: while a chunk's events make more
+	// than one request, a worker fills the next batch while the last one
+	// is in flight (and the transport may hold its body a little longer).
+	// With room for one per worker, every such split let a buffer go to
+	// the GC and made a new one for the next. Keeping them adds no
+	// memory: the pool only ever holds buffers that were in use at once.
+	pool := newBufPool(2*opts.Workers, opts.FlushBytes+opts.FlushBytes/4, maxKeep)
+	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: pool, maxKeep: maxKeep,
 		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
 		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log), inflight: newInflight(),
 		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil

@@ -225,7 +225,7 @@ func TestRetryDelayFollowsHealth(t *testing.T) {
 // once ready, up to the size asked, and the queue reports full at its
 // bound.
 func TestRetryQueueTakesReadyItemsWithinItsBound(t *testing.T) {
-	pool := newBufPool(4, 1<<20)
+	pool := newBufPool(4, 0, 1<<20)
 	q := newRetryQueue(100)
 	defer q.close()
 	b := newBatch(pool, 0, 0)
@@ -464,7 +464,7 @@ func TestRetriesFollowRecovery(t *testing.T) {
 // TestRetryQueueAdvance: groups waiting longer than the current health
 // says come forward within it; shorter waits stay.
 func TestRetryQueueAdvance(t *testing.T) {
-	pool := newBufPool(4, 1<<20)
+	pool := newBufPool(4, 0, 1<<20)
 	q := newRetryQueue(1 << 20)
 	defer q.close()
 	b := newBatch(pool, 0, 0)
@@ -578,7 +578,7 @@ func TestOtherItemErrorsBackOffPerItem(t *testing.T) {
 // TestRetryQueueStaleTimer: a timer that fires after it was replaced
 // leaves the queue's current timer in place (close can still stop it).
 func TestRetryQueueStaleTimer(t *testing.T) {
-	pool := newBufPool(4, 1<<20)
+	pool := newBufPool(4, 0, 1<<20)
 	q := newRetryQueue(1 << 20)
 	defer q.close()
 	b := newBatch(pool, 0, 0)

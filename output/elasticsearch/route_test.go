@@ -194,7 +194,7 @@ func routeOne(t *testing.T, opts Options, ev []byte) (index, source, reason stri
 // dead-lettered the event.
 func addOne(t *testing.T, o *Output, ev []byte) (b *batch, it item, lines, source []byte) {
 	t.Helper()
-	b = newBatch(newBufPool(1, 1<<20), 1024, 1)
+	b = newBatch(newBufPool(1, 0, 1<<20), 1024, 1)
 	var scratch []byte
 	var nc nameCache
 	if dead := o.add(b, 1, 0, routeReceived, ev, &scratch, &nc); dead != nil {
