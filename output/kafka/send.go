@@ -126,7 +126,7 @@ func (s *sender) open(ctx context.Context) error {
 	}
 	cl, err := s.o.newClient()
 	if err != nil {
-		return fmt.Errorf("kafka: output %q: %w", s.o.opts.Name, err)
+		return fmt.Errorf("opening a client: %w", err)
 	}
 	if !s.o.opts.ExactlyOnce {
 		s.cl = cl
@@ -136,12 +136,12 @@ func (s *sender) open(ctx context.Context) error {
 	defer cancel()
 	if _, _, err := cl.ProducerID(tctx); err != nil {
 		cl.Close()
-		return fmt.Errorf("kafka: output %q: initialising the transactional producer %q: %w", s.o.opts.Name, s.o.txnID, err)
+		return fmt.Errorf("initialising the transactional producer %q: %w", s.o.txnID, err)
 	}
 	p, err := s.o.readPosition(tctx, cl)
 	if err != nil {
 		cl.Close()
-		return fmt.Errorf("kafka: output %q: %w", s.o.opts.Name, err)
+		return err
 	}
 	if s.sent.before(p) {
 		s.o.log.Info("kafka holds events the cursor had not passed: they are not produced again", "lsn", p.lsn, "position", p.pos)
