@@ -9,7 +9,9 @@ import (
 // Changed lists the keys whose values differ between a and b, as dotted
 // paths written as in the file ("output.lumberjack.relay.workers"); an
 // output present in only one of them is listed by its table
-// ("output.elasticsearch.siem"). The values themselves are not returned,
+// ("output.elasticsearch.siem", "output.kafka" for the unnamed Kafka
+// output), as is a table set in only one of them
+// ("output.kafka.events.partition.random"). The values themselves are not returned,
 // so the list can be logged whatever the keys hold (passwords included).
 func Changed(a, b *Config) []string {
 	var keys []string
@@ -29,6 +31,14 @@ func changed(a, b reflect.Value, prefix string, keys *[]string) {
 				continue
 			}
 			changed(a.Field(i), b.Field(i), join(prefix, name), keys)
+		}
+	case a.Kind() == reflect.Pointer:
+		switch {
+		case a.IsNil() && b.IsNil():
+		case a.IsNil() || b.IsNil():
+			*keys = append(*keys, prefix)
+		default:
+			changed(a.Elem(), b.Elem(), prefix, keys)
 		}
 	case a.Kind() == reflect.Map && a.Type().Elem().Kind() == reflect.Pointer:
 		names := map[string]bool{}

@@ -143,6 +143,17 @@ type Output struct {
 	NamedElasticsearch map[string]*Elasticsearch `toml:"-" conf:"elasticsearch"`
 	// Lumberjack are the [output.lumberjack.NAME] tables, by name.
 	Lumberjack map[string]*Lumberjack `toml:"lumberjack"`
+	// Kafka is the output named "kafka" (UnnamedKafkaName): the settings
+	// written directly in [output.kafka]. nil unless the file sets a key
+	// there: unlike the legacy Elasticsearch output, it does not run by
+	// default. It shares the TOML key of NamedKafka, so the TOML encoder
+	// skips this field (its conf tag names its key); Config.MarshalTOML
+	// writes it.
+	Kafka *Kafka `toml:"-" conf:"kafka"`
+	// NamedKafka are the [output.kafka.NAME] tables, by name. A NAME that
+	// is a table setting of [output.kafka] (partition, sasl, ssl,
+	// backoff) is that setting of Kafka instead.
+	NamedKafka map[string]*Kafka `toml:"kafka"`
 }
 
 // Elasticsearch configures a bulk output that drains the ledger into one

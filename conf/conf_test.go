@@ -23,7 +23,10 @@ import (
 // leafKeys lists the dotted path of every non-table key of Config. A map
 // of named tables ([output.lumberjack.NAME]) gives its table's keys under
 // the name NAME; a field the TOML encoder skips (the named Elasticsearch
-// outputs, whose keys are those of [output.elasticsearch]) gives none.
+// outputs, whose keys are those of [output.elasticsearch], and the
+// unnamed Kafka output, whose keys are those of [output.kafka.NAME])
+// gives none. A table that a pointer leaves unset ([...partition.hash])
+// gives its keys.
 func leafKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := range t.NumField() {
@@ -33,6 +36,8 @@ func leafKeys(t reflect.Type, prefix string) []string {
 		case f.Tag.Get("toml") == "-":
 		case f.Type.Kind() == reflect.Struct:
 			out = append(out, leafKeys(f.Type, path+".")...)
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			out = append(out, leafKeys(f.Type.Elem(), path+".")...)
 		case f.Type.Kind() == reflect.Map:
 			out = append(out, leafKeys(f.Type.Elem().Elem(), path+".NAME.")...)
 		default:
@@ -44,12 +49,20 @@ func leafKeys(t reflect.Type, prefix string) []string {
 
 // field returns the value of the leaf at a dotted path. NAME in a map of
 // named tables stands for its first table by name, or, when there is none,
-// for the defaults of one.
+// for the defaults of one; a table a pointer leaves unset stands for the
+// defaults of one.
 func field(v reflect.Value, path string) reflect.Value {
 	parts := strings.Split(path, ".")
 	for i := 0; i < len(parts); i++ {
 		f, _ := fieldByTag(v.Type(), parts[i])
 		v = v.FieldByIndex(f.Index)
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v = newSection(v.Type().Elem())
+			}
+			v = v.Elem()
+			continue
+		}
 		if v.Kind() != reflect.Map {
 			continue
 		}
@@ -68,6 +81,7 @@ func field(v reflect.Value, path string) reflect.Value {
 var namedDefaults = map[reflect.Type]any{
 	reflect.TypeFor[Lumberjack]():    DefaultLumberjack(),
 	reflect.TypeFor[Elasticsearch](): DefaultElasticsearch(),
+	reflect.TypeFor[Kafka]():         DefaultKafka(),
 }
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -118,11 +132,38 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	siem.CloudAuth, siem.Username, siem.Password, siem.APIKey = "elastic:pw:with:colons", "elastic", "pw:with:colons", ""
 	siem.TLS.CA = "/siem-ca.pem"
 	want.Output.NamedElasticsearch = map[string]*Elasticsearch{"siem": &siem}
+	// The partition tables exclude each other: each named Kafka output
+	// sets one; the unnamed one is printed apart and must come back too.
+	events := Kafka{Enabled: false, MaxLag: 2 << 30, StartAt: "newest", Hosts: []string{"k1:9092", "[::1]:9093"},
+		Topic: "logs-%{[@metadata][beat]}", FallbackTopic: "logs-unrouted", Key: "%{[host][name]}",
+		Partition:    KafkaPartition{Hash: &KafkaHashPartition{Hash: []string{"host.name", "message"}, ReachableOnly: true}},
+		RequiredAcks: 1, Compression: "lz4", CompressionLevel: 6, MaxMessageBytes: 2 << 20, ClientID: "lp-test",
+		Headers:     []KafkaHeader{{Key: "env", Value: "prod"}, {Key: "dc", Value: "eu-1"}},
+		BulkMaxSize: 100, BulkFlushFrequency: Duration(100 * time.Millisecond), Timeout: Duration(20 * time.Second), BrokerTimeout: Duration(5 * time.Second),
+		Backoff:     LumberjackBackoff{Init: Duration(2 * time.Second), Max: Duration(30 * time.Second)},
+		ExactlyOnce: false, TransactionalID: "tx-events", Username: "u", Password: "p", SASL: KafkaSASL{Mechanism: SASLScramSHA512},
+		SSL:                LumberjackSSL{Enabled: true, CertificateAuthorities: []string{"/ka.pem"}, Certificate: "/kc.pem", Key: "/kk.pem", VerificationMode: "none"},
+		DeadLetterMaxBytes: 128 << 20, DeadLetterMaxAge: Duration(24 * time.Hour)}
+	spread := DefaultKafka()
+	spread.Hosts, spread.Topic = []string{"k1:9092"}, "spread"
+	spread.Partition.Random = &KafkaRandomPartition{ReachableOnly: true, GroupEvents: 10}
+	turns := DefaultKafka()
+	turns.Hosts, turns.Topic = []string{"k1:9092"}, "turns"
+	turns.Partition.RoundRobin = &KafkaRoundRobinPartition{ReachableOnly: true, GroupEvents: 3}
+	unnamed := DefaultKafka()
+	unnamed.Hosts, unnamed.Topic, unnamed.TransactionalID = []string{"k2:9092"}, "unnamed", "tx-unnamed"
+	unnamed.Headers = []KafkaHeader{{Key: "via", Value: "logpond"}}
+	unnamed.SSL.Enabled = true
+	want.Output.NamedKafka = map[string]*Kafka{"events": &events, "spread": &spread, "turns": &turns}
+	want.Output.Kafka = &unnamed
 	def := reflect.ValueOf(Default())
 	named := reflect.ValueOf(siem)
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
 		if reflect.DeepEqual(field(reflect.ValueOf(want), k).Interface(), field(def, k).Interface()) {
 			if rel, ok := strings.CutPrefix(k, "output.elasticsearch."); ok && !reflect.DeepEqual(field(named, rel).Interface(), field(def, k).Interface()) {
+				continue
+			}
+			if anyNamedDiffers(reflect.ValueOf(want), field(def, k), k) {
 				continue
 			}
 			t.Fatalf("test config leaves %s at its default: give it another value", k)
@@ -144,6 +185,27 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	}
 }
 
+// anyNamedDiffers reports whether k is a key of a named table
+// ("output.kafka.NAME.partition.random.group_events") that some table of
+// that kind in cfg sets to another value than def.
+func anyNamedDiffers(cfg, def reflect.Value, k string) bool {
+	section, rel, ok := strings.Cut(k, ".NAME.")
+	if !ok {
+		return false
+	}
+	v := cfg
+	for _, part := range strings.Split(section, ".") {
+		f, _ := fieldByTag(v.Type(), part)
+		v = v.FieldByIndex(f.Index)
+	}
+	for _, name := range v.MapKeys() {
+		if !reflect.DeepEqual(field(v.MapIndex(name).Elem(), rel).Interface(), def.Interface()) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestExampleDocumentsEveryKey(t *testing.T) {
 	data, err := os.ReadFile("logpond.example.toml")
 	if err != nil {
@@ -157,11 +219,27 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example's named outputs, by kind.
+	names := map[string]string{"output.lumberjack": "archive", "output.kafka": "stream"}
 	for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
-		// The example's Lumberjack output is called archive.
-		if !md.IsDefined(strings.Split(strings.Replace(k, ".NAME.", ".archive.", 1), ".")...) {
-			t.Errorf("logpond.example.toml does not set %s: every key must be documented there", k)
+		section, rel, ok := strings.Cut(k, ".NAME.")
+		key := k
+		if ok {
+			key = section + "." + names[section] + "." + rel
 		}
+		if md.IsDefined(strings.Split(key, ".")...) {
+			continue
+		}
+		// The partition tables exclude each other: the example sets
+		// one and shows the others commented out, each key under its
+		// table's header.
+		table, leaf := key[:strings.LastIndexByte(key, '.')], key[strings.LastIndexByte(key, '.')+1:]
+		if strings.Contains(table, ".partition.") {
+			if i := strings.Index(string(data), "# ["+table+"]\n"); i >= 0 && strings.Contains(string(data[i:]), "# "+leaf+" = ") {
+				continue
+			}
+		}
+		t.Errorf("logpond.example.toml does not set %s: every key must be documented there", k)
 		if !strings.Contains(string(data), "Default:") {
 			t.Fatal("the example must state defaults")
 		}

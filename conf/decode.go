@@ -40,11 +40,20 @@ func (d *decoder) decodeTable(v reflect.Value, path toml.Key, table map[string]a
 		}
 		val := table[name]
 		fv := v.FieldByIndex(f.Index)
-		if f.Type.Kind() == reflect.Struct && !isLeaf(f.Type) {
+		if st, ok := sectionStruct(f.Type); ok {
 			sub, ok := val.(map[string]any)
 			if !ok {
 				d.bad(key, "is a section: write it as a table, [%s], not as %s", key, aTOMLType(val))
 				continue
+			}
+			if fv.Kind() == reflect.Pointer {
+				// A table a file may leave out altogether: setting it
+				// is a choice (partition.random), with defaults of its
+				// own for the keys it leaves out.
+				if fv.IsNil() {
+					fv.Set(newSection(st))
+				}
+				fv = fv.Elem()
 			}
 			d.defined[key.String()] = true
 			d.decodeTable(fv, key, sub)
@@ -77,6 +86,29 @@ func (d *decoder) unknown(key toml.Key) {
 // Duration are integers.
 func isLeaf(t reflect.Type) bool {
 	return reflect.PointerTo(t).Implements(reflect.TypeFor[toml.Unmarshaler]())
+}
+
+// sectionStruct returns the struct type a field of type t decodes a TOML
+// table into, if it is a section: a struct, or a pointer to one (a table
+// that is nil until a file sets it, such as partition.hash).
+func sectionStruct(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct && !isLeaf(t) {
+		return t, true
+	}
+	return nil, false
+}
+
+// newSection returns a pointer to a new section of type t with its
+// defaults: those its setDefaults method sets, zero values otherwise.
+func newSection(t reflect.Type) reflect.Value {
+	v := reflect.New(t)
+	if d, ok := v.Interface().(interface{ setDefaults() }); ok {
+		d.setDefaults()
+	}
+	return v
 }
 
 func (d *decoder) bad(key toml.Key, format string, args ...any) {
@@ -120,6 +152,9 @@ func (d *decoder) decodeLeaf(fv reflect.Value, key toml.Key, val any) error {
 		}
 		fv.SetInt(n)
 	case reflect.Slice:
+		if fv.Type().Elem().Kind() == reflect.Struct {
+			return d.decodeTableList(fv, key, val)
+		}
 		if fv.Type().Elem().Kind() != reflect.String {
 			return fmt.Errorf("conf: no decoder for %s", fv.Type())
 		}
@@ -143,6 +178,50 @@ func (d *decoder) decodeLeaf(fv reflect.Value, key toml.Key, val any) error {
 	default:
 		return fmt.Errorf("conf: no decoder for %s", fv.Type())
 	}
+	return nil
+}
+
+// decodeTableList sets a list of small tables (headers: [{key, value}])
+// from an array of tables ([[a.b]]) or a list of inline tables. Its
+// entries are values of one key, not sections: each problem is an error
+// of the whole key naming the entry, and ${VAR} references are recorded
+// under the key.
+func (d *decoder) decodeTableList(fv reflect.Value, key toml.Key, val any) error {
+	var entries []any
+	switch v := val.(type) {
+	case []map[string]any:
+		for _, e := range v {
+			entries = append(entries, e)
+		}
+	case []any:
+		entries = v
+	default:
+		return fmt.Errorf("is %s: want a list of tables, like [{ key = \"a\", value = \"b\" }], or [[%s]] tables", aTOMLType(val), key)
+	}
+	et := fv.Type().Elem()
+	var known []string
+	for i := range et.NumField() {
+		known = append(known, et.Field(i).Tag.Get("toml"))
+	}
+	out := reflect.MakeSlice(fv.Type(), 0, len(entries))
+	for i, e := range entries {
+		table, ok := e.(map[string]any)
+		if !ok {
+			return fmt.Errorf("entry %d is %s: want a table, like { %s }", i+1, aTOMLType(e), strings.Join(known, " = …, ")+" = …")
+		}
+		ev := reflect.New(et).Elem()
+		for _, name := range sortedKeys(table) {
+			f, ok := fieldByTag(et, name)
+			if !ok {
+				return fmt.Errorf("entry %d: unknown key %q; known keys there: %s", i+1, name, strings.Join(known, ", "))
+			}
+			if err := d.decodeLeaf(ev.FieldByIndex(f.Index), key, table[name]); err != nil {
+				return fmt.Errorf("entry %d: %s: %w", i+1, name, err)
+			}
+		}
+		out = reflect.Append(out, ev)
+	}
+	fv.Set(out)
 	return nil
 }
 

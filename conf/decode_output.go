@@ -12,14 +12,16 @@ import (
 // decodeOutput overlays the [output] table on out. [output.elasticsearch]
 // holds both the legacy output's settings (keys directly inside, and its
 // tls table) and named outputs ([output.elasticsearch.NAME]);
-// [output.lumberjack] holds named outputs only.
+// [output.kafka] likewise holds the unnamed Kafka output's settings and
+// named ones ([output.kafka.NAME]); [output.lumberjack] holds named
+// outputs only.
 func (d *decoder) decodeOutput(out *Output, path toml.Key, table map[string]any) {
 	var legacyDefined, namedDefined bool
 	for _, name := range sortedKeys(table) {
 		key := append(slices.Clone(path), name)
 		val := table[name]
 		switch name {
-		case TypeElasticsearch, TypeLumberjack:
+		case TypeElasticsearch, TypeLumberjack, TypeKafka:
 		default:
 			d.unknown(key)
 			continue
@@ -30,17 +32,23 @@ func (d *decoder) decodeOutput(out *Output, path toml.Key, table map[string]any)
 			continue
 		}
 		d.defined[key.String()] = true
-		if name == TypeElasticsearch {
+		switch name {
+		case TypeElasticsearch:
 			l, n := d.decodeElasticsearchSection(out, key, sub)
 			legacyDefined, namedDefined = legacyDefined || l, namedDefined || n
-		} else {
+		case TypeLumberjack:
 			namedDefined = d.decodeLumberjackSection(out, key, sub) || namedDefined
+		case TypeKafka:
+			// The unnamed Kafka output is another output the file asks
+			// for: it disables the legacy default as named ones do.
+			u, n := d.decodeKafkaSection(out, key, sub)
+			namedDefined = namedDefined || u || n
 		}
 	}
 	d.checkOutputNames(out, path, legacyDefined)
-	// A file that names its outputs says which outputs it wants: the
-	// legacy default (Elasticsearch on localhost) would otherwise run
-	// beside them unasked.
+	// A file that names its outputs (or sets the unnamed Kafka output)
+	// says which outputs it wants: the legacy default (Elasticsearch on
+	// localhost) would otherwise run beside them unasked.
 	if namedDefined && !legacyDefined {
 		out.Elasticsearch.Enabled = false
 	}
@@ -119,17 +127,7 @@ func (d *decoder) decodeLumberjackSection(out *Output, path toml.Key, table map[
 		lj := DefaultLumberjack()
 		d.defined[key.String()] = true
 		d.decodeTable(reflect.ValueOf(&lj).Elem(), key, sub)
-		// As in Filebeat, setting any ssl key turns TLS on unless
-		// ssl.enabled says otherwise.
-		ssl := key.String() + ".ssl."
-		if !d.defined[ssl+"enabled"] {
-			for k := range d.defined {
-				if strings.HasPrefix(k, ssl) {
-					lj.SSL.Enabled = true
-					break
-				}
-			}
-		}
+		d.inferSSL(key, &lj.SSL)
 		if out.Lumberjack == nil {
 			out.Lumberjack = map[string]*Lumberjack{}
 		}
@@ -138,26 +136,126 @@ func (d *decoder) decodeLumberjackSection(out *Output, path toml.Key, table map[
 	return named
 }
 
-// checkOutputNames reports names used twice: across kinds, and
-// LegacyOutputName while the legacy table is defined. Each output names
-// a cursor in the ledger, so two outputs with one name would share it.
-func (d *decoder) checkOutputNames(out *Output, path toml.Key, legacyDefined bool) {
-	for _, name := range sortedNames(out.Lumberjack) {
-		if _, ok := out.NamedElasticsearch[name]; ok {
-			d.problem(append(slices.Clone(path), TypeLumberjack, name), "the name %q is taken by [%s.elasticsearch.%s]: output names are unique across kinds (each names the output's cursor in the ledger); choose another name", name, path, name)
+// decodeKafkaSection splits [output.kafka] into the unnamed output's
+// settings and the named outputs, and decodes each, as
+// decodeElasticsearchSection does for [output.elasticsearch]. unnamed
+// reports whether the table sets any key directly (or a table setting
+// such as [output.kafka.ssl]): the unnamed output is then defined, and
+// out.Kafka set. named reports whether it holds a named output.
+func (d *decoder) decodeKafkaSection(out *Output, path toml.Key, table map[string]any) (unnamed, named bool) {
+	kafkaType := reflect.TypeFor[Kafka]()
+	settings := map[string]any{}
+	for _, name := range sortedKeys(table) {
+		key := append(slices.Clone(path), name)
+		val := table[name]
+		f, isSetting := fieldByTag(kafkaType, name)
+		sub, isTable := val.(map[string]any)
+		var st reflect.Type
+		isSectionSetting := false
+		if isSetting {
+			st, isSectionSetting = sectionStruct(f.Type)
+		}
+		switch {
+		case isSetting && isTable && isSectionSetting:
+			// [output.kafka.ssl] is the unnamed output's ssl table,
+			// unless it sets what only an output has: then it was
+			// meant as an output called "ssl", which cannot be.
+			if other := outputOnlyKey(sub, st); other != "" {
+				d.problem(key, "sets %s, which is not a key of [%s] (the %s settings of the output written directly in [%s]): an output cannot be named %q, as that name is a setting of [%s]; choose another name", other, key, name, path, name, path)
+				named = true
+				continue
+			}
+			settings[name] = val
+		case isSetting && isTable:
+			d.problem(key, "is ambiguous: %q is a setting of [%s], so it cannot name an output; choose another name", name, path)
+			named = true
+		case isSetting, !isTable:
+			// A setting of the unnamed output, or an unknown key, whose
+			// message the unnamed output's decoding gives.
+			settings[name] = val
+		default:
+			named = true
+			if !ValidOutputName(name) {
+				d.problem(key, "%s", badNameMessage(name))
+				continue
+			}
+			kc := DefaultKafka()
+			d.defined[key.String()] = true
+			d.decodeTable(reflect.ValueOf(&kc).Elem(), key, sub)
+			d.inferSSL(key, &kc.SSL)
+			if out.NamedKafka == nil {
+				out.NamedKafka = map[string]*Kafka{}
+			}
+			out.NamedKafka[name] = &kc
 		}
 	}
-	if !legacyDefined {
+	if len(settings) == 0 {
+		return false, named
+	}
+	kc := DefaultKafka()
+	d.decodeTable(reflect.ValueOf(&kc).Elem(), path, settings)
+	d.inferSSL(path, &kc.SSL)
+	out.Kafka = &kc
+	return true, named
+}
+
+// inferSSL applies Filebeat's rule to the ssl table of the output at key:
+// setting any ssl key turns TLS on unless ssl.enabled says otherwise.
+func (d *decoder) inferSSL(key toml.Key, ssl *LumberjackSSL) {
+	prefix := key.String() + ".ssl."
+	if d.defined[prefix+"enabled"] {
 		return
 	}
-	_, es := out.NamedElasticsearch[LegacyOutputName]
-	_, lj := out.Lumberjack[LegacyOutputName]
-	for kind, taken := range map[string]bool{TypeElasticsearch: es, TypeLumberjack: lj} {
-		if taken {
-			d.problem(append(slices.Clone(path), kind, LegacyOutputName), "the name %q is taken by the output whose settings are directly in [%s.elasticsearch]: choose another name, or move those settings into this table", LegacyOutputName, path)
+	for k := range d.defined {
+		if strings.HasPrefix(k, prefix) {
+			ssl.Enabled = true
+			return
 		}
 	}
 }
+
+// checkOutputNames reports names used twice: across kinds, and
+// LegacyOutputName while the legacy table is defined, UnnamedKafkaName
+// while the unnamed Kafka output is. Each output names a cursor in the
+// ledger, so two outputs with one name would share it. The later output,
+// in the order Elasticsearch, Lumberjack, Kafka, is the one reported.
+func (d *decoder) checkOutputNames(out *Output, path toml.Key, legacyDefined bool) {
+	kinds := []struct {
+		kind  string
+		names []string
+	}{
+		{TypeElasticsearch, sortedNames(out.NamedElasticsearch)},
+		{TypeLumberjack, sortedNames(out.Lumberjack)},
+		{TypeKafka, sortedNames(out.NamedKafka)},
+	}
+	// The outputs whose settings are written directly in their kind's
+	// table, by name.
+	unnamed := map[string]string{}
+	if legacyDefined {
+		unnamed[LegacyOutputName] = TypeElasticsearch
+	}
+	if out.Kafka != nil {
+		unnamed[UnnamedKafkaName] = TypeKafka
+	}
+	first := map[string]string{} // name → the kind that took it
+	for _, k := range kinds {
+		for _, name := range k.names {
+			key := append(slices.Clone(path), k.kind, name)
+			if kind, ok := unnamed[name]; ok {
+				d.problem(key, "the name %q is taken by the output whose settings are directly in [%s.%s]: choose another name, or move those settings into this table", name, path, kind)
+				continue
+			}
+			if kind, ok := first[name]; ok {
+				d.problem(key, "the name %q is taken by [%s.%s.%s]: output names are unique across kinds (each names the output's cursor in the ledger); choose another name", name, path, kind, name)
+				continue
+			}
+			first[name] = k.kind
+		}
+	}
+}
+
+// outputTypes are the types of the tables of each kind of output.
+var outputTypes = []reflect.Type{reflect.TypeFor[Elasticsearch](), reflect.TypeFor[Lumberjack](), reflect.TypeFor[Kafka]()}
 
 // outputOnlyKey returns a key of table that is not a key of the section
 // type t but is a key of an output, or "".
@@ -166,10 +264,10 @@ func outputOnlyKey(table map[string]any, t reflect.Type) string {
 		if _, ok := fieldByTag(t, k); ok {
 			continue
 		}
-		_, es := fieldByTag(reflect.TypeFor[Elasticsearch](), k)
-		_, lj := fieldByTag(reflect.TypeFor[Lumberjack](), k)
-		if es || lj {
-			return k
+		for _, ot := range outputTypes {
+			if _, ok := fieldByTag(ot, k); ok {
+				return k
+			}
 		}
 	}
 	return ""
@@ -185,7 +283,9 @@ func (d *decoder) problem(key toml.Key, format string, args ...any) {
 	d.problems = append(d.problems, &KeyError{Key: key.String(), Msg: fmt.Sprintf(format, args...)})
 }
 
-// isSection reports whether t is decoded from a TOML table.
+// isSection reports whether t is decoded from a TOML table: a struct, or
+// a pointer to one (see sectionStruct).
 func isSection(t reflect.Type) bool {
-	return t.Kind() == reflect.Struct && !isLeaf(t)
+	_, ok := sectionStruct(t)
+	return ok
 }

@@ -12,13 +12,15 @@ import (
 )
 
 // MarshalTOML writes c as a configuration file that Parse loads back to
-// the same Config: every key, named outputs as [output.elasticsearch.NAME]
-// and [output.lumberjack.NAME] tables. The legacy [output.elasticsearch]
-// table is left out when it only holds the disabled defaults beside named
-// outputs, as a file that names its outputs and sets no key there loads to
-// that. It lets toml.Encoder encode a Config (as -check-config prints it):
-// the encoder alone cannot, as the legacy table and the named
-// Elasticsearch outputs share one key.
+// the same Config: every key, named outputs as [output.elasticsearch.NAME],
+// [output.lumberjack.NAME] and [output.kafka.NAME] tables, the unnamed
+// Kafka output (when set) as keys directly in [output.kafka]. The legacy
+// [output.elasticsearch] table is left out when it only holds the disabled
+// defaults beside other outputs, as a file that names its outputs and sets
+// no key there loads to that. It lets toml.Encoder encode a Config (as
+// -check-config prints it): the encoder alone cannot, as the legacy table
+// and the named Elasticsearch outputs share one key, and so do the
+// unnamed and the named Kafka outputs.
 func (c Config) MarshalTOML() ([]byte, error) {
 	type output struct {
 		Elasticsearch *Elasticsearch         `toml:"elasticsearch"` // nil: left out
@@ -37,7 +39,7 @@ func (c Config) MarshalTOML() ([]byte, error) {
 	if len(c.Output.Lumberjack) == 0 {
 		plain.Output.Lumberjack = nil // an empty map would print an empty table
 	}
-	hasNamed := len(c.Output.NamedElasticsearch) > 0 || len(c.Output.Lumberjack) > 0
+	hasNamed := len(c.Output.NamedElasticsearch) > 0 || len(c.Output.Lumberjack) > 0 || c.Output.Kafka != nil || len(c.Output.NamedKafka) > 0
 	if off := DefaultElasticsearch(); hasNamed {
 		off.Enabled = false
 		if reflect.DeepEqual(c.Output.Elasticsearch, off) {
@@ -50,32 +52,18 @@ func (c Config) MarshalTOML() ([]byte, error) {
 	if err := enc.Encode(plain); err != nil {
 		return nil, fmt.Errorf("conf: encoding the configuration: %w", err)
 	}
-	// The named Elasticsearch outputs go with the other outputs, before
-	// [admin] (which the encoder always writes, after [output]).
+	// The named Elasticsearch outputs and the Kafka outputs go with the
+	// other outputs, before [admin] (which the encoder always writes,
+	// after [output]).
 	var named bytes.Buffer
 	for _, o := range c.namedElasticsearch() {
-		// Encoded alone, an output's sub-tables come out as [tls]: they
-		// are put under the output's key. The encoder writes every value
-		// on one line, so a line starting with "[" is a table header.
-		var t bytes.Buffer
-		enc := toml.NewEncoder(&t)
-		enc.Indent = ""
-		if err := enc.Encode(asWritten(*o.Elasticsearch)); err != nil {
-			return nil, fmt.Errorf("conf: encoding [%s]: %w", o.Key, err)
+		if err := writeTable(&named, o.Key, asWritten(*o.Elasticsearch)); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(&named, "[%s]\n", o.Key)
-		sc := bufio.NewScanner(&t)
-		sc.Buffer(nil, t.Len()+1)
-		for sc.Scan() {
-			line := sc.Text()
-			if h, ok := strings.CutPrefix(line, "["); ok && !strings.HasPrefix(h, "[") {
-				line = "[" + o.Key + "." + h
-			}
-			named.WriteString(line)
-			named.WriteByte('\n')
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("conf: encoding [%s]: %w", o.Key, err)
+	}
+	for _, o := range c.kafkaOutputs() {
+		if err := writeTable(&named, o.Key, o.Kafka); err != nil {
+			return nil, err
 		}
 	}
 	doc := b.Bytes()
@@ -84,6 +72,36 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		return nil, fmt.Errorf("conf: encoding the configuration: no [admin] table to put the named outputs before")
 	}
 	return slices.Concat(doc[:at+1], named.Bytes(), doc[at+1:]), nil
+}
+
+// writeTable appends v, encoded as the table [key], to b. Encoded alone,
+// v's sub-tables come out as [tls] or [[headers]]: they are put under key.
+// The encoder writes every value on one line, so a line starting with "["
+// is a table header.
+func writeTable(b *bytes.Buffer, key string, v any) error {
+	var t bytes.Buffer
+	enc := toml.NewEncoder(&t)
+	enc.Indent = ""
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("conf: encoding [%s]: %w", key, err)
+	}
+	fmt.Fprintf(b, "[%s]\n", key)
+	sc := bufio.NewScanner(&t)
+	sc.Buffer(nil, t.Len()+1)
+	for sc.Scan() {
+		line := sc.Text()
+		if h, ok := strings.CutPrefix(line, "[["); ok {
+			line = "[[" + key + "." + h
+		} else if h, ok := strings.CutPrefix(line, "["); ok {
+			line = "[" + key + "." + h
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("conf: encoding [%s]: %w", key, err)
+	}
+	return nil
 }
 
 // asWritten is an Elasticsearch output as a file sets it: without the

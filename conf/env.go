@@ -132,8 +132,18 @@ func (l *Loaded) Printable() Config {
 			v.SetString(references(v.String(), ss))
 		case reflect.Slice:
 			for i := range v.Len() {
-				if e := v.Index(i); e.Kind() == reflect.String {
+				switch e := v.Index(i); e.Kind() {
+				case reflect.String:
 					e.SetString(references(e.String(), ss))
+				case reflect.Struct:
+					// An entry of a list of tables (a Kafka output's
+					// headers): its references were recorded under the
+					// list's key.
+					for j := range e.NumField() {
+						if f := e.Field(j); f.Kind() == reflect.String {
+							f.SetString(references(f.String(), ss))
+						}
+					}
 				}
 			}
 		}
@@ -142,12 +152,19 @@ func (l *Loaded) Printable() Config {
 }
 
 // RedactSecrets replaces every secret of c that is set (each
-// Elasticsearch output's password and api_key) with Redacted, and the
-// password in its cloud_auth ("user:<redacted>", so that the printed file
-// still loads), for printing, and reports whether c shows any value as
-// Redacted (these, or credentials Printable hid).
+// Elasticsearch output's password and api_key, each Kafka output's
+// password) with Redacted, and the password in its cloud_auth
+// ("user:<redacted>", so that the printed file still loads), for
+// printing, and reports whether c shows any value as Redacted (these, or
+// credentials Printable hid).
 func (c *Config) RedactSecrets() bool {
 	hidden := false
+	for _, o := range c.kafkaOutputs() {
+		if o.Kafka.Password != "" {
+			o.Kafka.Password = Redacted
+			hidden = true
+		}
+	}
 	for _, o := range c.elasticsearchOutputs() {
 		es := o.Elasticsearch
 		for _, secret := range []*string{&es.Password, &es.APIKey} {
@@ -186,7 +203,37 @@ func (c *Config) Clone() Config {
 			out.Output.Lumberjack[name] = &cp
 		}
 	}
+	if c.Output.Kafka != nil {
+		out.Output.Kafka = cloneKafka(c.Output.Kafka)
+	}
+	if c.Output.NamedKafka != nil {
+		out.Output.NamedKafka = make(map[string]*Kafka, len(c.Output.NamedKafka))
+		for name, kc := range c.Output.NamedKafka {
+			out.Output.NamedKafka[name] = cloneKafka(kc)
+		}
+	}
 	return out
+}
+
+func cloneKafka(kc *Kafka) *Kafka {
+	cp := *kc
+	cp.Hosts = slices.Clone(kc.Hosts)
+	cp.Headers = slices.Clone(kc.Headers)
+	cp.SSL.CertificateAuthorities = slices.Clone(kc.SSL.CertificateAuthorities)
+	if p := kc.Partition.Hash; p != nil {
+		h := *p
+		h.Hash = slices.Clone(p.Hash)
+		cp.Partition.Hash = &h
+	}
+	if p := kc.Partition.Random; p != nil {
+		r := *p
+		cp.Partition.Random = &r
+	}
+	if p := kc.Partition.RoundRobin; p != nil {
+		r := *p
+		cp.Partition.RoundRobin = &r
+	}
+	return &cp
 }
 
 func cloneElasticsearch(es Elasticsearch) Elasticsearch {
@@ -195,8 +242,8 @@ func cloneElasticsearch(es Elasticsearch) Elasticsearch {
 }
 
 // eachValue calls fn with every value (not section) of the struct v and
-// its key, in field order, named outputs by name. The values are settable
-// when v is.
+// its key, in field order, named outputs by name, and sections a pointer
+// leaves unset skipped. The values are settable when v is.
 func eachValue(v reflect.Value, prefix toml.Key, fn func(toml.Key, reflect.Value)) {
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
@@ -206,6 +253,10 @@ func eachValue(v reflect.Value, prefix toml.Key, fn func(toml.Key, reflect.Value
 		case f.Type.Kind() == reflect.Map:
 			for _, name := range fv.MapKeys() {
 				eachValue(fv.MapIndex(name).Elem(), append(slices.Clone(key), name.String()), fn)
+			}
+		case isSection(f.Type) && f.Type.Kind() == reflect.Pointer:
+			if !fv.IsNil() {
+				eachValue(fv.Elem(), key, fn)
 			}
 		case isSection(f.Type):
 			eachValue(fv, key, fn)

@@ -16,7 +16,7 @@ import (
 // checks ran and which need the host that runs logpond.
 var HostChecks = []string{
 	"journal.dir and ledger.dir: each is a directory this user can write, or its parent is (logpond creates the directory itself)",
-	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls ca, cert and key; each Lumberjack output's ssl certificate_authorities, certificate and key): readable, and they parse",
+	"TLS files (input.beats.tls cert, key and client_ca; each Elasticsearch output's tls ca, cert and key; each Lumberjack and Kafka output's ssl certificate_authorities, certificate and key): readable, and they parse",
 	"input.beats.listen and admin.listen: the address can be listened on (port free, address on this host)",
 	"journal.max_bytes, ledger.max_bytes and the outputs' dead_letter_max_bytes, added up per file system that holds them: a warning when larger than it",
 }
@@ -82,7 +82,14 @@ func (l *Loaded) checkHost(skip map[string]bool) error {
 			}
 			continue
 		}
-		ssl, k := o.Lumberjack.SSL, o.Key+".ssl."
+		var ssl LumberjackSSL
+		switch {
+		case o.Lumberjack != nil:
+			ssl = o.Lumberjack.SSL
+		case o.Kafka != nil:
+			ssl = o.Kafka.SSL
+		}
+		k := o.Key + ".ssl."
 		if !ssl.Enabled {
 			continue // the files are not read
 		}

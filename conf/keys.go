@@ -30,6 +30,11 @@ func unknownKeyMessage(k toml.Key) string {
 	}
 	section := strings.Join(k[:len(k)-1], ".")
 	known := Keys(section)
+	if known == nil && namedTables(k[:len(k)-1]) {
+		// A key written directly in a section of named tables that
+		// also holds an unnamed output's settings ([output.kafka]).
+		known = Keys(section + ".NAME")
+	}
 	where := "at the top level"
 	if section != "" {
 		where = "in [" + section + "]"
@@ -46,9 +51,12 @@ func unknownKeyMessage(k toml.Key) string {
 // Keys lists the keys (and sub-tables) that section accepts; "" is the top
 // level. It is derived from Config's toml tags, so it cannot drift. A
 // named output's table ("output.lumberjack.edge",
-// "output.elasticsearch.siem") accepts the keys of its kind; a section of
-// named tables ("output.lumberjack") has no fixed keys and gives nil, as
-// does a key that is not a section.
+// "output.elasticsearch.siem", "output.kafka.events") accepts the keys of
+// its kind; a section of named tables ("output.lumberjack",
+// "output.kafka") has no fixed keys and gives nil, as does a key that is
+// not a section. ([output.kafka] also takes the keys of
+// "output.kafka.NAME", those of the output written directly in it; its
+// table settings, "output.kafka.ssl" say, are that output's.)
 func Keys(section string) []string {
 	var path []string
 	if section != "" {
@@ -71,16 +79,22 @@ func Keys(section string) []string {
 // A part that follows a map of named tables ([output.lumberjack.NAME]), or
 // a name in [output.elasticsearch] that is not one of its settings, is an
 // output's name: any name leads to the output's type, as its validity is
-// checked (and reported) apart.
+// checked (and reported) apart. In [output.kafka], which also holds the
+// unnamed Kafka output's settings, a part that is one of its table
+// settings ([output.kafka.ssl]) is that setting, as in
+// [output.elasticsearch].
 func sectionType(path []string) (reflect.Type, bool) {
 	t := reflect.TypeFor[Config]()
 	for i := 0; i < len(path); i++ {
 		f, ok := fieldByTag(t, path[i])
 		switch {
 		case ok && isSection(f.Type):
-			t = f.Type
+			t, _ = sectionStruct(f.Type)
 		case ok && f.Type.Kind() == reflect.Map && i+1 < len(path):
 			t = f.Type.Elem().Elem()
+			if sf, ok := fieldByTag(t, path[i+1]); ok && isSection(sf.Type) && unnamedOutputTable(path[:i+1]) {
+				continue // the unnamed output's setting: the next part is a field of t
+			}
 			i++
 		case !ok && i == 2 && path[0] == "output" && path[1] == TypeElasticsearch:
 			// [output.elasticsearch.NAME]: t is already Elasticsearch.
@@ -89,6 +103,12 @@ func sectionType(path []string) (reflect.Type, bool) {
 		}
 	}
 	return t, true
+}
+
+// unnamedOutputTable reports whether path is a section of named tables
+// that also holds an unnamed output's settings ("output.kafka").
+func unnamedOutputTable(path []string) bool {
+	return len(path) == 2 && path[0] == "output" && path[1] == TypeKafka
 }
 
 // namedTables reports whether path is a section of named tables

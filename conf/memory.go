@@ -159,6 +159,16 @@ func (c *Config) MemoryFor(cpus int) Memory {
 // Lumberjack batch holds on average.
 const LumberjackEventBytes = 2 << 10
 
+// KafkaEventBytes is what the formula assumes a record of a Kafka batch
+// holds on average: an event with its Beats metadata, as
+// LumberjackEventBytes.
+const KafkaEventBytes = 2 << 10
+
+// KafkaChunkBytes is the least a Kafka output reads of the ledger at once
+// in the formula: its chunk of records is the larger of this and the
+// largest record (2 × journal.max_group_bytes).
+const KafkaChunkBytes = 4 << 20
+
 // OutputBytes is the memory formula's part for one output:
 //   - Elasticsearch: ESChunkBytes for each of workers + 2 chunks of
 //     records (one being filled, one queued, one per worker being turned
@@ -175,11 +185,24 @@ const LumberjackEventBytes = 2 << 10
 //     be true only if every event of a batch were as large as the largest
 //     one allowed, and would count gigabytes nobody sees. A batch is
 //     counted as at least one record of the largest size the input writes
-//     (2 × journal.max_group_bytes), as the output reads whole records.
+//     (2 × journal.max_group_bytes), as the output reads whole records;
+//   - Kafka: 3 × bulk_max_size × KafkaEventBytes + max(KafkaChunkBytes,
+//     2 × journal.max_group_bytes): the batch the client holds until the
+//     brokers acknowledge it (one transaction with exactly_once), the
+//     produce requests it is sent in (compressed, so at most as large),
+//     and the next batch being built, each counted at 2 KiB per event as
+//     for Lumberjack (bulk_max_size × max_event_bytes would count
+//     gigabytes no real batch holds); plus the chunk of ledger records
+//     the next batch is made from, at least 4 MiB and at least one
+//     record of the largest size the input writes. 16 MiB at the
+//     defaults.
 func (c *Config) OutputBytes(o NamedOutput) int64 {
 	if es := o.Elasticsearch; es != nil {
 		w, flush := int64(es.Workers), int64(es.FlushBytes)
 		return (w+2)*c.ESChunkBytes(es) + w*flush*9/2
+	}
+	if kc := o.Kafka; kc != nil {
+		return 3*int64(kc.BulkMaxSize)*KafkaEventBytes + max(KafkaChunkBytes, 2*int64(c.Journal.MaxGroupBytes))
 	}
 	lj := o.Lumberjack
 	if lj == nil {

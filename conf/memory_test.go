@@ -122,3 +122,38 @@ func TestMemoryOfCompression(t *testing.T) {
 		t.Errorf("Memory %+v, want MemoryFor(GOMAXPROCS) %+v", got, want)
 	}
 }
+
+// TestMemoryOfKafka: a Kafka output counts 3 batches of bulk_max_size
+// events at 2 KiB each (the batch waiting for the brokers, its produce
+// requests, the next one) and a chunk of ledger records, the larger of 4
+// MiB and the largest record; an enabled one also adds its ledger reader
+// to the ledger's part, and a disabled one counts nothing.
+func TestMemoryOfKafka(t *testing.T) {
+	c := Default()
+	c.Output.Elasticsearch.Enabled = false
+	events := DefaultKafka()
+	events.Hosts, events.Topic = []string{"k1:9092"}, "logs"
+	if got, want := c.OutputBytes(NamedOutput{Kafka: &events}), int64(16<<20); got != want {
+		t.Errorf("a Kafka output at the defaults: %d bytes, want %d (3 × 2048 × 2 KiB + 4 MiB)", got, want)
+	}
+	small := events
+	small.BulkMaxSize = 10
+	c.Journal.MaxGroupBytes = 4 << 20
+	if got, want := c.OutputBytes(NamedOutput{Kafka: &small}), int64(3*10*KafkaEventBytes+8<<20); got != want {
+		t.Errorf("bulk_max_size 10, max_group_bytes 4MiB: %d bytes, want %d (a chunk holds the largest record, 8 MiB)", got, want)
+	}
+	c.Journal.MaxGroupBytes = Default().Journal.MaxGroupBytes
+	base := c.MemoryFor(docCPUs)
+	off := DefaultKafka()
+	off.Enabled = false
+	c.Output.Kafka = &events
+	c.Output.NamedKafka = map[string]*Kafka{"small": &small, "off": &off}
+	m := c.MemoryFor(docCPUs)
+	if want := int64(16<<20) + 3*10*KafkaEventBytes + 4<<20; m.Output != want {
+		t.Errorf("two enabled Kafka outputs: output part %d, want %d", m.Output, want)
+	}
+	reader := int64(record.DecompressorMemory) + 2*int64(c.Journal.MaxGroupBytes)
+	if want := base.Ledger + 2*reader + LedgerReadCacheBytes + LedgerReadWindowBytes; m.Ledger != want {
+		t.Errorf("two enabled Kafka outputs: ledger part %d, want %d (a reader each, a read window for the second, the shared cache)", m.Ledger, want)
+	}
+}

@@ -117,6 +117,7 @@ func DefaultLumberjack() Lumberjack {
 const (
 	TypeElasticsearch = "elasticsearch"
 	TypeLumberjack    = "lumberjack"
+	TypeKafka         = "kafka"
 )
 
 // LegacyOutputName is the name of the output configured directly in
@@ -128,22 +129,27 @@ const LegacyOutputName = "elasticsearch"
 type NamedOutput struct {
 	// Name names the output's cursor (and dead-letter directory): unique
 	// across kinds in a loaded configuration. LegacyOutputName for the
-	// legacy [output.elasticsearch] table.
+	// legacy [output.elasticsearch] table, UnnamedKafkaName for the
+	// settings written directly in [output.kafka].
 	Name string
-	// Type is TypeElasticsearch or TypeLumberjack.
+	// Type is TypeElasticsearch, TypeLumberjack or TypeKafka.
 	Type string
 	// Key is the output's table, for messages: "output.elasticsearch"
-	// (legacy), "output.elasticsearch.siem", "output.lumberjack.edge".
+	// (legacy), "output.elasticsearch.siem", "output.lumberjack.edge",
+	// "output.kafka" (unnamed), "output.kafka.events".
 	Key string
 	// Elasticsearch is set when Type is TypeElasticsearch, Lumberjack when
-	// it is TypeLumberjack. They point into the Config.
+	// it is TypeLumberjack, Kafka when it is TypeKafka. They point into
+	// the Config.
 	Elasticsearch *Elasticsearch
 	Lumberjack    *Lumberjack
+	Kafka         *Kafka
 }
 
 // Outputs lists the enabled outputs, sorted by name; the legacy
 // [output.elasticsearch] is included, as LegacyOutputName, when
-// Output.Elasticsearch.Enabled. Load guarantees names are unique and valid;
+// Output.Elasticsearch.Enabled, and the unnamed [output.kafka], as
+// UnnamedKafkaName, when Output.Kafka is set and enabled. Load guarantees names are unique and valid;
 // a Config built in code must keep them so.
 func (c *Config) Outputs() []NamedOutput {
 	var out []NamedOutput
@@ -167,8 +173,11 @@ func (c *Config) Outputs() []NamedOutput {
 // MaxLagBytes is the output's max_lag in bytes, 0 for none, whatever its
 // type.
 func (o NamedOutput) MaxLagBytes() int64 {
-	if o.Lumberjack != nil {
+	switch {
+	case o.Lumberjack != nil:
 		return int64(o.Lumberjack.MaxLag)
+	case o.Kafka != nil:
+		return int64(o.Kafka.MaxLag)
 	}
 	return int64(o.Elasticsearch.MaxLag)
 }
@@ -176,28 +185,50 @@ func (o NamedOutput) MaxLagBytes() int64 {
 // StartAt is the output's start_at ("oldest" or "newest"), whatever its
 // type.
 func (o NamedOutput) StartAt() string {
-	if o.Lumberjack != nil {
+	switch {
+	case o.Lumberjack != nil:
 		return o.Lumberjack.StartAt
+	case o.Kafka != nil:
+		return o.Kafka.StartAt
 	}
 	return o.Elasticsearch.StartAt
 }
 
 func (o NamedOutput) enabled() bool {
-	if o.Elasticsearch != nil {
+	switch {
+	case o.Elasticsearch != nil:
 		return o.Elasticsearch.Enabled
+	case o.Lumberjack != nil:
+		return o.Lumberjack.Enabled
+	case o.Kafka != nil:
+		return o.Kafka.Enabled
 	}
-	return o.Lumberjack != nil && o.Lumberjack.Enabled
+	return false
 }
 
 // allOutputs lists every output, enabled or not, in a fixed order: the
 // legacy one, then the named Elasticsearch outputs, then the Lumberjack
-// ones, each by name. Checks go through it so that each output's problems
+// ones, then the unnamed Kafka one when set, then the named Kafka ones,
+// each kind by name. Checks go through it so that each output's problems
 // name its own key.
 func (c *Config) allOutputs() []NamedOutput {
 	out := []NamedOutput{{Name: LegacyOutputName, Type: TypeElasticsearch, Key: "output.elasticsearch", Elasticsearch: &c.Output.Elasticsearch}}
 	out = append(out, c.namedElasticsearch()...)
 	for _, name := range sortedNames(c.Output.Lumberjack) {
 		out = append(out, NamedOutput{Name: name, Type: TypeLumberjack, Key: "output.lumberjack." + name, Lumberjack: c.Output.Lumberjack[name]})
+	}
+	return append(out, c.kafkaOutputs()...)
+}
+
+// kafkaOutputs lists the Kafka outputs: the unnamed one ([output.kafka])
+// when set, then the named ones by name.
+func (c *Config) kafkaOutputs() []NamedOutput {
+	var out []NamedOutput
+	if c.Output.Kafka != nil {
+		out = append(out, NamedOutput{Name: UnnamedKafkaName, Type: TypeKafka, Key: "output.kafka", Kafka: c.Output.Kafka})
+	}
+	for _, name := range sortedNames(c.Output.NamedKafka) {
+		out = append(out, NamedOutput{Name: name, Type: TypeKafka, Key: "output.kafka." + name, Kafka: c.Output.NamedKafka[name]})
 	}
 	return out
 }

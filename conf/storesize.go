@@ -55,6 +55,8 @@ func (c *Config) StoreSizeWarnings() []Warning {
 			add(c.Ledger.Dir, o.Key+".dead_letter_max_bytes", int64(o.Elasticsearch.DeadLetterMaxBytes))
 		case o.Lumberjack != nil:
 			add(c.Ledger.Dir, o.Key+".dead_letter_max_bytes", int64(o.Lumberjack.DeadLetterMaxBytes))
+		case o.Kafka != nil:
+			add(c.Ledger.Dir, o.Key+".dead_letter_max_bytes", int64(o.Kafka.DeadLetterMaxBytes))
 		}
 	}
 	var ws []Warning

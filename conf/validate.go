@@ -189,13 +189,31 @@ func (c *Config) validateLog(bad badFunc) {
 func (c *Config) validateOutputs(bad badFunc) {
 	for _, o := range c.allOutputs() {
 		k := o.Key + "."
-		if o.Elasticsearch != nil {
+		switch {
+		case o.Elasticsearch != nil:
 			c.validateElasticsearch(bad, k, o.Elasticsearch)
-			c.validateDrain(bad, k, o.Elasticsearch.MaxLag, o.Elasticsearch.StartAt)
-		} else {
+		case o.Lumberjack != nil:
 			c.validateLumberjack(bad, k, o.Lumberjack)
-			c.validateDrain(bad, k, o.Lumberjack.MaxLag, o.Lumberjack.StartAt)
+		case o.Kafka != nil:
+			c.validateKafka(bad, k, o.Kafka)
+		default:
+			continue
 		}
+		c.validateDrain(bad, k, Size(o.MaxLagBytes()), o.StartAt())
+	}
+	// Two producers with one transactional id fence each other: each
+	// would stop the other's transactions.
+	ids := map[string]string{}
+	for _, o := range c.kafkaOutputs() {
+		kc := o.Kafka
+		if !kc.ExactlyOnce || kc.TransactionalID == "" {
+			continue
+		}
+		if other, ok := ids[kc.TransactionalID]; ok {
+			bad(o.Key+".transactional_id", "%q is also the transactional_id of [%s]: two producers with one transactional id fence each other; give each output its own, or leave it out (\"\" derives one from the ledger and the output's name)", kc.TransactionalID, other)
+			continue
+		}
+		ids[kc.TransactionalID] = o.Key
 	}
 }
 
@@ -311,7 +329,7 @@ func (c *Config) validateLumberjack(bad badFunc, k string, lj *Lumberjack) {
 		bad(k+"hosts", "is empty: list at least one Lumberjack server as \"host:port\", e.g. [\"logstash.example.com:5044\"]")
 	}
 	for i, h := range lj.Hosts {
-		if err := validHostPort(h); err != nil {
+		if err := validHostPort(h, "logstash.example.com", 5044); err != nil {
 			bad(k+"hosts", "entry %d: %v", i+1, err)
 		}
 	}
@@ -333,13 +351,24 @@ func (c *Config) validateLumberjack(bad badFunc, k string, lj *Lumberjack) {
 	if lj.Timeout <= 0 {
 		bad(k+"timeout", "must be more than 0s: it is how long to wait for a batch's ACK, e.g. 30s")
 	}
-	if lj.Backoff.Init <= 0 {
+	validateBackoff(bad, k, lj.Backoff)
+	validateSSL(bad, k, lj.SSL)
+}
+
+// validateBackoff checks the backoff table of a Lumberjack or Kafka output
+// (k is its table, with a trailing dot).
+func validateBackoff(bad badFunc, k string, b LumberjackBackoff) {
+	if b.Init <= 0 {
 		bad(k+"backoff.init", "must be more than 0s, e.g. 1s")
 	}
-	if lj.Backoff.Max < lj.Backoff.Init {
-		bad(k+"backoff.max", "%s is less than backoff.init (%s)", lj.Backoff.Max, lj.Backoff.Init)
+	if b.Max < b.Init {
+		bad(k+"backoff.max", "%s is less than backoff.init (%s)", b.Max, b.Init)
 	}
-	ssl := lj.SSL
+}
+
+// validateSSL checks the ssl table of a Lumberjack or Kafka output (k is
+// its table, with a trailing dot).
+func validateSSL(bad badFunc, k string, ssl LumberjackSSL) {
 	switch ssl.VerificationMode {
 	case "full", "none":
 	default:
@@ -355,12 +384,13 @@ func (c *Config) validateLumberjack(bad badFunc, k string, lj *Lumberjack) {
 	}
 }
 
-// validHostPort accepts a Lumberjack host: "host:port" with a port from 1
-// to 65535 (Lumberjack has no default port).
-func validHostPort(h string) error {
+// validHostPort accepts a Lumberjack host or a Kafka broker: "host:port"
+// with a port from 1 to 65535 (neither protocol has a default port).
+// exampleHost and examplePort make up the example its message gives.
+func validHostPort(h, exampleHost string, examplePort int) error {
 	host, port, err := net.SplitHostPort(h)
 	if err != nil {
-		return fmt.Errorf("%q is not host:port: the port is required (e.g. \"logstash.example.com:5044\", or \"[::1]:5044\")", h)
+		return fmt.Errorf("%q is not host:port: the port is required (e.g. \"%s:%d\", or \"[::1]:%d\")", h, exampleHost, examplePort, examplePort)
 	}
 	if host == "" || strings.ContainsAny(host, " /") {
 		return fmt.Errorf("%q: %q is not a host name or IP address", h, host)

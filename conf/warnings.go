@@ -23,24 +23,36 @@ func (w Warning) String() string { return w.Key + ": " + w.Msg }
 // Warnings lists the insecure settings of c, in a fixed order; nil when
 // there are none:
 //   - tls.verification_mode = "none" on an Elasticsearch output, or
-//     ssl.verification_mode = "none" on a Lumberjack output with TLS;
-//   - credentials (username and password, or api_key) sent to http hosts;
+//     ssl.verification_mode = "none" on a Lumberjack or Kafka output with
+//     TLS;
+//   - credentials (username and password, or api_key) sent to http hosts,
+//     or with SASL PLAIN to Kafka brokers without TLS;
+//   - required_acks 1 or 0 on a Kafka output (acknowledged events can be
+//     lost by a broker failure);
 //   - a Beats listener without TLS on an address other hosts can reach;
 //   - data_stream_* keys set to other than their defaults on an
 //     Elasticsearch output with data_stream = false, which ignores them;
 //   - ledger.compression_level set to other than its default with
-//     ledger.compression = "none", which ignores it.
+//     ledger.compression = "none", which ignores it;
+//   - on a Kafka output, compression_level set to other than its default
+//     with a codec that has no levels, and transactional_id set with
+//     exactly_once = false, which ignore them.
 //
 // Each output's warnings name its own keys ("output.elasticsearch.siem.hosts").
 func (c *Config) Warnings() []Warning {
 	var ws []Warning
 	for _, o := range c.allOutputs() {
-		if o.Elasticsearch != nil {
+		switch {
+		case o.Elasticsearch != nil:
 			ws = append(ws, elasticsearchWarnings(o.Key+".", o.Elasticsearch)...)
 			ws = append(ws, dataStreamWarnings(o.Key+".", o.Elasticsearch)...)
-		} else if o.Lumberjack.SSL.Enabled && o.Lumberjack.SSL.VerificationMode == "none" {
-			ws = append(ws, Warning{o.Key + ".ssl.verification_mode",
-				`"none": logpond checks no certificate of the hosts, so anyone on the network path can pose as them and read the events; use "full" (with ssl.certificate_authorities for a private CA)`})
+		case o.Lumberjack != nil:
+			if o.Lumberjack.SSL.Enabled && o.Lumberjack.SSL.VerificationMode == "none" {
+				ws = append(ws, Warning{o.Key + ".ssl.verification_mode",
+					`"none": logpond checks no certificate of the hosts, so anyone on the network path can pose as them and read the events; use "full" (with ssl.certificate_authorities for a private CA)`})
+			}
+		case o.Kafka != nil:
+			ws = append(ws, kafkaWarnings(o.Key+".", o.Kafka)...)
 		}
 	}
 	if l := c.Ledger; l.Compression == CompressionNone && l.CompressionLevel != Default().Ledger.CompressionLevel {

@@ -44,6 +44,16 @@ func ConfigChecks(c *conf.Config) []*conf.KeyError {
 			ib.MaxEventBytes, room)
 	}
 	for _, o := range c.Outputs() {
+		if k := o.Kafka; k != nil {
+			for key, tmpl := range map[string]string{".topic": k.Topic, ".key": k.Key} {
+				if tmpl == "" {
+					continue
+				}
+				if _, err := sprintf.Compile(tmpl); err != nil {
+					bad(o.Key+key, "%v", err)
+				}
+			}
+		}
 		es := o.Elasticsearch
 		if es == nil {
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/elasticsearch"
+	"github.com/logpond/logpond/output/kafka"
 	"github.com/logpond/logpond/output/lumberjack"
 )
 
@@ -21,7 +22,7 @@ import (
 // not persist when they stopped (their device full, say). A restart
 // resends what came after the persisted cursor under the same ids: not a
 // failure of the stop.
-var cursorsNotSaved = []error{elasticsearch.ErrCursorNotSaved, lumberjack.ErrCursorNotSaved}
+var cursorsNotSaved = []error{elasticsearch.ErrCursorNotSaved, lumberjack.ErrCursorNotSaved, kafka.ErrCursorNotSaved}
 
 // newOutputRunner checks the output's options (it contacts nobody) and
 // returns its runner.
@@ -87,6 +88,31 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			return s.openDeadLetters(o, o.Lumberjack.DeadLetterMaxBytes, o.Lumberjack.DeadLetterMaxAge)
 		}
 		out.deadLetterMaxBytes = int64(o.Lumberjack.DeadLetterMaxBytes)
+	case conf.TypeKafka:
+		opts, tlsSrc, err := kafkaOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		if tlsSrc != nil {
+			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
+		}
+		opts.Logger = s.log
+		if err := kafka.CheckOptions(opts); err != nil {
+			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
+		}
+		newDrain = func(l *ledger.Ledger, d *dlq.Store) (drain, error) {
+			opts := opts
+			opts.DeadLetters = d
+			k, err := kafka.New(l, opts)
+			if err != nil {
+				return nil, err
+			}
+			return kafkaDrain{k}, nil
+		}
+		out.openDeadLetters = func() (*dlq.Store, error) {
+			return s.openDeadLetters(o, o.Kafka.DeadLetterMaxBytes, o.Kafka.DeadLetterMaxAge)
+		}
+		out.deadLetterMaxBytes = int64(o.Kafka.DeadLetterMaxBytes)
 	default:
 		return nil, fmt.Errorf("server: %s: outputs of type %q are not supported", o.Key, o.Type)
 	}

@@ -19,7 +19,7 @@ import (
 // (hosts, credentials and TLS, for dlq redrive).
 type outputRef struct {
 	name string
-	typ  string              // "elasticsearch" or "lumberjack"
+	typ  string              // "elasticsearch", "lumberjack" or "kafka"
 	es   *conf.Elasticsearch // nil unless typ is "elasticsearch"
 }
 
@@ -61,7 +61,8 @@ func (e *env) configured(name string) *outputRef {
 
 // dlqOutputs are the names of the configured outputs: each keeps dead
 // letters (an Elasticsearch output, the events the cluster rejects for
-// good; a Lumberjack output, the events a receiver refuses).
+// good; a Lumberjack output, the events a receiver refuses; a Kafka
+// output, the records Kafka refuses).
 func (e *env) dlqOutputs() []string {
 	var names []string
 	for _, o := range e.outputs {

@@ -80,8 +80,12 @@ func dlqRedrive(e *env, args []string) int {
 	if status, ok := e.dlqSelect("dlq redrive", *output); !ok {
 		return status
 	}
-	if e.dlqOut.typ == conf.TypeLumberjack {
+	switch e.dlqOut.typ {
+	case conf.TypeLumberjack:
 		e.errorf("dlq redrive: output %s is a Lumberjack output: its dead letters are events its receiver refused, and re-drive sends to Elasticsearch; print them with `dlq dump --output %s` and send them to a receiver that takes them", e.dlqOut.name, e.dlqOut.name)
+		return exitUsage
+	case conf.TypeKafka:
+		e.errorf("dlq redrive: output %s is a Kafka output: its dead letters are events Kafka refused (too large, a topic it refuses), and re-drive sends to Elasticsearch; print them with `dlq dump --output %s`, fix the cause, and produce them again", e.dlqOut.name, e.dlqOut.name)
 		return exitUsage
 	}
 	target, err := redriveTarget(e, *url, *username, *caFile)

@@ -143,13 +143,22 @@ func configFiles(c *conf.Config) map[string]string {
 		add(key+".tls.cert", o.TLS.Cert)
 		add(key+".tls.key", o.TLS.Key)
 	}
+	ssl := map[string]conf.LumberjackSSL{}
 	for name, o := range c.Output.Lumberjack {
-		key := "output.lumberjack." + name + ".ssl"
-		for i, ca := range o.SSL.CertificateAuthorities {
+		ssl["output.lumberjack."+name+".ssl"] = o.SSL
+	}
+	if c.Output.Kafka != nil {
+		ssl["output.kafka.ssl"] = c.Output.Kafka.SSL
+	}
+	for name, o := range c.Output.NamedKafka {
+		ssl["output.kafka."+name+".ssl"] = o.SSL
+	}
+	for key, s := range ssl {
+		for i, ca := range s.CertificateAuthorities {
 			add(fmt.Sprintf("%s.certificate_authorities[%d]", key, i), ca)
 		}
-		add(key+".certificate", o.SSL.Certificate)
-		add(key+".key", o.SSL.Key)
+		add(key+".certificate", s.Certificate)
+		add(key+".key", s.Key)
 	}
 	return files
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestKafkaExactlyOnceEndToEnd: the real binary drains into a
+// three-broker in-process Kafka cluster through an [output.kafka.k]
+// output while Beats-like clients (resending what was not acknowledged)
+// feed it, it is killed with SIGKILL several times, a tenth of produce
+// requests fail with NOT_LEADER_FOR_PARTITION, and partition leaders
+// move. Afterwards a read_committed consumer reads every acknowledged
+// event, as its JSON; every ledger event (its logpond-id header) once; an
+// event at most as many times as its client sent it; and SIGTERM exits 0.
+func TestKafkaExactlyOnceEndToEnd(t *testing.T) {
+	skipLong(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	var produces atomic.Int64
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if produces.Add(1)%10 != 0 {
+			return nil, nil, false
+		}
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, tp := range pr.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	stopMoves := make(chan struct{})
+	movesDone := make(chan struct{})
+	go func() {
+		defer close(movesDone)
+		for {
+			select {
+			case <-stopMoves:
+				return
+			case <-time.After(300 * time.Millisecond):
+				cluster.ShufflePartitionLeaders()
+			}
+		}
+	}()
+	movesStopped := false
+	stopMovesOnce := func() {
+		if !movesStopped {
+			movesStopped = true
+			close(stopMoves)
+			<-movesDone
+		}
+	}
+	defer stopMovesOnce()
+
+	root := t.TempDir()
+	config := filepath.Join(root, "logpond.toml")
+	hosts := `"` + strings.Join(cluster.ListenAddrs(), `", "`) + `"`
+	if err := os.WriteFile(config, fmt.Appendf(nil, `
+[journal]
+dir = %q
+segment_bytes = "1MiB"
+max_bytes = "64MiB"
+max_group_bytes = "256KiB"
+[ledger]
+dir = %q
+segment_bytes = "1MiB"
+flush_interval = "5ms"
+[input.beats]
+listen = "127.0.0.1:0"
+[output.kafka.k]
+hosts = [%s]
+topic = "logs"
+compression = "snappy"
+bulk_max_size = 500
+bulk_flush_frequency = "10ms"
+[output.kafka.k.backoff]
+init = "5ms"
+max = "100ms"
+[admin]
+listen = ""
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	clients := newResenders(3, 100, 1<<30, 5*time.Millisecond)
+	const kills = 5
+	for k := range kills {
+		cmd, log := started(t, config)
+		addr := beatsAddr(t, log.String())
+		sent := make(chan struct{})
+		go func() { defer close(sent); clients.send(addr) }()
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		<-sent
+		t.Logf("kill %d: %d events acknowledged", k+1, len(clients.ackedPayloads()))
+	}
+	total := clients.endAfterNext()
+	cmd, log := started(t, config)
+	clients.send(beatsAddr(t, log.String()))
+	acked := clients.ackedPayloads()
+	if len(acked) != total {
+		t.Errorf("%d events acknowledged, want %d: a client could not finish", len(acked), total)
+	}
+
+	stopMovesOnce()
+	// Read everything committed until every acknowledged event is there
+	// (the drain catches up meanwhile), then a little longer: a
+	// duplicate would come after.
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("logs"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	copies := map[string]int{}
+	ids := map[string]int{}
+	badValues := 0
+	poll := func(d time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == "logpond-id" {
+					ids[string(h.Value)]++
+				}
+			}
+			p := gjson.GetBytes(r.Value, "payload")
+			if !p.Exists() || gjson.GetBytes(r.Value, "@metadata.beat").String() != "filebeat" {
+				badValues++
+			}
+			copies[p.String()]++
+		})
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for missing := len(acked); missing > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d acknowledged events are not in Kafka after the last run:\n%s", missing, log.String())
+		}
+		poll(500 * time.Millisecond)
+		missing = 0
+		for p := range acked {
+			if copies[p] == 0 {
+				missing++
+			}
+		}
+	}
+	for range 4 {
+		poll(250 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("ledger event %s is in Kafka %d times", id, n)
+		}
+	}
+	for p := range acked {
+		if c := copies[p]; c > clients.sent(p) {
+			t.Errorf("event %s is in Kafka %d times, sent only %d times", p, c, clients.sent(p))
+		}
+	}
+	if badValues > 0 {
+		t.Errorf("%d records are not the events' JSON", badValues)
+	}
+	t.Logf("%d events acknowledged, %d records read, %d produce requests (a tenth refused)", len(acked), len(ids), produces.Load())
+}
