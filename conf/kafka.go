@@ -39,8 +39,8 @@ type Kafka struct {
 	// Compression is the codec of record batches: none, gzip, snappy, lz4
 	// or zstd.
 	Compression string `toml:"compression"`
-	// CompressionLevel is gzip's level (1 to 9) or lz4's (0, its fast
-	// mode, to 9); the other codecs ignore it.
+	// CompressionLevel is gzip's level (1 to 9), as Filebeat's: the other
+	// codecs ignore it (lz4 runs in its fast mode).
 	CompressionLevel int `toml:"compression_level"`
 	// MaxMessageBytes is the largest record the output produces (Kafka's
 	// max.message.bytes): a larger event goes to the dead letters.
@@ -265,10 +265,6 @@ func (c *Config) validateKafka(bad badFunc, k string, kc *Kafka) {
 		if kc.CompressionLevel < 1 || kc.CompressionLevel > 9 {
 			bad(k+"compression_level", "%d is outside 1…9 for gzip (1 fastest, 9 smallest; 4, the default, is Filebeat's); for no compression set compression = \"none\"", kc.CompressionLevel)
 		}
-	case "lz4":
-		if kc.CompressionLevel < 0 || kc.CompressionLevel > 9 {
-			bad(k+"compression_level", "%d is outside 0…9 for lz4 (0 is its fast mode, 9 its smallest)", kc.CompressionLevel)
-		}
 	}
 	// A record must hold a real event, and a produce request of one
 	// record must stay far below what brokers accept at all.
@@ -432,9 +428,9 @@ func kafkaWarnings(k string, kc *Kafka) []Warning {
 		ws = append(ws, Warning{k + "sasl.mechanism",
 			"PLAIN sends the username and password in clear text, and TLS is off (ssl): anyone on the network path can read them; turn TLS on (ssl.enabled, or any ssl key), or use SCRAM-SHA-512"})
 	}
-	if kc.Compression != "gzip" && kc.Compression != "lz4" && kc.CompressionLevel != DefaultKafka().CompressionLevel {
+	if kc.Compression != "gzip" && kc.CompressionLevel != DefaultKafka().CompressionLevel {
 		ws = append(ws, Warning{k + "compression_level",
-			fmt.Sprintf("%d is ignored: compression is %q, which has no levels here (gzip and lz4 have); remove compression_level", kc.CompressionLevel, kc.Compression)})
+			fmt.Sprintf("%d is ignored: compression is %q, and only gzip takes a level (as in Filebeat); remove compression_level", kc.CompressionLevel, kc.Compression)})
 	}
 	if !kc.ExactlyOnce && kc.TransactionalID != "" {
 		ws = append(ws, Warning{k + "transactional_id",

@@ -110,14 +110,10 @@ func (o *Output) codec() kgo.CompressionCodec {
 	default:
 		return kgo.NoCompression()
 	}
-	switch l := o.opts.CompressionLevel; {
-	case l == 0:
-	case o.opts.Compression == "gzip":
+	// Only gzip takes a level, as in Filebeat: lz4's levels above its
+	// fast mode are its high-compression mode, several times slower.
+	if l := o.opts.CompressionLevel; l != 0 && o.opts.Compression == "gzip" {
 		c = c.WithLevel(l)
-	case o.opts.Compression == "lz4" && l >= 1 && l <= 9:
-		// lz4's levels 1…9 are the library's Level1…Level9, which are
-		// powers of two from 1<<8; 0 is its fast mode.
-		c = c.WithLevel(1 << (7 + l))
 	}
 	return c
 }

@@ -53,7 +53,7 @@ type Options struct {
 
 	RequiredAcks     int    // -1 (all in-sync replicas), 1 or 0
 	Compression      string // none, gzip, snappy, lz4, zstd
-	CompressionLevel int    // gzip 1…9 and lz4 1…9; 0: the codec's default (lz4: its fast mode)
+	CompressionLevel int    // gzip's level, 1…9 (0: its default); the other codecs take none
 	MaxMessageBytes  int    // the largest record; larger ones are dead letters
 	ClientID         string
 	Headers          []Header

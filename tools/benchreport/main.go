@@ -72,7 +72,7 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression
+	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
@@ -93,7 +93,7 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 40 * time.Second, isoRate: 20000, isoRounds: 3, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
 		// Relative to the repository's root, where make bench-report runs.
@@ -221,6 +221,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["compression"] {
 		if rep.Compression, err = b.compression(ctx); err != nil {
 			return fmt.Errorf("compression: %w", err)
+		}
+	}
+	if parts["kafka"] {
+		if rep.Kafka, err = b.kafka(ctx); err != nil {
+			return fmt.Errorf("kafka: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {

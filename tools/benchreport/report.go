@@ -19,6 +19,7 @@ type report struct {
 	Fanout                  *fanoutResult
 	Datastreams             []dsRun
 	Compression             *compressionResult
+	Kafka                   []kafkaRun
 	StraceNote              string
 	PNG                     string
 }
@@ -172,6 +173,9 @@ func (r *report) markdown() string {
 	if r.Compression != nil {
 		p("%s", compressionMarkdown(r.Compression, o))
 	}
+	if len(r.Kafka) > 0 {
+		p("%s", kafkaMarkdown(r))
+	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
@@ -201,5 +205,9 @@ func estimate(o options) time.Duration {
 	compression := 20*time.Second + 2*(o.settle+time.Duration(o.zEvents/40000)*time.Second) +
 		shapes*(o.settle+time.Duration(2*o.zRounds)*(o.zDuration+time.Second)) +
 		time.Duration(2*o.zRounds)*(2*time.Second+time.Duration(o.zEvents/30000)*time.Second)
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression
+	// One fill, then kafkaRounds times eight drains of the drain part's
+	// backlog (about 100000 events/s here, plus the start, the stop and
+	// the consumer's check).
+	kafka := o.settle + kafkaRounds*8*(3*time.Second+time.Duration(o.drainEvents/100000)*time.Second)
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka
 }
