@@ -17,16 +17,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
-// TestKafkaExactlyOnceEndToEnd: the real binary drains into a
+// TestKafkaExactlyOnceEndToEnd: the real binary drains one ledger into a
 // three-broker in-process Kafka cluster through an [output.kafka.k]
-// output while Beats-like clients (resending what was not acknowledged)
+// output, and into Elasticsearch beside it (fan-out from one copy), while Beats-like clients (resending what was not acknowledged)
 // feed it, it is killed with SIGKILL several times, a tenth of produce
 // requests fail with NOT_LEADER_FOR_PARTITION, and partition leaders
 // move. Afterwards a read_committed consumer reads every acknowledged
 // event, as its JSON; every ledger event (its logpond-id header) once; an
-// event at most as many times as its client sent it; and SIGTERM exits 0.
+// event at most as many times as its client sent it; Elasticsearch holds
+// every acknowledged event under the same ids; and SIGTERM exits 0.
 func TestKafkaExactlyOnceEndToEnd(t *testing.T) {
 	skipLong(t)
 	seed := time.Now().UnixNano()
@@ -81,6 +84,11 @@ func TestKafkaExactlyOnceEndToEnd(t *testing.T) {
 	}
 	defer stopMovesOnce()
 
+	srv, err := estest.Start(estest.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
 	root := t.TempDir()
 	config := filepath.Join(root, "logpond.toml")
 	hosts := `"` + strings.Join(cluster.ListenAddrs(), `", "`) + `"`
@@ -105,9 +113,14 @@ bulk_flush_frequency = "10ms"
 [output.kafka.k.backoff]
 init = "5ms"
 max = "100ms"
+[output.elasticsearch.es]
+hosts = [%q]
+flush_interval = "10ms"
+retry_initial_interval = "2ms"
+retry_max_interval = "50ms"
 [admin]
 listen = ""
-`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), hosts), 0o644); err != nil {
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), hosts, srv.URL()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -179,6 +192,16 @@ listen = ""
 	for range 4 {
 		poll(250 * time.Millisecond)
 	}
+	for !allStored(srv, acked) {
+		if time.Now().After(deadline) {
+			t.Fatalf("acknowledged events missing from Elasticsearch after the last run")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	esIDs := map[string]bool{}
+	for _, d := range srv.Docs() {
+		esIDs[d.ID] = true
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +211,9 @@ listen = ""
 	for id, n := range ids {
 		if n != 1 {
 			t.Errorf("ledger event %s is in Kafka %d times", id, n)
+		}
+		if !esIDs[id] {
+			t.Errorf("ledger event %s is in Kafka but not in Elasticsearch under that id", id)
 		}
 	}
 	for p := range acked {
