@@ -119,7 +119,7 @@ type CompressionInfo struct {
 // requests. Both keep dead letters.
 type OutputInfo struct {
 	Name                 string  `json:"name"`
-	Type                 string  `json:"type"` // "elasticsearch" or "lumberjack"
+	Type                 string  `json:"type"` // "elasticsearch", "lumberjack" or "kafka"
 	State                string  `json:"state"`
 	Waiting              string  `json:"waiting,omitempty"`
 	Error                string  `json:"error,omitempty"`        // why it sends nothing until its configuration changes (hosts of two clusters, …)

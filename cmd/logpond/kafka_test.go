@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -225,4 +228,114 @@ listen = ""
 		t.Errorf("%d records are not the events' JSON", badValues)
 	}
 	t.Logf("%d events acknowledged, %d records read, %d produce requests (a tenth refused)", len(acked), len(ids), produces.Load())
+}
+
+// TestKafkaDrain: logpond -drain with a Kafka output delivers a backlog
+// left in the journal and the ledger while the cluster was unreachable,
+// and exits with the dead-letter code, naming the output, when one event
+// was too large for the topic: what a retiring instance must report
+// before its directories are deleted.
+func TestKafkaDrain(t *testing.T) {
+	skipLong(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	// An address nothing listens on: the output cannot deliver while the
+	// backlog is built.
+	down := closedAddr(t)
+	root := t.TempDir()
+	config := filepath.Join(root, "logpond.toml")
+	write := func(hosts, flush string) {
+		if err := os.WriteFile(config, fmt.Appendf(nil, `
+[journal]
+dir = %q
+[ledger]
+dir = %q
+flush_interval = %q
+[input.beats]
+listen = "127.0.0.1:0"
+[output.kafka.k]
+hosts = [%q]
+topic = "logs"
+max_message_bytes = "2KiB"
+timeout = "2s"
+broker_timeout = "1s"
+[output.kafka.k.backoff]
+init = "10ms"
+max = "100ms"
+[admin]
+listen = "127.0.0.1:0"
+`, filepath.Join(root, "journal"), filepath.Join(root, "ledger"), flush, hosts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(down, "1m")
+	cmd, log := started(t, config)
+	c, err := lj.SyncDial(beatsAddr(t, log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 500
+	var data []any
+	for i := range events {
+		pad := ""
+		if i == 7 {
+			pad = strings.Repeat("x", 4<<10) // more than max_message_bytes
+		}
+		data = append(data, json.RawMessage(fmt.Sprintf(`{"@metadata":{"beat":"filebeat","version":"9.3.0"},"payload":"p%d","pad":%q}`, i, pad)))
+	}
+	if n, err := c.Send(data); err != nil || n != events {
+		t.Fatalf("acked %d of %d: %v", n, events, err)
+	}
+	c.Close()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	write(cluster.ListenAddrs()[0], "5ms")
+	drain, dlog := startKept(t, "-config", config, "-drain")
+	if code := exitWithin(t, drain, 2*time.Minute, dlog); code != exitDrainDeadLetters {
+		t.Fatalf("logpond -drain exited %d, want %d (dead letters left):\n%s", code, exitDrainDeadLetters, dlog.String())
+	}
+	if text := dlog.String(); !strings.Contains(text, "drain done, but dead letters remain") || strings.Contains(text, "the directories can be deleted") {
+		t.Errorf("the drain's log does not say dead letters remain:\n%s", text)
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("logs"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	got := map[string]int{}
+	for deadline := time.Now().Add(10 * time.Second); len(got) < events-1 && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[gjson.GetBytes(r.Value, "payload").String()]++ })
+		cancel()
+	}
+	for i := range events {
+		p := fmt.Sprintf("p%d", i)
+		want := 1
+		if i == 7 {
+			want = 0
+		}
+		if got[p] != want {
+			t.Errorf("event %s is in Kafka %d times, want %d", p, got[p], want)
+		}
+	}
+}
+
+// closedAddr is a 127.0.0.1 address nothing listens on: a listener's,
+// closed.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -330,7 +330,18 @@ func (s *sender) produce(ctx context.Context, b *batch, recs []*kgo.Record) (ref
 			wg.Done()
 		})
 	}
-	flushErr := s.cl.Flush(tctx)
+	if err := s.cl.Flush(tctx); err != nil {
+		// Flush gave up (timeout, or the output stops) while records are
+		// still buffered, or in flight to a broker that does not answer:
+		// their promises would wait for the cluster. They are failed
+		// now, buffered ones by the abort and those in flight by
+		// closing the client, and the batch counts as not sent; the next
+		// client settles the transaction left open.
+		s.cl.UnsafeAbortBufferedRecords()
+		s.close()
+		wg.Wait()
+		return nil, fmt.Errorf("producing the batch: %w", err)
+	}
 	wg.Wait()
 	var firstErr error
 	for i, e := range errs {
@@ -345,9 +356,6 @@ func (s *sender) produce(ctx context.Context, b *batch, recs []*kgo.Record) (ref
 		if t, ok := permanent(e); ok {
 			refused = append(refused, refusal{i: i, topic: recs[i].Topic, errType: t, reason: e.Error()})
 		}
-	}
-	if firstErr == nil && flushErr != nil {
-		firstErr = flushErr
 	}
 	if firstErr == nil && o.opts.ExactlyOnce {
 		last := recs[len(recs)-1]
