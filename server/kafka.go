@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/logpond/logpond/internal/tlsfiles"
 	"github.com/logpond/logpond/output/elasticsearch"
 	"github.com/logpond/logpond/output/kafka"
-	"github.com/logpond/logpond/output/lumberjack"
 	"github.com/logpond/logpond/output/sprintf"
 )
 
@@ -51,20 +49,11 @@ func kafkaOptions(o conf.NamedOutput) (kafka.Options, *tlsfiles.Source, error) {
 	case p.Hash != nil:
 		opts.Partitioning, opts.HashFields = kafka.PartitionHash, p.Hash.Hash
 	}
-	var src *tlsfiles.Source
-	if s := c.SSL; s.Enabled {
-		src, err = tlsfiles.New(func() (*tls.Config, error) {
-			// The same files and verification modes as a Lumberjack
-			// output's ssl section (Filebeat's ssl.* keys).
-			t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
-			if err != nil {
-				return nil, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
-			}
-			return t, nil
-		}, nonEmpty(append([]string{s.Certificate, s.Key}, s.CertificateAuthorities...)...)...)
-		if err != nil {
-			return kafka.Options{}, nil, err
-		}
+	src, err := sslSource(o.Key, c.SSL)
+	if err != nil {
+		return kafka.Options{}, nil, err
+	}
+	if src != nil {
 		opts.CurrentTLS = src.Config
 	}
 	return opts, src, nil

@@ -24,22 +24,30 @@ func lumberjackOptions(o conf.NamedOutput) (lumberjack.Options, *tlsfiles.Source
 		BackoffInit: time.Duration(c.Backoff.Init), BackoffMax: time.Duration(c.Backoff.Max),
 		UnreadableAfter: ledgerUnreadableAfter,
 	}
-	var src *tlsfiles.Source
-	if s := c.SSL; s.Enabled {
-		var err error
-		src, err = tlsfiles.New(func() (*tls.Config, error) {
-			t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
-			if err != nil {
-				return nil, fmt.Errorf("server: %s.ssl: %w", o.Key, err)
-			}
-			return t, nil
-		}, nonEmpty(append([]string{s.Certificate, s.Key}, s.CertificateAuthorities...)...)...)
-		if err != nil {
-			return lumberjack.Options{}, nil, err
-		}
+	src, err := sslSource(o.Key, c.SSL)
+	if err != nil {
+		return lumberjack.Options{}, nil, err
+	}
+	if src != nil {
 		opts.CurrentTLS = src.Config
 	}
 	return opts, src, nil
+}
+
+// sslSource reads the TLS files of an output's ssl section (Filebeat's
+// ssl.* keys, shared by the Lumberjack and Kafka outputs) under key, and
+// reads them again on Reload; nil when TLS is off.
+func sslSource(key string, s conf.LumberjackSSL) (*tlsfiles.Source, error) {
+	if !s.Enabled {
+		return nil, nil
+	}
+	return tlsfiles.New(func() (*tls.Config, error) {
+		t, err := lumberjack.TLSConfig(s.CertificateAuthorities, s.Certificate, s.Key, s.VerificationMode)
+		if err != nil {
+			return nil, fmt.Errorf("server: %s.ssl: %w", key, err)
+		}
+		return t, nil
+	}, nonEmpty(append([]string{s.Certificate, s.Key}, s.CertificateAuthorities...)...)...)
 }
 
 // ljDrain is a Lumberjack output as a drain: its batches count as

@@ -2,12 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/internal/drain"
+	"github.com/logpond/logpond/record"
 )
 
 // batch is the events of one transaction, in ledger order: each event's
@@ -44,9 +43,6 @@ const maxBatchBytes = 16 << 20
 func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *batch) error {
 	r := o.ledger.Reader(from)
 	defer r.Close()
-	// Damage is passed, quarantined and counted, never a halt
-	// (docs/design.md, §7).
-	r.SkipDamage()
 	b := &batch{}
 	var first time.Time
 	send := func() bool {
@@ -58,17 +54,8 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return false
 		}
 	}
-	for {
-		for r.Next() {
-			if passed, err := o.src.Pass(r, tr); err != nil {
-				return fmt.Errorf("kafka: output %q: %w", o.opts.Name, err)
-			} else if passed {
-				continue
-			}
-			lsn, rec := r.LSN(), r.Decoded()
-			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
-				return fmt.Errorf("kafka: output %q: %w", o.opts.Name, err)
-			}
+	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
+		Record: func(lsn uint64, rec record.Record) bool {
 			pos := 0
 			for ev := range rec.Events() {
 				if b.len() == 0 {
@@ -77,45 +64,33 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 				b.add(ev, position{lsn: lsn, pos: pos}, rec.Received())
 				pos++
 				if (b.len() >= o.opts.BulkMaxSize || b.bytes >= maxBatchBytes) && !send() {
-					return nil
+					return false
 				}
 			}
-		}
-		if err := r.Err(); err != nil {
-			var re *ledger.ReadError
-			if !errors.As(err, &re) {
-				return fmt.Errorf("kafka: output %q: reading the ledger: %w", o.opts.Name, err)
+			return true
+		},
+		Flush: func(caughtUp bool) (more, ok bool) {
+			if b.len() == 0 {
+				return false, true
 			}
-			if b.len() > 0 && !send() {
-				return nil
-			}
-			if !o.src.ReadFailed(ctx, r, re) {
-				return nil // ctx ended
-			}
-			continue
-		}
-		o.src.ReadWorks()
-		if b.len() > 0 {
-			if wait := o.opts.FlushInterval - time.Since(first); wait > 0 {
-				// Caught up with a partial batch: wait for more events
-				// until the flush interval has passed.
+			if wait := o.opts.FlushInterval - time.Since(first); caughtUp && wait > 0 {
+				// Caught up with a partial batch: it waits for more
+				// events until the flush interval has passed.
 				wctx, cancel := context.WithTimeout(ctx, wait)
 				err := r.Wait(wctx)
 				cancel()
 				if ctx.Err() != nil {
-					return nil
+					return false, false
 				}
 				if err == nil {
-					continue
+					return true, true // new records: read them first
 				}
 			}
-			if !send() {
-				return nil
-			}
-			continue
-		}
-		if err := r.Wait(ctx); err != nil {
-			return nil // ctx ended
-		}
+			return true, send()
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("kafka: output %q: %w", o.opts.Name, err)
 	}
+	return nil
 }

@@ -2,13 +2,12 @@ package lumberjack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
 	inlj "github.com/logpond/logpond/input/lumberjack"
-	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/internal/drain"
+	"github.com/logpond/logpond/record"
 )
 
 // read reads the ledger from LSN from on, registers each record with the
@@ -21,9 +20,6 @@ import (
 func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *batch) error {
 	r := o.ledger.Reader(from)
 	defer r.Close()
-	// Damage is passed, quarantined and counted, never a halt
-	// (docs/design.md, §7).
-	r.SkipDamage()
 	b := &batch{}
 	send := func() bool {
 		b.seal()
@@ -35,60 +31,39 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return false
 		}
 	}
-	for {
-		for r.Next() {
-			// Damaged ranges and ranges max_lag retention deleted.
-			if passed, err := o.src.Pass(r, tr); err != nil {
-				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
-			} else if passed {
-				continue
-			}
-			lsn, rec := r.LSN(), r.Decoded()
-			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
-				return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
-			}
+	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
+		Record: func(lsn uint64, rec record.Record) bool {
 			pos := 0
 			for ev := range rec.Events() {
 				// A window must fit a default receiver's max_batch_bytes:
 				// the one being filled goes first when this event would
 				// take it past.
 				if b.len() > 0 && int64(len(b.data)+len(ev)+idRoom) > receiver.MaxBatchBytes && !send() {
-					return nil
+					return false
 				}
 				b.data = o.appendEvent(b.data, ev, lsn, pos)
 				b.added(lsn, pos, rec.Received())
 				pos++
 				if b.len() >= o.windowEvents() && !send() {
-					return nil
+					return false
 				}
 			}
-		}
-		if err := r.Err(); err != nil {
-			var re *ledger.ReadError
-			if !errors.As(err, &re) {
-				return fmt.Errorf("lumberjack: output %q: reading the ledger: %w", o.opts.Name, err)
+			return true
+		},
+		// The receiver has nothing better to wait for: a partial window
+		// goes as soon as the reader has caught up, or before a failed
+		// read is retried.
+		Flush: func(bool) (more, ok bool) {
+			if b.len() == 0 {
+				return false, true
 			}
-			// The device failed the read: the Reader reads the same bytes
-			// again at the next Next. What was read goes out meanwhile.
-			if b.len() > 0 && !send() {
-				return nil
-			}
-			if !o.src.ReadFailed(ctx, r, re) {
-				return nil // ctx ended
-			}
-			continue
-		}
-		o.src.ReadWorks()
-		if b.len() > 0 {
-			if !send() {
-				return nil
-			}
-			continue
-		}
-		if err := r.Wait(ctx); err != nil {
-			return nil // ctx ended
-		}
+			return true, send()
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("lumberjack: output %q: %w", o.opts.Name, err)
 	}
+	return nil
 }
 
 // receiver is what a default logpond accepts (its input.beats limits): the

@@ -1,0 +1,84 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/record"
+)
+
+// ReadHooks are what an output does with the records ReadLoop reads.
+type ReadHooks struct {
+	// Record takes a record to send, at lsn, already registered with the
+	// tracker. It returns false to stop reading (its context ended).
+	Record func(lsn uint64, rec record.Record) bool
+	// Flush sends what was read and not sent yet: before a read the
+	// device failed is retried (what was read goes out meanwhile), and
+	// when the reader has caught up with the ledger (caughtUp). It
+	// returns more when the loop should read again at once rather than
+	// wait for the ledger's next record (it sent something, or new
+	// records came while it waited), and ok false to stop reading.
+	Flush func(caughtUp bool) (more, ok bool)
+}
+
+// ReadLoop reads r for an output, the way every output reads, until ctx
+// ends or a hook says stop (it then returns nil), or until a failure
+// retrying cannot fix, which it returns:
+//   - damaged ranges and ranges max_lag retention deleted are passed
+//     (Pass): quarantined, counted, done;
+//   - every other record is registered with tr in LSN order, then given
+//     to Record;
+//   - a read the device fails is retried as ReadFailed says, after Flush,
+//     never skipped before UnreadableAfter; a read that works again ends
+//     the episode (ReadWorks);
+//   - once caught up, Flush, then r.Wait for the next record.
+//
+// Damage is passed, never a halt (docs/design.md, §7): r is set to skip
+// it.
+func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h ReadHooks) error {
+	r.SkipDamage()
+	for {
+		for r.Next() {
+			if passed, err := s.Pass(r, tr); err != nil {
+				return err
+			} else if passed {
+				continue
+			}
+			lsn, rec := r.LSN(), r.Decoded()
+			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
+				return err
+			}
+			if !h.Record(lsn, rec) {
+				return nil
+			}
+		}
+		if err := r.Err(); err != nil {
+			var re *ledger.ReadError
+			if !errors.As(err, &re) {
+				return fmt.Errorf("reading the ledger: %w", err)
+			}
+			// The device failed the read: the Reader reads the same
+			// bytes again at the next Next.
+			if _, ok := h.Flush(false); !ok {
+				return nil
+			}
+			if !s.ReadFailed(ctx, r, re) {
+				return nil // ctx ended
+			}
+			continue
+		}
+		s.ReadWorks()
+		more, ok := h.Flush(true)
+		if !ok {
+			return nil
+		}
+		if more {
+			continue
+		}
+		if err := r.Wait(ctx); err != nil {
+			return nil // ctx ended
+		}
+	}
+}
