@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
 	"github.com/logpond/logpond/output/internal/drain"
@@ -119,6 +121,9 @@ func (o *Output) Run(ctx context.Context) error {
 		}
 	}
 	s := &sender{o: o, tr: tr}
+	for _, h := range o.opts.Headers {
+		s.static = append(s.static, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { fail(s.run(ctx, queue)) })
 	wg.Go(func() { fail(o.read(ctx, cursor+1, tr, queue)) })

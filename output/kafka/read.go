@@ -10,11 +10,14 @@ import (
 )
 
 // batch is the events of one transaction, in ledger order: each event's
-// bytes (a copy: the reader's buffers move on) and its place.
+// bytes (a copy: the reader's buffers move on) and its place. The copies
+// are carved from data, which grows a few times per batch rather than
+// once per event; slices taken before it grew stay valid.
 type batch struct {
 	events [][]byte
 	at     []eventAt
 	bytes  int
+	data   []byte
 }
 
 type eventAt struct {
@@ -23,7 +26,9 @@ type eventAt struct {
 }
 
 func (b *batch) add(ev []byte, p position, received time.Time) {
-	b.events = append(b.events, append([]byte(nil), ev...))
+	start := len(b.data)
+	b.data = append(b.data, ev...)
+	b.events = append(b.events, b.data[start:len(b.data):len(b.data)])
 	b.at = append(b.at, eventAt{pos: p, received: received})
 	b.bytes += len(ev)
 }

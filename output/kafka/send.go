@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type sender struct {
 	// finished without being produced again.
 	sent  position
 	tries int // failed attempts in a row, for the backoff
+	// static are the output's static headers, made once.
+	static []kgo.RecordHeader
 }
 
 // run takes batches from in until ctx ends or in closes.
@@ -230,41 +233,58 @@ type refusal struct {
 
 // records builds the Kafka records of b, and the refusals of events that
 // no broker could take: a topic that does not resolve without a
-// fallback, or that is no valid topic name.
+// fallback, or that is no valid topic name. The records, their headers,
+// keys and ids are carved from a few allocations per batch, not several
+// per event: a batch is thousands of events.
 func (s *sender) records(b *batch) ([]*kgo.Record, []refusal) {
 	o := s.o
-	recs := make([]*kgo.Record, 0, b.len())
+	n := b.len()
+	block := make([]kgo.Record, n)
+	recs := make([]*kgo.Record, 0, n)
+	perRecord := 1 + len(o.opts.Headers)
+	headers := make([]kgo.RecordHeader, 0, n*perRecord)
+	// The ids' bytes: an id is the stream prefix, two numbers and two
+	// dashes; an arena that grows keeps the slices taken before valid.
+	arena := make([]byte, 0, n*(eventid.PrefixLen+24))
 	var dead []refusal
 	var name []byte
+	topic := ""
 	for i, ev := range b.events {
 		at := b.at[i]
-		topic, ok := o.opts.Topic.Append(name[:0], ev, at.received)
-		name = topic
-		t := string(topic)
+		t, ok := o.opts.Topic.Append(name[:0], ev, at.received)
+		name = t
+		if string(t) != topic { // no allocation to compare
+			topic = string(t)
+		}
+		tp := topic
 		if !ok {
 			if o.opts.FallbackTopic == "" {
 				dead = append(dead, refusal{i: i, topic: o.opts.Topic.String(), errType: "topic_unresolved",
 					reason: fmt.Sprintf("the topic format %q cannot be resolved for this event (missing field %s) and no fallback_topic is set", o.opts.Topic.String(), o.opts.Topic.MissingField(ev))})
 				continue
 			}
-			t = o.opts.FallbackTopic
+			tp = o.opts.FallbackTopic
 			o.stats.fallback.Add(1)
 		}
-		if why := invalidTopic(t); why != "" {
-			dead = append(dead, refusal{i: i, topic: t, errType: "invalid_topic", reason: fmt.Sprintf("the topic %q is not a valid Kafka topic name: %s", t, why)})
+		if why := invalidTopic(tp); why != "" {
+			dead = append(dead, refusal{i: i, topic: tp, errType: "invalid_topic", reason: fmt.Sprintf("the topic %q is not a valid Kafka topic name: %s", tp, why)})
 			continue
 		}
-		r := &kgo.Record{Topic: t, Value: ev}
+		r := &block[i]
+		r.Topic, r.Value = tp, ev
 		if o.opts.Key != nil {
-			if k, ok := o.opts.Key.Append(nil, ev, at.received); ok {
-				r.Key = k
+			start := len(arena)
+			if k, ok := o.opts.Key.Append(arena, ev, at.received); ok {
+				arena = k
+				r.Key = arena[start:len(arena):len(arena)]
 			}
 		}
-		r.Headers = make([]kgo.RecordHeader, 0, len(o.opts.Headers)+1)
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: IDHeader, Value: s.id(ev, at.pos)})
-		for _, h := range o.opts.Headers {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
-		}
+		start := len(arena)
+		arena = s.appendID(arena, ev, at.pos)
+		h := len(headers)
+		headers = append(headers, kgo.RecordHeader{Key: IDHeader, Value: arena[start:len(arena):len(arena)]})
+		headers = append(headers, s.static...)
+		r.Headers = headers[h:len(headers):len(headers)]
 		recs = append(recs, r)
 	}
 	return recs, dead
@@ -273,11 +293,18 @@ func (s *sender) records(b *batch) ([]*kgo.Record, []refusal) {
 // id is the event's id: its own @metadata._id (set by an upstream
 // logpond), else the one its ledger position gives (package eventid), as
 // the Elasticsearch output uses.
-func (s *sender) id(ev []byte, p position) []byte {
-	if v := gjson.GetBytes(ev, "@metadata._id"); v.Type == gjson.String && v.Str != "" {
-		return []byte(v.Str)
+func (s *sender) id(ev []byte, p position) []byte { return s.appendID(nil, ev, p) }
+
+// appendID appends the event's id (see id) to dst.
+func (s *sender) appendID(dst, ev []byte, p position) []byte {
+	// Most events carry no _id: a substring search is cheaper than a
+	// lookup that walks the event.
+	if bytes.Contains(ev, []byte(`"_id"`)) {
+		if v := gjson.GetBytes(ev, "@metadata._id"); v.Type == gjson.String && v.Str != "" {
+			return append(dst, v.Str...)
+		}
 	}
-	return eventid.Append(nil, s.o.idPrefix, p.lsn, p.pos)
+	return eventid.Append(dst, s.o.idPrefix, p.lsn, p.pos)
 }
 
 // invalidTopic says why t is not a topic name Kafka accepts ("" when it
