@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	lj "github.com/elastic/go-lumber/client/v2"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logpond/logpond/conf"
+	"github.com/logpond/logpond/internal/testkit/estest"
 )
 
 // TestKafkaOutputInTheServer: a Kafka output runs as a named output like
@@ -103,5 +107,60 @@ func TestKafkaOutputInTheServer(t *testing.T) {
 			t.Fatalf("GET / after the cluster went: %+v, want the output waiting, saying why", o)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestKafkaMaxLag: a Kafka output whose cluster refuses it (every
+// InitProducerID fails) with max_lag set lets 12 MiB of events flow
+// through a 4 MiB ledger beside a healthy Elasticsearch output, and
+// counts the ranges retention deleted before it produced them; once the
+// cluster takes it again it produces what the ledger kept, and Kafka and
+// the skipped ranges account for every event.
+func TestKafkaMaxLag(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	var refusing atomic.Bool
+	refusing.Store(true)
+	cluster.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !refusing.Load() {
+			return nil, nil, false
+		}
+		resp := req.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil, true
+	})
+	live, err := estest.Start(estest.Options{Seed: 43})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"live": namedES(live.URL())})
+	kc := conf.DefaultKafka()
+	kc.Hosts, kc.Topic, kc.MaxLag = cluster.ListenAddrs(), "logs", 1<<20
+	kc.Backoff = conf.LumberjackBackoff{Init: conf.Duration(10 * time.Millisecond), Max: conf.Duration(100 * time.Millisecond)}
+	kc.Timeout, kc.BrokerTimeout = conf.Duration(2*time.Second), conf.Duration(time.Second)
+	cfg.Output.NamedKafka = map[string]*conf.Kafka{"stream": &kc}
+	r := start(t, cfg)
+	defer r.shutdown(t)
+
+	const events = 12000 // about 12 MiB
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 0, events); err != nil {
+		t.Fatalf("sending with max_lag on the Kafka output: %v", err)
+	}
+	waitUntil(t, "the live output stores every event", func() bool { return live.Count() == events })
+	refusing.Store(false)
+	waitUntil(t, "the Kafka output done with what the ledger kept", func() bool {
+		return r.s.outputs.byName("stream").Stats().CursorLSN >= r.s.ledger().LastLSN()
+	})
+	st := r.s.outputs.byName("stream").Stats()
+	if st.SkippedRecords == 0 || st.SkippedEvents == 0 || len(st.SkippedRanges) == 0 {
+		t.Fatalf("Kafka output: skipped %d records, %d events, ranges %v: want the deleted ranges counted", st.SkippedRecords, st.SkippedEvents, st.SkippedRanges)
+	}
+	if st.Delivered+st.SkippedEvents < events {
+		t.Errorf("Kafka output: %d produced + %d skipped < %d sent", st.Delivered, st.SkippedEvents, events)
 	}
 }
