@@ -59,31 +59,55 @@ func (d *decoder) decodeOutput(out *Output, path toml.Key, table map[string]any)
 // reports whether the table sets any key directly (the legacy output is
 // then defined), named whether it holds a named output.
 func (d *decoder) decodeElasticsearchSection(out *Output, path toml.Key, table map[string]any) (legacy, named bool) {
-	esType := reflect.TypeFor[Elasticsearch]()
-	settings := map[string]any{}
+	settings, named := d.splitMixedSection(path, table, reflect.TypeFor[Elasticsearch](), func(name string, key toml.Key, sub map[string]any) {
+		es := DefaultElasticsearch()
+		d.defined[key.String()] = true
+		d.decodeTable(reflect.ValueOf(&es).Elem(), key, sub)
+		if out.NamedElasticsearch == nil {
+			out.NamedElasticsearch = map[string]*Elasticsearch{}
+		}
+		out.NamedElasticsearch[name] = &es
+	})
+	d.decodeTable(reflect.ValueOf(&out.Elasticsearch).Elem(), path, settings)
+	return len(settings) > 0, named
+}
+
+// splitMixedSection splits a table that holds both the settings of one
+// output written directly in it (keys of typ, and its setting tables,
+// such as [output.elasticsearch.tls]) and named outputs ([path.NAME]):
+// it returns the settings, and calls each for every named output whose
+// name is valid. named reports whether the table holds, or was meant to
+// hold, a named output. A setting's table that sets what only an output
+// has was meant as an output of that name, which cannot be; a name that
+// is another setting is ambiguous.
+func (d *decoder) splitMixedSection(path toml.Key, table map[string]any, typ reflect.Type, each func(name string, key toml.Key, sub map[string]any)) (settings map[string]any, named bool) {
+	settings = map[string]any{}
 	for _, name := range sortedKeys(table) {
 		key := append(slices.Clone(path), name)
 		val := table[name]
-		f, isSetting := fieldByTag(esType, name)
+		f, isSetting := fieldByTag(typ, name)
 		sub, isTable := val.(map[string]any)
+		var st reflect.Type
+		isSectionSetting := false
+		if isSetting {
+			st, isSectionSetting = sectionStruct(f.Type)
+		}
 		switch {
-		case isSetting && isTable && f.Type == reflect.TypeFor[ElasticsearchTLS]():
-			// [output.elasticsearch.tls] is the legacy output's TLS
-			// table, unless it sets what only an output has: then it
-			// cannot be, and was meant as an output called "tls". A
-			// misspelt TLS key is left to the unknown-key message.
-			if other := outputOnlyKey(sub, f.Type); other != "" {
-				d.problem(key, "sets %s, which is not a key of the TLS table [%s] (the legacy output's TLS settings): an output cannot be named %q, as that name is a setting of [output.elasticsearch]; choose another name", other, key, name)
+		case isSetting && isTable && isSectionSetting:
+			// A setting table of the output written directly in path. A
+			// misspelt key of it is left to the unknown-key message.
+			if other := outputOnlyKey(sub, st); other != "" {
+				d.problem(key, "sets %s, which is not a key of [%s] (the %s settings of the output written directly in [%s]): an output cannot be named %q, as that name is a setting of [%s]; choose another name", other, key, name, path, name, path)
 				named = true
 				continue
 			}
 			settings[name] = val
-		case isSetting && isTable && !isSection(f.Type):
-			d.problem(key, "is ambiguous: %q is a setting of [output.elasticsearch], so it cannot name an output; choose another name", name)
+		case isSetting && isTable:
+			d.problem(key, "is ambiguous: %q is a setting of [%s], so it cannot name an output; choose another name", name, path)
 			named = true
 		case isSetting, !isTable:
-			// A setting of the legacy output, or an unknown key, whose
-			// message the legacy table's decoding gives.
+			// A setting of the output written directly in path, or an
+			// unknown key, whose message that output's decoding gives.
 			settings[name] = val
 		default:
 			named = true
@@ -91,17 +115,10 @@ func (d *decoder) decodeElasticsearchSection(out *Output, path toml.Key, table m
 				d.problem(key, "%s", badNameMessage(name))
 				continue
 			}
-			es := DefaultElasticsearch()
-			d.defined[key.String()] = true
-			d.decodeTable(reflect.ValueOf(&es).Elem(), key, sub)
-			if out.NamedElasticsearch == nil {
-				out.NamedElasticsearch = map[string]*Elasticsearch{}
-			}
-			out.NamedElasticsearch[name] = &es
+			each(name, key, sub)
 		}
 	}
-	d.decodeTable(reflect.ValueOf(&out.Elasticsearch).Elem(), path, settings)
-	return len(settings) > 0, named
+	return settings, named
 }
 
 // decodeLumberjackSection decodes the [output.lumberjack.NAME] tables and
@@ -143,52 +160,16 @@ func (d *decoder) decodeLumberjackSection(out *Output, path toml.Key, table map[
 // such as [output.kafka.ssl]): the unnamed output is then defined, and
 // out.Kafka set. named reports whether it holds a named output.
 func (d *decoder) decodeKafkaSection(out *Output, path toml.Key, table map[string]any) (unnamed, named bool) {
-	kafkaType := reflect.TypeFor[Kafka]()
-	settings := map[string]any{}
-	for _, name := range sortedKeys(table) {
-		key := append(slices.Clone(path), name)
-		val := table[name]
-		f, isSetting := fieldByTag(kafkaType, name)
-		sub, isTable := val.(map[string]any)
-		var st reflect.Type
-		isSectionSetting := false
-		if isSetting {
-			st, isSectionSetting = sectionStruct(f.Type)
+	settings, named := d.splitMixedSection(path, table, reflect.TypeFor[Kafka](), func(name string, key toml.Key, sub map[string]any) {
+		kc := DefaultKafka()
+		d.defined[key.String()] = true
+		d.decodeTable(reflect.ValueOf(&kc).Elem(), key, sub)
+		d.inferSSL(key, &kc.SSL)
+		if out.NamedKafka == nil {
+			out.NamedKafka = map[string]*Kafka{}
 		}
-		switch {
-		case isSetting && isTable && isSectionSetting:
-			// [output.kafka.ssl] is the unnamed output's ssl table,
-			// unless it sets what only an output has: then it was
-			// meant as an output called "ssl", which cannot be.
-			if other := outputOnlyKey(sub, st); other != "" {
-				d.problem(key, "sets %s, which is not a key of [%s] (the %s settings of the output written directly in [%s]): an output cannot be named %q, as that name is a setting of [%s]; choose another name", other, key, name, path, name, path)
-				named = true
-				continue
-			}
-			settings[name] = val
-		case isSetting && isTable:
-			d.problem(key, "is ambiguous: %q is a setting of [%s], so it cannot name an output; choose another name", name, path)
-			named = true
-		case isSetting, !isTable:
-			// A setting of the unnamed output, or an unknown key, whose
-			// message the unnamed output's decoding gives.
-			settings[name] = val
-		default:
-			named = true
-			if !ValidOutputName(name) {
-				d.problem(key, "%s", badNameMessage(name))
-				continue
-			}
-			kc := DefaultKafka()
-			d.defined[key.String()] = true
-			d.decodeTable(reflect.ValueOf(&kc).Elem(), key, sub)
-			d.inferSSL(key, &kc.SSL)
-			if out.NamedKafka == nil {
-				out.NamedKafka = map[string]*Kafka{}
-			}
-			out.NamedKafka[name] = &kc
-		}
-	}
+		out.NamedKafka[name] = &kc
+	})
 	if len(settings) == 0 {
 		return false, named
 	}
