@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/logpond/logpond/internal/testkit/kafkatest"
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/eventid"
@@ -315,27 +316,8 @@ func TestRefusedEventsAreDeadLetters(t *testing.T) {
 func TestProduceErrorsAndLeaderMoves(t *testing.T) {
 	r := newRig(t, kfake.SeedTopics(3, "logs"))
 	r.storeMany(3000, 100)
-	var produces, commits atomic.Int64
-	r.kafka.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		r.kafka.KeepControl()
-		if produces.Add(1)%7 != 0 {
-			return nil, nil, false
-		}
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range pr.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
-	})
+	produces := kafkatest.RefuseProduce(r.kafka, 7)
+	var commits atomic.Int64
 	// Every fifth EndTxn is answered UNKNOWN_SERVER_ERROR without being
 	// applied: the producer cannot know the outcome.
 	r.kafka.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
