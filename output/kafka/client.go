@@ -151,9 +151,10 @@ func (o *Output) partitioner() kgo.Partitioner {
 			h := fnv.New32a()
 			switch {
 			case len(fields) > 0:
+				// The fields' values as text (a string without its
+				// quotes), as Filebeat hashes them.
 				for _, f := range fields {
-					v := gjson.GetBytes(r.Value, f)
-					h.Write([]byte(v.Raw))
+					h.Write([]byte(gjson.GetBytes(r.Value, f).String()))
 				}
 			case r.Key != nil:
 				h.Write(r.Key)

@@ -1,0 +1,119 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/logpond/logpond/internal/testkit/syncbuf"
+	"github.com/logpond/logpond/output/internal/drain/draintest"
+	"github.com/logpond/logpond/output/sprintf"
+)
+
+// TestPartitioning: Filebeat's partitioners. hash puts the records of one
+// key (or of one value of the hashed fields) in one partition and spreads
+// different ones; round_robin and random use every partition, a group of
+// group_events records at a time for round_robin.
+func TestPartitioning(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Options)
+		// check gets the partition of each event, in order.
+		check func(t *testing.T, parts []int32)
+	}{
+		{"hash of the key", func(o *Options) { o.Key = sprintf.MustCompile("%{[service]}") }, sameForSame},
+		{"hash of fields", func(o *Options) { o.HashFields = []string{"service"} }, sameForSame},
+		{"round_robin, 2 at a time", func(o *Options) { o.Partitioning, o.GroupEvents = PartitionRoundRobin, 2 }, func(t *testing.T, parts []int32) {
+			for i := 0; i+1 < len(parts); i += 2 {
+				if parts[i] != parts[i+1] || parts[i] == parts[(i+2)%len(parts)] {
+					t.Fatalf("round robin 2 at a time: partitions %v", parts[:min(len(parts), 12)])
+				}
+			}
+			allUsed(t, parts)
+		}},
+		{"random", func(o *Options) { o.Partitioning = PartitionRandom }, allUsed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, kfake.SeedTopics(3, "logs"))
+			r.storeMany(300, 300) // one record: one batch, in order
+			run := r.start(r.options(func(o *Options) { o.BulkMaxSize = 1000; tc.mod(o) }))
+			draintest.WaitFor(t, "every event produced", func() bool { return run.Out.Stats().Delivered == 300 })
+			run.Stop(t)
+			parts := make([]int32, 300)
+			for _, c := range r.readAllRecords(300, "logs") {
+				var n int
+				if _, err := fmt.Sscanf(string(c.Value[bytes.Index(c.Value, []byte(`"message":"event `))+len(`"message":"event `):]), "%d", &n); err != nil {
+					t.Fatal(err)
+				}
+				parts[n] = c.Partition
+			}
+			tc.check(t, parts)
+		})
+	}
+}
+
+// sameForSame: event i names service i%3; the events of one service share
+// a partition, and the three services do not all share one.
+func sameForSame(t *testing.T, parts []int32) {
+	t.Helper()
+	for i := range parts {
+		if parts[i] != parts[i%3] {
+			t.Fatalf("events of service %d in partitions %d and %d", i%3, parts[i%3], parts[i])
+		}
+	}
+	if parts[0] == parts[1] && parts[1] == parts[2] {
+		t.Errorf("three services hashed to one partition of three")
+	}
+}
+
+func allUsed(t *testing.T, parts []int32) {
+	t.Helper()
+	used := map[int32]bool{}
+	for _, p := range parts {
+		used[p] = true
+	}
+	if len(used) != 3 {
+		t.Errorf("%d of 3 partitions used", len(used))
+	}
+}
+
+// readAllRecords reads want committed records of topics.
+func (r *rig) readAllRecords(want int, topics ...string) []*kgo.Record {
+	r.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.kafka.ListenAddrs()...), kgo.ConsumeTopics(topics...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for deadline := time.Now().Add(10 * time.Second); len(out) < want && time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { out = append(out, rec) })
+		cancel()
+	}
+	if len(out) != want {
+		r.t.Fatalf("read %d records, want %d", len(out), want)
+	}
+	return out
+}
+
+// TestAtLeastOnceSaysSo: with exactly_once off, the output says at start
+// that consumers may read an event twice.
+func TestAtLeastOnceSaysSo(t *testing.T) {
+	r := newRig(t)
+	var log syncbuf.Buffer
+	run := r.start(r.options(func(o *Options) {
+		o.ExactlyOnce = false
+		o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	}))
+	draintest.WaitFor(t, "the start-up lines", func() bool { return bytes.Contains([]byte(log.String()), []byte("exactly_once is off")) })
+	run.Stop(t)
+}
