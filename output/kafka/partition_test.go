@@ -117,3 +117,31 @@ func TestAtLeastOnceSaysSo(t *testing.T) {
 	draintest.WaitFor(t, "the start-up lines", func() bool { return bytes.Contains([]byte(log.String()), []byte("exactly_once is off")) })
 	run.Stop(t)
 }
+
+// TestUnknownTopicIsADeadLetter: with topic auto-creation off, the events
+// routed to a topic the cluster does not have go to the dead letters with
+// the broker's reason, and every other event of their batches reaches
+// Kafka once.
+func TestUnknownTopicIsADeadLetter(t *testing.T) {
+	r := newRig(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs-svc0", "logs-svc1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r.kafka = c
+	r.storeMany(90, 30)
+	run := r.start(r.options(func(o *Options) { o.Topic = sprintf.MustCompile("logs-%{[service]}") }))
+	draintest.WaitFor(t, "every event done", func() bool { return r.cursor() == r.lsn })
+	st := run.Out.Stats()
+	run.Stop(t)
+	if st.DeadLettered != 30 || st.Delivered != 60 {
+		t.Errorf("dead-lettered %d, delivered %d; want the 30 events of the missing topic and the 60 others", st.DeadLettered, st.Delivered)
+	}
+	for id, ev := range r.want {
+		if bytes.Contains(ev, []byte(`"service":"svc2"`)) {
+			delete(r.want, id)
+		}
+	}
+	r.checkExactlyOnce(r.readAll(60, "logs-svc0", "logs-svc1"))
+}
