@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -144,4 +145,36 @@ func TestUnknownTopicIsADeadLetter(t *testing.T) {
 		}
 	}
 	r.checkExactlyOnce(r.readAll(60, "logs-svc0", "logs-svc1"))
+}
+
+// TestPermanentErrors: which produce errors make a record a dead letter
+// (retrying cannot help) and which make its batch be retried.
+func TestPermanentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		dead string // the dead letter's error type; "" for retried
+	}{
+		{kerr.MessageTooLarge, "message_too_large"},
+		{fmt.Errorf("wrapped: %w", kerr.MessageTooLarge), "message_too_large"},
+		{kerr.RecordListTooLarge, "record_list_too_large"},
+		{kerr.InvalidRecord, "invalid_record"},
+		{kerr.CorruptMessage, "corrupt_message"},
+		{kerr.TopicAuthorizationFailed, "topic_authorization_failed"},
+		{kerr.UnknownTopicOrPartition, "unknown_topic_or_partition"},
+		{kerr.InvalidTopicException, "invalid_topic_exception"},
+		{kerr.PolicyViolation, "policy_violation"},
+		{kerr.NotLeaderForPartition, ""},
+		{kerr.NotEnoughReplicas, ""},
+		{kerr.NotEnoughReplicasAfterAppend, ""},
+		{kerr.RequestTimedOut, ""},
+		{kerr.CoordinatorNotAvailable, ""},
+		{kerr.NotCoordinator, ""},
+		{kgo.ErrRecordTimeout, ""},
+		{context.DeadlineExceeded, ""},
+	} {
+		typ, dead := permanent(tc.err)
+		if dead != (tc.dead != "") || typ != tc.dead {
+			t.Errorf("%v: dead letter %v (%q), want %q", tc.err, dead, typ, tc.dead)
+		}
+	}
 }
