@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -107,42 +105,19 @@ func (o *Output) Run(ctx context.Context) error {
 	tr := drain.NewTracker(cursor)
 	o.live.Store(tr)
 	defer o.live.Store(nil)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	// One batch queued: the sender finds the next one ready when it
 	// ends a transaction; more read-ahead would only hold memory.
 	queue := make(chan *batch, 1)
-	errs := make(chan error, 2)
-	fail := func(err error) {
-		if err != nil && ctx.Err() == nil {
-			errs <- err
-			cancel()
-		}
-	}
 	s := &sender{o: o, tr: tr}
 	for _, h := range o.opts.Headers {
 		s.static = append(s.static, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { fail(s.run(ctx, queue)) })
-	wg.Go(func() { fail(o.read(ctx, cursor+1, tr, queue)) })
-	// Every second, as for the other outputs: with ExactlyOnce the
-	// position in Kafka is what counts, and the file only saves
-	// rereading what it already passed.
-	wg.Go(func() { o.cursor.Commit(ctx, tr, cursor, time.Second, "every second") })
-	wg.Wait()
-	s.close()
-
-	var runErr error
-	select {
-	case runErr = <-errs:
-	default:
-	}
-	done, err := o.cursor.Final(tr, cursor, ErrCursorNotSaved)
-	if err != nil {
-		runErr = errors.Join(runErr, err)
-	}
+	// The cursor file is persisted every second, as for the other
+	// outputs: with ExactlyOnce the position in Kafka is what counts, and
+	// the file only saves rereading what it already passed.
+	done, runErr := drain.Run(ctx, o.cursor, tr, cursor, ErrCursorNotSaved,
+		func(ctx context.Context) error { defer s.close(); return s.run(ctx, queue) },
+		func(ctx context.Context) error { return o.read(ctx, cursor+1, tr, queue) })
 	o.log.Info("producing stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/eventid"
@@ -98,9 +96,6 @@ func (o *Output) Run(ctx context.Context) error {
 	tr := drain.NewTracker(cursor)
 	o.live.Store(tr)
 	defer o.live.Store(nil)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	senders := o.opts.Workers * len(o.opts.Hosts)
 	// One batch queued: a sender that finishes finds the next one ready;
 	// more read-ahead would only hold memory.
@@ -111,38 +106,16 @@ func (o *Output) Run(ctx context.Context) error {
 	// retry are never more than 2 × senders, so a send on it never
 	// blocks.
 	retry := make(chan *batch, 2*senders)
-	errs := make(chan error, senders+1)
-	fail := func(err error) {
-		if err != nil && ctx.Err() == nil {
-			errs <- err
-			cancel()
-		}
-	}
-	var wg sync.WaitGroup
+	workers := []func(context.Context) error{func(ctx context.Context) error { return o.read(ctx, cursor+1, tr, queue) }}
 	for _, h := range o.hosts.hosts {
 		for range o.opts.Workers {
 			s := &sender{o: o, h: h, tr: tr, queue: queue, retry: retry, senders: senders}
-			wg.Go(func() { fail(s.run(ctx)) })
+			workers = append(workers, s.run)
 		}
 	}
-	wg.Go(func() { fail(o.read(ctx, cursor+1, tr, queue)) })
-	// Every second: each persist is a small synced write to the ledger's
-	// device, and the cursor lagging what is done by up to a second costs,
-	// after a crash, only a resend of those events, which their ids make
-	// harmless.
-	wg.Go(func() { o.cursor.Commit(ctx, tr, cursor, time.Second, "every second") })
-	wg.Wait()
-
-	var runErr error
-	select {
-	case runErr = <-errs:
-	default:
-	}
-	// The final persist: what was ACKed before the stop.
-	done, err := o.cursor.Final(tr, cursor, ErrCursorNotSaved)
-	if err != nil {
-		runErr = errors.Join(runErr, err)
-	}
+	// The final persist, once every sender stopped: what was ACKed
+	// before the stop.
+	done, runErr := drain.Run(ctx, o.cursor, tr, cursor, ErrCursorNotSaved, workers...)
 	o.log.Info("forwarding stopped", "cursor_lsn", done, "err", runErr)
 	return runErr
 }
