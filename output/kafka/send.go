@@ -110,12 +110,46 @@ func (s *sender) deliver(ctx context.Context, b *batch) error {
 			if err := s.deadLetter(ctx, b, refused); err != nil {
 				return err
 			}
+		case fenced(err):
+			// Another producer opened this transactional id after this
+			// one: another logpond (or this one's successor) owns it
+			// now. Opening it again at once would fence that one in
+			// turn, and the two would take it from each other without
+			// end; this output stands down for fencedPause instead, its
+			// events waiting in the ledger, then opens the id again (the
+			// other may be gone, or the refusal was not a fence after
+			// all). Exactly-once holds either way: the position is read
+			// back at each open.
+			o.stats.failedBatches.Add(1)
+			s.close()
+			why := fmt.Sprintf("fenced: another producer opened the transactional id %q after this one (another logpond with this output's transactional_id, or a newer instance of this one); this output stands down and tries again in %s", o.txnID, fencedPause)
+			o.waiting.Store(&why)
+			o.log.Error("kafka output fenced by another producer with its transactional id: it stands down and tries again later; give each logpond its own transactional_id", "transactional_id", o.txnID, "retry_in", fencedPause.String(), "err", err)
+			t := time.NewTimer(fencedPause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		default:
 			o.stats.failedBatches.Add(1)
 			o.stats.resent.Add(int64(b.len()))
 			s.failed(ctx, err)
 		}
 	}
+}
+
+// fencedPause is how long an output fenced by another producer with its
+// transactional id stands down before it opens the id again: long beside
+// a batch, so that the producer that fenced it works undisturbed.
+const fencedPause = time.Minute
+
+// fenced reports whether err says that another producer opened the
+// output's transactional id after this one (Kafka then refuses this
+// one's epoch).
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
 }
 
 // open opens the client when there is none and, with ExactlyOnce, reads
