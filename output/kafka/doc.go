@@ -28,8 +28,9 @@
 // The local cursor file only ever trails that position, so a cursor file
 // lagging Kafka (a crash between a commit and the next cursor persist)
 // never causes a resend. A second producer with the same transactional id
-// fences the first: the first's next transaction fails, and it stops
-// sending until it reads the position again.
+// fences the first: the first's next transaction is refused, and it
+// stands down for a minute (saying so) before it opens the id again and
+// reads the position back, rather than taking the id back at once.
 //
 // Without ExactlyOnce, the output uses Kafka's idempotent producer: at
 // least once, a batch that fails as a whole is sent again, and duplicates
