@@ -132,8 +132,7 @@ listen = ""
 	// Read everything committed until every acknowledged event is there
 	// (the drain catches up meanwhile), then a little longer: a
 	// duplicate would come after.
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("logs"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumer, err := kafkatest.ReadCommitted(cluster.ListenAddrs(), "logs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +280,7 @@ listen = "127.0.0.1:0"
 	if text := dlog.String(); !strings.Contains(text, "drain done, but dead letters remain") || strings.Contains(text, "the directories can be deleted") {
 		t.Errorf("the drain's log does not say dead letters remain:\n%s", text)
 	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("logs"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumer, err := kafkatest.ReadCommitted(cluster.ListenAddrs(), "logs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,8 +144,7 @@ type consumed struct {
 // read or a few seconds passed with nothing new.
 func (r *rig) readAll(want int, topics ...string) []consumed {
 	r.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.kafka.ListenAddrs()...), kgo.ConsumeTopics(topics...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kafkatest.ReadCommitted(r.kafka.ListenAddrs(), topics...)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logpond/logpond/internal/testkit/kafkatest"
 	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/output/internal/drain/draintest"
 	"github.com/logpond/logpond/output/sprintf"
@@ -88,8 +89,7 @@ func allUsed(t *testing.T, parts []int32) {
 // readAllRecords reads want committed records of topics.
 func (r *rig) readAllRecords(want int, topics ...string) []*kgo.Record {
 	r.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.kafka.ListenAddrs()...), kgo.ConsumeTopics(topics...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kafkatest.ReadCommitted(r.kafka.ListenAddrs(), topics...)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logpond/logpond/internal/testkit/kafkatest"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -179,8 +180,7 @@ level = "info"
 // checkKafka reads the topic with read_committed and checks that it holds
 // events records, each ledger event (its logpond-id header) once.
 func checkKafka(ctx context.Context, hosts []string, events int64) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(hosts...), kgo.ConsumeTopics(kafkaTopic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kafkatest.ReadCommitted(hosts, kafkaTopic)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Package kafkatest fails requests of an in-process Kafka cluster
-// (kfake) for the tests of the Kafka output and of the whole server.
-// Only tests import it.
+// (kfake) and reads what it holds, for the tests of the Kafka output and
+// of the whole server, and for the benchmark report. Only tests and tools
+// import it.
 package kafkatest
 
 import (
@@ -8,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,4 +40,13 @@ func RefuseProduce(c *kfake.Cluster, every int64) *atomic.Int64 {
 		return resp, nil, true
 	})
 	return &n
+}
+
+// ReadCommitted returns a consumer of topics on the brokers hosts that
+// reads from the start of each partition with isolation level
+// read_committed: what a consumer of an exactly-once output must use, as
+// it sees only committed transactions.
+func ReadCommitted(hosts []string, topics ...string) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(hosts...), kgo.ConsumeTopics(topics...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 }
