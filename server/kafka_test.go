@@ -15,6 +15,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/output/kafka"
 )
 
 // TestKafkaOutputInTheServer: a Kafka output runs as a named output like
@@ -162,5 +163,13 @@ func TestKafkaMaxLag(t *testing.T) {
 	}
 	if st.Delivered+st.SkippedEvents < events {
 		t.Errorf("Kafka output: %d produced + %d skipped < %d sent", st.Delivered, st.SkippedEvents, events)
+	}
+}
+
+// TestKafkaIDHeaderAgrees: the header configuration refuses (conf) is the
+// one the output writes each event's id in.
+func TestKafkaIDHeaderAgrees(t *testing.T) {
+	if conf.KafkaIDHeader != kafka.IDHeader {
+		t.Fatalf("conf refuses the header %q, but the output writes ids in %q", conf.KafkaIDHeader, kafka.IDHeader)
 	}
 }
