@@ -22,12 +22,16 @@ import (
 // Config is the whole configuration. Every field has a default (Default);
 // Load overlays a file on it and validates the result.
 type Config struct {
-	Journal Journal `toml:"journal"`
-	Ledger  Ledger  `toml:"ledger"`
-	Input   Input   `toml:"input"`
-	Output  Output  `toml:"output"`
-	Admin   Admin   `toml:"admin"`
-	Log     Log     `toml:"log"`
+	// Processors run on every event each output drains, before its own
+	// (docs/configuration.md, "Processors"); the ledger keeps the events
+	// as received. First, as a TOML file writes it: before any table.
+	Processors Processors `toml:"processors"`
+	Journal    Journal    `toml:"journal"`
+	Ledger     Ledger     `toml:"ledger"`
+	Input      Input      `toml:"input"`
+	Output     Output     `toml:"output"`
+	Admin      Admin      `toml:"admin"`
+	Log        Log        `toml:"log"`
 }
 
 // Journal configures the write-ahead journal that acknowledgements wait on.
@@ -173,6 +177,9 @@ type Elasticsearch struct {
 	// "oldest" (the oldest record the ledger holds) or "newest" (records
 	// written from then on).
 	StartAt string `toml:"start_at"`
+	// Processors run on the events this output drains, after the global
+	// ones.
+	Processors Processors `toml:"processors"`
 	// Hosts are the URLs of one cluster; requests fail over between them.
 	// Hosts of different clusters are refused at connect: use one named
 	// output per cluster. With CloudID, Load sets it to the one URL the

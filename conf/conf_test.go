@@ -117,10 +117,16 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 				LoadBalance: true, Workers: 3, BulkMaxSize: 100, CompressionLevel: 0, Timeout: Duration(5 * time.Second), TTL: Duration(time.Minute),
 				Backoff:            LumberjackBackoff{Init: Duration(2 * time.Second), Max: Duration(10 * time.Second)},
 				SSL:                LumberjackSSL{Enabled: true, CertificateAuthorities: []string{"/a.pem", "/b.pem"}, Certificate: "/lc.pem", Key: "/lk.pem", VerificationMode: "none"},
-				DeadLetterMaxBytes: 128 << 20, DeadLetterMaxAge: Duration(24 * time.Hour)}},
+				DeadLetterMaxBytes: 128 << 20, DeadLetterMaxAge: Duration(24 * time.Hour),
+				Processors: Processors{{"rename": map[string]any{"fields": []any{map[string]any{"from": "a", "to": "b"}}}}}}},
 		},
 		Admin: Admin{Listen: "", Pprof: true},
 		Log:   Log{Level: "debug", Format: "json"},
+		Processors: Processors{
+			{"dissect": map[string]any{"tokenizer": "%{a} \"%{b}\"\t%{c|integer}", "target_prefix": "", "ignore_failure": true}},
+			{"drop_event": map[string]any{"when": map[string]any{"range": map[string]any{"x.gte": int64(3), "y.lt": 2.5}}}},
+			{"if": map[string]any{"equals": map[string]any{"é key": "v"}}, "then": []any{map[string]any{"add_fields": map[string]any{"fields": map[string]any{"n": int64(1)}}}}},
+		},
 	}
 	// The keys that exclude others (cloud_id excludes hosts; cloud_auth
 	// username, password and api_key) are set in the named output, whose
@@ -131,6 +137,7 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 	siem.Hosts = []string{"https://abc.siem.example.com:9243"}
 	siem.CloudAuth, siem.Username, siem.Password, siem.APIKey = "elastic:pw:with:colons", "elastic", "pw:with:colons", ""
 	siem.TLS.CA = "/siem-ca.pem"
+	siem.Processors = Processors{{"add_tags": map[string]any{"tags": []any{"siem"}}}}
 	want.Output.NamedElasticsearch = map[string]*Elasticsearch{"siem": &siem}
 	// The partition tables exclude each other: each named Kafka output
 	// sets one; the unnamed one is printed apart and must come back too.
@@ -143,7 +150,8 @@ func TestEveryKeyRoundTrips(t *testing.T) {
 		Backoff:     LumberjackBackoff{Init: Duration(2 * time.Second), Max: Duration(30 * time.Second)},
 		ExactlyOnce: false, TransactionalID: "tx-events", Username: "u", Password: "p", SASL: KafkaSASL{Mechanism: SASLScramSHA512},
 		SSL:                LumberjackSSL{Enabled: true, CertificateAuthorities: []string{"/ka.pem"}, Certificate: "/kc.pem", Key: "/kk.pem", VerificationMode: "none"},
-		DeadLetterMaxBytes: 128 << 20, DeadLetterMaxAge: Duration(24 * time.Hour)}
+		DeadLetterMaxBytes: 128 << 20, DeadLetterMaxAge: Duration(24 * time.Hour),
+		Processors: Processors{{"drop_fields": map[string]any{"fields": []any{"agent"}, "ignore_missing": true}}}}
 	spread := DefaultKafka()
 	spread.Hosts, spread.Topic = []string{"k1:9092"}, "spread"
 	spread.Partition.Random = &KafkaRandomPartition{ReachableOnly: true, GroupEvents: 10}

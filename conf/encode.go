@@ -27,17 +27,25 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		Lumberjack    map[string]*Lumberjack `toml:"lumberjack"`
 	}
 	type config struct {
-		Journal Journal `toml:"journal"`
-		Ledger  Ledger  `toml:"ledger"`
-		Input   Input   `toml:"input"`
-		Output  output  `toml:"output"`
-		Admin   Admin   `toml:"admin"`
-		Log     Log     `toml:"log"`
+		Processors Processors `toml:"processors"` // before any table
+		Journal    Journal    `toml:"journal"`
+		Ledger     Ledger     `toml:"ledger"`
+		Input      Input      `toml:"input"`
+		Output     output     `toml:"output"`
+		Admin      Admin      `toml:"admin"`
+		Log        Log        `toml:"log"`
 	}
-	plain := config{Journal: c.Journal, Ledger: c.Ledger, Input: c.Input, Admin: c.Admin, Log: c.Log,
+	plain := config{Processors: c.Processors.printed(), Journal: c.Journal, Ledger: c.Ledger, Input: c.Input, Admin: c.Admin, Log: c.Log,
 		Output: output{Elasticsearch: asWritten(c.Output.Elasticsearch), Lumberjack: c.Output.Lumberjack}}
 	if len(c.Output.Lumberjack) == 0 {
 		plain.Output.Lumberjack = nil // an empty map would print an empty table
+	} else {
+		plain.Output.Lumberjack = map[string]*Lumberjack{}
+		for name, lj := range c.Output.Lumberjack {
+			cp := *lj
+			cp.Processors = cp.Processors.printed()
+			plain.Output.Lumberjack[name] = &cp
+		}
 	}
 	hasNamed := len(c.Output.NamedElasticsearch) > 0 || len(c.Output.Lumberjack) > 0 || c.Output.Kafka != nil || len(c.Output.NamedKafka) > 0
 	if off := DefaultElasticsearch(); hasNamed {
@@ -62,7 +70,9 @@ func (c Config) MarshalTOML() ([]byte, error) {
 		}
 	}
 	for _, o := range c.kafkaOutputs() {
-		if err := writeTable(&named, o.Key, o.Kafka); err != nil {
+		k := *o.Kafka
+		k.Processors = k.Processors.printed()
+		if err := writeTable(&named, o.Key, &k); err != nil {
 			return nil, err
 		}
 	}
@@ -115,5 +125,15 @@ func asWritten(es Elasticsearch) *Elasticsearch {
 	if es.CloudAuth != "" {
 		es.Username, es.Password = "", ""
 	}
+	es.Processors = es.Processors.printed()
 	return &es
+}
+
+// printed is the list as printed: an empty list is written "[]" (the
+// encoder leaves a nil one out, and every key is printed).
+func (p Processors) printed() Processors {
+	if p == nil {
+		return Processors{}
+	}
+	return p
 }

@@ -16,6 +16,9 @@ type Kafka struct {
 	// MaxLag and StartAt mean what they mean for Elasticsearch.
 	MaxLag  Size   `toml:"max_lag"`
 	StartAt string `toml:"start_at"`
+	// Processors run on the events this output drains, after the global
+	// ones.
+	Processors Processors `toml:"processors"`
 	// Hosts are the bootstrap brokers, "host:port"; the port is required.
 	Hosts []string `toml:"hosts"`
 	// Topic is the record's topic: a format string with the syntax of the

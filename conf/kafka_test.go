@@ -26,6 +26,7 @@ func TestKafkaDefaults(t *testing.T) {
 		{"enabled", d.Enabled, true},
 		{"max_lag", d.MaxLag, Size(0)},
 		{"start_at", d.StartAt, "oldest"},
+		{"processors", d.Processors, Processors(nil)},
 		{"hosts", d.Hosts, []string(nil)},
 		{"topic", d.Topic, ""},
 		{"fallback_topic", d.FallbackTopic, ""},
@@ -55,8 +56,8 @@ func TestKafkaDefaults(t *testing.T) {
 			t.Errorf("default %s = %#v, want %#v", c.key, c.got, c.want)
 		}
 	}
-	if n := reflect.TypeFor[Kafka]().NumField(); n != 27 {
-		t.Errorf("Kafka has %d keys, this test checks the defaults of 27", n)
+	if n := reflect.TypeFor[Kafka]().NumField(); n != 28 {
+		t.Errorf("Kafka has %d keys, this test checks the defaults of 28", n)
 	}
 	if d.Partition.Kind() != KafkaPartitionHash || d.SASLMechanism() != "" {
 		t.Errorf("defaults: partition %q, SASL mechanism %q; want hash and none", d.Partition.Kind(), d.SASLMechanism())

@@ -15,6 +15,9 @@ type Lumberjack struct {
 	// MaxLag and StartAt mean what they mean for Elasticsearch.
 	MaxLag  Size   `toml:"max_lag"`
 	StartAt string `toml:"start_at"`
+	// Processors run on the events this output drains, after the global
+	// ones.
+	Processors Processors `toml:"processors"`
 	// Hosts are "host:port" addresses; the port is required.
 	Hosts []string `toml:"hosts"`
 	// LoadBalance false sends to one host at a time, failing over to the

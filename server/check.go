@@ -23,6 +23,9 @@ func ConfigChecks(c *conf.Config) []*conf.KeyError {
 	}
 	j, l, ib := c.Journal, c.Ledger, c.Input.Beats
 
+	// Every processor option, named by list, index and key.
+	checkProcessors(c, bad)
+
 	// O_DIRECT writes whole blocks: segments must end on a block boundary.
 	if l.SegmentBytes%ledger.BlockSize != 0 {
 		bad("ledger.segment_bytes", "%s is not a multiple of %s (the direct-IO block size): use e.g. %s",

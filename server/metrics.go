@@ -272,6 +272,11 @@ var (
 	descLedgerRawBytes   = prometheus.NewDesc("logpond_ledger_raw_bytes_total", "Bytes of the records the flusher appended to the ledger since logpond started, before compression (their size as record version 1). logpond_ledger_stored_bytes_total's rate over this one's is the compression ratio over that window.", nil, nil)
 	descLedgerStored     = prometheus.NewDesc("logpond_ledger_stored_bytes_total", "Bytes of the same records as the ledger stores them (compressed with ledger.compression = \"s2\" or \"zstd\"). Its rate is what fills the ledger: ledger.max_bytes divided by it is the outage, in seconds, the ledger holds (docs/operations.md, Capacity planning).", nil, nil)
 	descLedgerCompRatio  = prometheus.NewDesc("logpond_ledger_compression_ratio", "Stored over raw bytes of the records appended since logpond started: the fraction of their size records take in the ledger (0.1 holds 10 times the outage uncompressed records would). 1 with ledger.compression = \"none\", and before any record. A rise means less compressible logs (already-compressed or random payloads): redo the capacity estimate.", nil, nil)
+	descProcEvents       = prometheus.NewDesc("logpond_processor_events_total", "Events a processor ran on (its when matched), by output and processor (its key in the configuration, e.g. processors[0].dissect).", []string{"output", "processor"}, nil)
+	descProcDropped      = prometheus.NewDesc("logpond_processor_dropped_events_total", "Events a processor dropped (drop_event): each counts as delivered.", []string{"output", "processor"}, nil)
+	descProcFailed       = prometheus.NewDesc("logpond_processor_failed_events_total", "Events a processor could not process: kept and sent, marked as Filebeat marks them (error.message, log.flags) or, for grok, tagged _grokparsefailure.", []string{"output", "processor"}, nil)
+	descProcSeconds      = prometheus.NewDesc("logpond_processor_seconds_total", "Time spent in a processor. Its rate over logpond_processor_events_total's is the processor's cost per event.", []string{"output", "processor"}, nil)
+	descProcUnprocessed  = prometheus.NewDesc("logpond_output_unprocessable_events_total", "Events an output's processors could not run on (not a JSON object): each went to the output's dead letters.", outputLabel, nil)
 	descOrphanCursor     = prometheus.NewDesc("logpond_ledger_orphan_cursor_bytes", "Ledger bytes held back by a cursor that no configured output owns (an output removed from the configuration): retention keeps them until `ledgerctl cursors delete CURSOR`.", []string{"cursor"}, nil)
 )
 
@@ -287,7 +292,8 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 		descJournalMax, descJournalRatio, descLedgerMax, descLedgerRatio, descBackpressure,
 		descOutputSkipped, descOutputSkippedRec, descOutputMisconf, descOrphanCursor, descLedgerReadBytes, descOutputRouted,
 		descOutputReconnects, descOutputNoID, descOutputUnacked,
-		descLedgerRawBytes, descLedgerStored, descLedgerCompRatio} {
+		descLedgerRawBytes, descLedgerStored, descLedgerCompRatio,
+		descProcEvents, descProcDropped, descProcFailed, descProcSeconds, descProcUnprocessed} {
 		ch <- d
 	}
 }
@@ -377,6 +383,15 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 			for target, n := range routedTargets(os) {
 				counter(descOutputRouted, float64(n), name, target)
 			}
+		}
+		if ch := o.out.chain; ch != nil {
+			for _, p := range ch.Stats() {
+				counter(descProcEvents, float64(p.In), name, p.Name)
+				counter(descProcDropped, float64(p.Dropped), name, p.Name)
+				counter(descProcFailed, float64(p.Failed), name, p.Name)
+				counter(descProcSeconds, p.Time.Seconds(), name, p.Name)
+			}
+			counter(descProcUnprocessed, float64(ch.Unprocessable()), name)
 		}
 		if max := o.out.deadLetterMaxBytes; max > 0 {
 			gauge(descDeadLetterBytes, float64(o.deadLetterBytes), name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/logpond/logpond/output/processors"
 	"sync"
 
 	"github.com/logpond/logpond/conf"
@@ -51,6 +52,9 @@ type outputRunner struct {
 	typ  string // "elasticsearch" or "lumberjack"
 	key  string // its table in the configuration, for messages
 	conf conf.NamedOutput
+	// chain is the processor chain the output runs on every event it
+	// drains, nil for none; it counts per processor.
+	chain *processors.Chain
 	// newDrain makes a drain over l; d is the output's dead-letter store
 	// (nil for an output without one).
 	newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)

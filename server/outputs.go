@@ -28,6 +28,13 @@ var cursorsNotSaved = []error{elasticsearch.ErrCursorNotSaved, lumberjack.ErrCur
 // returns its runner.
 func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 	out := &outputRunner{name: o.Name, typ: o.Type, key: o.Key, conf: o, failed: s.outputFailed, maxLag: o.MaxLagBytes()}
+	// One chain per output for its lifetime: its counters go on across
+	// the drains a failing ledger makes the output open again.
+	chain, err := Chain(s.cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	out.chain = chain
 	startAt := o.StartAt()
 	var newDrain func(l *ledger.Ledger, d *dlq.Store) (drain, error)
 	switch o.Type {
@@ -45,6 +52,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		opts.CurrentTLS = tlsSrc.Config
 		out.creds = elasticsearch.NewCredentials(opts.Username, opts.Password, opts.APIKey)
 		opts.Credentials = out.creds
+		opts.Chain = out.chain
 		opts.Local, opts.Logger, opts.Observer = s.acks, s.log, esObserver{m: s.metrics, output: o.Name}
 		s.metrics.esSeries(o.Name)
 		if err := elasticsearch.CheckOptions(opts); err != nil {
@@ -71,6 +79,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		if tlsSrc != nil {
 			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
 		}
+		opts.Chain = out.chain
 		opts.Logger = s.log
 		if err := lumberjack.CheckOptions(opts); err != nil {
 			return nil, fmt.Errorf("server: %s: %w", o.Key, err)
@@ -96,6 +105,7 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		if tlsSrc != nil {
 			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
 		}
+		opts.Chain = out.chain
 		opts.Logger = s.log
 		if err := kafka.CheckOptions(opts); err != nil {
 			return nil, fmt.Errorf("server: %s: %w", o.Key, err)

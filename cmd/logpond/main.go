@@ -12,6 +12,8 @@
 // -skip-host-checks it checks the file only (for CI).
 // Insecure settings (conf.Config.Warnings) are printed on stderr as
 // warnings and change no exit code; at start they are logged as WARN.
+// logpond -test-processors -config FILE [-output NAME] reads NDJSON events
+// on stdin and prints each one as the output's processors leave it.
 // logpond -version prints the version and the build's module and VCS
 // information on stdout.
 //
@@ -65,7 +67,7 @@ func main() {
 // default action.
 func run(args []string, stdout, stderr io.Writer) int { return runWithHUP(args, stdout, stderr, nil) }
 
-const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | logpond [-skip-host-checks] -check-config FILE | logpond -version"
+const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | logpond [-skip-host-checks] -check-config FILE | logpond -test-processors -config FILE [-output NAME] < events.ndjson | logpond -version"
 
 // exitDrainLeft is the exit code of a drain that stopped before it was
 // done (timeout or signal): distinct from 1 (could not start, or failed),
@@ -91,6 +93,8 @@ func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) i
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	drain := fs.Bool("drain", false, "with -config: retire this instance: accept no Beats connections, send what the journal and ledger hold through every configured output until each output's cursor is at the end of the ledger, then exit 0 (4 when done but dead letters remain on the ledger's device, to re-drive or export first; 3 when -drain-timeout passes or a signal stops it first, with what is left on stderr)")
 	drainTimeout := fs.Duration("drain-timeout", 0, "with -drain: give up after this long (e.g. 10m) and exit 3 with what is left; 0 waits until done")
+	testProc := fs.Bool("test-processors", false, "with -config: read NDJSON events on stdin and print each one as the processors leave it (the global ones, then those of -output), without a cluster, as Elasticsearch's _simulate does")
+	outputName := fs.String("output", "", "with -test-processors: the output whose processors to run after the global ones")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -101,6 +105,17 @@ func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) i
 	if *showVersion {
 		printVersion(stdout)
 		return 0
+	}
+	if *testProc || *outputName != "" {
+		if !*testProc {
+			fmt.Fprintln(stderr, "logpond: -output goes with -test-processors\n"+usage)
+			return 2
+		}
+		if *configPath == "" || *checkPath != "" || *drain {
+			fmt.Fprintln(stderr, "logpond: -test-processors needs -config FILE, and nothing else but -output\n"+usage)
+			return 2
+		}
+		return testProcessors(*configPath, *outputName, os.Stdin, stdout, stderr)
 	}
 	if *checkPath != "" {
 		if *configPath != "" {

@@ -19,6 +19,9 @@ type resenders struct {
 	pause    time.Duration // between a batch's ACK and the next batch
 	// meta is the @metadata object of an event, given its payload.
 	meta func(payload string, i int) string
+	// body is the rest of the event's members, given its payload:
+	// "payload":"<payload>" unless set.
+	body func(payload string, i int) string
 
 	mu    sync.Mutex
 	next  []int          // each client's next batch
@@ -31,7 +34,8 @@ type resenders struct {
 func newResenders(clients, perBatch, limit int, pause time.Duration) *resenders {
 	r := &resenders{perBatch: perBatch, pause: pause, next: make([]int, clients), limit: make([]int, clients),
 		sends: map[string]int{}, acked: map[string]bool{},
-		meta: func(string, int) string { return `{"beat":"filebeat","version":"9.3.0"}` }}
+		meta: func(string, int) string { return `{"beat":"filebeat","version":"9.3.0"}` },
+		body: func(p string, _ int) string { return fmt.Sprintf(`"payload":%q`, p) }}
 	for c := range r.limit {
 		r.limit[c] = limit
 	}
@@ -61,7 +65,7 @@ func (r *resenders) send(addr string) {
 				data := make([]any, r.perBatch)
 				for i := range data {
 					p := payload(c, b, i)
-					data[i] = json.RawMessage(fmt.Sprintf(`{"@metadata":%s,"payload":%q}`, r.meta(p, i), p))
+					data[i] = json.RawMessage(fmt.Sprintf(`{"@metadata":%s,%s}`, r.meta(p, i), r.body(p, i)))
 					r.sends[p]++
 				}
 				r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/logpond/logpond/output/processors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -118,6 +119,10 @@ type Options struct {
 	// counted like damaged ones. Until then, and for ever when it is 0,
 	// the read is retried and nothing is skipped (docs/design.md, §7).
 	UnreadableAfter time.Duration
+	// Chain is the processor chain run on every event before it is
+	// encoded (docs/configuration.md, "Processors"); nil sends events as
+	// stored.
+	Chain *processors.Chain
 	// DeadLetters keeps events Elasticsearch rejects for good. The Output
 	// appends to it; its owner closes it after Run returned.
 	DeadLetters *dlq.Store
@@ -361,7 +366,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: pool, maxKeep: maxKeep,
 		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
 		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log), inflight: newInflight(),
-		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery"})}, nil
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery", Chain: opts.Chain})}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a
@@ -441,7 +446,7 @@ func (o *Output) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range o.opts.Workers {
 		wg.Go(func() {
-			w := &worker{o: o, tr: tr, rq: rq, ctl: ctl, cpu: gate.Turn()}
+			w := &worker{o: o, tr: tr, rq: rq, ctl: ctl, cpu: gate.Turn(), proc: o.src.Processor()}
 			if err := w.run(ctx, chunks, free); err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

@@ -175,8 +175,23 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	for _, cr := range c.recs {
 		rec := cr.rec
 		pos := 0
-		for ev := range rec.Events() {
-			if dead := o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch, &w.names); dead != nil {
+		for raw := range rec.Events() {
+			ev, verdict, reason, err := w.proc.Event(w.tr, cr.lsn, raw)
+			if err != nil {
+				return fmt.Errorf("elasticsearch: %w", err)
+			}
+			var dead *dlq.Entry
+			switch verdict {
+			case drain.Dropped:
+				o.stats.delivered.Add(1)
+				pos++
+				continue
+			case drain.Unsendable:
+				dead = o.deadLetter(b, len(b.buf), cr.lsn, pos, rec.Received(), raw, 0, "unprocessable_event", reason)
+			default:
+				dead = o.add(b, cr.lsn, pos, rec.Received(), ev, &w.scratch, &w.names)
+			}
+			if dead != nil {
 				// Nothing to send: keep it, then count it done.
 				w.cpu.Give() // the store may wait for space
 				if err := o.appendDeadLetters(ctx, []dlq.Entry{*dead}); err != nil {

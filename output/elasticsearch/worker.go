@@ -39,6 +39,7 @@ type worker struct {
 	results []itemResult   // reused per response
 	resp    []byte         // the last response's body; its buffer is reused for the next
 	cpu     *drain.CPUTurn // held while encoding, given before every wait
+	proc    *drain.Processor
 }
 
 // run works until ctx ends or chunks closes, or a failure retrying cannot

@@ -3,6 +3,7 @@ package kafka
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/logpond/logpond/output/processors"
 	"log/slog"
 	"strings"
 	"time"
@@ -82,6 +83,10 @@ type Options struct {
 	TLS        *tls.Config
 	CurrentTLS func() *tls.Config
 
+	// Chain is the processor chain run on every event before it is
+	// sent (docs/configuration.md, "Processors"); nil sends events as
+	// stored.
+	Chain           *processors.Chain
 	DeadLetters     *dlq.Store    // required: refused events go there
 	UnreadableAfter time.Duration // see drain.SourceOptions
 	Logger          *slog.Logger

@@ -75,7 +75,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	log := opts.Logger.With("output", opts.Name)
 	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, txnID: txnID,
 		cursor: drain.NewCursor(l, opts.Cursor, log, "produced"), deadLog: drain.NewDeadLetterLog(log),
-		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "produced", Sending: "producing"})}, nil
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "produced", Sending: "producing", Chain: opts.Chain})}, nil
 }
 
 // TransactionalID is the id of the output's transactions, and of the

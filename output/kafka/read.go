@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/record"
 )
@@ -50,6 +51,8 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	defer r.Close()
 	b := &batch{}
 	var first time.Time
+	proc := o.src.Processor()
+	var readErr error // a failure inside Record, returned once the loop stops
 	send := func() bool {
 		select {
 		case out <- b:
@@ -62,7 +65,27 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
 		Record: func(lsn uint64, rec record.Record) bool {
 			pos := 0
-			for ev := range rec.Events() {
+			for raw := range rec.Events() {
+				ev, verdict, reason, err := proc.Event(tr, lsn, raw)
+				if err == nil && verdict == drain.Unsendable {
+					err = drain.KeepUnsendable(ctx, o.opts.DeadLetters, o.deadLog, tr, dlq.Entry{
+						Stream: o.ledger.StreamID(), LSN: lsn, Position: uint32(pos), Action: "produce",
+						ErrType: "unprocessable_event", Reason: reason, Received: rec.Received(), Event: raw})
+					if err == nil {
+						o.stats.dead.Add(1)
+					}
+				}
+				if err != nil {
+					readErr = err
+					return false
+				}
+				if verdict != drain.Send {
+					if verdict == drain.Dropped {
+						o.stats.delivered.Add(1)
+					}
+					pos++
+					continue
+				}
 				if b.len() == 0 {
 					first = time.Now()
 				}
@@ -94,6 +117,9 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return true, send()
 		},
 	})
+	if err == nil {
+		err = readErr
+	}
 	if err != nil {
 		return fmt.Errorf("kafka: output %q: %w", o.opts.Name, err)
 	}

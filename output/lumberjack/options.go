@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/logpond/logpond/output/processors"
 	"log/slog"
 	"net"
 	"os"
@@ -61,6 +62,10 @@ type Options struct {
 	// change: package tlsfiles), in place of TLS. It must not change the
 	// configurations it returns.
 	CurrentTLS func() *tls.Config
+	// Chain is the processor chain run on every event before it is
+	// sent (docs/configuration.md, "Processors"); nil sends events as
+	// stored.
+	Chain *processors.Chain
 	// DeadLetters keeps the events a receiver refuses alone while it
 	// takes other windows (isolate.go): each is written there, synced,
 	// before it counts as done. nil: such an event is sent again for

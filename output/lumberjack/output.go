@@ -77,7 +77,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	log := opts.Logger.With("output", opts.Name)
 	return &Output{opts: opts, ledger: l, log: log, idPrefix: prefix, hosts: newHostSet(&opts, log),
 		cursor: drain.NewCursor(l, opts.Cursor, log, "forwarded"), deadLog: drain.NewDeadLetterLog(log),
-		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding"})}, nil
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "forwarded", Sending: "forwarding", Chain: opts.Chain})}, nil
 }
 
 // Run forwards the ledger's events until ctx ends, then returns nil; or

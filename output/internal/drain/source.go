@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logpond/logpond/ledger"
+	"github.com/logpond/logpond/output/processors"
 	"github.com/logpond/logpond/output/skips"
 )
 
@@ -28,6 +29,9 @@ type SourceOptions struct {
 	// Sending names that work, in log lines and in Unreadable: "delivery",
 	// "forwarding".
 	Sending string
+	// Chain is the output's processor chain, run on every event read
+	// (Processor); nil sends events as stored.
+	Chain *processors.Chain
 }
 
 // Source is an output's side of the ledger it reads: it passes damaged
@@ -44,6 +48,8 @@ type Source struct {
 	skips                         skips.Tally
 
 	fault readFault // reads of the ledger failing
+
+	processing *Processing
 }
 
 // NewSource returns a Source with opts; it reads nothing until used.
@@ -51,8 +57,14 @@ func NewSource(opts SourceOptions) *Source {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Source{opts: opts}
+	return &Source{opts: opts, processing: NewProcessing(opts.Chain)}
 }
+
+// Processing is the output's chain and what it took out of the flow.
+func (s *Source) Processing() *Processing { return s.processing }
+
+// Processor returns a Processor of the output's chain, for one goroutine.
+func (s *Source) Processor() *Processor { return s.processing.Processor() }
 
 // Counts is what a Source passed and retried since it was made.
 type Counts struct {

@@ -1,0 +1,112 @@
+package processors
+
+import "testing"
+
+// The dissect processor's options and failures, as Filebeat's.
+func TestDissectProcessor(t *testing.T) {
+	runCases(t, []processorCase{
+		{"default target_prefix", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{key1} %{key2}"
+`, `{"message":"a b"}`, `{"message":"a b","dissect":{"key1":"a","key2":"b"}}`},
+		{"root, dotted keys nest, conversions", `
+[[processors]]
+[processors.dissect]
+tokenizer = '%{client.ip} [%{ts}] %{status|integer} %{took|float} %{ok|boolean}'
+target_prefix = ""
+`, `{"message":"10.0.0.1 [now] 200 0.5 true"}`, `{"message":"10.0.0.1 [now] 200 0.5 true","client":{"ip":"10.0.0.1"},"ts":"now","status":200,"took":0.5,"ok":true}`},
+		{"a conversion that fails keeps the string", `
+[[processors]]
+[processors.dissect]
+tokenizer = '%{status|integer}'
+target_prefix = ""
+`, `{"message":"abc"}`, `{"message":"abc","status":"abc"}`},
+		{"other field, trim_values", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a},%{b}"
+field = "raw"
+target_prefix = "p"
+trim_values = "all"
+trim_chars = " *"
+`, `{"raw":" x *, *y "}`, `{"raw":" x *, *y ","p":{"a":"x","b":"y"}}`},
+		{"no match flags the event, twice when two fail", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} - %{b}"
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} - %{b}"
+ignore_failure = true
+`, `{"message":"nothing to cut"}`, `{"message":"nothing to cut","log":{"flags":["dissect_parsing_error","dissect_parsing_error"]}}`},
+		{"existing key is not overwritten", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} %{b}"
+target_prefix = ""
+`, `{"message":"1 2","b":"keep"}`, `{"message":"1 2","b":"keep"}`},
+		{"overwrite_keys", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} %{b}"
+target_prefix = ""
+overwrite_keys = true
+`, `{"message":"1 2","b":"old"}`, `{"message":"1 2","a":"1","b":"2"}`},
+		{"missing field: not flagged", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} %{b}"
+`, `{"other":"1 2"}`, `{"other":"1 2"}`},
+		{"indirect field", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{?name}=%{&name}"
+target_prefix = ""
+`, `{"message":"color=red"}`, `{"message":"color=red","color":"red"}`},
+	})
+}
+
+// Conditions on processors, and Filebeat's if/then/else.
+func TestConditionsInChains(t *testing.T) {
+	runCases(t, []processorCase{
+		{"when equals drops", `
+[[processors]]
+[processors.drop_event.when.equals]
+"http.method" = "OPTIONS"
+`, `{"http":{"method":"OPTIONS"}}`, ``},
+		{"when equals keeps the others", `
+[[processors]]
+[processors.drop_event.when.equals]
+"http.method" = "OPTIONS"
+`, `{"http":{"method":"GET"}}`, `{"http":{"method":"GET"}}`},
+		{"when range and not", `
+[[processors]]
+[processors.add_tags]
+tags = ["error"]
+when.and = [{range = {"status.gte" = 500}}, {not = {has_fields = ["ignored"]}}]
+`, `{"status":503}`, `{"status":503,"tags":["error"]}`},
+		{"if then", `
+[[processors]]
+if.contains.message = "ERROR"
+then = [{add_tags = {tags = ["bad"]}}]
+else = [{add_tags = {tags = ["good"]}}, {drop_fields = {fields = ["x"]}}]
+`, `{"message":"an ERROR here","x":1}`, `{"message":"an ERROR here","x":1,"tags":["bad"]}`},
+		{"if else", `
+[[processors]]
+if.contains.message = "ERROR"
+then = [{add_tags = {tags = ["bad"]}}]
+else = [{add_tags = {tags = ["good"]}}, {drop_fields = {fields = ["x"]}}]
+`, `{"message":"fine","x":1}`, `{"message":"fine","tags":["good"]}`},
+		{"then stops at its first failure", `
+[[processors]]
+if.has_fields = ["message"]
+then = [{rename = {fields = [{from = "nope", to = "b"}], fail_on_error = false}}, {drop_fields = {fields = ["nope"]}}, {add_tags = {tags = ["after"]}}]
+`, `{"message":"m"}`, `{"message":"m"}`},
+		{"drop inside then", `
+[[processors]]
+if.equals.drop = true
+then = [{drop_event = {}}]
+`, `{"drop":true}`, ``},
+	})
+}

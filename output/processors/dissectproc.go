@@ -1,0 +1,166 @@
+package processors
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/logpond/logpond/output/processors/internal/jsontree"
+)
+
+func init() { register("dissect", buildDissect) }
+
+// dissectProcessor is Filebeat's dissect: it splits a string field with a
+// tokenizer (dissect.go) into fields under target_prefix.
+type dissectProcessor struct {
+	pattern       *dissectPattern
+	field         path
+	prefix        string // target_prefix plus a dot, or empty for the root
+	ignoreFailure bool
+	overwrite     bool
+	trim          func(string) string // nil: values kept as cut
+	// paths are the target paths of the keys known when compiling, so
+	// that a run splits no field name.
+	paths map[string]path
+}
+
+func buildDissect(o *options) (processor, error) {
+	p := &dissectProcessor{
+		ignoreFailure: o.boolean("ignore_failure", false),
+		overwrite:     o.boolean("overwrite_keys", false),
+	}
+	tokenizer := o.required("tokenizer")
+	field, err := newPath(o.str("field", "message"))
+	if err != nil {
+		o.fail("field", "%v", err)
+	}
+	p.field = field
+	if prefix := o.str("target_prefix", "dissect"); prefix != "" {
+		p.prefix = prefix + "."
+	}
+	trimChars := o.str("trim_chars", " ")
+	switch mode := o.str("trim_values", "none"); mode {
+	case "none":
+	case "left":
+		p.trim = func(s string) string { return strings.TrimLeft(s, trimChars) }
+	case "right":
+		p.trim = func(s string) string { return strings.TrimRight(s, trimChars) }
+	case "all":
+		p.trim = func(s string) string { return strings.Trim(s, trimChars) }
+	default:
+		o.fail("trim_values", "unknown mode %q; known: none, left, right, all", mode)
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	p.pattern, err = compileDissect(tokenizer)
+	if err != nil {
+		o.fail("tokenizer", "%v", err)
+		return nil, o.err
+	}
+	p.paths = map[string]path{}
+	for _, k := range p.pattern.keys() {
+		tp, err := newPath(p.prefix + k)
+		if err != nil {
+			o.fail("tokenizer", "key %q: %v", k, err)
+			return nil, o.err
+		}
+		p.paths[k] = tp
+	}
+	return p, nil
+}
+
+// run cuts the field. A string that does not match marks the event with
+// log.flags: dissect_parsing_error and fails (unless ignore_failure); a
+// key already in the event fails unless overwrite_keys, with the event
+// left as it was: Filebeat's behaviour.
+func (p *dissectProcessor) run(e *event) (bool, error) {
+	s, found, ok := e.str(p.field)
+	if !found {
+		return false, fmt.Errorf("could not fetch value for key: %s, Error: %w", p.field.name, errKeyNotFound)
+	}
+	if !ok {
+		return false, fmt.Errorf("field is not a string, value: `%s`, field: `%s`", e.get(p.field).String(), p.field.name)
+	}
+	fields, err := p.pattern.dissect(s, e.dissected[:0])
+	e.dissected = fields[:0]
+	if err == nil && p.trim != nil {
+		for i := range fields {
+			fields[i].Value = p.trim(fields[i].Value)
+		}
+	}
+	if err != nil {
+		// Filebeat flags every tokenizing failure; ignore_failure only
+		// stops it from reporting one.
+		e.flag("dissect_parsing_error")
+		if p.ignoreFailure {
+			return false, nil
+		}
+		return false, err
+	}
+	// The target paths, and a check that none is taken (unless
+	// overwrite_keys), before anything is written: a key already in the
+	// event fails the processor with the event as it was, as in Filebeat.
+	paths := e.dissectPaths[:0]
+	for _, f := range fields {
+		tp, ok := p.paths[f.Key]
+		if !ok {
+			// An indirect key, known only now.
+			if tp, err = newPath(p.prefix + f.Key); err != nil {
+				return false, fmt.Errorf("dissect: key %q: %w", f.Key, err)
+			}
+		}
+		if !p.overwrite && e.get(tp) != nil {
+			return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
+		}
+		paths = append(paths, tp)
+	}
+	e.dissectPaths = paths[:0]
+	// Writing fails only where a path runs through a value that is not
+	// an object; what was written is then taken back. Without
+	// overwrite_keys every path was free, so taking back is deleting;
+	// with it, the old values are kept to put back.
+	undo := e.undoLog()
+	defer func() { e.keepUndo(undo) }()
+	for i, f := range fields {
+		if p.overwrite {
+			undo.record(e, paths[i])
+		} else {
+			undo = append(undo, undoEntry{p: paths[i]})
+		}
+		if err := e.put(paths[i], dissectValue(e, f)); err != nil {
+			undo.revert(e)
+			return false, fmt.Errorf("dissect: %s: %w", paths[i].name, err)
+		}
+	}
+	return false, nil
+}
+
+// dissectValue is a field's value in the event: converted by its |type
+// suffix, or, when that fails, the string as cut, as Filebeat keeps it.
+func dissectValue(e *event, f dissectField) *jsontree.Value {
+	if f.Conv == dissectConvNone {
+		return e.arena.NewString(f.Value)
+	}
+	v, err := f.convert()
+	if err != nil {
+		return e.arena.NewString(f.Value)
+	}
+	switch x := v.(type) {
+	case int:
+		return e.arena.NewInt64(int64(x))
+	case int64:
+		return e.arena.NewInt64(x)
+	case int32:
+		return e.arena.NewInt64(int64(x))
+	case float64:
+		return e.arena.NewNumberFloat64(x)
+	case float32:
+		return e.arena.NewNumberFloat64(float64(x))
+	case bool:
+		if x {
+			return e.arena.NewTrue()
+		}
+		return e.arena.NewFalse()
+	}
+	return e.arena.NewString(f.Value)
+}

@@ -1,0 +1,402 @@
+package processors
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/logpond/logpond/output/processors/internal/jsontree"
+)
+
+// A path is a field name split at its dots: "http.request.method" walks
+// the objects http and request to the key method, as Filebeat's field
+// names do. Paths are split once, when a chain is compiled.
+type path struct {
+	name  string   // as configured, for messages
+	parts []string // never empty
+}
+
+func newPath(name string) (path, error) {
+	if name == "" {
+		return path{}, errors.New("a field name is empty")
+	}
+	parts := strings.Split(name, ".")
+	for _, p := range parts {
+		if p == "" {
+			return path{}, fmt.Errorf("field name %q has an empty part", name)
+		}
+	}
+	return path{name: name, parts: parts}, nil
+}
+
+func (p path) String() string { return p.name }
+
+// event is one event being processed: its JSON parsed once into a tree
+// that processors edit in place, serialized once at the end of the chain.
+// It belongs to one Runner and is not safe for concurrent use.
+type event struct {
+	root  *jsontree.Value // always an object
+	arena *jsontree.Arena // new values; reset with the event
+	// dissectPaths is dissect's reused list of target paths.
+	dissectPaths []path
+	// undo is the memory of the processors' undo logs.
+	undo undoLog
+	// failed says the last processor run failed (for if/then/else).
+	failed bool
+	// dissected and grokked are reused result slices of dissect and grok.
+	dissected []dissectField
+	grokked   []grokCapture
+	grok      grokScratch
+}
+
+// errNotObject says a path runs through a value that is not an object.
+type errNotObject struct {
+	at   string // the prefix of the path that is not an object
+	kind jsontree.Type
+}
+
+func (e *errNotObject) Error() string {
+	return fmt.Sprintf("expected an object at %q but it is %s", e.at, typeName(e.kind))
+}
+
+func typeName(t jsontree.Type) string {
+	switch t {
+	case jsontree.TypeObject:
+		return "an object"
+	case jsontree.TypeArray:
+		return "an array"
+	case jsontree.TypeString:
+		return "a string"
+	case jsontree.TypeNumber:
+		return "a number"
+	case jsontree.TypeTrue, jsontree.TypeFalse:
+		return "a boolean"
+	default:
+		return "null"
+	}
+}
+
+// get returns the value at p, or nil when it is absent (or a part of the
+// path on the way is not an object).
+func (e *event) get(p path) *jsontree.Value {
+	v := e.root
+	for _, k := range p.parts {
+		if v.Type() != jsontree.TypeObject {
+			return nil
+		}
+		o, _ := v.Object()
+		v = o.Get(k)
+		if v == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+// parent returns the object holding the last part of p, creating the
+// missing objects on the way when create is set. It fails when a part on
+// the way is not an object, as Filebeat's PutValue does; without create
+// it returns nil for a missing part.
+func (e *event) parent(p path, create bool) (*jsontree.Object, error) {
+	v := e.root
+	for i, k := range p.parts[:len(p.parts)-1] {
+		o, _ := v.Object()
+		next := o.Get(k)
+		if next == nil {
+			if !create {
+				return nil, nil
+			}
+			next = e.arena.NewObject()
+			o.Set(k, next)
+		} else if next.Type() != jsontree.TypeObject {
+			return nil, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
+		}
+		v = next
+	}
+	o, _ := v.Object()
+	return o, nil
+}
+
+// put sets the value at p, creating the objects on the way.
+func (e *event) put(p path, val *jsontree.Value) error {
+	o, err := e.parent(p, true)
+	if err != nil {
+		return err
+	}
+	o.Set(p.parts[len(p.parts)-1], val)
+	return nil
+}
+
+// delete removes the value at p; it reports whether there was one.
+func (e *event) delete(p path) bool {
+	o, err := e.parent(p, false)
+	if err != nil || o == nil {
+		return false
+	}
+	k := p.parts[len(p.parts)-1]
+	if o.Get(k) == nil {
+		return false
+	}
+	o.Del(k)
+	return true
+}
+
+// str returns the value at p when it is a string, with ok false when it
+// is absent or not a string.
+func (e *event) str(p path) (s string, found, ok bool) {
+	v := e.get(p)
+	if v == nil {
+		return "", false, false
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", true, false
+	}
+	return unsafeString(b), true, true
+}
+
+// putString sets p to the string s.
+func (e *event) putString(p path, s string) error {
+	return e.put(p, e.arena.NewString(s))
+}
+
+// appendStrings adds vals to the array at p (made when p is absent),
+// leaving out the strings it already holds when dedup is set. A value at
+// p that is not an array is an error, and stays.
+func (e *event) appendStrings(p path, vals []string, dedup bool) error {
+	o, err := e.parent(p, true)
+	if err != nil {
+		return err
+	}
+	k := p.parts[len(p.parts)-1]
+	cur := o.Get(k)
+	var arr *jsontree.Value
+	switch {
+	case cur == nil:
+		arr = e.arena.NewArray()
+		o.Set(k, arr)
+	case cur.Type() == jsontree.TypeArray:
+		arr = cur
+	default:
+		// Filebeat's AddTagsWithKey refuses a value that is not a list.
+		return fmt.Errorf("expected string array by type is %s", typeName(cur.Type()))
+	}
+	items, _ := arr.Array()
+	n := len(items)
+next:
+	for _, s := range vals {
+		if dedup {
+			items, _ = arr.Array()
+			for _, it := range items {
+				if b, err := it.StringBytes(); err == nil && string(b) == s {
+					continue next
+				}
+			}
+		}
+		arr.SetArrayItem(n, e.arena.NewString(s))
+		n++
+	}
+	return nil
+}
+
+// flag appends a value to log.flags, as Filebeat marks events a
+// processor could not process (dissect_parsing_error) or changed
+// (truncated); like Filebeat's, it does not deduplicate.
+func (e *event) flag(f string) {
+	// log.flags under a log that is not an object cannot be set; the
+	// processor's failure is still counted.
+	_ = e.appendStrings(logFlags, []string{f}, false)
+}
+
+// setErrorMessage sets error.message, as Filebeat's rename, copy_fields
+// and replace do when they fail (the last one wins).
+func (e *event) setErrorMessage(msg string) {
+	_ = e.putString(errorMessage, msg)
+}
+
+var (
+	logFlags     = path{name: "log.flags", parts: []string{"log", "flags"}}
+	errorMessage = path{name: "error.message", parts: []string{"error", "message"}}
+	tagsPath     = path{name: "tags", parts: []string{"tags"}}
+)
+
+// newValue turns a configured value (from TOML: string, int64, float64,
+// bool, lists and tables of them) into a JSON value in the event's arena.
+// For values configured once, compile them (compileStatic) and build.
+func (e *event) newValue(v any) *jsontree.Value {
+	return compileStatic(v).build(e.arena)
+}
+
+// static is a configured value (add_fields' fields) compiled once: each
+// event builds its own copy from it (processors after may edit it), with
+// no key to split or sort.
+type static struct {
+	t       jsontree.Type
+	text    string // a string's text, or a number's JSON text
+	members []staticMember
+	items   []*static
+}
+
+type staticMember struct {
+	key string
+	val *static
+}
+
+// compileStatic compiles a configured value (from TOML: string, int64,
+// float64, bool, lists and tables of them); a dotted key in a table
+// nests, as in Filebeat's fields.
+func compileStatic(v any) *static {
+	switch x := v.(type) {
+	case nil:
+		return &static{t: jsontree.TypeNull}
+	case string:
+		return &static{t: jsontree.TypeString, text: x}
+	case bool:
+		if x {
+			return &static{t: jsontree.TypeTrue}
+		}
+		return &static{t: jsontree.TypeFalse}
+	case int64:
+		return &static{t: jsontree.TypeNumber, text: strconv.FormatInt(x, 10)}
+	case int:
+		return &static{t: jsontree.TypeNumber, text: strconv.Itoa(x)}
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return &static{t: jsontree.TypeNull}
+		}
+		return &static{t: jsontree.TypeNumber, text: strconv.FormatFloat(x, 'g', -1, 64)}
+	case []any:
+		st := &static{t: jsontree.TypeArray}
+		for _, it := range x {
+			st.items = append(st.items, compileStatic(it))
+		}
+		return st
+	case []map[string]any:
+		st := &static{t: jsontree.TypeArray}
+		for _, it := range x {
+			st.items = append(st.items, compileStatic(it))
+		}
+		return st
+	case map[string]any:
+		st := &static{t: jsontree.TypeObject}
+		for _, k := range sortedKeys(x) {
+			st.put(strings.Split(k, "."), compileStatic(x[k]))
+		}
+		return st
+	default:
+		return &static{t: jsontree.TypeString, text: fmt.Sprint(x)}
+	}
+}
+
+// put sets the member at parts inside st, nesting objects on the way.
+func (st *static) put(parts []string, v *static) {
+	for i := range st.members {
+		m := &st.members[i]
+		if m.key != parts[0] {
+			continue
+		}
+		if len(parts) == 1 {
+			m.val = v
+			return
+		}
+		if m.val.t != jsontree.TypeObject {
+			m.val = &static{t: jsontree.TypeObject}
+		}
+		m.val.put(parts[1:], v)
+		return
+	}
+	if len(parts) == 1 {
+		st.members = append(st.members, staticMember{key: parts[0], val: v})
+		return
+	}
+	child := &static{t: jsontree.TypeObject}
+	child.put(parts[1:], v)
+	st.members = append(st.members, staticMember{key: parts[0], val: child})
+}
+
+// build makes the event's own copy of st.
+func (st *static) build(a *jsontree.Arena) *jsontree.Value {
+	switch st.t {
+	case jsontree.TypeString:
+		return a.NewString(st.text)
+	case jsontree.TypeNumber:
+		return a.NewNumberString(st.text)
+	case jsontree.TypeTrue:
+		return a.NewTrue()
+	case jsontree.TypeFalse:
+		return a.NewFalse()
+	case jsontree.TypeArray:
+		arr := a.NewArray()
+		for i, it := range st.items {
+			arr.SetArrayItem(i, it.build(a))
+		}
+		return arr
+	case jsontree.TypeObject:
+		obj := a.NewObject()
+		o, _ := obj.Object()
+		for _, m := range st.members {
+			o.Set(m.key, m.val.build(a))
+		}
+		return obj
+	}
+	return a.NewNull()
+}
+
+// putInto sets the dotted key k inside obj, nesting at its dots.
+func (e *event) putInto(obj *jsontree.Value, k string, v *jsontree.Value) {
+	parts := strings.Split(k, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next := obj.Get(p)
+		if next == nil || next.Type() != jsontree.TypeObject {
+			next = e.arena.NewObject()
+			obj.Set(p, next)
+		}
+		obj = next
+	}
+	obj.Set(parts[len(parts)-1], v)
+}
+
+// merge copies the members of src into dst (both objects), recursing
+// into objects both hold; with overwrite unset, dst's own values win.
+func merge(dst, src *jsontree.Value, overwrite bool) {
+	so, _ := src.Object()
+	do, _ := dst.Object()
+	so.Visit(func(key []byte, v *jsontree.Value) {
+		k := string(key)
+		cur := do.Get(k)
+		switch {
+		case cur == nil:
+			do.Set(k, v)
+		case cur.Type() == jsontree.TypeObject && v.Type() == jsontree.TypeObject:
+			merge(cur, v, overwrite)
+		case overwrite:
+			do.Set(k, v)
+		}
+	})
+}
+
+// clone copies v into the event's arena, so that a value moved or copied
+// in the tree does not share its members with the original.
+func (e *event) clone(v *jsontree.Value) *jsontree.Value {
+	switch v.Type() {
+	case jsontree.TypeObject:
+		obj := e.arena.NewObject()
+		o, _ := v.Object()
+		o.Visit(func(key []byte, m *jsontree.Value) {
+			obj.Set(string(key), e.clone(m))
+		})
+		return obj
+	case jsontree.TypeArray:
+		arr := e.arena.NewArray()
+		items, _ := v.Array()
+		for i, it := range items {
+			arr.SetArrayItem(i, e.clone(it))
+		}
+		return arr
+	default:
+		// Scalars are never edited in place: sharing them is safe.
+		return v
+	}
+}

@@ -1,0 +1,536 @@
+package processors
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/logpond/logpond/output/processors/internal/jsontree"
+)
+
+// The processors here edit fields, with Filebeat's names, options,
+// defaults and failures (docs/configuration.md, "Processors").
+
+func init() {
+	register("add_fields", buildAddFields)
+	register("add_tags", buildAddTags)
+	register("drop_fields", buildDropFields)
+	register("include_fields", buildIncludeFields)
+	register("rename", buildRename)
+	register("copy_fields", buildCopyFields)
+	register("truncate_fields", buildTruncateFields)
+	register("replace", buildReplace)
+	register("drop_event", buildDropEvent)
+}
+
+// errKeyNotFound is Filebeat's error for a field that is not there.
+var errKeyNotFound = errors.New("key not found")
+
+// undoLog records edits so that a processor with fail_on_error can put
+// the event back as it was when a later field fails, as Filebeat restores
+// its backup of the event.
+type undoLog []undoEntry
+
+// undoLog returns the event's undo log, empty; give it back with
+// keepUndo so that its memory serves the next processor.
+func (e *event) undoLog() undoLog { return e.undo[:0] }
+
+func (e *event) keepUndo(u undoLog) { e.undo = u[:0] }
+
+type undoEntry struct {
+	p   path
+	old *jsontree.Value // nil: p was absent
+}
+
+func (u *undoLog) record(e *event, p path) { *u = append(*u, undoEntry{p: p, old: e.get(p)}) }
+
+func (u undoLog) revert(e *event) {
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i].old == nil {
+			e.delete(u[i].p)
+		} else {
+			_ = e.put(u[i].p, u[i].old)
+		}
+	}
+}
+
+// --- add_fields ---
+
+type addFields struct {
+	target path // empty parts: the root
+	fields *static
+}
+
+func buildAddFields(o *options) (processor, error) {
+	p := &addFields{}
+	target := o.str("target", "fields")
+	fields := o.table("fields")
+	if o.err == nil && fields == nil {
+		o.fail("fields", "missing (required)")
+	}
+	p.fields = compileStatic(fields)
+	if target != "" {
+		t, err := newPath(target)
+		if err != nil {
+			o.fail("target", "%v", err)
+		}
+		p.target = t
+	}
+	return p, o.err
+}
+
+func (p *addFields) run(e *event) (bool, error) {
+	val := p.fields.build(e.arena)
+	if len(p.target.parts) == 0 {
+		merge(e.root, val, true)
+		return false, nil
+	}
+	cur := e.get(p.target)
+	if cur != nil && cur.Type() == jsontree.TypeObject {
+		merge(cur, val, true)
+		return false, nil
+	}
+	return false, e.put(p.target, val)
+}
+
+// --- add_tags ---
+
+type addTags struct {
+	tags   []string
+	target path
+}
+
+func buildAddTags(o *options) (processor, error) {
+	p := &addTags{tags: o.strings("tags")}
+	if o.err == nil && len(p.tags) == 0 {
+		o.fail("tags", "missing (required): the list of tags to add")
+	}
+	target := o.str("target", "tags")
+	if target == "" {
+		target = "tags" // as Filebeat reads an empty target
+	}
+	t, err := newPath(target)
+	if err != nil {
+		o.fail("target", "%v", err)
+	}
+	p.target = t
+	return p, o.err
+}
+
+// run appends the tags, duplicates included, as Filebeat's add_tags
+// does; a target that holds something other than a list is left alone
+// without an error, as there.
+func (p *addTags) run(e *event) (bool, error) {
+	_ = e.appendStrings(p.target, p.tags, false)
+	return false, nil
+}
+
+// --- drop_fields / include_fields ---
+
+// fieldMatcher is one entry of drop_fields' list: a field name, or a
+// regular expression between slashes matched against full field names.
+type fieldMatcher struct {
+	p  path
+	re *regexp.Regexp
+}
+
+func compileFieldMatchers(o *options, key string, allowRegexp bool) []fieldMatcher {
+	names := o.strings(key)
+	if o.err == nil && len(names) == 0 {
+		o.fail(key, "missing (required): the list of fields")
+	}
+	var out []fieldMatcher
+	for i, n := range names {
+		// "/…/" is a regular expression, as in Filebeat: longer than two
+		// characters ("//" is a field name).
+		if allowRegexp && len(n) > 2 && strings.HasPrefix(n, "/") && strings.HasSuffix(n, "/") {
+			re, err := regexp.Compile(n[1 : len(n)-1])
+			if err != nil {
+				o.fail(fmt.Sprintf("%s[%d]", key, i), "invalid regular expression: %v", err)
+				return nil
+			}
+			out = append(out, fieldMatcher{re: re})
+			continue
+		}
+		p, err := newPath(n)
+		if err != nil {
+			o.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+			return nil
+		}
+		out = append(out, fieldMatcher{p: p})
+	}
+	return out
+}
+
+type dropFields struct {
+	fields        []fieldMatcher
+	ignoreMissing bool
+}
+
+func buildDropFields(o *options) (processor, error) {
+	p := &dropFields{fields: compileFieldMatchers(o, "fields", true), ignoreMissing: o.boolean("ignore_missing", false)}
+	return p, o.err
+}
+
+// protected are the fields drop_fields cannot remove: Filebeat keeps
+// type out of its list, and refuses to delete @timestamp.
+func protected(name string) bool { return name == "@timestamp" || name == "type" }
+
+func (p *dropFields) run(e *event) (bool, error) {
+	var errs []string
+	for _, f := range p.fields {
+		if f.re != nil {
+			dropMatching(e.root, "", f.re)
+			continue
+		}
+		if f.p.name == "@timestamp" {
+			errs = append(errs, `failed to drop field [@timestamp]: deleting "@timestamp" key is not supported`)
+			continue
+		}
+		if f.p.name == "type" {
+			continue
+		}
+		if !e.delete(f.p) && !p.ignoreMissing {
+			errs = append(errs, fmt.Sprintf("failed to drop field [%s]: %v", f.p.name, errKeyNotFound))
+		}
+	}
+	if errs != nil {
+		return false, errors.New(strings.Join(errs, "; "))
+	}
+	return false, nil
+}
+
+// dropMatching removes from obj every member whose full name (prefix
+// plus key) matches re, and looks for more inside the objects it keeps.
+// @metadata is not among the fields a regular expression reaches, as in
+// Filebeat, where it lives apart from them.
+func dropMatching(obj *jsontree.Value, prefix string, re *regexp.Regexp) {
+	o, _ := obj.Object()
+	var drop []string
+	o.Visit(func(key []byte, v *jsontree.Value) {
+		name := prefix + string(key)
+		if prefix == "" && name == "@metadata" {
+			return
+		}
+		if !protected(name) && re.MatchString(name) {
+			drop = append(drop, string(key))
+			return
+		}
+		if v.Type() == jsontree.TypeObject {
+			dropMatching(v, name+".", re)
+		}
+	})
+	for _, k := range drop {
+		o.Del(k)
+	}
+}
+
+type includeFields struct {
+	fields []path
+}
+
+func buildIncludeFields(o *options) (processor, error) {
+	ms := compileFieldMatchers(o, "fields", false)
+	p := &includeFields{}
+	for _, m := range ms {
+		p.fields = append(p.fields, m.p)
+	}
+	return p, o.err
+}
+
+// run keeps only the listed fields, plus @timestamp, type and @metadata,
+// which Filebeat keeps outside the fields include_fields filters.
+func (p *includeFields) run(e *event) (bool, error) {
+	keep := e.arena.NewObject()
+	ro, _ := e.root.Object()
+	for _, k := range []string{"@timestamp", "type", "@metadata"} {
+		if v := ro.Get(k); v != nil {
+			keep.Set(k, v)
+		}
+	}
+	for _, f := range p.fields {
+		if v := e.get(f); v != nil {
+			e.putInto(keep, f.name, v)
+		}
+	}
+	ro.Reset()
+	ko, _ := keep.Object()
+	ko.Visit(func(key []byte, v *jsontree.Value) { ro.Set(string(key), v) })
+	return false, nil
+}
+
+// --- rename / copy_fields ---
+
+type fromTo struct{ from, to path }
+
+func compileFromTo(o *options) []fromTo {
+	list := o.tables("fields")
+	if o.err == nil && len(list) == 0 {
+		o.fail("fields", "missing (required): a list of {from, to}")
+	}
+	var out []fromTo
+	for i, m := range list {
+		at := fmt.Sprintf("fields[%d]", i)
+		fo, err := newOptions(o.key(at), m)
+		if err != nil {
+			o.err = err
+			return nil
+		}
+		from, to := fo.required("from"), fo.required("to")
+		if err := fo.done("from", "to"); err != nil {
+			o.err = err
+			return nil
+		}
+		fp, err1 := newPath(from)
+		tp, err2 := newPath(to)
+		if err := errors.Join(err1, err2); err != nil {
+			o.fail(at, "%v", err)
+			return nil
+		}
+		out = append(out, fromTo{fp, tp})
+	}
+	return out
+}
+
+type rename struct {
+	fields                     []fromTo
+	ignoreMissing, failOnError bool
+	copy                       bool   // copy_fields: the source stays
+	failure                    string // error.message's prefix, as Filebeat's
+}
+
+func buildRename(o *options) (processor, error) {
+	p := &rename{fields: compileFromTo(o), ignoreMissing: o.boolean("ignore_missing", false), failOnError: o.boolean("fail_on_error", true),
+		failure: "Failed to rename fields in processor: "}
+	return p, o.err
+}
+
+func buildCopyFields(o *options) (processor, error) {
+	p := &rename{fields: compileFromTo(o), ignoreMissing: o.boolean("ignore_missing", false), failOnError: o.boolean("fail_on_error", true), copy: true,
+		failure: "Failed to copy fields in copy_fields processor: "}
+	return p, o.err
+}
+
+func (p *rename) run(e *event) (bool, error) {
+	undo := e.undoLog()
+	defer func() { e.keepUndo(undo) }()
+	for _, f := range p.fields {
+		if err := p.one(e, f, &undo); err != nil {
+			if p.failOnError {
+				undo.revert(e)
+				e.setErrorMessage(p.failure + err.Error())
+				return false, err
+			}
+			// Filebeat goes on with the next field, and reports
+			// nothing.
+			continue
+		}
+	}
+	return false, nil
+}
+
+func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
+	v := e.get(f.from)
+	if v == nil {
+		if p.ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, errKeyNotFound)
+	}
+	if e.get(f.to) != nil {
+		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
+	}
+	if p.copy {
+		v = e.clone(v)
+	} else {
+		undo.record(e, f.from)
+		e.delete(f.from)
+	}
+	undo.record(e, f.to)
+	if err := e.put(f.to, v); err != nil {
+		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
+	}
+	return nil
+}
+
+// --- truncate_fields ---
+
+type truncateFields struct {
+	fields                     []path
+	maxBytes, maxChars         int
+	ignoreMissing, failOnError bool
+}
+
+func buildTruncateFields(o *options) (processor, error) {
+	// fail_on_error defaults to false, as in Filebeat's code (its docs
+	// say true).
+	p := &truncateFields{ignoreMissing: o.boolean("ignore_missing", false), failOnError: o.boolean("fail_on_error", false)}
+	for _, m := range compileFieldMatchers(o, "fields", false) {
+		p.fields = append(p.fields, m.p)
+	}
+	p.maxBytes = int(o.integer("max_bytes", 0))
+	p.maxChars = int(o.integer("max_characters", 0))
+	switch {
+	case o.err != nil:
+	case p.maxBytes < 0:
+		o.fail("max_bytes", "must be positive")
+	case p.maxChars < 0:
+		o.fail("max_characters", "must be positive")
+	case p.maxBytes == 0 && p.maxChars == 0:
+		o.fail("", "one of max_bytes and max_characters is required")
+	case p.maxBytes > 0 && p.maxChars > 0:
+		o.fail("", "max_bytes and max_characters cannot be set together")
+	}
+	return p, o.err
+}
+
+func (p *truncateFields) run(e *event) (bool, error) {
+	undo := e.undoLog()
+	defer func() { e.keepUndo(undo) }()
+	truncated := false
+	for _, f := range p.fields {
+		v := e.get(f)
+		if v == nil {
+			if p.ignoreMissing {
+				continue
+			}
+			err := fmt.Errorf("could not fetch value for key: %s, Error: %w", f.name, errKeyNotFound)
+			if p.failOnError {
+				undo.revert(e)
+				return false, err
+			}
+			continue
+		}
+		b, err := v.StringBytes()
+		if err != nil {
+			err := fmt.Errorf("value cannot be truncated: %s", v.String())
+			if p.failOnError {
+				undo.revert(e)
+				return false, err
+			}
+			continue
+		}
+		s := unsafeString(b)
+		cut, ok := truncate(s, p.maxBytes, p.maxChars)
+		if !ok {
+			continue
+		}
+		undo.record(e, f)
+		_ = e.putString(f, cut)
+		truncated = true
+	}
+	if truncated {
+		e.flag("truncated")
+	}
+	return false, nil
+}
+
+// truncate cuts s to at most maxBytes bytes (never inside a UTF-8
+// character) or maxChars characters; ok says it was longer.
+func truncate(s string, maxBytes, maxChars int) (string, bool) {
+	if maxBytes > 0 {
+		if len(s) <= maxBytes {
+			return s, false
+		}
+		n := maxBytes
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n], true
+	}
+	if utf8.RuneCountInString(s) <= maxChars {
+		return s, false
+	}
+	i, n := 0, 0
+	for i < len(s) && n < maxChars {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return s[:i], true
+}
+
+// --- replace ---
+
+type replaceField struct {
+	p           path
+	re          *regexp.Regexp
+	replacement string
+}
+
+type replace struct {
+	fields                     []replaceField
+	ignoreMissing, failOnError bool
+}
+
+func buildReplace(o *options) (processor, error) {
+	p := &replace{ignoreMissing: o.boolean("ignore_missing", false), failOnError: o.boolean("fail_on_error", true)}
+	list := o.tables("fields")
+	if o.err == nil && len(list) == 0 {
+		o.fail("fields", "missing (required): a list of {field, pattern, replacement}")
+	}
+	for i, m := range list {
+		fo, err := newOptions(o.key(fmt.Sprintf("fields[%d]", i)), m)
+		if err != nil {
+			return nil, err
+		}
+		field, pattern := fo.required("field"), fo.required("pattern")
+		if !fo.has("replacement") {
+			fo.fail("replacement", "missing (required; it may be empty)")
+		}
+		replacement := fo.str("replacement", "")
+		if err := fo.done("field", "pattern", "replacement"); err != nil {
+			return nil, err
+		}
+		fp, err := newPath(field)
+		if err != nil {
+			return nil, &ConfigError{At: fo.key("field"), Err: err}
+		}
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, &ConfigError{At: fo.key("pattern"), Err: fmt.Errorf("invalid regular expression: %w", err)}
+		}
+		p.fields = append(p.fields, replaceField{p: fp, re: re, replacement: replacement})
+	}
+	return p, o.err
+}
+
+func (p *replace) run(e *event) (bool, error) {
+	undo := e.undoLog()
+	defer func() { e.keepUndo(undo) }()
+	for _, f := range p.fields {
+		s, found, ok := e.str(f.p)
+		var err error
+		switch {
+		case !found && p.ignoreMissing:
+			continue
+		case !found:
+			err = fmt.Errorf("could not fetch value for key: %s, Error: %w", f.p.name, errKeyNotFound)
+		case !ok:
+			err = fmt.Errorf("could not replace in %s: the value is not a string", f.p.name)
+		}
+		if err != nil {
+			if p.failOnError {
+				undo.revert(e)
+				e.setErrorMessage("Failed to replace fields in processor: " + err.Error())
+				return false, err
+			}
+			continue
+		}
+		undo.record(e, f.p)
+		_ = e.putString(f.p, f.re.ReplaceAllString(s, f.replacement))
+	}
+	return false, nil
+}
+
+// --- drop_event ---
+
+type dropEvent struct{}
+
+// buildDropEvent takes no option but `when` (read by the chain): without
+// one it drops every event, as Filebeat's does.
+func buildDropEvent(*options) (processor, error) { return dropEvent{}, nil }
+
+func (dropEvent) run(*event) (bool, error) { return true, nil }

@@ -1,0 +1,163 @@
+package jsontree
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// expandAll splits every container of v, so that it is written from its
+// members rather than as read.
+func expandAll(v *Value) {
+	switch v.Type() {
+	case TypeObject:
+		o, _ := v.Object()
+		o.Visit(func(_ []byte, m *Value) { expandAll(m) })
+	case TypeArray:
+		items, _ := v.Array()
+		for _, it := range items {
+			expandAll(it)
+		}
+	case TypeString:
+		v.Str()
+	}
+}
+
+func sameJSON(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, a)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// Documents come back as read when untouched, and as the same values
+// (whitespace aside) when every container was split.
+func TestRoundTrip(t *testing.T) {
+	docs := []string{
+		`{}`, `[]`, `{"a":1}`, ` { "a" : [ 1 , 2.5e3 , -0 ] , "b" : { "c" : null } , "d":true,"e":false } `,
+		`{"s":"q\"uo\\te\/ \u00e9 \ud83d\ude00 \n\t\r\b\f","k\"ey":"v"}`,
+		`{"nested":[[],[{}],[[1,[2,{"x":"]}{["}]]]],"n":-12.5E-3}`,
+		`"just a string"`, `12`, `null`,
+	}
+	for _, d := range docs {
+		var p Parser
+		v, err := p.Parse(d)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if got := string(v.MarshalTo(nil)); got != strings.TrimSpace(d) {
+			t.Errorf("untouched %s came back as %s", d, got)
+		}
+		expandAll(v)
+		if got := v.MarshalTo(nil); !sameJSON(t, got, []byte(d)) {
+			t.Errorf("expanded %s came back as %s", d, got)
+		}
+	}
+}
+
+// Decoded strings are JSON's, escapes and surrogate pairs included.
+func TestDecode(t *testing.T) {
+	var p Parser
+	v, err := p.Parse(`{"s":"a\"b\\c\/d\u00e9\ud83d\ude00\n","bad":"\ud800x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Get("s").Str(); got != "a\"b\\c/dé😀\n" {
+		t.Errorf("s = %q", got)
+	}
+	if got := v.Get("bad").Str(); got != "\ufffdx" {
+		t.Errorf("lone surrogate = %q", got)
+	}
+}
+
+// Edits: set, delete, append, nested; built strings are escaped so that
+// the output is valid JSON whatever they hold.
+func TestEdits(t *testing.T) {
+	var p Parser
+	v, err := p.Parse(`{"a":{"b":1,"c":[1]},"d":"x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a Arena
+	v.Get("a").Set("b", a.NewString("ctl\x01\x7f del, bad utf8 \xff, quote \" back \\ <tag>&"))
+	v.Get("a").Set("new", a.NewNumberInt(7))
+	v.Del("d")
+	v.Get("a", "c").SetArrayItem(1, a.NewTrue())
+	v.Get("a", "c").SetArrayItem(3, a.NewNumberFloat64(1.5))
+	v.Set("e", a.NewObject())
+	v.Get("e").Set("f", a.NewNull())
+	got := v.MarshalTo(nil)
+	want := `{"a":{"b":"ctl\u0001\u007f del, bad utf8 \ufffd, quote \" back \\ <tag>&","c":[1,true,null,1.5],"new":7},"e":{"f":null}}`
+	if !json.Valid(got) {
+		t.Fatalf("invalid JSON: %s", got)
+	}
+	if !sameJSON(t, got, []byte(want)) {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// Invalid text: Parse refuses it; ParseValid neither fails nor panics.
+func TestInvalid(t *testing.T) {
+	for _, d := range []string{``, `{`, `{"a":}`, `{"a":1,}`, `[1 2]`, `{"a" 1}`, `"open`, `nul`, `{"a":"\"}`} {
+		var p Parser
+		if _, err := p.Parse(d); err == nil {
+			t.Errorf("Parse(%q) did not fail", d)
+		}
+		v := p.ParseValid(d)
+		expandAll(v)
+		_ = v.MarshalTo(nil)
+	}
+}
+
+// FuzzEdit: any valid document, edited by the fuzzer's choices (strings
+// of any bytes set at paths, members deleted, items appended), comes out
+// as valid JSON; untouched, it comes out byte for byte.
+func FuzzEdit(f *testing.F) {
+	f.Add(`{"a":{"b":"c"},"d":[1,2]}`, "a.b", "x\x00y", uint8(0))
+	f.Add(`{"message":"GET \"/\" 200","host":{"name":"h"}}`, "host.name", "\xff", uint8(1))
+	f.Add(`[{"a":1}]`, "a", "", uint8(2))
+	f.Add(`{"k\u00e9y":"v\n"}`, "kéy", "\u2028", uint8(3))
+	f.Fuzz(func(t *testing.T, doc, path, str string, op uint8) {
+		var p Parser
+		v, err := p.Parse(doc)
+		if err != nil {
+			return
+		}
+		if got := string(v.MarshalTo(nil)); got != strings.TrimSpace(doc) {
+			// gjson.Valid accepts surrounding whitespace only.
+			t.Fatalf("untouched %q came back as %q", doc, got)
+		}
+		var a Arena
+		keys := strings.Split(path, ".")
+		parent := v.Get(keys[:len(keys)-1]...)
+		last := keys[len(keys)-1]
+		switch op % 4 {
+		case 0:
+			if parent != nil {
+				parent.Set(last, a.NewString(str))
+			}
+		case 1:
+			if parent != nil {
+				parent.Del(last)
+			}
+		case 2:
+			if t := v.Get(keys...); t != nil && t.Type() == TypeArray {
+				items, _ := t.Array()
+				t.SetArrayItem(len(items), a.NewString(str))
+			}
+		case 3:
+			expandAll(v)
+			v.Set(str, a.NewString(str))
+		}
+		out := v.MarshalTo(nil)
+		if !json.Valid(out) {
+			t.Fatalf("edited %q (op %d at %q with %q): invalid JSON %q", doc, op%4, path, str, out)
+		}
+	})
+}
