@@ -196,20 +196,85 @@ const KafkaChunkBytes = 4 << 20
 //     the next batch is made from, at least 4 MiB and at least one
 //     record of the largest size the input writes. 16 MiB at the
 //     defaults.
+//
+// With processors (the global list or the output's), each goroutine that
+// runs the chain adds ChainBytes: an Elasticsearch output's workers, a
+// Kafka or Lumberjack output's reader.
 func (c *Config) OutputBytes(o NamedOutput) int64 {
 	if es := o.Elasticsearch; es != nil {
 		w, flush := int64(es.Workers), int64(es.FlushBytes)
-		return (w+2)*c.ESChunkBytes(es) + w*flush*9/2
+		return (w+2)*c.ESChunkBytes(es) + w*flush*9/2 + w*c.ChainBytes(o)
 	}
 	if kc := o.Kafka; kc != nil {
-		return 3*int64(kc.BulkMaxSize)*KafkaEventBytes + max(KafkaChunkBytes, 2*int64(c.Journal.MaxGroupBytes))
+		return 3*int64(kc.BulkMaxSize)*KafkaEventBytes + max(KafkaChunkBytes, 2*int64(c.Journal.MaxGroupBytes)) + c.ChainBytes(o)
 	}
 	lj := o.Lumberjack
 	if lj == nil {
 		return 0
 	}
 	batch := max(int64(lj.BulkMaxSize)*LumberjackEventBytes, 2*int64(c.Journal.MaxGroupBytes))
-	return int64(lj.Workers) * int64(len(lj.Hosts)) * 2 * batch
+	return int64(lj.Workers)*int64(len(lj.Hosts))*2*batch + c.ChainBytes(o)
+}
+
+// ChainRunnerBytes is what one goroutine running a processor chain holds
+// in the formula: the parsed event's tree, the buffers its strings are
+// decoded and its result serialized into, and the processors' scratch
+// (dissect's fields, grok's captures), for events of a few KiB. An
+// outsized event grows them for as long as the goroutine runs, as it
+// does the other buffers the formula leaves out.
+const ChainRunnerBytes = 256 << 10
+
+// GrokPatternBytes is what one grok pattern may hold per goroutine: the
+// lazily built automaton that rules out, at no more than 1,024 states,
+// the starting positions where lines it does not match cannot match.
+const GrokPatternBytes = 512 << 10
+
+// ChainBytes is what one goroutine running output o's chain (the global
+// processors, then o's own) holds: ChainRunnerBytes plus
+// GrokPatternBytes per grok pattern; 0 without processors.
+func (c *Config) ChainBytes(o NamedOutput) int64 {
+	own := o.Processors()
+	if len(c.Processors) == 0 && len(own) == 0 {
+		return 0
+	}
+	return ChainRunnerBytes + int64(grokPatterns(c.Processors)+grokPatterns(own))*GrokPatternBytes
+}
+
+// grokPatterns counts the patterns of the grok processors in v (a list
+// of processors as written, if/then/else lists included).
+func grokPatterns(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case Processors:
+		for _, el := range x {
+			n += grokPatterns(el)
+		}
+	case []map[string]any:
+		for _, el := range x {
+			n += grokPatterns(el)
+		}
+	case []any:
+		for _, el := range x {
+			n += grokPatterns(el)
+		}
+	case map[string]any:
+		for k, el := range x {
+			if g, ok := el.(map[string]any); ok && k == "grok" {
+				if m, ok := g["match"].(map[string]any); ok {
+					for _, p := range m {
+						if list, ok := p.([]any); ok {
+							n += len(list)
+						} else {
+							n++
+						}
+					}
+				}
+				continue
+			}
+			n += grokPatterns(el)
+		}
+	}
+	return n
 }
 
 // ESChunkBytes is the most one chunk of an Elasticsearch output's

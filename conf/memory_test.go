@@ -157,3 +157,52 @@ func TestMemoryOfKafka(t *testing.T) {
 		t.Errorf("two enabled Kafka outputs: ledger part %d, want %d (a reader each, a read window for the second, the shared cache)", m.Ledger, want)
 	}
 }
+
+// A chain adds ChainRunnerBytes per goroutine that runs it, and
+// GrokPatternBytes per grok pattern, to its output's part.
+func TestMemoryCountsChains(t *testing.T) {
+	doc := `
+[[processors]]
+[processors.grok.match]
+message = ["%{COMBINEDAPACHELOG}", "%{COMMONAPACHELOG}"]
+[output.elasticsearch.es]
+hosts = ["http://127.0.0.1:9200"]
+workers = 3
+[output.kafka.k]
+hosts = ["127.0.0.1:9092"]
+topic = "t"
+[[output.kafka.k.processors]]
+if.has_fields = ["x"]
+then = [{grok = {match = {x = "%{WORD:w}"}}}]
+`
+	with, err := Parse("with", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := *with
+	without.Processors = nil
+	kw := *without.Output.NamedKafka["k"]
+	kw.Processors = nil
+	without.Output.NamedKafka = map[string]*Kafka{"k": &kw}
+	var es, k NamedOutput
+	for _, o := range with.Outputs() {
+		switch o.Name {
+		case "es":
+			es = o
+		case "k":
+			k = o
+		}
+	}
+	if got, want := with.OutputBytes(es)-without.OutputBytes(es), int64(3*(ChainRunnerBytes+2*GrokPatternBytes)); got != want {
+		t.Errorf("elasticsearch: the chain adds %d, want %d", got, want)
+	}
+	var kOff NamedOutput
+	for _, o := range without.Outputs() {
+		if o.Name == "k" {
+			kOff = o
+		}
+	}
+	if got, want := with.OutputBytes(k)-without.OutputBytes(kOff), int64(ChainRunnerBytes+3*GrokPatternBytes); got != want {
+		t.Errorf("kafka: the chain adds %d, want %d", got, want)
+	}
+}
