@@ -260,9 +260,14 @@ func (s *step) run(e *event) (drop bool) {
 	if s.when != nil && !s.when.match(e) {
 		return false
 	}
-	start := time.Now()
-	drop, err := s.proc.run(e)
-	s.nanos.Add(int64(time.Since(start)))
+	var err error
+	if e.timed {
+		start := time.Now()
+		drop, err = s.proc.run(e)
+		s.nanos.Add(timeSample * int64(time.Since(start)))
+	} else {
+		drop, err = s.proc.run(e)
+	}
 	s.in.Add(1)
 	if err != nil {
 		s.failed.Add(1)
@@ -285,7 +290,9 @@ type ProcessorStats struct {
 	// events its lists dropped or failed on too, as do the processors in
 	// them.
 	In, Dropped, Failed int64
-	// Time is the time spent in the processor.
+	// Time is the time spent in the processor, estimated from one event
+	// in timeSample: reading the clock twice per processor and event
+	// would cost a tenth of a cheap chain.
 	Time time.Duration
 }
 
@@ -313,6 +320,9 @@ func (c *Chain) Stats() []ProcessorStats {
 	return out
 }
 
+// timeSample is how many events of a Runner one timed event stands for.
+const timeSample = 8
+
 // Runner runs a Chain on one event at a time, reusing its memory from
 // one event to the next. Not safe for concurrent use: each goroutine
 // that processes events holds its own.
@@ -322,6 +332,7 @@ type Runner struct {
 	arena  jsontree.Arena
 	ev     event
 	out    []byte
+	n      uint64 // events run, for timing one in timeSample
 }
 
 // NewRunner returns a Runner of c.
@@ -351,6 +362,8 @@ func (r *Runner) Run(raw []byte) (out []byte, keep bool, err error) {
 		return nil, false, fmt.Errorf("processors: %w: it is %s", ErrNotObject, typeName(v.Type()))
 	}
 	r.ev.root = v
+	r.n++
+	r.ev.timed = r.n%timeSample == 1
 	for _, s := range r.c.steps {
 		if s.run(&r.ev) {
 			return nil, false, nil

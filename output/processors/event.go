@@ -43,6 +43,8 @@ type event struct {
 	dissectPaths []path
 	// undo is the memory of the processors' undo logs.
 	undo undoLog
+	// timed says the processors' time is measured on this event.
+	timed bool
 	// failed says the last processor run failed (for if/then/else).
 	failed bool
 	// dissected and grokked are reused result slices of dissect and grok.

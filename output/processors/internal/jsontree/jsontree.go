@@ -22,6 +22,7 @@
 package jsontree
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -596,7 +597,13 @@ const hexDigits = "0123456789abcdef"
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	// Most strings need no escape: skip eight bytes at a time while none
+	// of them is a control character, a quote, a backslash or non-ASCII.
+	i := 0
+	for i+8 <= len(s) && plain8(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
+		i += 8
+	}
+	for i < len(s) {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
@@ -632,6 +639,20 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plain8 reports whether none of the eight bytes of w needs attention
+// when written in a JSON string: none below 0x20, none 0x80 or above, no
+// '"' and no '\\'. (Bit tricks: a byte is below n when subtracting n
+// from it borrows; equal to c when w^c has a zero byte.)
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (w - ones*0x20) &^ w
+	quote := w ^ (ones * '"')
+	backslash := w ^ (ones * '\\')
+	zeroQ := (quote - ones) &^ quote
+	zeroB := (backslash - ones) &^ backslash
+	return (below|zeroQ|zeroB|w)&highs == 0
 }
 
 // valueNull is the null every Arena shares: it is never changed.

@@ -161,3 +161,22 @@ func FuzzEdit(f *testing.F) {
 		}
 	})
 }
+
+// plain8 agrees with a byte-by-byte check on every byte value in every
+// position.
+func TestPlain8(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			w := uint64(0)
+			for i := 7; i >= 0; i-- {
+				w = w<<8 | uint64(b[i])
+			}
+			if got := plain8(w); got != plain(byte(c)) {
+				t.Fatalf("byte %#x at %d: plain8 says %v", c, pos, got)
+			}
+		}
+	}
+}
