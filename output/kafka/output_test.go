@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/eventid"
 	"github.com/logpond/logpond/output/internal/drain/draintest"
+	"github.com/logpond/logpond/output/processors"
 	"github.com/logpond/logpond/output/sprintf"
 	"github.com/logpond/logpond/record"
 )
@@ -372,4 +374,80 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// TestProcessorChain: the output runs its chain (docs/configuration.md,
+// "Processors") between the ledger and Kafka: records hold the events as
+// the chain leaves them, under the ids of their ledger positions;
+// dropped events count as delivered and reach no topic; an event that is
+// not a JSON object is a dead letter (unprocessable_event); a topic the
+// chain routes to an invalid name is one too (invalid_topic).
+func TestProcessorChain(t *testing.T) {
+	r := newRig(t)
+	list, err := processors.Compile("processors", []map[string]any{
+		{"drop_event": map[string]any{"when": map[string]any{"equals": map[string]any{"level": "debug"}}}},
+		{"add_fields": map[string]any{"target": "", "fields": map[string]any{"via": "logpond"}}},
+		{"copy_fields": map[string]any{"fields": []any{map[string]any{"from": "route", "to": "service"}}, "ignore_missing": true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs [][]byte
+	for i := range 60 {
+		level, service := "info", fmt.Sprintf(`"service":"svc%d"`, i%2)
+		switch {
+		case i%3 == 0:
+			level = "debug"
+		case i == 10:
+			service = `"route":"bad topic!"` // copied into service by the chain
+		}
+		evs = append(evs, fmt.Appendf(nil, `{"n":%d,"level":"%s",%s}`, i, level, service))
+	}
+	evs = append(evs, []byte(`[1]`))
+	r.store(evs[:31]...)
+	r.store(evs[31:]...)
+	run := r.start(r.options(func(o *Options) {
+		o.Topic = sprintf.MustCompile("logs-%{[service]}")
+		o.Chain = processors.NewChain(list)
+	}))
+	draintest.WaitFor(t, "every event done", func() bool { return r.cursor() == r.lsn })
+	st := run.Out.Stats()
+	run.Stop(t)
+	if st.Delivered != 59 || st.DeadLettered != 2 {
+		t.Errorf("delivered %d (dropped ones included), dead-lettered %d; want 59 and 2", st.Delivered, st.DeadLettered)
+	}
+	got := r.readAll(39, "logs-svc0", "logs-svc1")
+	seen := map[string]bool{}
+	for _, c := range got {
+		var ev struct {
+			N     int    `json:"n"`
+			Level string `json:"level"`
+			Via   string `json:"via"`
+		}
+		if err := json.Unmarshal(c.value, &ev); err != nil {
+			t.Fatal(err)
+		}
+		stored := evs[ev.N]
+		lsn, pos := uint64(1), ev.N
+		if ev.N >= 31 {
+			lsn, pos = 2, ev.N-31
+		}
+		if c.id != r.id(lsn, pos) || ev.Level == "debug" || ev.Via != "logpond" || seen[c.id] {
+			t.Errorf("record %s %s (stored %s): want the chain's event once, under its position's id", c.id, c.value, stored)
+		}
+		seen[c.id] = true
+	}
+	if len(seen) != 39 {
+		t.Errorf("%d events produced, want 39", len(seen))
+	}
+	kinds := map[string]int{}
+	if err := dlq.Scan(r.dir+"/dlq", func(_ dlq.Pos, e dlq.Entry) error {
+		kinds[e.ErrType]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if kinds["unprocessable_event"] != 1 || kinds["invalid_topic"] != 1 {
+		t.Errorf("dead letters by type: %v", kinds)
+	}
 }

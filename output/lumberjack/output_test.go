@@ -5,6 +5,9 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/logpond/logpond/output/dlq"
+	"github.com/logpond/logpond/output/processors"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -440,5 +443,63 @@ func TestFailoverChoosesAtRandom(t *testing.T) {
 	s.failed(s.hosts[0], errors.New("refused"))
 	if s.active != 2 {
 		t.Errorf("host %d took over from a failed host while host 2 was out of its backoff", s.active)
+	}
+}
+
+// TestProcessorChain: the output forwards events as its chain leaves them
+// (docs/configuration.md, "Processors"), each with the id of its ledger
+// position; dropped events count as forwarded and reach nobody; an event
+// that is not a JSON object is a dead letter.
+func TestProcessorChain(t *testing.T) {
+	r := newRig(t)
+	d, err := dlq.Open(r.dir+"/dlq", dlq.Options{MaxBytes: 64 << 20, SegmentBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	list, err := processors.Compile("processors", []map[string]any{
+		{"drop_event": map[string]any{"when": map[string]any{"equals": map[string]any{"level": "debug"}}}},
+		{"add_tags": map[string]any{"tags": []any{"forwarded"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs [][]byte
+	for i := range 40 {
+		level := "info"
+		if i%4 == 0 {
+			level = "debug"
+		}
+		evs = append(evs, fmt.Appendf(nil, `{"n":%d,"level":"%s"}`, i, level))
+	}
+	lsn := r.store(append(evs, []byte(`"just a string"`))...)
+	p := startPeer(t, peerOptions{})
+	run := r.start(r.options([]string{p.Addr()}, func(o *Options) {
+		o.Chain = processors.NewChain(list)
+		o.DeadLetters = d
+	}))
+	waitFor(t, "the cursor", func() bool { return run.Out.Gauges().DoneLSN == r.lsn })
+	st := run.Out.Stats()
+	run.Stop(t)
+	if st.Delivered != 40 || st.DeadLettered != 1 {
+		t.Errorf("delivered %d (dropped ones included), dead-lettered %d; want 40 and 1", st.Delivered, st.DeadLettered)
+	}
+	seen := map[int]bool{}
+	for _, ev := range p.Received() {
+		var got struct {
+			N     int      `json:"n"`
+			Level string   `json:"level"`
+			Tags  []string `json:"tags"`
+		}
+		if err := json.Unmarshal(ev, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Level == "debug" || len(got.Tags) != 1 || idOf(t, ev) != r.id(lsn, got.N) || seen[got.N] {
+			t.Errorf("forwarded %s: want the chain's event once, under its position's id", ev)
+		}
+		seen[got.N] = true
+	}
+	if len(seen) != 30 {
+		t.Errorf("%d events forwarded, want 30", len(seen))
 	}
 }

@@ -32,7 +32,14 @@
 //     wrapped as Filebeat events): the codecs compared in-process, the
 //     ledger's bytes per event byte, ingest and the drain of a backlog
 //     with the default compression beside compression = "none". Without
-//     the folder of logs the part says so and skips itself.
+//     the folder of logs the part says so and skips itself;
+//   - processing: what the outputs' processors cost: BenchmarkProcessing's
+//     chains on one core (go test -bench with GOMAXPROCS=1), and a
+//     backlog of -processing-events Filebeat events carrying Apache log
+//     lines drained into an estest server without processors and with a
+//     five-processor chain (dissect, drop_event, rename, drop_fields,
+//     add_fields), interleaved -processing-rounds times, checking what
+//     the chain left in the server.
 //
 // The journal goes under the work directory on this machine's disk; the
 // ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
@@ -72,7 +79,7 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka
+	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
@@ -85,6 +92,10 @@ type options struct {
 	zEvents       int64         // events of the compression part's ledger loads and backlogs
 	zDuration     time.Duration // length of each of its ingest measurements
 	zRounds       int           // its interleaved rounds of zstd and none
+	procEvents    int64         // events of the processing part's backlog
+	procRounds    int           // its interleaved rounds of drains without and with the chain
+	procBenchtime string        // go test -benchtime of its one-core figures
+	procCount     int           // go test -count of its one-core figures
 }
 
 func defaultOptions() options {
@@ -93,11 +104,12 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 40 * time.Second, isoRate: 20000, isoRounds: 3, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka,processing",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
 		// Relative to the repository's root, where make bench-report runs.
 		logs: "", zEvents: 200000, zDuration: 2 * time.Second, zRounds: 2,
+		procEvents: 300000, procRounds: 2, procBenchtime: "2s", procCount: 3,
 	}
 }
 
@@ -128,10 +140,12 @@ func main() {
 	flag.Int64Var(&o.zEvents, "compression-events", o.zEvents, "real-log events of each ledger load and backlog in the compression part")
 	flag.DurationVar(&o.zDuration, "compression-duration", o.zDuration, "length of each ingest measurement in the compression part")
 	flag.IntVar(&o.zRounds, "compression-rounds", o.zRounds, "interleaved rounds of zstd and none in the compression part's ingest and drain")
-	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run (a partial report, for trying things out)")
+	flag.Int64Var(&o.procEvents, "processing-events", o.procEvents, "events of the processing part's backlog (1 KiB Filebeat events carrying Apache log lines)")
+	flag.IntVar(&o.procRounds, "processing-rounds", o.procRounds, "interleaved rounds of drains without and with the chain in the processing part")
+	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run, comma-separated, of ingest, isolation, small, drain, fanout, datastreams, compression, kafka and processing (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.procEvents < 1 || o.procRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog, -throttle and the event counts and sizes must be positive")
 		os.Exit(2)
 	}
@@ -226,6 +240,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["kafka"] {
 		if rep.Kafka, err = b.kafka(ctx); err != nil {
 			return fmt.Errorf("kafka: %w", err)
+		}
+	}
+	if parts["processing"] {
+		if rep.Processing, err = b.processing(ctx); err != nil {
+			return fmt.Errorf("processing: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {

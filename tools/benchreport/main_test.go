@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"math"
@@ -13,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
+	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/output/processors"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -194,6 +199,7 @@ func TestQuickReport(t *testing.T) {
 	o.fanoutEvents = 20000
 	o.dsEvents = 20000
 	o.logs, o.zEvents, o.zDuration = testLogsDir(t), 20000, 300*time.Millisecond
+	o.procEvents, o.procBenchtime, o.procCount = 20000, "100x", 1
 	progress, err := os.Create(filepath.Join(dir, "progress"))
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +223,8 @@ func TestQuickReport(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |", "| classic |", "| agent |", "| agent-partial |"} {
+	for _, want := range []string{"| quiet |", "| catch-up |", "| throttled |", "| plain |", "| clean |", "| random |", "| overload |", "| storm |", "| 3 outputs |", "| A + B down |", "| classic |", "| agent |", "| agent-partial |",
+		"| grok-COMBINEDAPACHELOG |", "| 1 | none | ", "| 2 | chain | "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -285,7 +292,7 @@ func TestFanoutMarkdown(t *testing.T) {
 		"the median of the per-round ratios",
 		"within 5%", "at most 1.5×", "at least 0.9×",
 		"`sudo bin/benchreport -parts fanout -fanout-events 300000 -fanout-size 512 -out /tmp/fanout.md`",
-		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`)",
+		"-fanout-events 300000 -fanout-size 512 -datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2 -processing-events 300000 -processing-rounds 2`)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -350,7 +357,7 @@ func TestDatastreamsMarkdown(t *testing.T) {
 		"count the drain time without the stall",
 		"Goals: agent and agent-partial drain at least 0.9× classic's events/s, and cost logpond at most 1.05× classic's CPU per event.",
 		"Every row of this section: `sudo bin/benchreport -parts datastreams -datastreams-events 300000 -datastreams-size 512 -out /tmp/ds.md` (after `make build`).",
-		"-datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2`",
+		"-datastreams-events 300000 -datastreams-size 512 -logs LOGS -compression-events 200000 -compression-duration 2s -compression-rounds 2 -processing-events 300000 -processing-rounds 2`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -423,5 +430,253 @@ func TestCheckLanded(t *testing.T) {
 		if _, err := checkLanded(c.shape, c.docs, n); err == nil {
 			t.Errorf("%s: passed", name)
 		}
+	}
+}
+
+// TestProcEvents: the processing backlog's events are Filebeat events of
+// about 1 KiB around lines of about 200 B that differ from one another,
+// one in 20 an OPTIONS request and one in 10 a line the tokenizer does
+// not match; procKindOf reads each line's kind back; and the real chain,
+// compiled from procChain as logpond's configuration holds it, drops
+// exactly the OPTIONS requests and leaves documents that checkProcessed
+// takes, while the events as received pass the check without the chain.
+func TestProcEvents(t *testing.T) {
+	const n = 2000
+	events := procEvents(n)
+	var census procCensus
+	lines := map[string]bool{}
+	for i, ev := range events {
+		var v struct {
+			Message string `json:"message"`
+			Log     struct{ Offset int64 }
+		}
+		if err := json.Unmarshal(ev, &v); err != nil {
+			t.Fatalf("event %d is not JSON: %v\n%s", i, err, ev)
+		}
+		line, kind := procLine(i)
+		if v.Message != line || procKindOf(line) != kind {
+			t.Fatalf("event %d: message %q, kind %v; the line %q, kind %v", i, v.Message, procKindOf(v.Message), line, kind)
+		}
+		if len(ev) < 900 || len(ev) > 1150 || len(line) < 140 || len(line) > 260 {
+			t.Errorf("event %d is %d B, its line %d B: %s", i, len(ev), len(line), line)
+		}
+		lines[line] = true
+		census.Events++
+		census.EventBytes += int64(len(ev))
+		census.MessageBytes += int64(len(line))
+		switch kind {
+		case procOptions:
+			census.Options++
+		case procUnmatched:
+			census.Unmatched++
+		}
+	}
+	if census.Options != n/20 || census.Unmatched != n/10 || len(lines) != n {
+		t.Fatalf("%d OPTIONS requests, %d unmatched lines, %d distinct lines in %d events", census.Options, census.Unmatched, len(lines), n)
+	}
+	if mean := float64(census.EventBytes) / n; mean < 980 || mean > 1070 {
+		t.Errorf("events are %.0f B on average, not about 1 KiB", mean)
+	}
+	if mean := float64(census.MessageBytes) / n; mean < 180 || mean > 220 {
+		t.Errorf("lines are %.0f B on average, not about 200 B", mean)
+	}
+
+	var cfg struct {
+		Processors conf.Processors `toml:"processors"`
+	}
+	if _, err := toml.Decode(procChain, &cfg); err != nil {
+		t.Fatalf("procChain: %v", err)
+	}
+	list, err := processors.Compile("processors", cfg.Processors)
+	if err != nil {
+		t.Fatalf("procChain: %v", err)
+	}
+	if list.Len() != 5 {
+		t.Fatalf("procChain has %d processors", list.Len())
+	}
+	runner := processors.NewChain(list).NewRunner()
+	var processed, received []estest.Doc
+	for i, ev := range events {
+		received = append(received, estest.Doc{ID: fmt.Sprint(i), Source: ev})
+		out, keep, err := runner.Run(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, kind := procLine(i); keep != (kind != procOptions) {
+			t.Fatalf("event %d (kind %v) kept: %v\n%s", i, kind, keep, ev)
+		}
+		if keep {
+			processed = append(processed, estest.Doc{ID: fmt.Sprint(i), Source: slices.Clone(out)})
+		}
+	}
+	dropped, dissected, flagged, err := checkProcessed(processed, true, census)
+	if err != nil {
+		t.Fatalf("the chain's documents: %v", err)
+	}
+	if dropped != census.Options || flagged != census.Unmatched || dissected != census.Events-census.Options-census.Unmatched {
+		t.Fatalf("dropped %d, dissected %d, flagged %d", dropped, dissected, flagged)
+	}
+	if _, _, _, err := checkProcessed(received, false, census); err != nil {
+		t.Fatalf("the events as received: %v", err)
+	}
+
+	// What the checks refuse.
+	swap := func(docs []estest.Doc, i int, source string) []estest.Doc {
+		out := slices.Clone(docs)
+		out[i].Source = []byte(source)
+		return out
+	}
+	options := received[7] // line 7 is an OPTIONS request
+	unmatched := slices.IndexFunc(processed, func(d estest.Doc) bool { return d.ID == "3" })
+	for name, c := range map[string]struct {
+		docs  []estest.Doc
+		chain bool
+	}{
+		"a document missing":         {processed[1:], true},
+		"an OPTIONS request stored":  {swap(processed, 0, string(options.Source)), true},
+		"an event left as received":  {swap(processed, 0, string(received[0].Source)), true},
+		"no label":                   {swap(processed, 0, strings.Replace(string(processed[0].Source), `"labels"`, `"label"`, 1)), true},
+		"a line not flagged":         {swap(processed, unmatched, strings.Replace(string(processed[unmatched].Source), "dissect_parsing_error", "x", 1)), true},
+		"the status code a string":   {swap(processed, 0, strings.Replace(string(processed[0].Source), `"status_code":200`, `"status_code":"200"`, 1)), true},
+		"processed without a chain":  {swap(received, 0, string(processed[0].Source)), false},
+		"an event missing, no chain": {received[1:], false},
+	} {
+		if _, _, _, err := checkProcessed(c.docs, c.chain, census); err == nil {
+			t.Errorf("%s: passed", name)
+		}
+	}
+	if !strings.Contains(string(processed[0].Source), `"status_code":200`) {
+		t.Fatalf("event 0's document has not the status 200 the check above changes: %s", processed[0].Source)
+	}
+}
+
+// TestParseProcBench takes the medians of go test -bench's result lines
+// per sub-benchmark (a -N suffix of GOMAXPROCS aside) and refuses output
+// that lacks a sub-benchmark or a count of one.
+func TestParseProcBench(t *testing.T) {
+	out := `goos: linux
+goarch: amd64
+pkg: github.com/logpond/logpond/output/processors
+cpu: Some CPU @ 2.00GHz
+BenchmarkProcessing/parse+serialize         	 1000000	      2100 ns/op	 487.62 MB/s	    476190 events/s	     128 B/op	       2 allocs/op
+BenchmarkProcessing/parse+serialize         	 1000000	      2000 ns/op	 512.00 MB/s	    500000 events/s	     128 B/op	       2 allocs/op
+BenchmarkProcessing/parse+serialize         	 1000000	      2500 ns/op	 409.60 MB/s	    400000 events/s	     128 B/op	       2 allocs/op
+BenchmarkProcessing/dissect+rename+drop_fields+add_fields-2         	  500000	      4000 ns/op	 256.00 MB/s	    250000 events/s	     512 B/op	      12 allocs/op
+BenchmarkProcessing/dissect+rename+drop_fields+add_fields-2         	  500000	      3000 ns/op	 341.33 MB/s	    333333 events/s	     512 B/op	      11 allocs/op
+BenchmarkProcessing/dissect+rename+drop_fields+add_fields-2         	  500000	      5000 ns/op	 204.80 MB/s	    200000 events/s	     512 B/op	      13 allocs/op
+BenchmarkProcessing/grok-COMBINEDAPACHELOG  	  200000	      9000 ns/op	 113.78 MB/s	    111111 events/s	    1024 B/op	      20 allocs/op
+BenchmarkProcessing/grok-COMBINEDAPACHELOG  	  200000	      9000 ns/op	 113.78 MB/s	    111111 events/s	    1024 B/op	      20 allocs/op
+BenchmarkProcessing/grok-COMBINEDAPACHELOG  	  200000	      9000 ns/op	 113.78 MB/s	    111111 events/s	    1024 B/op	      20 allocs/op
+BenchmarkProcessing/decode_json_fields      	  300000	      3000 ns/op	 341.33 MB/s	    333333 events/s	     900 B/op	      30 allocs/op
+BenchmarkProcessing/decode_json_fields      	  300000	      3000 ns/op	 341.33 MB/s	    333333 events/s	     900 B/op	      30 allocs/op
+BenchmarkProcessing/decode_json_fields      	  300000	      3000 ns/op	 341.33 MB/s	    333333 events/s	     900 B/op	      30 allocs/op
+PASS
+ok  	github.com/logpond/logpond/output/processors	60.123s
+`
+	rows, err := parseProcBench(out, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if r := rows[0]; r.Name != "parse+serialize" || r.NsPerEvent != 2100 || r.EventsPerSec != 476190 || r.AllocsPerOp != 2 || r.BytesPerOp != 128 || r.Goal != 0 || r.Met() {
+		t.Errorf("parse+serialize: %+v", r)
+	}
+	if r := rows[1]; r.NsPerEvent != 4000 || r.EventsPerSec != 250000 || r.AllocsPerOp != 12 || r.Goal != 500000 || r.Met() {
+		t.Errorf("dissect chain: %+v", r)
+	}
+	if r := rows[2]; r.Name != "grok-COMBINEDAPACHELOG" || r.Goal != 100000 || !r.Met() {
+		t.Errorf("grok: %+v", r)
+	}
+	if r := rows[3]; r.Goal != 300000 || !r.Met() || r.Counts != 3 {
+		t.Errorf("decode_json_fields: %+v", r)
+	}
+	if _, err := parseProcBench(out, 4); err == nil {
+		t.Errorf("3 counts taken for 4")
+	}
+	var cut []string
+	for line := range strings.Lines(out) {
+		if !strings.Contains(line, "grok") {
+			cut = append(cut, line)
+		}
+	}
+	if _, err := parseProcBench(strings.Join(cut, ""), 3); err == nil || !strings.Contains(err.Error(), "grok-COMBINEDAPACHELOG") {
+		t.Errorf("no grok lines: %v", err)
+	}
+	if got := procBenchCommand(defaultOptions()); got != `GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkProcessing$' -benchtime 2s -count 3 ./output/processors/` {
+		t.Errorf("command: %s", got)
+	}
+}
+
+// TestProcMarkdown: the processing section shows the one-core medians
+// beside their goals, every drain run with its peak RSS, the medians with
+// and without the chain, the ratios against their goals and the commands
+// that reproduce it; from a run of that part alone, it says when and on
+// which revision.
+func TestProcMarkdown(t *testing.T) {
+	o := defaultOptions()
+	census := procCensus{Events: 300000, Options: 15000, Unmatched: 30000, EventBytes: 300000 * 1030, MessageBytes: 300000 * 201}
+	run := func(chain bool, elapsed, stall, cpu time.Duration, rss int64) procRun {
+		r := procRun{Chain: chain, Events: census.Events, Stored: int(census.Events), Elapsed: elapsed, Stall: stall, CPU: cpu, PeakRSS: rss << 20, Formula: 200 << 20}
+		if chain {
+			r.Stored, r.Dropped, r.Dissected, r.Flagged = int(census.Kept()), census.Options, 255000, census.Unmatched
+		}
+		return r
+	}
+	res := &procResult{GoVersion: "go1.26.8", Census: census,
+		Bench: []procBenchRow{
+			{Name: "parse+serialize", What: procBenches[0].what, Counts: 3, NsPerEvent: 2000, EventsPerSec: 500000, AllocsPerOp: 2, BytesPerOp: 128},
+			{Name: "dissect+rename+drop_fields+add_fields", What: procBenches[1].what, Goal: 500000, Counts: 3, NsPerEvent: 2500, EventsPerSec: 400000, AllocsPerOp: 12, BytesPerOp: 512},
+			{Name: "grok-COMBINEDAPACHELOG", What: procBenches[2].what, Goal: 100000, Counts: 3, NsPerEvent: 9000, EventsPerSec: 111111, AllocsPerOp: 20, BytesPerOp: 1024},
+		},
+		Runs: []procRun{
+			run(false, 6*time.Second, time.Second, 3*time.Second, 70),
+			run(true, 7*time.Second, 500*time.Millisecond, 4500*time.Millisecond, 80),
+			run(false, 7*time.Second, time.Second, 3*time.Second, 72),
+			run(true, 8*time.Second, 500*time.Millisecond, 4800*time.Millisecond, 85),
+		}}
+	none, chain := res.summary(false), res.summary(true)
+	if none.Elapsed != 6.5 || none.EventsPerSec != 55000 || none.PeakRSS != 72<<20 || chain.Elapsed != 7.5 || chain.EventsPerSec != (300000/6.5+300000/7.5)/2 || none.Runs != 2 {
+		t.Fatalf("summaries: %+v, %+v", none, chain)
+	}
+	md := (&report{Date: "2026-12-05", Opts: o, Processing: res}).markdown()
+	for _, want := range []string{
+		"## Processing: what a chain of processors costs",
+		"`sudo bin/benchreport -parts processing -processing-events 300000 -processing-rounds 2 -out /tmp/processing.md` (after `make build`)",
+		"`GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkProcessing$' -benchtime 2s -count 3 ./output/processors/` from the repository's root",
+		"Peak RSS does not apply to these figures",
+		"| parse+serialize | ", "| 2000 | 500000 | 2 | 128 | n/a (in-process) | – | no goal: the floor |",
+		"| 2500 | 400000 | 12 | 512 | n/a (in-process) | ≥ 500000 | **not met** (400000) |",
+		"| 9000 | 111111 | 20 | 1024 | n/a (in-process) | ≥ 100000 | **met** (111111) |",
+		"A backlog of 300000 Filebeat 9 events (1030 B each on average",
+		"(201 B on average)", "(15000 in the backlog)", "(30000)", "interleaved 2 times",
+		"[processors.drop_event.when.equals]",
+		"| 1 | none | 300000 | 300000 | – | – | – | 6.00 | 1.00 | 60000 | 10.00 | 70 | 200 |",
+		"| 2 | chain | 300000 | 285000 | 15000 | 255000 | 30000 | 7.00 | 0.50 | 46154 | 15.00 | 80 | 200 |",
+		"| none | 6.50 | 55000 | 10.00 | 72 |",
+		"| chain | 7.50 | 43077 | 15.50 | 85 |",
+		"The chain costs logpond 5.50 µs of CPU per event (1.55× none's).",
+		"events/s at least 0.8×, verdict **not met** (0.78×)",
+		"drain time at most 1.5×, verdict **met** (1.15×)",
+		"GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkProcessing$' -benchtime 2s -count 3 ./output/processors/   # the processor chains alone, one core",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "in a run of `-parts") {
+		t.Errorf("a whole report's processing section says it comes from a run of some parts")
+	}
+	o.parts = "processing"
+	md = (&report{Date: "2026-12-05 06:27 UTC", Revision: "abc", Opts: o, Processing: res}).markdown()
+	if want := "Measured 2026-12-05 06:27 UTC, logpond abc, in a run of `-parts processing` on the same machine."; !strings.Contains(md, want) {
+		t.Errorf("the section of a processing run lacks %q", want)
+	}
+	if strings.Contains((&report{Opts: defaultOptions()}).markdown(), "## Processing") {
+		t.Errorf("the processing section is there although the part did not run")
+	}
+	if !strings.Contains(defaultOptions().parts, "processing") {
+		t.Errorf("processing is not among the default parts %q", defaultOptions().parts)
 	}
 }

@@ -20,6 +20,7 @@ type report struct {
 	Datastreams             []dsRun
 	Compression             *compressionResult
 	Kafka                   []kafkaRun
+	Processing              *procResult
 	StraceNote              string
 	PNG                     string
 }
@@ -67,9 +68,9 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -isolation-rounds %d -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d`)\n\n",
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -isolation-rounds %d -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d -processing-events %d -processing-rounds %d`)\n\n",
 		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.isoRounds, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
-		o.zEvents, o.zDuration, o.zRounds)
+		o.zEvents, o.zDuration, o.zRounds, o.procEvents, o.procRounds)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
 	p("## Ingest: logpond beside the baselines\n\n")
@@ -176,12 +177,16 @@ func (r *report) markdown() string {
 	if len(r.Kafka) > 0 {
 		p("%s", kafkaMarkdown(r))
 	}
+	if r.Processing != nil {
+		p("%s", procMarkdown(r))
+	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
 	p("go test -run '^$' -bench 'Drain$' -benchtime 1x -count 3 ./output/elasticsearch   # the output alone\n")
 	p("go test -run '^$' -bench DrainPushback -benchtime 1x ./output/elasticsearch        # the output alone, clean / random / overload / storm\n")
-	p("go test -run 'TestPacing|TestRandomRejections|TestDrainYields' -v ./output/elasticsearch  # the controller in simulated drains\n```\n")
+	p("go test -run 'TestPacing|TestRandomRejections|TestDrainYields' -v ./output/elasticsearch  # the controller in simulated drains\n")
+	p("%s   # the processor chains alone, one core\n```\n", procBenchCommand(o))
 	return b.String()
 }
 
@@ -209,5 +214,12 @@ func estimate(o options) time.Duration {
 	// backlog (about 100000 events/s here, plus the start, the stop and
 	// the consumer's check).
 	kafka := o.settle + kafkaRounds*8*(3*time.Second+time.Duration(o.drainEvents/100000)*time.Second)
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka
+	// Building and running BenchmarkProcessing (4 sub-benchmarks, each
+	// procCount times its benchtime and its calibration), one fill
+	// (about 40000 events/s here) and 2 × procRounds drains (about 30000
+	// events/s, plus logpond's start and stop).
+	benchtime, _ := time.ParseDuration(o.procBenchtime)
+	processing := 30*time.Second + time.Duration(4*o.procCount)*(benchtime+time.Second) + o.settle + time.Duration(o.procEvents/40000)*time.Second +
+		time.Duration(2*o.procRounds)*(2*time.Second+time.Duration(o.procEvents/30000)*time.Second)
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka + processing
 }
