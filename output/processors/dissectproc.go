@@ -21,6 +21,14 @@ type dissectProcessor struct {
 	// paths are the target paths of the keys known when compiling, so
 	// that a run splits no field name.
 	paths map[string]path
+	// keyPaths are the same in the order of the keys in the tokenizer,
+	// which is the order of dissect's results: looked up by position.
+	keyPaths []keyPath
+}
+
+type keyPath struct {
+	key string
+	p   path
 }
 
 func buildDissect(o *options) (processor, error) {
@@ -65,6 +73,7 @@ func buildDissect(o *options) (processor, error) {
 			return nil, o.err
 		}
 		p.paths[k] = tp
+		p.keyPaths = append(p.keyPaths, keyPath{key: k, p: tp})
 	}
 	return p, nil
 }
@@ -97,39 +106,42 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 		}
 		return false, err
 	}
-	// The target paths, and a check that none is taken (unless
-	// overwrite_keys), before anything is written: a key already in the
-	// event fails the processor with the event as it was, as in Filebeat.
-	paths := e.dissectPaths[:0]
-	for _, f := range fields {
-		tp, ok := p.paths[f.Key]
-		if !ok {
-			// An indirect key, known only now.
-			if tp, err = newPath(p.prefix + f.Key); err != nil {
-				return false, fmt.Errorf("dissect: key %q: %w", f.Key, err)
-			}
-		}
-		if !p.overwrite && e.get(tp) != nil {
-			return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
-		}
-		paths = append(paths, tp)
-	}
-	e.dissectPaths = paths[:0]
-	// Writing fails only where a path runs through a value that is not
-	// an object; what was written is then taken back. Without
-	// overwrite_keys every path was free, so taking back is deleting;
-	// with it, the old values are kept to put back.
+	// Each field is written unless its key is taken (and overwrite_keys
+	// is off): then what was written is taken back, and the processor
+	// fails with the event as it was, as in Filebeat. Writing fails
+	// otherwise only where a path runs through a value that is not an
+	// object.
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
 	for i, f := range fields {
-		if p.overwrite {
-			undo.record(e, paths[i])
-		} else {
-			undo = append(undo, undoEntry{p: paths[i]})
-		}
-		if err := e.put(paths[i], dissectValue(e, f)); err != nil {
+		var tp path
+		if i < len(p.keyPaths) && p.keyPaths[i].key == f.Key {
+			tp = p.keyPaths[i].p // the usual case: keys in tokenizer order
+		} else if kp, ok := p.paths[f.Key]; ok {
+			tp = kp
+		} else if tp, err = newPath(p.prefix + f.Key); err != nil {
+			// An indirect key, known only now.
 			undo.revert(e)
-			return false, fmt.Errorf("dissect: %s: %w", paths[i].name, err)
+			return false, fmt.Errorf("dissect: key %q: %w", f.Key, err)
+		}
+		if p.overwrite {
+			undo.record(e, tp)
+			err = e.put(tp, dissectValue(e, f))
+		} else {
+			var existed bool
+			var created path
+			existed, created, err = e.putNew(tp, dissectValue(e, f))
+			if existed {
+				undo.revert(e)
+				return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
+			}
+			if err == nil {
+				undo = append(undo, undoEntry{p: created})
+			}
+		}
+		if err != nil {
+			undo.revert(e)
+			return false, fmt.Errorf("dissect: %s: %w", tp.name, err)
 		}
 	}
 	return false, nil

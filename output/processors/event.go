@@ -39,8 +39,6 @@ func (p path) String() string { return p.name }
 type event struct {
 	root  *jsontree.Value // always an object
 	arena *jsontree.Arena // new values; reset with the event
-	// dissectPaths is dissect's reused list of target paths.
-	dissectPaths []path
 	// undo is the memory of the processors' undo logs.
 	undo undoLog
 	// timed says the processors' time is measured on this event.
@@ -111,7 +109,7 @@ func (e *event) parent(p path, create bool) (*jsontree.Object, error) {
 				return nil, nil
 			}
 			next = e.arena.NewObject()
-			o.Set(k, next)
+			o.SetNew(k, next)
 		} else if next.Type() != jsontree.TypeObject {
 			return nil, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
 		}
@@ -119,6 +117,42 @@ func (e *event) parent(p path, create bool) (*jsontree.Object, error) {
 	}
 	o, _ := v.Object()
 	return o, nil
+}
+
+// putNew sets the value at p unless a value is there already (existed),
+// in one walk, creating the objects on the way. created is the path to
+// delete to take the write back: the first object it created, or p.
+func (e *event) putNew(p path, val *jsontree.Value) (existed bool, created path, err error) {
+	v := e.root
+	first := -1 // the first part putNew created
+	last := len(p.parts) - 1
+	for i, k := range p.parts[:last] {
+		o, _ := v.Object()
+		next := o.Get(k)
+		if next == nil {
+			next = e.arena.NewObject()
+			o.SetNew(k, next)
+			if first < 0 {
+				first = i
+			}
+		} else if next.Type() != jsontree.TypeObject {
+			return false, path{}, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
+		}
+		v = next
+	}
+	o, _ := v.Object()
+	if first < 0 {
+		if o.Get(p.parts[last]) != nil {
+			return true, path{}, nil
+		}
+		first = last
+	}
+	o.SetNew(p.parts[last], val)
+	if first == last {
+		return false, p, nil
+	}
+	// No name: the undo log deletes by parts, and naming would allocate.
+	return false, path{parts: p.parts[:first+1]}, nil
 }
 
 // put sets the value at p, creating the objects on the way.

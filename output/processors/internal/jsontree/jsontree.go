@@ -237,12 +237,33 @@ func (v *Value) SetArrayItem(idx int, val *Value) {
 
 // Get returns the member key, or nil.
 func (o *Object) Get(key string) *Value {
-	for i := range o.kvs {
-		if o.kvs[i].k == key {
-			return o.kvs[i].v
-		}
+	if i := o.index(key); i >= 0 {
+		return o.kvs[i].v
 	}
 	return nil
+}
+
+// index returns the position of member key, or -1. Objects are searched
+// in order (events have tens of members, and keep their order); the
+// length and first byte are compared before the rest, which rules out
+// most members without a call to compare memory.
+func (o *Object) index(key string) int {
+	if key == "" {
+		for i := range o.kvs {
+			if o.kvs[i].k == "" {
+				return i
+			}
+		}
+		return -1
+	}
+	c := key[0]
+	for i := range o.kvs {
+		k := o.kvs[i].k
+		if len(k) == len(key) && k[0] == c && k == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // Set sets member key to val, in place when it exists, else last.
@@ -250,22 +271,26 @@ func (o *Object) Set(key string, val *Value) {
 	if val == nil {
 		val = valueNull
 	}
-	for i := range o.kvs {
-		if o.kvs[i].k == key {
-			o.kvs[i].v = val
-			return
-		}
+	if i := o.index(key); i >= 0 {
+		o.kvs[i].v = val
+		return
+	}
+	o.kvs = append(o.kvs, kv{k: key, v: val})
+}
+
+// SetNew adds member key, which the caller knows o does not hold (it
+// just looked): Set without the search.
+func (o *Object) SetNew(key string, val *Value) {
+	if val == nil {
+		val = valueNull
 	}
 	o.kvs = append(o.kvs, kv{k: key, v: val})
 }
 
 // Del removes member key.
 func (o *Object) Del(key string) {
-	for i := range o.kvs {
-		if o.kvs[i].k == key {
-			o.kvs = append(o.kvs[:i], o.kvs[i+1:]...)
-			return
-		}
+	if i := o.index(key); i >= 0 {
+		o.kvs = append(o.kvs[:i], o.kvs[i+1:]...)
 	}
 }
 
