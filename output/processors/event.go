@@ -167,16 +167,20 @@ func (e *event) put(p path, val *jsontree.Value) error {
 
 // delete removes the value at p; it reports whether there was one.
 func (e *event) delete(p path) bool {
-	o, err := e.parent(p, false)
-	if err != nil || o == nil {
-		return false
+	// The object holding the field is not split for it (jsontree's
+	// Delete cuts the member out of its text): drop_fields on a few
+	// members of large objects (host, agent) is the common case.
+	v := e.root
+	for _, k := range p.parts[:len(p.parts)-1] {
+		if v.Type() != jsontree.TypeObject {
+			return false
+		}
+		o, _ := v.Object()
+		if v = o.Get(k); v == nil {
+			return false
+		}
 	}
-	k := p.parts[len(p.parts)-1]
-	if o.Get(k) == nil {
-		return false
-	}
-	o.Del(k)
-	return true
+	return v.Delete(p.parts[len(p.parts)-1])
 }
 
 // str returns the value at p when it is a string, with ok false when it

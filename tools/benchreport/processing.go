@@ -67,7 +67,7 @@ var procBenches = []struct {
 	name, what string
 	goal       float64
 }{
-	{"parse+serialize", "the 1 KiB event with the 200 B access line parsed and serialized again, its one processor's condition never matching: the floor every chain pays (no goal)", 0},
+	{"parse+serialize", "the 1 KiB event with the 200 B access line parsed and serialized again, its one processor's condition never matching: the floor every chain pays", 0},
 	{"dissect+rename+drop_fields+add_fields", "the same event: dissect of the access line into 10 fields, rename, drop_fields of 3 fields, add_fields (the drain's chain below, without its drop_event)", 500000},
 	{"grok-COMBINEDAPACHELOG", "the same event: grok with Logstash's `%{COMBINEDAPACHELOG}` on the access line", 100000},
 	{"decode_json_fields", "a 1 KiB event whose message is a 300 B JSON log line: decode_json_fields of the message into `json`", 300000},

@@ -155,7 +155,7 @@ func FuzzEdit(f *testing.F) {
 			}
 		case 1:
 			if parent != nil {
-				parent.Del(last)
+				parent.Delete(last) // cut from the text when not split
 			}
 		case 2:
 			if t := v.Get(keys...); t != nil && t.Type() == TypeArray {
@@ -187,6 +187,37 @@ func TestPlain8(t *testing.T) {
 			}
 			if got := plain8(w); got != plain(byte(c)) {
 				t.Fatalf("byte %#x at %d: plain8 says %v", c, pos, got)
+			}
+		}
+	}
+}
+
+// Delete cuts a member out of an object's text, first, middle or last,
+// with its comma, and leaves the rest as it was; on a split object it
+// removes the member.
+func TestDelete(t *testing.T) {
+	for _, c := range []struct{ doc, key, want string }{
+		{`{"a":1,"b":{"x":[1,"}"]},"c":"s"}`, "a", `{"b":{"x":[1,"}"]},"c":"s"}`},
+		{`{"a":1,"b":{"x":[1,"}"]},"c":"s"}`, "b", `{"a":1,"c":"s"}`},
+		{`{"a":1,"b":{"x":[1,"}"]},"c":"s"}`, "c", `{"a":1,"b":{"x":[1,"}"]}}`},
+		{`{ "a" : 1 , "b" : 2 }`, "b", `{ "a" : 1 }`},
+		{`{"only":true}`, "only", `{}`},
+		{`{"k\u00e9y":1,"z":2}`, "kéy", `{"z":2}`},
+		{`{"a":1}`, "nope", `{"a":1}`},
+	} {
+		for _, split := range []bool{false, true} {
+			var p Parser
+			v, err := p.Parse(c.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if split {
+				v.Object()
+			}
+			found := v.Delete(c.key)
+			got := v.MarshalTo(nil)
+			if found != (c.want != c.doc) || !json.Valid(got) || !sameJSON(t, got, []byte(c.want)) {
+				t.Errorf("Delete(%q) of %s (split %v): %v, %s; want %s", c.key, c.doc, split, found, got, c.want)
 			}
 		}
 	}
