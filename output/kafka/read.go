@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/record"
 )
@@ -52,6 +51,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	b := &batch{}
 	var first time.Time
 	proc := o.src.Processor()
+	sink := drain.DeadLetterSink{Store: o.opts.DeadLetters, Log: o.deadLog, Stream: o.ledger.StreamID(), Action: "produce"}
 	var readErr error // a failure inside Record, returned once the loop stops
 	send := func() bool {
 		select {
@@ -66,23 +66,13 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 		Record: func(lsn uint64, rec record.Record) bool {
 			pos := 0
 			for raw := range rec.Events() {
-				ev, verdict, reason, err := proc.Event(tr, lsn, raw)
-				if err == nil && verdict == drain.Unsendable {
-					err = drain.KeepUnsendable(ctx, o.opts.DeadLetters, o.deadLog, tr, dlq.Entry{
-						Stream: o.ledger.StreamID(), LSN: lsn, Position: uint32(pos), Action: "produce",
-						ErrType: "unprocessable_event", Reason: reason, Received: rec.Received(), Event: raw})
-					if err == nil {
-						o.stats.dead.Add(1)
-					}
-				}
+				ev, verdict, err := proc.Prepare(ctx, tr, lsn, pos, rec.Received(), raw, sink)
 				if err != nil {
 					readErr = err
 					return false
 				}
 				if verdict != drain.Send {
-					if verdict == drain.Dropped {
-						o.stats.delivered.Add(1)
-					}
+					o.stats.notSent(verdict)
 					pos++
 					continue
 				}

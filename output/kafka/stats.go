@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"github.com/logpond/logpond/output/internal/drain"
 	"sync/atomic"
 	"time"
 )
@@ -86,3 +87,14 @@ func (o *Output) Waiting() string {
 
 // LedgerUnreadable says why the output waits for the ledger's device.
 func (o *Output) LedgerUnreadable() string { return o.src.Unreadable() }
+
+// notSent counts an event the output's chain kept it from sending: a
+// dropped one is delivered, an unsendable one a dead letter.
+func (s *counters) notSent(v drain.Verdict) {
+	switch v {
+	case drain.Dropped:
+		s.delivered.Add(1)
+	case drain.Unsendable:
+		s.dead.Add(1)
+	}
+}

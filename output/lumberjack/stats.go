@@ -2,6 +2,7 @@ package lumberjack
 
 import (
 	"fmt"
+	"github.com/logpond/logpond/output/internal/drain"
 	"sync/atomic"
 	"time"
 )
@@ -132,4 +133,15 @@ func (o *Output) Waiting() string {
 		return fmt.Sprintf("output.lumberjack.%s: %s", o.opts.Name, *n)
 	}
 	return ""
+}
+
+// notSent counts an event the output's chain kept it from sending: a
+// dropped one is delivered, an unsendable one a dead letter.
+func (s *counters) notSent(v drain.Verdict) {
+	switch v {
+	case drain.Dropped:
+		s.delivered.Add(1)
+	case drain.Unsendable:
+		s.dead.Add(1)
+	}
 }

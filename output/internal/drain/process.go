@@ -114,3 +114,29 @@ func KeepUnsendable(ctx context.Context, store *dlq.Store, log *DeadLetterLog, t
 	log.Written([]dlq.Entry{e})
 	return tr.Finish(e.LSN, 1)
 }
+
+// DeadLetterSink is where an output keeps the events it cannot send:
+// its dead-letter store and log, the ledger's stream id, and the action
+// its dead letters name ("produce", "forward").
+type DeadLetterSink struct {
+	Store  *dlq.Store
+	Log    *DeadLetterLog
+	Stream string
+	Action string
+}
+
+// Prepare is Event for an output that takes events one at a time as it
+// reads them (Kafka, Lumberjack): an event the chain makes Unsendable is
+// kept in sink (KeepUnsendable) before Prepare returns, so the output
+// only counts it; a Dropped one is already done. An error is the
+// tracker's or the dead-letter store's: the output stops.
+func (pr *Processor) Prepare(ctx context.Context, tr *Tracker, lsn uint64, pos int, received time.Time, raw []byte, sink DeadLetterSink) ([]byte, Verdict, error) {
+	ev, v, reason, err := pr.Event(tr, lsn, raw)
+	if err != nil || v != Unsendable {
+		return ev, v, err
+	}
+	err = KeepUnsendable(ctx, sink.Store, sink.Log, tr, dlq.Entry{
+		Stream: sink.Stream, LSN: lsn, Position: uint32(pos), Action: sink.Action,
+		ErrType: "unprocessable_event", Reason: reason, Received: received, Event: raw})
+	return nil, v, err
+}
