@@ -81,6 +81,12 @@ func benchChain(b *testing.B, doc string, ev []byte) {
 	} else if gjson.GetBytes(out, "error").Exists() || gjson.GetBytes(out, "log.flags").Exists() || strings.Contains(string(out), "_grokparsefailure") {
 		b.Fatalf("the chain failed on the event: %s", out)
 	}
+	benchRunner(b, r, ev)
+}
+
+// benchRunner runs r on ev b.N times, reporting bytes, allocations and
+// events/s.
+func benchRunner(b *testing.B, r *Runner, ev []byte) {
 	b.SetBytes(int64(len(ev)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -517,15 +517,7 @@ func BenchmarkDecodeJSONFields(b *testing.B) {
 			if c.name != "not_json" && strings.Contains(string(out), `"message":"{`) && c.name != "target" && c.name != "root" {
 				b.Fatalf("not decoded: %s", out)
 			}
-			b.SetBytes(int64(len(ev)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, _, err := r.Run(ev); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			benchRunner(b, r, ev)
 		})
 	}
 }
