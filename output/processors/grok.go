@@ -84,18 +84,30 @@ func buildGrok(o *options) (processor, error) {
 		if err != nil {
 			return nil, &ConfigError{At: mo.key(name), Err: err}
 		}
-		m, err := compileGrok(patterns, defs)
-		if err != nil {
-			return nil, &ConfigError{At: mo.key(name), Err: err}
-		}
-		for _, c := range m.fields() {
-			tp, err := newPath(p.target + c)
-			if err != nil {
-				return nil, &ConfigError{At: mo.key(name), Err: fmt.Errorf("capture %q: %w", c, err)}
+		// With break_on_match, a field's patterns are one matcher (the
+		// first that matches wins); without, Logstash applies every
+		// pattern that matches: one matcher each.
+		groups := [][]string{patterns}
+		if !p.breakOnMatch {
+			groups = groups[:0]
+			for _, pt := range patterns {
+				groups = append(groups, []string{pt})
 			}
-			p.paths[c] = tp
 		}
-		p.fields = append(p.fields, grokField{p: fp, m: m})
+		for _, g := range groups {
+			m, err := compileGrok(g, defs)
+			if err != nil {
+				return nil, &ConfigError{At: mo.key(name), Err: err}
+			}
+			for _, c := range m.fields() {
+				tp, err := newPath(p.target + c)
+				if err != nil {
+					return nil, &ConfigError{At: mo.key(name), Err: fmt.Errorf("capture %q: %w", c, err)}
+				}
+				p.paths[c] = tp
+			}
+			p.fields = append(p.fields, grokField{p: fp, m: m})
+		}
 	}
 	return p, nil
 }
