@@ -345,13 +345,16 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if p.copy {
 		v = e.clone(v)
 	} else {
-		undo.record(e, f.from)
+		*undo = append(*undo, undoEntry{p: f.from, old: v})
 		e.delete(f.from)
 	}
-	undo.record(e, f.to)
-	if err := e.put(f.to, v); err != nil {
+	// to is absent (checked above): the write takes one walk, and taking
+	// it back is deleting what it created.
+	_, created, err := e.putNew(f.to, v)
+	if err != nil {
 		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
 	}
+	*undo = append(*undo, undoEntry{p: created})
 	return nil
 }
 
