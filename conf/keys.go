@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -194,6 +195,10 @@ func splitKey(dotted string) toml.Key { return parsePath(dotted) }
 // this follows table headers and (dotted) keys line by line; it is used
 // only to point at the line in messages.
 func keyLine(data []byte, key toml.Key) int {
+	if i, n, ok := indexedPart(key); ok {
+		base := append(slices.Clone(key[:i]), strings.TrimSuffix(key[i], fmt.Sprintf("[%d]", n)))
+		return elementLine(data, base, n)
+	}
 	var table toml.Key
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, len(data)+1)
@@ -220,6 +225,62 @@ func keyLine(data []byte, key toml.Key) int {
 		full := append(slices.Clone(table), parsePath(line[:eq])...)
 		if len(full) >= len(key) && slices.Equal(full[:len(key)], key) {
 			return n
+		}
+	}
+	return 0
+}
+
+// indexedPart finds the first part of key that names an element of a
+// list of tables, as the processors' keys do ("processors[2]"): its
+// position and the element's index.
+func indexedPart(key toml.Key) (i, n int, ok bool) {
+	for i, part := range key {
+		open := strings.LastIndexByte(part, '[')
+		if open <= 0 || !strings.HasSuffix(part, "]") {
+			continue
+		}
+		if n, err := strconv.Atoi(part[open+1 : len(part)-1]); err == nil && n >= 0 {
+			return i, n, true
+		}
+	}
+	return 0, 0, false
+}
+
+// elementLine finds the line of element n of the list of tables base:
+// its [[base]] header, or, for a list written inline (base = [...]),
+// the line of the key. 0 when there is none.
+func elementLine(data []byte, base toml.Key, n int) int {
+	var table toml.Key
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		if strings.HasPrefix(text, "[[") {
+			if end := strings.Index(text, "]]"); end > 0 {
+				table = parsePath(text[2:end])
+				if slices.Equal(table, base) {
+					if seen == n {
+						return line
+					}
+					seen++
+				}
+			}
+			continue
+		}
+		if text[0] == '[' {
+			if end := strings.IndexByte(text, ']'); end > 0 {
+				table = parsePath(strings.Trim(text[:end], "[]"))
+			}
+			continue
+		}
+		if eq := strings.IndexByte(text, '='); eq > 0 {
+			if full := append(slices.Clone(table), parsePath(text[:eq])...); slices.Equal(full, base) {
+				return line
+			}
 		}
 	}
 	return 0

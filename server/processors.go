@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/output/processors"
 )
@@ -30,17 +28,18 @@ func compileList(key string, list conf.Processors) (*processors.List, error) {
 	return processors.Compile(key, list)
 }
 
-// checkProcessors compiles every list of processors of c, reporting each
-// list's first problem at the key it names.
+// checkProcessors compiles every list of processors of c, reporting the
+// first problem of each element that is wrong, at the key it names.
 func checkProcessors(c *conf.Config, bad func(key, format string, args ...any)) {
 	for _, pl := range c.ProcessorLists() {
 		if _, err := compileList(pl.Key, pl.List); err != nil {
-			var ce *processors.ConfigError
-			if errors.As(err, &ce) {
+			ces := processors.ConfigErrors(err)
+			for _, ce := range ces {
 				bad(ce.At, "%v", ce.Err)
-				continue
 			}
-			bad(pl.Key, "%v", err)
+			if len(ces) == 0 {
+				bad(pl.Key, "%v", err)
+			}
 		}
 	}
 }

@@ -336,3 +336,33 @@ tokenizer = ""
 		}
 	}
 }
+
+// TestCheckConfigReportsEveryProcessorProblem: every wrong element of
+// every list is reported at once, each at the line of its element.
+func TestCheckConfigReportsEveryProcessorProblem(t *testing.T) {
+	_, _, stderr, code := checkConfigText(t, `[[processors]]
+[processors.add_tags]
+tags = ["x"]
+
+[[processors]]
+[processors.dissect]
+tokenizer = ""
+
+[[processors]]
+[processors.rename]
+fields = [{from = "a"}]
+
+[output.elasticsearch.main]
+hosts = ["http://127.0.0.1:9"]
+processors = [{grokk = {}}]
+`)
+	for _, want := range []string{
+		":5: processors[1].dissect.tokenizer: must not be empty",
+		":9: processors[2].rename.fields[0].to: missing (required)",
+		":15: output.elasticsearch.main.processors[0].grokk: unknown processor",
+	} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr:\n%s\nwant it to hold %q", code, stderr, want)
+		}
+	}
+}

@@ -72,16 +72,53 @@ func (l *List) Len() int {
 // for an output's). Each element is a table with one key, the
 // processor's name, holding its options; or Filebeat's if/then/else
 // form. An error is a *ConfigError naming the element and the key.
+//
+// Every element is checked: the error joins one *ConfigError per element
+// that is wrong (the first problem of each), so that a check reports them
+// all at once.
 func Compile(at string, list []map[string]any) (*List, error) {
 	l := &List{at: at}
+	var errs []error
 	for i, el := range list {
 		s, err := compileElement(fmt.Sprintf("%s[%d]", at, i), el)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		l.steps = append(l.steps, s)
 	}
+	if errs != nil {
+		return nil, errors.Join(errs...)
+	}
 	return l, nil
+}
+
+// ConfigErrors returns the problems an error of Compile holds, each
+// naming its key.
+func ConfigErrors(err error) []*ConfigError {
+	var out []*ConfigError
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if ce, ok := err.(*ConfigError); ok {
+			out = append(out, ce)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			out = append(out, ce)
+		}
+	}
+	walk(err)
+	return out
 }
 
 func compileElement(at string, el map[string]any) (*spec, error) {

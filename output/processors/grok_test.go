@@ -66,7 +66,12 @@ func TestGrokProcessorErrors(t *testing.T) {
 		"[[processors]]\n[processors.grok]\nmatch = {m = \"%{WORD:w}\"}\nbreak_on_match = 1\n": "processors[0].grok.break_on_match",
 	} {
 		_, err := compileTOML(t, doc)
-		ce, ok := err.(*ConfigError)
+		ces := ConfigErrors(err)
+		ok := len(ces) == 1
+		var ce *ConfigError
+		if ok {
+			ce = ces[0]
+		}
 		if !ok || ce.At != at {
 			t.Errorf("%s: got %v, want an error at %s", doc, err, at)
 		}
