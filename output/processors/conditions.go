@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // Conditions are Filebeat's (libbeat/conditions): the `when` of a

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // condEvent parses js into an event.

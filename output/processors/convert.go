@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // convert is Filebeat's processor of that name: it converts fields to

@@ -11,7 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // djProc compiles one processor, name, from the TOML text of its options.

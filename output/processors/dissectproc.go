@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 func init() { register("dissect", buildDissect) }

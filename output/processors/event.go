@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // A path is a field name split at its dots: "http.request.method" walks

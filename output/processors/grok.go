@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 func init() { register("grok", buildGrok) }

@@ -11,7 +11,7 @@ import (
 	// timezone names work where the system has none (containers).
 	_ "time/tzdata"
 
-	"github.com/logpond/logpond/output/processors/internal/jsontree"
+	"github.com/logpond/logpond/internal/jsontree"
 )
 
 // timestamp is Filebeat's processor of that name
