@@ -192,17 +192,7 @@ func TestGrokEngineSameAsGoGrok(t *testing.T) {
 	}
 	var sc grokScratch
 	for _, pat := range grokTestPatterns {
-		m, err := compileGrok([]string{pat}, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", pat, err)
-		}
-		g, err := grok.NewComplete()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Compile(pat, true); err != nil {
-			t.Fatal(err)
-		}
+		m, g := grokTestPair(t, pat, nil, nil)
 		for _, line := range lines {
 			grokTestCompare(t, pat, m, g, &sc, line)
 		}
@@ -222,17 +212,7 @@ func TestGrokEngineSameAsGoGrokDefinitions(t *testing.T) {
 		`127.0.0.1 - Frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326`}
 	var sc grokScratch
 	for _, pat := range []string{"%{MYLINE}", "%{COMMONAPACHELOG}", "%{MYID:whole}"} {
-		m, err := compileGrok([]string{pat}, defs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := grok.NewComplete(defs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Compile(pat, true); err != nil {
-			t.Fatal(err)
-		}
+		m, g := grokTestPair(t, pat, defs, defs)
 		for _, line := range lines {
 			grokTestCompare(t, pat, m, g, &sc, line)
 		}
@@ -671,4 +651,27 @@ func BenchmarkGrokGoGrokCombined(b *testing.B) {
 			b.Fatal("no match")
 		}
 	}
+}
+
+// grokTestPair compiles pat with definitions defs both here and with
+// go-grok's complete set (gdefs added to it), for comparing the two.
+func grokTestPair(t *testing.T, pat string, defs, gdefs map[string]string) (*grokMatcher, *grok.Grok) {
+	t.Helper()
+	m, err := compileGrok([]string{pat}, defs)
+	if err != nil {
+		t.Fatalf("%s: %v", pat, err)
+	}
+	var g *grok.Grok
+	if gdefs == nil {
+		g, err = grok.NewComplete()
+	} else {
+		g, err = grok.NewComplete(gdefs)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Compile(pat, true); err != nil {
+		t.Fatal(err)
+	}
+	return m, g
 }
