@@ -58,6 +58,30 @@ overwrite_keys = true
 [processors.dissect]
 tokenizer = "%{a} %{b}"
 `, `{"other":"1 2"}`, `{"other":"1 2"}`},
+		{"a nested key taken: nothing written", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{x} %{a.b} %{a.c}"
+target_prefix = ""
+`, `{"message":"1 2 3","a":{"c":"keep"}}`, `{"message":"1 2 3","a":{"c":"keep"}}`},
+		{"a path through a string: nothing written", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{x} %{a.b}"
+target_prefix = ""
+`, `{"message":"1 2","a":"text"}`, `{"message":"1 2","a":"text"}`},
+		{"a key that is a prefix of another", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} %{a.b}"
+target_prefix = ""
+`, `{"message":"1 2"}`, `{"message":"1 2"}`},
+		{"into objects already there", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a.b} %{a.c.d} %{e}"
+target_prefix = ""
+`, `{"message":"1 2 3","a":{"z":0,"c":{"y":1}}}`, `{"message":"1 2 3","a":{"z":0,"c":{"y":1,"d":"2"},"b":"1"},"e":"3"}`},
 		{"indirect field", `
 [[processors]]
 [processors.dissect]

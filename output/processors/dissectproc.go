@@ -24,6 +24,50 @@ type dissectProcessor struct {
 	// keyPaths are the same in the order of the keys in the tokenizer,
 	// which is the order of dissect's results: looked up by position.
 	keyPaths []keyPath
+	// tree is keyPaths as a tree of objects, for writing all the fields
+	// of an event in one descent (nil when some key is a prefix of
+	// another, or with overwrite_keys: then fields are written one by
+	// one).
+	tree []*writeNode
+}
+
+// writeNode is a member dissect writes: a field (field ≥ 0, its index in
+// keyPaths) or an object holding some (kids).
+type writeNode struct {
+	key   string
+	path  path // from the root to this member
+	field int
+	kids  []*writeNode
+}
+
+// writeTree builds the tree of keyPaths, or returns nil when a key is a
+// prefix of another (or repeats), which the tree cannot hold.
+func writeTree(kps []keyPath) []*writeNode {
+	var roots []*writeNode
+	for i, kp := range kps {
+		level := &roots
+		for d, part := range kp.p.parts {
+			leaf := d == len(kp.p.parts)-1
+			var n *writeNode
+			for _, c := range *level {
+				if c.key == part {
+					n = c
+				}
+			}
+			switch {
+			case n == nil:
+				n = &writeNode{key: part, field: -1, path: path{name: strings.Join(kp.p.parts[:d+1], "."), parts: kp.p.parts[:d+1]}}
+				*level = append(*level, n)
+			case leaf || n.field >= 0:
+				return nil
+			}
+			if leaf {
+				n.field = i
+			}
+			level = &n.kids
+		}
+	}
+	return roots
 }
 
 type keyPath struct {
@@ -75,6 +119,9 @@ func buildDissect(o *options) (processor, error) {
 		p.paths[k] = tp
 		p.keyPaths = append(p.keyPaths, keyPath{key: k, p: tp})
 	}
+	if !p.overwrite {
+		p.tree = writeTree(p.keyPaths)
+	}
 	return p, nil
 }
 
@@ -113,6 +160,16 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 	// object.
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
+	if p.tree != nil && p.inOrder(fields) {
+		// One descent for all the fields: each object on the way is
+		// searched once, and nothing is searched (or recorded for
+		// taking back) inside an object this write created.
+		if err := p.writeTree(e, e.root, p.tree, fields, false, &undo); err != nil {
+			undo.revert(e)
+			return false, err
+		}
+		return false, nil
+	}
 	for i, f := range fields {
 		var tp path
 		if i < len(p.keyPaths) && p.keyPaths[i].key == f.Key {
@@ -145,6 +202,55 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// inOrder reports whether fields are keyPaths' keys, in order: no
+// indirect key, which the tree does not hold.
+func (p *dissectProcessor) inOrder(fields []dissectField) bool {
+	if len(fields) != len(p.keyPaths) {
+		return false
+	}
+	for i := range fields {
+		if fields[i].Key != p.keyPaths[i].key {
+			return false
+		}
+	}
+	return true
+}
+
+// writeTree writes the fields of nodes into obj (an object). fresh says
+// obj was made by this write: nothing in it to search, or to record.
+func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*writeNode, fields []dissectField, fresh bool, undo *undoLog) error {
+	o, _ := obj.Object()
+	for _, n := range nodes {
+		var cur *jsontree.Value
+		if !fresh {
+			cur = o.Get(n.key)
+		}
+		switch {
+		case n.field >= 0 && cur != nil:
+			return fmt.Errorf("cannot override existing key with `%s`", n.path.name)
+		case n.field >= 0:
+			o.SetNew(n.key, dissectValue(e, fields[n.field]))
+		case cur == nil:
+			child := e.arena.NewObject()
+			o.SetNew(n.key, child)
+			if err := p.writeTree(e, child, n.kids, fields, true, undo); err != nil {
+				return err
+			}
+		case cur.Type() != jsontree.TypeObject:
+			return fmt.Errorf("dissect: %s: %w", n.path.name, &errNotObject{at: n.path.name, kind: cur.Type()})
+		default:
+			if err := p.writeTree(e, cur, n.kids, fields, false, undo); err != nil {
+				return err
+			}
+			continue
+		}
+		if !fresh {
+			*undo = append(*undo, undoEntry{p: n.path})
+		}
+	}
+	return nil
 }
 
 // dissectValue is a field's value in the event: converted by its |type
