@@ -501,11 +501,33 @@ func endOfContainer(s string, i int) int {
 		}
 		switch c {
 		case '"':
-			end := endOfString(s, j)
-			if end < 0 {
-				return -1
+			// endOfString, inlined: most strings here are short keys
+			// and values, where the call costs as much as the scan.
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			k := j + 1
+		str:
+			for {
+				for k+8 <= len(s) {
+					w := binary.LittleEndian.Uint64([]byte(s[k : k+8]))
+					q, b := w^(ones*'"'), w^(ones*'\\')
+					if ((q-ones)&^q|(b-ones)&^b)&highs != 0 {
+						break
+					}
+					k += 8
+				}
+				for end := min(k+8, len(s)); k < end; k++ {
+					switch s[k] {
+					case '"':
+						break str
+					case '\\':
+						k++
+					}
+				}
+				if k >= len(s) {
+					return -1
+				}
 			}
-			j = end - 1
+			j = k
 		case '{', '[':
 			depth++
 		default:
