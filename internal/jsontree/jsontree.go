@@ -322,7 +322,9 @@ func (v *Value) Delete(key string) bool {
 		}
 		start := i
 		k := s[i+1 : keyEnd-1]
-		if strings.IndexByte(k, '\\') >= 0 {
+		// A key with an escape is longer as written than decoded: only
+		// such a key can match without being equal as written.
+		if len(k) > len(key) && strings.IndexByte(k, '\\') >= 0 {
 			k = a.decode(s[i:keyEnd])
 		}
 		i = skipSpace(s, keyEnd)
