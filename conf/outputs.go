@@ -185,6 +185,18 @@ func (o NamedOutput) MaxLagBytes() int64 {
 	return int64(o.Elasticsearch.MaxLag)
 }
 
+// DeadLetterLimits are the output's dead_letter_max_bytes and
+// dead_letter_max_age, whatever its type.
+func (o NamedOutput) DeadLetterLimits() (Size, Duration) {
+	switch {
+	case o.Lumberjack != nil:
+		return o.Lumberjack.DeadLetterMaxBytes, o.Lumberjack.DeadLetterMaxAge
+	case o.Kafka != nil:
+		return o.Kafka.DeadLetterMaxBytes, o.Kafka.DeadLetterMaxAge
+	}
+	return o.Elasticsearch.DeadLetterMaxBytes, o.Elasticsearch.DeadLetterMaxAge
+}
+
 // StartAt is the output's start_at ("oldest" or "newest"), whatever its
 // type.
 func (o NamedOutput) StartAt() string {

@@ -67,18 +67,12 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			}
 			return esDrain{e}, nil
 		}
-		out.openDeadLetters = func() (*dlq.Store, error) {
-			return s.openDeadLetters(o, o.Elasticsearch.DeadLetterMaxBytes, o.Elasticsearch.DeadLetterMaxAge)
-		}
-		out.deadLetterMaxBytes = int64(o.Elasticsearch.DeadLetterMaxBytes)
 	case conf.TypeLumberjack:
 		opts, tlsSrc, err := lumberjackOptions(o)
 		if err != nil {
 			return nil, err
 		}
-		if tlsSrc != nil {
-			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
-		}
+		s.addSSL(o, tlsSrc)
 		opts.Chain = out.chain
 		opts.Logger = s.log
 		if err := lumberjack.CheckOptions(opts); err != nil {
@@ -93,18 +87,12 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			}
 			return ljDrain{o}, nil
 		}
-		out.openDeadLetters = func() (*dlq.Store, error) {
-			return s.openDeadLetters(o, o.Lumberjack.DeadLetterMaxBytes, o.Lumberjack.DeadLetterMaxAge)
-		}
-		out.deadLetterMaxBytes = int64(o.Lumberjack.DeadLetterMaxBytes)
 	case conf.TypeKafka:
 		opts, tlsSrc, err := kafkaOptions(o)
 		if err != nil {
 			return nil, err
 		}
-		if tlsSrc != nil {
-			s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: tlsSrc})
-		}
+		s.addSSL(o, tlsSrc)
 		opts.Chain = out.chain
 		opts.Logger = s.log
 		if err := kafka.CheckOptions(opts); err != nil {
@@ -119,13 +107,12 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 			}
 			return kafkaDrain{k}, nil
 		}
-		out.openDeadLetters = func() (*dlq.Store, error) {
-			return s.openDeadLetters(o, o.Kafka.DeadLetterMaxBytes, o.Kafka.DeadLetterMaxAge)
-		}
-		out.deadLetterMaxBytes = int64(o.Kafka.DeadLetterMaxBytes)
 	default:
 		return nil, fmt.Errorf("server: %s: outputs of type %q are not supported", o.Key, o.Type)
 	}
+	maxBytes, maxAge := o.DeadLetterLimits()
+	out.openDeadLetters = func() (*dlq.Store, error) { return s.openDeadLetters(o, maxBytes, maxAge) }
+	out.deadLetterMaxBytes = int64(maxBytes)
 	out.newDrain = func(l *ledger.Ledger, d *dlq.Store) (drain, error) {
 		if err := startCursor(l, o.Name, startAt, s.log); err != nil {
 			return nil, err
@@ -133,6 +120,14 @@ func (s *Server) newOutputRunner(o conf.NamedOutput) (*outputRunner, error) {
 		return newDrain(l, d)
 	}
 	return out, nil
+}
+
+// addSSL keeps the TLS source of an output's ssl section (nil: none),
+// which Reload reads again.
+func (s *Server) addSSL(o conf.NamedOutput, src *tlsfiles.Source) {
+	if src != nil {
+		s.tlsSources = append(s.tlsSources, namedTLS{key: o.Key + ".ssl", src: src})
+	}
 }
 
 // esTLS is the client side of TLS of the Elasticsearch output o, read
