@@ -262,13 +262,6 @@ var (
 	tagsPath     = path{name: "tags", parts: []string{"tags"}}
 )
 
-// newValue turns a configured value (from TOML: string, int64, float64,
-// bool, lists and tables of them) into a JSON value in the event's arena.
-// For values configured once, compile them (compileStatic) and build.
-func (e *event) newValue(v any) *jsontree.Value {
-	return compileStatic(v).build(e.arena)
-}
-
 // static is a configured value (add_fields' fields) compiled once: each
 // event builds its own copy from it (processors after may edit it), with
 // no key to split or sort.
