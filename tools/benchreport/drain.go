@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,25 +145,11 @@ func (b *bench) drainOnce(ctx context.Context, name, what string, events int64, 
 	if err != nil {
 		return r, err
 	}
-	limit := time.Now().Add(b.o.drainLimit)
-	lastCount, lastChange := 0, start
-	for {
-		n := srv.Count()
-		if n != lastCount {
-			now := time.Now()
-			if d := now.Sub(lastChange); lastCount > 0 && d > r.Stall { // not logpond's start before the first rise
-				r.Stall, r.StallAt = d, lastCount
-			}
-			lastCount, lastChange = n, now
-		}
-		if n >= int(events) {
-			break
-		}
-		if ctx.Err() != nil || time.Now().After(limit) {
-			p.Stop()
-			return r, fmt.Errorf("%s: %d of %d events delivered after %s", name, n, events, time.Since(start).Round(time.Second))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var n int
+	r.Stall, r.StallAt, n, err = waitStored(ctx, srv.Count, int(events), start, time.Now().Add(b.o.drainLimit))
+	if err != nil {
+		p.Stop()
+		return r, fmt.Errorf("%s: %d of %d events delivered after %s", name, n, events, time.Since(start).Round(time.Second))
 	}
 	r.Elapsed = time.Since(start)
 	r.PeakRSS, r.CPU = p.PeakRSS(), p.CPU()
@@ -311,4 +298,32 @@ func drainMarkdown(runs []drainRun, o options) string {
 	}
 	p("\nThe ideal time is n/C for overload (the backlog of n events at the server's rate) and R + n/C for storm (R: the time every item was refused). Goals: random ≤ 1.5× clean; overload ≤ 1.1× ideal with ≤ 0.1 rejected items per delivered event; storm ≤ 1.2× ideal. C is a third of the clean run's rate.\n\n")
 	return b.String()
+}
+
+// waitStored waits until count() (the server's documents) reaches want.
+// It returns the longest the count stood still after its first rise
+// (not logpond's start before it) and the count it stood at; err when
+// ctx ends or limit passes first, with the count reached.
+func waitStored(ctx context.Context, count func() int, want int, start, limit time.Time) (stall time.Duration, stallAt, n int, err error) {
+	lastCount, lastChange := 0, start
+	for {
+		n = count()
+		if n != lastCount {
+			now := time.Now()
+			if d := now.Sub(lastChange); lastCount > 0 && d > stall {
+				stall, stallAt = d, lastCount
+			}
+			lastCount, lastChange = n, now
+		}
+		if n >= want {
+			return stall, stallAt, n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return stall, stallAt, n, err
+		}
+		if time.Now().After(limit) {
+			return stall, stallAt, n, errors.New("time limit passed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

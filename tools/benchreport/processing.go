@@ -585,25 +585,11 @@ func (b *bench) procDrain(ctx context.Context, chain bool, census procCensus) (p
 	if err != nil {
 		return r, err
 	}
-	limit := start.Add(b.o.drainLimit)
-	lastCount, lastChange := 0, start
-	for {
-		n := srv.Count()
-		if n != lastCount {
-			now := time.Now()
-			if d := now.Sub(lastChange); lastCount > 0 && d > r.Stall {
-				r.Stall = d
-			}
-			lastCount, lastChange = n, now
-		}
-		if int64(n) >= want {
-			break
-		}
-		if ctx.Err() != nil || time.Now().After(limit) {
-			p.Stop()
-			return r, fmt.Errorf("%s: %d of %d documents stored after %s", name, n, want, time.Since(start).Round(time.Second))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var n int
+	r.Stall, _, n, err = waitStored(ctx, srv.Count, int(want), start, start.Add(b.o.drainLimit))
+	if err != nil {
+		p.Stop()
+		return r, fmt.Errorf("%s: %d of %d documents stored after %s", name, n, want, time.Since(start).Round(time.Second))
 	}
 	r.Elapsed = time.Since(start)
 	r.PeakRSS, r.CPU = p.PeakRSS(), p.CPU()
