@@ -164,32 +164,6 @@ func (v *Value) Int64() (int64, error) {
 	return strconv.ParseInt(v.numberText(), 10, 64)
 }
 
-// Int is Int64 as an int.
-func (v *Value) Int() (int, error) {
-	n, err := v.Int64()
-	return int(n), err
-}
-
-// Uint64 returns a number's value when it is a non-negative integer
-// that fits.
-func (v *Value) Uint64() (uint64, error) {
-	if v.t != TypeNumber {
-		return 0, fmt.Errorf("jsontree: not a number: it is %s", v.t)
-	}
-	return strconv.ParseUint(v.numberText(), 10, 64)
-}
-
-// Bool returns a boolean's value.
-func (v *Value) Bool() (bool, error) {
-	switch v.t {
-	case TypeTrue:
-		return true, nil
-	case TypeFalse:
-		return false, nil
-	}
-	return false, fmt.Errorf("jsontree: not a boolean: it is %s", v.t)
-}
-
 // Get walks keys through nested objects and returns the value there, or
 // nil.
 func (v *Value) Get(keys ...string) *Value {
@@ -842,9 +816,6 @@ func (a *Arena) NewNumberString(s string) *Value {
 	v.t, v.s = TypeNumber, s
 	return v
 }
-
-// NewNumberInt returns the number n.
-func (a *Arena) NewNumberInt(n int) *Value { return a.NewInt64(int64(n)) }
 
 // NewInt64 returns the number n, its text written in the arena.
 func (a *Arena) NewInt64(n int64) *Value {

@@ -90,7 +90,7 @@ func TestEdits(t *testing.T) {
 	}
 	var a Arena
 	v.Get("a").Set("b", a.NewString("ctl\x01\x7f del, bad utf8 \xff, quote \" back \\ <tag>&"))
-	v.Get("a").Set("new", a.NewNumberInt(7))
+	v.Get("a").Set("new", a.NewInt64(7))
 	v.Del("d")
 	v.Get("a", "c").SetArrayItem(1, a.NewTrue())
 	v.Get("a", "c").SetArrayItem(3, a.NewNumberFloat64(1.5))

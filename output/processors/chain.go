@@ -178,8 +178,8 @@ func asConfigError(o *options, err error) error {
 // ifProcessor is Filebeat's if/then/else element: then runs on the
 // events the condition matches, else (if any) on the others.
 type ifProcessor struct {
-	cond       condition
-	then, els_ []*step
+	cond            condition
+	then, otherwise []*step
 }
 
 func compileIf(at string, el map[string]any) (*ifProcessor, error) {
@@ -193,34 +193,37 @@ func compileIf(at string, el map[string]any) (*ifProcessor, error) {
 		return nil, err
 	}
 	p := &ifProcessor{cond: cond}
-	thenV, ok := el["then"]
-	if !ok {
+	if _, ok := el["then"]; !ok {
 		return nil, &ConfigError{At: at + ".then", Err: errors.New("missing: an if needs a then list")}
 	}
-	for key, dst := range map[string]*[]*step{"then": &p.then, "else": &p.els_} {
-		v, ok := el[key]
-		if key == "then" {
-			v = thenV
-		} else if !ok {
-			continue
-		}
-		list, err := asTables(v)
-		if err != nil {
-			return nil, &ConfigError{At: at + "." + key, Err: err}
-		}
-		sub, err := Compile(at+"."+key, list)
-		if err != nil {
+	if p.then, err = compileBranch(at+".then", el["then"]); err != nil {
+		return nil, err
+	}
+	if v, ok := el["else"]; ok {
+		if p.otherwise, err = compileBranch(at+".else", v); err != nil {
 			return nil, err
 		}
-		*dst = newSteps(sub.steps)
 	}
 	return p, nil
 }
 
+// compileBranch compiles the then or else list of an if, at key at.
+func compileBranch(at string, v any) ([]*step, error) {
+	list, err := asTables(v)
+	if err != nil {
+		return nil, &ConfigError{At: at, Err: err}
+	}
+	sub, err := Compile(at, list)
+	if err != nil {
+		return nil, err
+	}
+	return newSteps(sub.steps), nil
+}
+
 func (p *ifProcessor) run(e *event) (bool, error) {
-	steps := p.els_
+	steps, branch := p.otherwise, "else"
 	if p.cond.match(e) {
-		steps = p.then
+		steps, branch = p.then, "then"
 	}
 	// A then or else list stops at its first failure, as Filebeat's
 	// does; the chain goes on after the if.
@@ -230,17 +233,10 @@ func (p *ifProcessor) run(e *event) (bool, error) {
 			return true, nil
 		}
 		if e.failed {
-			return false, errors.New("a processor of the " + p.branch(steps) + " list failed")
+			return false, errors.New("a processor of the " + branch + " list failed")
 		}
 	}
 	return false, nil
-}
-
-func (p *ifProcessor) branch(steps []*step) string {
-	if len(steps) > 0 && len(p.then) > 0 && steps[0] == p.then[0] {
-		return "then"
-	}
-	return "else"
 }
 
 // Chain is what one output runs: the global list, then its own. It
@@ -349,7 +345,7 @@ func (c *Chain) Stats() []ProcessorStats {
 			})
 			if p, ok := s.proc.(*ifProcessor); ok {
 				walk(p.then)
-				walk(p.els_)
+				walk(p.otherwise)
 			}
 		}
 	}
