@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -70,19 +71,20 @@ func (t Type) String() string {
 // Value is one JSON value.
 type Value struct {
 	t Type
+	// sdone says s holds a string's decoded text.
+	sdone bool
+	// expanded says kvs (objects) or items (arrays) hold the members;
+	// an expanded container is written from them.
+	expanded bool
 	// raw is the value's JSON text as read ("" for a value built here).
 	// A container is written back as raw until it is expanded.
 	raw string
 	// s is a string's decoded text (once sdone), or a built number's
 	// text.
 	s     string
-	sdone bool
-	// expanded says kvs (objects) or items (arrays) hold the members;
-	// an expanded container is written from them.
-	expanded bool
-	kvs      []kv
-	items    []*Value
-	a        *Arena // where the members of a lazy container come from
+	kvs   []kv
+	items []*Value
+	a     *Arena // where the members of a lazy container come from
 }
 
 type kv struct {
@@ -241,7 +243,22 @@ func (o *Object) index(key string) int {
 }
 
 // Set sets member key to val, in place when it exists, else last.
-func (o *Object) Set(key string, val *Value) {
+func (o *Object) Set(key string, val *Value) { o.SetQuoted(key, "", val) }
+
+// SetNew adds member key, which the caller knows o does not hold (it
+// just looked): Set without the search.
+func (o *Object) SetNew(key string, val *Value) { o.SetNewQuoted(key, "", val) }
+
+// Quote returns s as a JSON string, quotes included: the form SetQuoted
+// and SetNewQuoted take.
+func Quote(s string) string { return string(AppendString(nil, s)) }
+
+// SetQuoted is Set with the key also given as Quote(key), which is
+// written as is when the object is serialized. Keys a processor chain
+// sets on every event are quoted once, when it is compiled, instead of
+// being checked for escapes on every event. An empty quoted is allowed:
+// the key is then quoted when written.
+func (o *Object) SetQuoted(key, quoted string, val *Value) {
 	if val == nil {
 		val = valueNull
 	}
@@ -249,16 +266,16 @@ func (o *Object) Set(key string, val *Value) {
 		o.kvs[i].v = val
 		return
 	}
-	o.kvs = append(o.kvs, kv{k: key, v: val})
+	o.kvs = appendKV(o.kvs, key, quoted, val)
 }
 
-// SetNew adds member key, which the caller knows o does not hold (it
-// just looked): Set without the search.
-func (o *Object) SetNew(key string, val *Value) {
+// SetNewQuoted is SetNew with the key also given as Quote(key) (or ""),
+// as SetQuoted.
+func (o *Object) SetNewQuoted(key, quoted string, val *Value) {
 	if val == nil {
 		val = valueNull
 	}
-	o.kvs = append(o.kvs, kv{k: key, v: val})
+	o.kvs = appendKV(o.kvs, key, quoted, val)
 }
 
 // Del removes member key.
@@ -333,6 +350,20 @@ func (v *Value) Delete(key string) bool {
 	return false
 }
 
+// appendKV appends a member to kvs. Filling the slot in place, when
+// there is room, is several times cheaper than appending a kv literal,
+// which is built on the stack and then copied.
+func appendKV(kvs []kv, key, rawKey string, v *Value) []kv {
+	n := len(kvs)
+	if n == cap(kvs) {
+		return append(kvs, kv{k: key, rawKey: rawKey, v: v})
+	}
+	kvs = kvs[:n+1]
+	m := &kvs[n]
+	m.k, m.rawKey, m.v = key, rawKey, v
+	return kvs
+}
+
 // Len is the number of members.
 func (o *Object) Len() int { return len(o.kvs) }
 
@@ -382,7 +413,7 @@ func (v *Value) expand() {
 		}
 		m := a.lazy(s[i:end])
 		if v.t == TypeObject {
-			v.kvs = append(v.kvs, kv{k: key, rawKey: rawKey, v: m})
+			v.kvs = appendKV(v.kvs, key, rawKey, m)
 		} else {
 			v.items = append(v.items, m)
 		}
@@ -460,57 +491,71 @@ func endOfValue(s string, i int) int {
 	return j
 }
 
-// structural marks the bytes endOfContainer stops at.
-var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
-
 // endOfContainer returns the index after the object or array that starts
 // at s[i], or -1. It is the hot loop of a lazy parse: every container a
-// chain does not touch is skipped here. Strings are skipped with the
-// runtime's vectorized byte search (endOfString), which measured faster
-// than a byte loop even on the short strings of Beats events.
+// chain does not touch is skipped here, so it reads eight bytes at a time
+// and visits only the bytes that can matter, quotes, backslashes and
+// brackets, one set bit each. Events are mostly short strings, where a
+// byte loop, or a byte search per string, costs several times as much.
+//
+// The word test may flag a byte that is not one of those (a '|', or a
+// neighbour of a true match through the subtraction's borrow); each
+// flagged byte is looked at, so such a byte costs a loop turn and
+// nothing else.
 func endOfContainer(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	depth := 0
-	for j := i; j < len(s); j++ {
-		c := s[j]
-		if !structural[c] {
+	inString := false
+	next := i // bytes before next are done (or escaped): not looked at
+	visit := func(k int) (end int, done bool) {
+		switch s[k] {
+		case '"':
+			inString = !inString
+		case '\\':
+			if inString {
+				next = k + 2 // the escaped byte is not structure
+			}
+		case '{', '[':
+			if !inString {
+				depth++
+			}
+		case '}', ']':
+			if !inString {
+				depth--
+				if depth == 0 {
+					return k + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	j := i
+	for ; j+8 <= len(s); j += 8 {
+		w := binary.LittleEndian.Uint64([]byte(s[j : j+8]))
+		// ORing 0x20 folds '[' into '{', ']' into '}' and '\\' into
+		// '|': three comparisons cover five bytes.
+		x := w | ones*0x20
+		q := w ^ (ones * '"')
+		o := x ^ (ones * '{')
+		b := x ^ (ones * '|')
+		c := x ^ (ones * '}')
+		m := ((q - ones) &^ q) | ((o - ones) &^ o) | ((b - ones) &^ b) | ((c - ones) &^ c)
+		for m &= highs; m != 0; m &= m - 1 {
+			k := j + bits.TrailingZeros64(m)>>3
+			if k < next {
+				continue
+			}
+			if end, done := visit(k); done {
+				return end
+			}
+		}
+	}
+	for k := max(j, next); k < len(s); k++ {
+		if k < next {
 			continue
 		}
-		switch c {
-		case '"':
-			// endOfString, inlined: most strings here are short keys
-			// and values, where the call costs as much as the scan.
-			const ones, highs = 0x0101010101010101, 0x8080808080808080
-			k := j + 1
-		str:
-			for {
-				for k+8 <= len(s) {
-					w := binary.LittleEndian.Uint64([]byte(s[k : k+8]))
-					q, b := w^(ones*'"'), w^(ones*'\\')
-					if ((q-ones)&^q|(b-ones)&^b)&highs != 0 {
-						break
-					}
-					k += 8
-				}
-				for end := min(k+8, len(s)); k < end; k++ {
-					switch s[k] {
-					case '"':
-						break str
-					case '\\':
-						k++
-					}
-				}
-				if k >= len(s) {
-					return -1
-				}
-			}
-			j = k
-		case '{', '[':
-			depth++
-		default:
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
+		if end, done := visit(k); done {
+			return end
 		}
 	}
 	return -1
@@ -765,8 +810,13 @@ func (a *Arena) alloc() *Value {
 	}
 	s := a.slabs[a.slab]
 	v := &s[a.next]
-	kvs, items := v.kvs[:0], v.items[:0]
-	*v = Value{kvs: kvs, items: items, a: a}
+	// Field by field, keeping the members' backing arrays: assigning a
+	// whole Value builds it on the stack and copies it, which costs
+	// several times as much on this path (tens of Values per event).
+	v.t, v.sdone, v.expanded = 0, false, false
+	v.raw, v.s = "", ""
+	v.kvs, v.items = v.kvs[:0], v.items[:0]
+	v.a = a
 	a.next++
 	if a.next == slabSize {
 		a.slab++

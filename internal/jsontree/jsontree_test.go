@@ -222,3 +222,71 @@ func TestDelete(t *testing.T) {
 		}
 	}
 }
+
+// endOfContainerRef is endOfContainer one byte at a time: the definition
+// the word-at-a-time scan must agree with.
+func endOfContainerRef(s string, i int) int {
+	depth, inString := 0, false
+	for k := i; k < len(s); k++ {
+		switch c := s[k]; {
+		case inString && c == '\\':
+			k++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return k + 1
+			}
+		}
+	}
+	return -1
+}
+
+// endOfContainer finds the end of containers whose structure falls on
+// every offset of its eight-byte words: escapes split across words,
+// brackets in strings, bytes that the word test flags but are not
+// structure ('|', and neighbours through the borrow), and text that ends
+// before the container does.
+func TestEndOfContainer(t *testing.T) {
+	cases := []string{
+		`{}`, `[]`, `{"a":1}`, `[1,[2,[3]],4]`,
+		`{"a":"}]","b":"{["}`,
+		`{"a":"x\"}","b":1}`,
+		`{"a":"\\","b":"\\\"}"}`,
+		`{"pipe":"a|b|c","hash":"#$!#","q":"#\"#"}`,
+		`{"host":{"name":"web-7","os":{"family":"debian"},"ip":["10.0.0.1","fe80::1"]},"x":1}`,
+		`{"unterminated":"abc`,
+		`{"a":[1,2`,
+		"{\"utf8\":\"é→\u2028\",\"z\":\"\x7f\"}",
+	}
+	for _, c := range cases {
+		for pad := range 9 {
+			// Shift the container across word boundaries, with text
+			// after it that must not be read as part of it.
+			s := strings.Repeat(" ", pad) + c + `,"after":"}]"`
+			if got, want := endOfContainer(s, pad), endOfContainerRef(s, pad); got != want {
+				t.Errorf("%q at %d: end %d, want %d", c, pad, got, want)
+			}
+		}
+	}
+}
+
+// FuzzEndOfContainer: the word-at-a-time scan agrees with the byte loop on
+// any bytes that start with a bracket.
+func FuzzEndOfContainer(f *testing.F) {
+	f.Add(`{"a":"x\"}","b":[1,{"c":"]"}]}`)
+	f.Add(`["\\\\\"]", "|", {}]`)
+	f.Fuzz(func(t *testing.T, s string) {
+		for i := 0; i < len(s) && i < 16; i++ {
+			if s[i] != '{' && s[i] != '[' {
+				continue
+			}
+			if got, want := endOfContainer(s, i), endOfContainerRef(s, i); got != want {
+				t.Fatalf("%q at %d: end %d, want %d", s, i, got, want)
+			}
+		}
+	})
+}

@@ -786,11 +786,47 @@ func (e *dissectMatchError) Unwrap() error { return dissectErrNoMatch }
 // integers may be written in hex with a 0x or 0X prefix. An error names
 // the value, the key and the type.
 func (f dissectField) convert() (any, error) {
+	c, err := f.converted()
+	if err != nil {
+		return nil, err
+	}
+	switch c.kind {
+	case convertedInt:
+		return c.i, nil
+	case convertedFloat:
+		return c.f, nil
+	case convertedBool:
+		return c.b, nil
+	}
+	return c.s, nil
+}
+
+// convertedValue is a converted field value without boxing it in an
+// interface, which would allocate for every number of every event.
+type convertedValue struct {
+	kind convertedKind
+	i    int64
+	f    float64
+	b    bool
+	s    string
+}
+
+type convertedKind uint8
+
+const (
+	convertedString convertedKind = iota
+	convertedInt
+	convertedFloat
+	convertedBool
+)
+
+// converted is convert's work, with the result unboxed.
+func (f dissectField) converted() (convertedValue, error) {
 	if f.Conv == dissectConvNone {
-		return f.Value, nil
+		return convertedValue{s: f.Value}, nil
 	}
 	v := strings.TrimRight(f.Value, " ")
-	var out any
+	var out convertedValue
 	var err error
 	switch f.Conv {
 	case dissectConvInteger, dissectConvLong:
@@ -802,26 +838,28 @@ func (f dissectField) convert() (any, error) {
 		if strings.HasPrefix(v, "0x") || strings.HasPrefix(v, "0X") {
 			base = 0
 		}
-		var n int64
-		n, err = strconv.ParseInt(v, base, bits)
-		out = n
+		out.kind = convertedInt
+		out.i, err = strconv.ParseInt(v, base, bits)
 	case dissectConvFloat:
+		out.kind = convertedFloat
 		if _, err = strconv.ParseFloat(v, 32); err == nil {
-			out, err = strconv.ParseFloat(v, 64)
+			out.f, err = strconv.ParseFloat(v, 64)
 		}
 	case dissectConvDouble:
-		out, err = strconv.ParseFloat(v, 64)
+		out.kind = convertedFloat
+		out.f, err = strconv.ParseFloat(v, 64)
 	case dissectConvBoolean:
-		out, err = strconv.ParseBool(v)
+		out.kind = convertedBool
+		out.b, err = strconv.ParseBool(v)
 	case dissectConvIP:
 		var a netip.Addr
 		a, err = netip.ParseAddr(v)
 		if err == nil && a.Zone() != "" {
 			err = errors.New("an IP zone is not allowed")
 		}
-		out = v
+		out.s = v
 	case dissectConvString:
-		out = v
+		out.s = v
 	default:
 		err = errors.New("unknown conversion")
 	}
@@ -830,7 +868,7 @@ func (f dissectField) convert() (any, error) {
 		if errors.As(err, &ne) {
 			err = ne.Err
 		}
-		return nil, fmt.Errorf("dissect: cannot convert value %q of key %q to %s: %v", f.Value, f.Key, f.Conv, err)
+		return convertedValue{}, fmt.Errorf("dissect: cannot convert value %q of key %q to %s: %v", f.Value, f.Key, f.Conv, err)
 	}
 	return out, nil
 }

@@ -34,10 +34,11 @@ type dissectProcessor struct {
 // writeNode is a member dissect writes: a field (field ≥ 0, its index in
 // keyPaths) or an object holding some (kids).
 type writeNode struct {
-	key   string
-	path  path // from the root to this member
-	field int
-	kids  []*writeNode
+	key    string
+	quoted string // key as a JSON string
+	path   path   // from the root to this member
+	field  int
+	kids   []*writeNode
 }
 
 // writeTree builds the tree of keyPaths, or returns nil when a key is a
@@ -56,7 +57,7 @@ func writeTree(kps []keyPath) []*writeNode {
 			}
 			switch {
 			case n == nil:
-				n = &writeNode{key: part, field: -1, path: path{name: strings.Join(kp.p.parts[:d+1], "."), parts: kp.p.parts[:d+1]}}
+				n = &writeNode{key: part, quoted: kp.p.quotedPart(d), field: -1, path: path{name: strings.Join(kp.p.parts[:d+1], "."), parts: kp.p.parts[:d+1]}}
 				*level = append(*level, n)
 			case leaf || n.field >= 0:
 				return nil
@@ -193,7 +194,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 				return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
 			}
 			if err == nil {
-				undo = append(undo, undoEntry{p: created})
+				undo.add(created, nil)
 			}
 		}
 		if err != nil {
@@ -231,10 +232,10 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 		case n.field >= 0 && cur != nil:
 			return fmt.Errorf("cannot override existing key with `%s`", n.path.name)
 		case n.field >= 0:
-			o.SetNew(n.key, dissectValue(e, fields[n.field]))
+			o.SetNewQuoted(n.key, n.quoted, dissectValue(e, fields[n.field]))
 		case cur == nil:
 			child := e.arena.NewObject()
-			o.SetNew(n.key, child)
+			o.SetNewQuoted(n.key, n.quoted, child)
 			if err := p.writeTree(e, child, n.kids, fields, true, undo); err != nil {
 				return err
 			}
@@ -247,7 +248,7 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 			continue
 		}
 		if !fresh {
-			*undo = append(*undo, undoEntry{p: n.path})
+			undo.add(n.path, nil)
 		}
 	}
 	return nil
@@ -259,23 +260,17 @@ func dissectValue(e *event, f dissectField) *jsontree.Value {
 	if f.Conv == dissectConvNone {
 		return e.arena.NewString(f.Value)
 	}
-	v, err := f.convert()
+	c, err := f.converted()
 	if err != nil {
 		return e.arena.NewString(f.Value)
 	}
-	switch x := v.(type) {
-	case int:
-		return e.arena.NewInt64(int64(x))
-	case int64:
-		return e.arena.NewInt64(x)
-	case int32:
-		return e.arena.NewInt64(int64(x))
-	case float64:
-		return e.arena.NewNumberFloat64(x)
-	case float32:
-		return e.arena.NewNumberFloat64(float64(x))
-	case bool:
-		if x {
+	switch c.kind {
+	case convertedInt:
+		return e.arena.NewInt64(c.i)
+	case convertedFloat:
+		return e.arena.NewNumberFloat64(c.f)
+	case convertedBool:
+		if c.b {
 			return e.arena.NewTrue()
 		}
 		return e.arena.NewFalse()

@@ -16,6 +16,18 @@ import (
 type path struct {
 	name  string   // as configured, for messages
 	parts []string // never empty
+	// quoted are the parts as JSON strings (jsontree.Quote), for writing
+	// keys without checking them for escapes on every event; nil for
+	// paths that are only read.
+	quoted []string
+}
+
+// quotedPart is parts[i] quoted, or "" when p does not hold it.
+func (p path) quotedPart(i int) string {
+	if i < len(p.quoted) {
+		return p.quoted[i]
+	}
+	return ""
 }
 
 func newPath(name string) (path, error) {
@@ -28,7 +40,11 @@ func newPath(name string) (path, error) {
 			return path{}, fmt.Errorf("field name %q has an empty part", name)
 		}
 	}
-	return path{name: name, parts: parts}, nil
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		quoted[i] = jsontree.Quote(p)
+	}
+	return path{name: name, parts: parts, quoted: quoted}, nil
 }
 
 func (p path) String() string { return p.name }
@@ -109,7 +125,7 @@ func (e *event) parent(p path, create bool) (*jsontree.Object, error) {
 				return nil, nil
 			}
 			next = e.arena.NewObject()
-			o.SetNew(k, next)
+			o.SetNewQuoted(k, p.quotedPart(i), next)
 		} else if next.Type() != jsontree.TypeObject {
 			return nil, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
 		}
@@ -131,7 +147,7 @@ func (e *event) putNew(p path, val *jsontree.Value) (existed bool, created path,
 		next := o.Get(k)
 		if next == nil {
 			next = e.arena.NewObject()
-			o.SetNew(k, next)
+			o.SetNewQuoted(k, p.quotedPart(i), next)
 			if first < 0 {
 				first = i
 			}
@@ -147,7 +163,7 @@ func (e *event) putNew(p path, val *jsontree.Value) (existed bool, created path,
 		}
 		first = last
 	}
-	o.SetNew(p.parts[last], val)
+	o.SetNewQuoted(p.parts[last], p.quotedPart(last), val)
 	if first == last {
 		return false, p, nil
 	}
@@ -161,7 +177,8 @@ func (e *event) put(p path, val *jsontree.Value) error {
 	if err != nil {
 		return err
 	}
-	o.Set(p.parts[len(p.parts)-1], val)
+	last := len(p.parts) - 1
+	o.SetQuoted(p.parts[last], p.quotedPart(last), val)
 	return nil
 }
 
@@ -273,8 +290,9 @@ type static struct {
 }
 
 type staticMember struct {
-	key string
-	val *static
+	key    string
+	quoted string // key as a JSON string
+	val    *static
 }
 
 // compileStatic compiles a configured value (from TOML: string, int64,
@@ -341,12 +359,12 @@ func (st *static) put(parts []string, v *static) {
 		return
 	}
 	if len(parts) == 1 {
-		st.members = append(st.members, staticMember{key: parts[0], val: v})
+		st.members = append(st.members, staticMember{key: parts[0], quoted: jsontree.Quote(parts[0]), val: v})
 		return
 	}
 	child := &static{t: jsontree.TypeObject}
 	child.put(parts[1:], v)
-	st.members = append(st.members, staticMember{key: parts[0], val: child})
+	st.members = append(st.members, staticMember{key: parts[0], quoted: jsontree.Quote(parts[0]), val: child})
 }
 
 // build makes the event's own copy of st.
@@ -370,7 +388,7 @@ func (st *static) build(a *jsontree.Arena) *jsontree.Value {
 		obj := a.NewObject()
 		o, _ := obj.Object()
 		for _, m := range st.members {
-			o.Set(m.key, m.val.build(a))
+			o.SetQuoted(m.key, m.quoted, m.val.build(a))
 		}
 		return obj
 	}

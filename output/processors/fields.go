@@ -44,7 +44,21 @@ type undoEntry struct {
 	old *jsontree.Value // nil: p was absent
 }
 
-func (u *undoLog) record(e *event, p path) { *u = append(*u, undoEntry{p: p, old: e.get(p)}) }
+func (u *undoLog) record(e *event, p path) { u.add(p, e.get(p)) }
+
+// add records that p held old (nil: was absent). The entry is filled in
+// place: appending an undoEntry literal builds it on the stack and copies
+// it, which costs more than the rest of a field write.
+func (u *undoLog) add(p path, old *jsontree.Value) {
+	n := len(*u)
+	if n == cap(*u) {
+		*u = append(*u, undoEntry{p: p, old: old})
+		return
+	}
+	*u = (*u)[:n+1]
+	ent := &(*u)[n]
+	ent.p.name, ent.p.parts, ent.old = p.name, p.parts, old
+}
 
 func (u undoLog) revert(e *event) {
 	for i := len(u) - 1; i >= 0; i-- {
@@ -345,7 +359,7 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if p.copy {
 		v = e.clone(v)
 	} else {
-		*undo = append(*undo, undoEntry{p: f.from, old: v})
+		undo.add(f.from, v)
 		e.delete(f.from)
 	}
 	// to is absent (checked above): the write takes one walk, and taking
@@ -354,7 +368,7 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if err != nil {
 		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
 	}
-	*undo = append(*undo, undoEntry{p: created})
+	undo.add(created, nil)
 	return nil
 }
 
