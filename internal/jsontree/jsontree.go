@@ -81,8 +81,11 @@ type Value struct {
 	raw string
 	// s is a string's decoded text (once sdone), or a built number's
 	// text.
-	s     string
-	kvs   []kv
+	s   string
+	kvs []kv
+	// keys has the keyBit of every member of kvs set (and may have
+	// bits of members since removed): a clear bit means no such key.
+	keys  uint64
 	items []*Value
 	a     *Arena // where the members of a lazy container come from
 }
@@ -222,8 +225,13 @@ func (o *Object) Get(key string) *Value {
 // index returns the position of member key, or -1. Objects are searched
 // in order (events have tens of members, and keep their order); the
 // length and first byte are compared before the rest, which rules out
-// most members without a call to compare memory.
+// most members without a call to compare memory. Before that, the
+// object's key bits rule out most absent keys, which processors look
+// up as often as present ones (the fields they are about to add).
 func (o *Object) index(key string) int {
+	if o.keys&keyBit(key) == 0 {
+		return -1
+	}
 	if key == "" {
 		for i := range o.kvs {
 			if o.kvs[i].k == "" {
@@ -266,7 +274,7 @@ func (o *Object) SetQuoted(key, quoted string, val *Value) {
 		o.kvs[i].v = val
 		return
 	}
-	o.kvs = appendKV(o.kvs, key, quoted, val)
+	o.addMember(key, quoted, val)
 }
 
 // SetNewQuoted is SetNew with the key also given as Quote(key) (or ""),
@@ -275,7 +283,7 @@ func (o *Object) SetNewQuoted(key, quoted string, val *Value) {
 	if val == nil {
 		val = valueNull
 	}
-	o.kvs = appendKV(o.kvs, key, quoted, val)
+	o.addMember(key, quoted, val)
 }
 
 // Del removes member key.
@@ -304,12 +312,29 @@ func (v *Value) Delete(key string) bool {
 		return true
 	}
 	a, s := v.a, v.raw
+	from, to, found, sure := findMember(s, key)
+	if !sure {
+		from, to, found = walkMember(a, s, key)
+	}
+	if !found {
+		return false
+	}
+	at := len(a.buf)
+	a.buf = append(a.buf, s[:from]...)
+	a.buf = append(a.buf, s[to:]...)
+	v.raw = a.text(at)
+	return true
+}
+
+// walkMember finds member key of the object text s member by member,
+// decoding keys written with escapes; from and to are as findMember's.
+func walkMember(a *Arena, s, key string) (from, to int, found bool) {
 	prevEnd := -1 // where the previous member's value ends
 	i := skipSpace(s, 1)
 	for i < len(s) && s[i] != '}' {
 		keyEnd := endOfString(s, i)
 		if keyEnd < 0 {
-			return false
+			return 0, 0, false
 		}
 		start := i
 		k := s[i+1 : keyEnd-1]
@@ -320,11 +345,11 @@ func (v *Value) Delete(key string) bool {
 		}
 		i = skipSpace(s, keyEnd)
 		if i >= len(s) || s[i] != ':' {
-			return false
+			return 0, 0, false
 		}
 		end := endOfValue(s, skipSpace(s, i+1))
 		if end < 0 {
-			return false
+			return 0, 0, false
 		}
 		next := skipSpace(s, end)
 		if k == key {
@@ -336,33 +361,152 @@ func (v *Value) Delete(key string) bool {
 			} else if prevEnd >= 0 {
 				cutFrom = prevEnd
 			}
-			at := len(a.buf)
-			a.buf = append(a.buf, s[:cutFrom]...)
-			a.buf = append(a.buf, s[cutTo:]...)
-			v.raw = a.text(at)
-			return true
+			return cutFrom, cutTo, true
 		}
 		prevEnd, i = end, next
 		if i < len(s) && s[i] == ',' {
 			i = skipSpace(s, i+1)
 		}
 	}
-	return false
+	return 0, 0, false
 }
 
-// appendKV appends a member to kvs. Filling the slot in place, when
-// there is room, is several times cheaper than appending a kv literal,
-// which is built on the stack and then copied.
-func appendKV(kvs []kv, key, rawKey string, v *Value) []kv {
-	n := len(kvs)
-	if n == cap(kvs) {
-		return append(kvs, kv{k: key, rawKey: rawKey, v: v})
+// addMember appends member key to the object o. Filling the slot in
+// place, when there is room, is several times cheaper than appending a
+// kv literal, which is built on the stack and then copied.
+func (o *Object) addMember(key, rawKey string, v *Value) {
+	o.keys |= keyBit(key)
+	n := len(o.kvs)
+	if n == cap(o.kvs) {
+		o.kvs = append(o.kvs, kv{k: key, rawKey: rawKey, v: v})
+		return
 	}
-	kvs = kvs[:n+1]
-	m := &kvs[n]
+	o.kvs = o.kvs[:n+1]
+	m := &o.kvs[n]
 	m.k, m.rawKey, m.v = key, rawKey, v
-	return kvs
 }
+
+// keyBit is the bit of key in an object's key bits: a hash of its
+// length and its first and last bytes.
+func keyBit(key string) uint64 {
+	h := uint(len(key))
+	if len(key) > 0 {
+		h += uint(key[0])*7 + uint(key[len(key)-1])*3
+	}
+	return 1 << (h & 63)
+}
+
+// findMember looks for member key of the object text s by searching for
+// the key's text, where walking the members would scan every member
+// before it: drop_fields takes out the last members of large objects as
+// often as the first. from and to are what to cut to remove the member
+// with one comma (the one after it, or before it for the last member).
+//
+// sure is false when the search cannot tell: key was not found as
+// written, and s holds escapes, so it may be there written with some.
+// Duplicate keys are not looked for: the first one found is the member.
+func findMember(s, key string) (from, to int, found, sure bool) {
+	if !searchable(key) {
+		return 0, 0, false, false
+	}
+	// Only a flat object is sure to hold every key written at its own
+	// depth; in another, a candidate is checked to be at depth one.
+	flat := strings.IndexByte(s[1:], '{') < 0 && strings.IndexByte(s[1:len(s)-1], '[') < 0
+	for off := 1; off < len(s); {
+		q := indexShort(s, key, off)
+		if q < 0 {
+			break
+		}
+		off = q + 1
+		open, closing := q-1, q+len(key)
+		if s[open] != '"' || closing >= len(s) || s[closing] != '"' || escaped(s, open) {
+			continue
+		}
+		// An unescaped quote, the key, and a quote are one string in
+		// valid JSON (the key holds no quote, backslash, colon or
+		// comma); followed by a colon, a key.
+		colon := skipSpace(s, closing+1)
+		if colon >= len(s) || s[colon] != ':' {
+			continue
+		}
+		end := endOfValue(s, skipSpace(s, colon+1))
+		if end < 0 {
+			return 0, 0, false, false
+		}
+		if !flat && closeOf(s, end, 1) != len(s) {
+			continue // a member of an object inside this one
+		}
+		next := skipSpace(s, end)
+		if next < len(s) && s[next] == ',' {
+			return open, skipSpace(s, next+1), true, true
+		}
+		// The last member: cut the comma before it, and the space
+		// around that comma.
+		from = open
+		j := open - 1
+		for j > 0 && isSpace(s[j]) {
+			j--
+		}
+		if s[j] == ',' {
+			for j--; j > 0 && isSpace(s[j]); j-- {
+			}
+			from = j + 1
+		}
+		return from, next, true, true
+	}
+	if strings.IndexByte(s, '\\') >= 0 {
+		return 0, 0, false, false
+	}
+	return 0, 0, false, true
+}
+
+// indexShort returns the index of the first key in s at or after off, or
+// -1. It searches windows of 64 bytes: strings.Index runs its vectorized
+// search on a text that short, where on a longer one it stops at every
+// byte equal to the key's first, which for keys of events ('m' of
+// "mac" in host's "name", "hostname", ...) costs several times as much.
+func indexShort(s, key string, off int) int {
+	const window = 64
+	if len(key) >= window/2 {
+		if i := strings.Index(s[off:], key); i >= 0 {
+			return off + i
+		}
+		return -1
+	}
+	for off+len(key) <= len(s) {
+		end := min(off+window, len(s))
+		if i := strings.Index(s[off:end], key); i >= 0 {
+			return off + i
+		}
+		off = end - len(key) + 1 // a key across the window's end
+	}
+	return -1
+}
+
+// searchable reports whether key can be searched for as written. A key
+// with a byte JSON must escape is never written as is. And only a key
+// without a colon or comma is sure to be a whole string where it is found
+// between quotes: '":"' could be a closing quote, a colon, an opening
+// quote.
+func searchable(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == '"' || c == '\\' || c == ':' || c == ',' {
+			return false
+		}
+	}
+	return key != ""
+}
+
+// escaped reports whether s[i] follows an odd run of backslashes.
+func escaped(s string, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // Len is the number of members.
 func (o *Object) Len() int { return len(o.kvs) }
@@ -377,7 +521,7 @@ func (o *Object) Visit(f func(key []byte, v *Value)) {
 }
 
 // Reset empties the object (its members are dropped).
-func (o *Object) Reset() { o.kvs = o.kvs[:0] }
+func (o *Object) Reset() { o.kvs, o.keys = o.kvs[:0], 0 }
 
 // expand splits a lazy container into its members: one level, each
 // member itself lazy.
@@ -390,18 +534,23 @@ func (v *Value) expand() {
 		return
 	}
 	a, s := v.a, v.raw
-	v.kvs, v.items = v.kvs[:0], v.items[:0]
+	v.kvs, v.items, v.keys = v.kvs[:0], v.items[:0], 0
 	i := skipSpace(s, 1) // past the bracket
 	for i < len(s) && s[i] != '}' && s[i] != ']' {
 		var key, rawKey string
 		if v.t == TypeObject {
-			end := endOfString(s, i)
-			if end < 0 {
+			if s[i] != '"' {
 				return
 			}
-			rawKey = s[i:end]
-			key = a.decode(rawKey)
-			i = skipSpace(s, end)
+			q, escapes := skipString(s, i+1)
+			if q < 0 {
+				return
+			}
+			rawKey, key = s[i:q+1], s[i+1:q]
+			if escapes {
+				key = a.decode(rawKey)
+			}
+			i = skipSpace(s, q+1)
 			if i >= len(s) || s[i] != ':' {
 				return
 			}
@@ -413,7 +562,7 @@ func (v *Value) expand() {
 		}
 		m := a.lazy(s[i:end])
 		if v.t == TypeObject {
-			v.kvs = appendKV(v.kvs, key, rawKey, m)
+			(*Object)(v).addMember(key, rawKey, m)
 		} else {
 			v.items = append(v.items, m)
 		}
@@ -432,37 +581,52 @@ func skipSpace(s string, i int) int {
 }
 
 // endOfString returns the index after the string that starts at s[i]
-// (a quote), or -1. It skips eight bytes at a time while none is a quote
-// or a backslash: Beats events are mostly short strings, where this beats
-// a call to the runtime's byte search.
+// (a quote), or -1.
 func endOfString(s string, i int) int {
 	if i >= len(s) || s[i] != '"' {
 		return -1
 	}
+	if k, _ := skipString(s, i+1); k >= 0 {
+		return k + 1
+	}
+	return -1
+}
+
+// skipString returns the index of the quote that ends the string whose
+// text starts at s[i], or -1, and whether the string holds an escape. It
+// reads eight bytes at a time, and finds the first quote or backslash of
+// a word from its bits: Beats events are mostly short strings, where a
+// byte loop to find it, or a call to the runtime's byte search, costs as
+// much as the rest of the scan.
+func skipString(s string, i int) (end int, escapes bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	j := i + 1
-	for {
-		for j+8 <= len(s) {
-			w := binary.LittleEndian.Uint64([]byte(s[j : j+8]))
-			q, b := w^(ones*'"'), w^(ones*'\\')
-			if ((q-ones)&^q|(b-ones)&^b)&highs != 0 {
-				break
-			}
-			j += 8
+	for i+8 <= len(s) {
+		w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		q, b := w^(ones*'"'), w^(ones*'\\')
+		// The lowest flagged byte is a quote or a backslash; flags
+		// above it may be false (the subtraction's borrow).
+		m := ((q-ones)&^q | (b-ones)&^b) & highs
+		if m == 0 {
+			i += 8
+			continue
 		}
-		end := min(j+8, len(s))
-		for ; j < end; j++ {
-			switch s[j] {
-			case '"':
-				return j + 1
-			case '\\':
-				j++ // the escaped byte
-			}
+		i += bits.TrailingZeros64(m) >> 3
+		if s[i] == '"' {
+			return i, escapes
 		}
-		if j >= len(s) {
-			return -1
+		i += 2 // a backslash and the byte it escapes
+		escapes = true
+	}
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return i, escapes
+		case '\\':
+			i++
+			escapes = true
 		}
 	}
+	return -1, escapes
 }
 
 // endOfValue returns the index after the value that starts at s[i], or
@@ -492,70 +656,42 @@ func endOfValue(s string, i int) int {
 }
 
 // endOfContainer returns the index after the object or array that starts
-// at s[i], or -1. It is the hot loop of a lazy parse: every container a
-// chain does not touch is skipped here, so it reads eight bytes at a time
-// and visits only the bytes that can matter, quotes, backslashes and
-// brackets, one set bit each. Events are mostly short strings, where a
-// byte loop, or a byte search per string, costs several times as much.
-//
-// The word test may flag a byte that is not one of those (a '|', or a
-// neighbour of a true match through the subtraction's borrow); each
-// flagged byte is looked at, so such a byte costs a loop turn and
-// nothing else.
-func endOfContainer(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	depth := 0
-	inString := false
-	next := i // bytes before next are done (or escaped): not looked at
-	visit := func(k int) (end int, done bool) {
-		switch s[k] {
-		case '"':
-			inString = !inString
-		case '\\':
-			if inString {
-				next = k + 2 // the escaped byte is not structure
-			}
-		case '{', '[':
-			if !inString {
-				depth++
-			}
-		case '}', ']':
-			if !inString {
-				depth--
-				if depth == 0 {
-					return k + 1, true
-				}
-			}
-		}
-		return 0, false
-	}
-	j := i
-	for ; j+8 <= len(s); j += 8 {
-		w := binary.LittleEndian.Uint64([]byte(s[j : j+8]))
-		// ORing 0x20 folds '[' into '{', ']' into '}' and '\\' into
-		// '|': three comparisons cover five bytes.
-		x := w | ones*0x20
-		q := w ^ (ones * '"')
-		o := x ^ (ones * '{')
-		b := x ^ (ones * '|')
-		c := x ^ (ones * '}')
-		m := ((q - ones) &^ q) | ((o - ones) &^ o) | ((b - ones) &^ b) | ((c - ones) &^ c)
-		for m &= highs; m != 0; m &= m - 1 {
-			k := j + bits.TrailingZeros64(m)>>3
-			if k < next {
-				continue
-			}
-			if end, done := visit(k); done {
-				return end
-			}
-		}
-	}
-	for k := max(j, next); k < len(s); k++ {
-		if k < next {
+// at s[i], or -1.
+func endOfContainer(s string, i int) int { return closeOf(s, i, 0) }
+
+// structural marks the bytes closeOf stops at.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// closeOf returns the index after the bracket that closes the depth-th
+// container around s[i] (i outside any string), or -1: with depth 0 and
+// s[i] an opening bracket, the end of that container; with depth 1, the
+// end of the container holding s[i]. It is the hot loop of a lazy parse:
+// every container a chain does not touch is skipped here. Strings are
+// skipped eight bytes at a time; the bytes between them one at a time,
+// which measured faster than visiting only the flagged bytes of each
+// word, on the short strings of Beats events.
+func closeOf(s string, i, depth int) int {
+	for j := i; j < len(s); j++ {
+		c := s[j]
+		if !structural[c] {
 			continue
 		}
-		if end, done := visit(k); done {
-			return end
+		switch c {
+		case '"':
+			// endOfString, inlined: most strings here are short keys
+			// and values, where the call costs as much as the scan.
+			k, _ := skipString(s, j+1)
+			if k < 0 {
+				return -1
+			}
+			j = k
+		case '{', '[':
+			depth++
+		default:
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
 		}
 	}
 	return -1
@@ -739,6 +875,11 @@ func AppendString(dst []byte, s string) []byte {
 	for i+8 <= len(s) && plain8(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
 		i += 8
 	}
+	// Fewer than eight bytes left: check them with the word that ends
+	// where s ends (it reads again bytes already known plain).
+	if i < len(s) && i+8 > len(s) && len(s) >= 8 && plain8(binary.LittleEndian.Uint64([]byte(s[len(s)-8:]))) {
+		i = len(s)
+	}
 	for i < len(s) {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
@@ -815,7 +956,7 @@ func (a *Arena) alloc() *Value {
 	// several times as much on this path (tens of Values per event).
 	v.t, v.sdone, v.expanded = 0, false, false
 	v.raw, v.s = "", ""
-	v.kvs, v.items = v.kvs[:0], v.items[:0]
+	v.kvs, v.items, v.keys = v.kvs[:0], v.items[:0], 0
 	v.a = a
 	a.next++
 	if a.next == slabSize {

@@ -3,7 +3,9 @@ package jsontree
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -289,4 +291,141 @@ func FuzzEndOfContainer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// findMember, where it is sure, finds what the member-by-member walk
+// finds: the same member, cut the same way.
+func TestFindMember(t *testing.T) {
+	doc := `{"id":1, "mac" : ["m"],"os":{"mac":2,"id":"x"},"list":[{"mac":3}],"s":"\"mac\": 4","idx":"id","ip":"}","mac2":0,"last":{"id":5}}`
+	for _, key := range []string{"id", "mac", "os", "list", "s", "idx", "ip", "mac2", "last", "none", "ac", "x"} {
+		assertFindAgrees(t, doc, key)
+	}
+	for _, c := range []struct{ doc, key string }{
+		{`{"a":1}`, "a"},
+		{`{ "a" : 1 }`, "a"},
+		{`{"a":1 , "b":2}`, "b"},
+		{`{"b":"a","a":"b"}`, "a"},
+		{`{"x":"\\","a":1}`, "a"},
+		{`{"x":"\\\"a\":1","a":2}`, "a"},
+		{`{"\u0061":1}`, "a"},
+		{`{"a\u0022b":1}`, `a"b`},
+	} {
+		assertFindAgrees(t, c.doc, c.key)
+	}
+}
+
+func assertFindAgrees(t *testing.T, doc, key string) {
+	t.Helper()
+	var a Arena
+	from, to, found, sure := findMember(doc, key)
+	wFrom, wTo, wFound := walkMember(&a, doc, key)
+	if !sure {
+		if strings.IndexByte(doc, '\\') < 0 && searchable(key) {
+			t.Errorf("%s in %s: unsure without escapes", key, doc)
+		}
+		return
+	}
+	if found != wFound || found && (from != wFrom || to != wTo) {
+		t.Errorf("%s in %s: search %v [%d,%d), walk %v [%d,%d)", key, doc, found, from, to, wFound, wFrom, wTo)
+	}
+}
+
+// FuzzFindMember: on any valid object, a sure search agrees with the walk.
+func FuzzFindMember(f *testing.F) {
+	f.Add(`{"a":{"a":1},"b":[{"a":2}],"a":3}`, "a")
+	f.Add(`{"k":"\"k\":1", "k" :2}`, "k")
+	f.Fuzz(func(t *testing.T, doc, key string) {
+		var p Parser
+		v, err := p.Parse(doc)
+		if err != nil || v.Type() != TypeObject {
+			return
+		}
+		// Duplicate keys are where the two may differ on purpose.
+		var seen []string
+		dup := false
+		o, _ := v.Object()
+		o.Visit(func(k []byte, _ *Value) {
+			dup = dup || slices.Contains(seen, string(k))
+			seen = append(seen, string(k))
+		})
+		if dup {
+			return
+		}
+		assertFindAgrees(t, strings.TrimSpace(doc), key)
+	})
+}
+
+// indexShort finds what strings.Index finds, across its windows' ends.
+func TestIndexShort(t *testing.T) {
+	s := strings.Repeat("abcdefghij", 30)
+	for _, key := range []string{"a", "ja", "hija", "fghijabcde", strings.Repeat("abcdefghij", 4), "x", "jj"} {
+		for off := 0; off < len(s); off += 7 {
+			want := strings.Index(s[off:], key)
+			if want >= 0 {
+				want += off
+			}
+			if got := indexShort(s, key, off); got != want {
+				t.Errorf("%q from %d: %d, want %d", key, off, got, want)
+			}
+		}
+	}
+}
+
+// AppendString escapes a byte that needs it wherever it falls: in a word
+// read whole, in the last bytes, or in bytes read twice.
+func TestAppendStringEveryPosition(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for pos := range n {
+			for _, c := range []byte{'"', '\\', '\n', 0x01, 0x1f, 0xff} {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = c
+				out := AppendString(nil, string(b))
+				var got string
+				if err := json.Unmarshal(out, &got); err != nil {
+					t.Fatalf("%q: %s is not a JSON string: %v", b, out, err)
+				}
+				if want := strings.ToValidUTF8(string(b), "\ufffd"); got != want {
+					t.Fatalf("%q: %s reads back as %q", b, out, got)
+				}
+			}
+		}
+	}
+}
+
+// An object's key bits never hide a member: after sets, deletes, a
+// reset and an expand, every member is found and no other key is.
+func TestKeyBits(t *testing.T) {
+	var a Arena
+	obj := a.NewObject()
+	o, _ := obj.Object()
+	has := map[string]bool{}
+	check := func(when string) {
+		t.Helper()
+		for i := range 200 {
+			k := fmt.Sprintf("k%d", i)
+			if got := o.Get(k) != nil; got != has[k] {
+				t.Fatalf("%s: Get(%q) found %v, want %v", when, k, got, has[k])
+			}
+		}
+	}
+	for i := range 100 {
+		k := fmt.Sprintf("k%d", i*2)
+		o.Set(k, a.NewInt64(int64(i)))
+		has[k] = true
+	}
+	check("after Set")
+	for i := range 50 {
+		k := fmt.Sprintf("k%d", i*4)
+		obj.Delete(k)
+		delete(has, k)
+	}
+	check("after Delete")
+	o.Reset()
+	clear(has)
+	check("after Reset")
+	var p Parser
+	v := p.ParseValid(`{"k1":1,"k7":{"k3":2},"k150":3}`)
+	o, _ = v.Object()
+	has = map[string]bool{"k1": true, "k7": true, "k150": true}
+	check("after expand")
 }
