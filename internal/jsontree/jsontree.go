@@ -391,7 +391,7 @@ func (o *Object) addMember(key, rawKey string, v *Value) {
 func keyBit(key string) uint64 {
 	h := uint(len(key))
 	if len(key) > 0 {
-		h += uint(key[0])*7 + uint(key[len(key)-1])*3
+		h += uint(key[0]) + uint(key[len(key)-1])<<2
 	}
 	return 1 << (h & 63)
 }
@@ -1047,6 +1047,22 @@ func (a *Arena) ParseValid(s string) *Value {
 		return valueNull
 	}
 	return a.lazy(s[i:end])
+}
+
+// Text returns the arena's text, for appending the JSON text of one
+// value to give to NewText: a caller that builds a whole subtree at once
+// writes its text, where a tree of Values would cost a Value per member
+// and be written back member by member. Nothing else may use the arena
+// between the two calls.
+func (a *Arena) Text() []byte { return a.buf }
+
+// NewText returns the value whose JSON text buf holds from start, where
+// buf is what Text returned with that text appended. The text must be one
+// valid JSON value, which is not checked: it is read lazily, as parsed
+// text is, and written back as it is.
+func (a *Arena) NewText(buf []byte, start int) *Value {
+	a.buf = buf
+	return a.lazy(a.text(start))
 }
 
 // NewTrue returns true.

@@ -2,6 +2,8 @@ package processors
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/logpond/logpond/internal/jsontree"
@@ -165,7 +167,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 		// One descent for all the fields: each object on the way is
 		// searched once, and nothing is searched (or recorded for
 		// taking back) inside an object this write created.
-		if err := p.writeTree(e, e.root, p.tree, fields, false, &undo); err != nil {
+		if err := p.writeTree(e, e.root, p.tree, fields, &undo); err != nil {
 			undo.revert(e)
 			return false, err
 		}
@@ -219,61 +221,84 @@ func (p *dissectProcessor) inOrder(fields []dissectField) bool {
 	return true
 }
 
-// writeTree writes the fields of nodes into obj (an object). fresh says
-// obj was made by this write: nothing in it to search, or to record.
-func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*writeNode, fields []dissectField, fresh bool, undo *undoLog) error {
+// writeTree writes the fields of nodes into obj, an object of the event:
+// into the objects it holds already, searched once each, and as the JSON
+// text of each object it did not hold, written whole (nothing to search
+// there, nor to record for taking back).
+func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*writeNode, fields []dissectField, undo *undoLog) error {
 	o, _ := obj.Object()
 	for _, n := range nodes {
-		var cur *jsontree.Value
-		if !fresh {
-			cur = o.Get(n.key)
-		}
+		cur := o.Get(n.key)
 		switch {
 		case n.field >= 0 && cur != nil:
 			return fmt.Errorf("cannot override existing key with `%s`", n.path.name)
 		case n.field >= 0:
 			o.SetNewQuoted(n.key, n.quoted, dissectValue(e, fields[n.field]))
 		case cur == nil:
-			child := e.arena.NewObject()
-			o.SetNewQuoted(n.key, n.quoted, child)
-			if err := p.writeTree(e, child, n.kids, fields, true, undo); err != nil {
-				return err
-			}
+			buf := e.arena.Text()
+			start := len(buf)
+			buf = appendWriteTree(buf, n.kids, fields)
+			o.SetNewQuoted(n.key, n.quoted, e.arena.NewText(buf, start))
 		case cur.Type() != jsontree.TypeObject:
 			return fmt.Errorf("dissect: %s: %w", n.path.name, &errNotObject{at: n.path.name, kind: cur.Type()})
 		default:
-			if err := p.writeTree(e, cur, n.kids, fields, false, undo); err != nil {
+			if err := p.writeTree(e, cur, n.kids, fields, undo); err != nil {
 				return err
 			}
 			continue
 		}
-		if !fresh {
-			undo.add(n.path, nil)
-		}
+		undo.add(n.path, nil)
 	}
 	return nil
+}
+
+// appendWriteTree appends the JSON text of an object holding the fields
+// of nodes.
+func appendWriteTree(buf []byte, nodes []*writeNode, fields []dissectField) []byte {
+	buf = append(buf, '{')
+	for i, n := range nodes {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, n.quoted...)
+		buf = append(buf, ':')
+		if n.field >= 0 {
+			buf = appendDissectValue(buf, fields[n.field])
+		} else {
+			buf = appendWriteTree(buf, n.kids, fields)
+		}
+	}
+	return append(buf, '}')
 }
 
 // dissectValue is a field's value in the event: converted by its |type
 // suffix, or, when that fails, the string as cut, as Filebeat keeps it.
 func dissectValue(e *event, f dissectField) *jsontree.Value {
+	buf := e.arena.Text()
+	start := len(buf)
+	buf = appendDissectValue(buf, f)
+	return e.arena.NewText(buf, start)
+}
+
+// appendDissectValue appends the JSON text of dissectValue's value.
+func appendDissectValue(buf []byte, f dissectField) []byte {
 	if f.Conv == dissectConvNone {
-		return e.arena.NewString(f.Value)
+		return jsontree.AppendString(buf, f.Value)
 	}
 	c, err := f.converted()
 	if err != nil {
-		return e.arena.NewString(f.Value)
+		return jsontree.AppendString(buf, f.Value)
 	}
 	switch c.kind {
 	case convertedInt:
-		return e.arena.NewInt64(c.i)
+		return strconv.AppendInt(buf, c.i, 10)
 	case convertedFloat:
-		return e.arena.NewNumberFloat64(c.f)
-	case convertedBool:
-		if c.b {
-			return e.arena.NewTrue()
+		if math.IsNaN(c.f) || math.IsInf(c.f, 0) {
+			return append(buf, "null"...) // JSON holds no NaN nor infinity
 		}
-		return e.arena.NewFalse()
+		return strconv.AppendFloat(buf, c.f, 'g', -1, 64)
+	case convertedBool:
+		return strconv.AppendBool(buf, c.b)
 	}
-	return e.arena.NewString(f.Value)
+	return jsontree.AppendString(buf, f.Value)
 }
