@@ -1,6 +1,7 @@
 package processors
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -57,6 +58,11 @@ func FuzzDissect(f *testing.F) {
 			}
 			if _, err := fd.convert(); err != nil && !strings.Contains(err.Error(), "cannot convert") {
 				t.Fatalf("convert %+v: %v", fd, err)
+			}
+			// What dissect writes into the event is valid JSON,
+			// whatever the value and its conversion.
+			if txt := appendDissectValue(nil, fd); !json.Valid(txt) {
+				t.Fatalf("field %+v is written as %q, not JSON", fd, txt)
 			}
 		}
 		for _, k := range p.keys() {
