@@ -15,6 +15,10 @@
 //     are written back as is; only values built here are encoded, with
 //     JSON's escaping: control characters as \u00XX, invalid UTF-8 as
 //     U+FFFD, so that the output is always valid JSON.
+//   - Deleting a member of an object nobody split cuts it out of the
+//     object's text, found by searching for its key (Delete).
+//   - A caller that builds a whole subtree can write its JSON text into
+//     the arena and hold it as one lazy value (Arena.Text, NewText).
 //
 // A Value belongs to the Arena (or Parser) that made it and is valid
 // until its Reset (or next Parse); nothing here is safe for concurrent
