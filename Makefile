@@ -110,10 +110,15 @@ bench-beats: build
 # levels, the isolation run (three rounds), many small clients, the
 # drain, fan-out, data streams and compression parts. Root; the isolation
 # part alone takes about 10 minutes. strace is installed when missing (the fsync count needs it).
+# flamegraph.pl (github.com/brendangregg/FlameGraph) draws the report's
+# flame graphs of the ingest and drain paths: put it on PATH or set
+# FLAMEGRAPH; without it the report has none.
+FLAMEGRAPH ?= $(shell command -v flamegraph.pl)
+
 bench-report: build
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } || true
-	$(BIN)/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png -logs $(BENCH_LOGS) -compression-events 200000 -compression-duration 2s -compression-rounds 2
+	$(BIN)/benchreport -out docs/benchmarks.md -png docs/benchmarks-isolation.png -logs $(BENCH_LOGS) -compression-events 200000 -compression-duration 2s -compression-rounds 2 $(if $(FLAMEGRAPH),-flamegraph $(FLAMEGRAPH))
 
 # The example configuration keeps its data under ./data.
 run: build

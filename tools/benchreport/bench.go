@@ -199,7 +199,12 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 					re := noopRE
 					switch name {
 					case "logpond":
-						cmd, re = exec.Command(filepath.Join(b.o.bin, "logpond"), "-config", cfgPath), beatsRE
+						args := []string{"-config", cfgPath}
+						if b.o.cpuProfiles != "" {
+							args = append(args, "-cpuprofile", filepath.Join(b.o.cpuProfiles,
+								fmt.Sprintf("%03d-%s.pprof", round, ingestProfileName(size, comp))))
+						}
+						cmd, re = exec.Command(filepath.Join(b.o.bin, "logpond"), args...), beatsRE
 					case "naive":
 						if err := os.MkdirAll(b.journalDir(), 0o755); err != nil {
 							return nil, err

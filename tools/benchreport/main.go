@@ -66,6 +66,7 @@ import (
 type options struct {
 	out, png, bin string
 	cpuProfiles   string // when set, every logpond run writes a CPU profile here
+	flamegraph    string // flamegraph.pl's path: when set, flame graphs of the ingest and drain paths
 	work          string // where the journal and the loop image's mount point go
 	duration      time.Duration
 	rounds        int
@@ -118,6 +119,7 @@ func main() {
 	flag.StringVar(&o.out, "out", o.out, "the report to write (Markdown)")
 	flag.StringVar(&o.png, "png", o.png, "the latency-over-time plot of the isolation run (PNG)")
 	flag.StringVar(&o.bin, "bin", o.bin, "directory holding logpond and beatsbench")
+	flag.StringVar(&o.flamegraph, "flamegraph", o.flamegraph, "draw flame graphs of the ingest path (the ingest part's 256 B, zlib 0 runs) and of the drain (the processing part's runs, without and with the chain) with this flamegraph.pl (github.com/brendangregg/FlameGraph), beside -out")
 	flag.StringVar(&o.cpuProfiles, "cpuprofiles", o.cpuProfiles, "write a CPU profile of every logpond run to this directory, named for the run's configuration (for `go tool pprof`; profiling costs a few percent of CPU)")
 	flag.StringVar(&o.work, "work", o.work, "directory for the journal (put it on the disk to measure)")
 	flag.DurationVar(&o.duration, "duration", o.duration, "length of each ingest measurement")
@@ -172,11 +174,23 @@ func run(ctx context.Context, o options, progress *os.File) error {
 			return fmt.Errorf("%s is needed to give the ledger its own device: %w", tool, err)
 		}
 	}
+	if o.flamegraph != "" {
+		if _, err := exec.LookPath(o.flamegraph); err != nil {
+			return fmt.Errorf("-flamegraph: %w", err)
+		}
+	}
 	work, err := os.MkdirTemp(o.work, "benchreport-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
+	if o.flamegraph != "" && o.cpuProfiles == "" {
+		// The flame graphs need the runs' profiles, and nothing else does.
+		o.cpuProfiles = filepath.Join(work, "profiles")
+		if err := os.MkdirAll(o.cpuProfiles, 0o755); err != nil {
+			return err
+		}
+	}
 	lfs, err := mountLoop(filepath.Join("/dev/shm", filepath.Base(work)+".img"), filepath.Join(work, "ledger-fs"), o.ledgerImage)
 	if err != nil {
 		return err
@@ -245,6 +259,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["processing"] {
 		if rep.Processing, err = b.processing(ctx); err != nil {
 			return fmt.Errorf("processing: %w", err)
+		}
+	}
+	if o.flamegraph != "" && ctx.Err() == nil {
+		if rep.Flames, err = b.flames(parts); err != nil {
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -21,6 +21,7 @@ type report struct {
 	Compression             *compressionResult
 	Kafka                   []kafkaRun
 	Processing              *procResult
+	Flames                  []*flame
 	StraceNote              string
 	PNG                     string
 }
@@ -179,6 +180,9 @@ func (r *report) markdown() string {
 	}
 	if r.Processing != nil {
 		p("%s", procMarkdown(r))
+	}
+	if len(r.Flames) > 0 {
+		p("%s", flameMarkdown(r.Flames, r.Opts.flamegraph))
 	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
