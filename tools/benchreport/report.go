@@ -185,7 +185,7 @@ func (r *report) markdown() string {
 		p("%s", flameMarkdown(r.Flames, r.Opts.flamegraph))
 	}
 	p("## Reproduce\n\n")
-	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here\n", estimate(o).Round(time.Minute))
+	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here (flame graphs: flamegraph.pl on PATH, or FLAMEGRAPH=path)\n", estimate(o).Round(time.Minute))
 	p("make bench-beats                 # the 4 × 2048 and 200 × 50 shapes against the baselines (tools/beatsbench/bench.sh)\n")
 	p("go test -run '^$' -bench 'Drain$' -benchtime 1x -count 3 ./output/elasticsearch   # the output alone\n")
 	p("go test -run '^$' -bench DrainPushback -benchtime 1x ./output/elasticsearch        # the output alone, clean / random / overload / storm\n")
