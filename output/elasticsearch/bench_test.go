@@ -302,3 +302,28 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeFilebeat is BenchmarkEncode on a 1 KiB Filebeat 9 event
+// as Filebeat lays it out (@timestamp, @metadata, then log, message,
+// input, ecs, host and agent objects), routed with the default
+// data_stream = "auto": what the walk over its top level costs, which
+// stops once the rest cannot hold a data_stream or a second @metadata.
+func BenchmarkEncodeFilebeat(b *testing.B) {
+	ev := []byte(`{"@timestamp":"2026-12-02T10:57:41.210Z","@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"log":{"offset":1048576,"file":{"path":"/var/log/nginx/access.log","device_id":"65024","inode":"786442"}},"message":"203.0.113.195 - alice [02/Dec/2026:10:00:00 +0000] \"GET /api/v1/orders/4211?expand=items HTTP/1.1\" 200 5120 \"https://shop.example.com/cart\" \"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Firefox/128.0\"","input":{"type":"filestream"},"ecs":{"version":"8.0.0"},"host":{"name":"web-7","hostname":"web-7","architecture":"x86_64","os":{"kernel":"6.1.0-18-amd64","codename":"bookworm","type":"linux","platform":"debian","version":"12 (bookworm)","family":"debian","name":"Debian GNU/Linux"},"id":"9f1c2d3e4b5a69788796a5b4c3d2e1f0","containerized":false,"ip":["10.20.30.40","fe80::5054:ff:fe12:3456"],"mac":["52-54-00-12-34-56"]},"agent":{"type":"filebeat","version":"9.3.0","ephemeral_id":"760f60ca-369e-4721-9f7e-b6a6dd214af6","id":"4fd84cab-20a6-4a65-a1ac-08c338a28968","name":"web-7"}}`)
+	opts := routeOptions(DataStreamAuto, true)
+	opts.DerivedIDs = true
+	o := &Output{opts: opts, log: slog.New(slog.DiscardHandler), metaOnlyIndex: true, idPrefix: "bench"}
+	batch := newBatch(newBufPool(1, 0, 1<<20), 1<<20, 1024)
+	var scratch []byte
+	var nc nameCache
+	received := time.Date(2026, 12, 5, 6, 27, 0, 0, time.UTC)
+	for i := range b.N {
+		k := i % 1024
+		if k == 0 {
+			batch.buf, batch.kept, batch.items = batch.buf[:0], batch.kept[:0], batch.items[:0]
+		}
+		if dead := o.add(batch, 1, k, received, ev, &scratch, &nc); dead != nil {
+			b.Fatal(dead.Reason)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package elasticsearch
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"testing"
@@ -147,24 +148,40 @@ func readMembersApart(ev []byte) memberReads {
 // for generated events (escaped keys, duplicates, @metadata anywhere)
 // and every prefix of them, which is malformed input that the walk must
 // stop at exactly where each search would; reading @metadata alone, it
-// finds the same @metadata.
+// finds the same @metadata; reading for data_stream = "auto", the same
+// @metadata and data_stream, the same @timestamp when there is a
+// data_stream, and, on valid events, whether members stay after the
+// @metadata cut. The last two may stop the walk early.
 func TestScanTopAgreesWithSeparateReads(t *testing.T) {
 	g := &eventGen{rng: rand.New(rand.NewPCG(7, 8))}
 	n := 3000
 	if testing.Short() {
 		n = 300
 	}
-	check := func(ev []byte, metaOnly bool) {
+	check := func(ev []byte, need scanNeed) {
 		t.Helper()
-		s, r := scanTop(ev, metaOnly), readMembersApart(ev)
+		s, r := scanTop(ev, need), readMembersApart(ev)
 		m := s.meta
 		ok := (m.raw != nil) == (r.meta[0] >= 0) &&
 			string(m.id) == r.id && (m.id != nil) == r.hasID &&
 			string(m.pipeline) == r.pipeline && (m.pipeline != nil) == r.hasPip
-		if !metaOnly {
+		switch need {
+		case scanAll:
 			ok = ok && (s.open >= 0) == r.open && s.tsVal == r.ts && s.dsVal == r.ds
 			if r.open {
 				ok = ok && s.members == r.members
+			}
+		case scanAuto:
+			ok = ok && (s.open >= 0) == r.open && s.dsVal == r.ds
+			if r.ds[0] >= 0 {
+				ok = ok && s.tsVal == r.ts
+			}
+			if r.open && json.Valid(ev) {
+				cutting := 0
+				if m.cut[1] > 0 {
+					cutting = 1
+				}
+				ok = ok && s.members <= r.members && (s.members-cutting > 0) == (r.members-cutting > 0)
 			}
 		}
 		if r.meta[0] >= 0 {
@@ -178,14 +195,15 @@ func TestScanTopAgreesWithSeparateReads(t *testing.T) {
 			ok = ok && m.cut == [2]int{}
 		}
 		if !ok {
-			t.Fatalf("event %q, metaOnly %v: scanTop %+v (meta %+v), separate reads %+v", ev, metaOnly, s, m, r)
+			t.Fatalf("event %q, need %v: scanTop %+v (meta %+v), separate reads %+v", ev, need, s, m, r)
 		}
 	}
 	for range n {
 		ev := g.event()
 		for i := range len(ev) + 1 {
-			check(ev[:i:i], false)
-			check(ev[:i:i], true)
+			for _, need := range []scanNeed{scanAll, scanAuto, scanMeta} {
+				check(ev[:i:i], need)
+			}
 		}
 	}
 }

@@ -31,7 +31,7 @@ type eventMeta struct {
 // Logstash, logpond does not index it. The output reads it as part of
 // its one walk over the event's top-level members (scanTop); this is
 // that walk's @metadata alone.
-func readMeta(event []byte) eventMeta { return scanTop(event, true).meta }
+func readMeta(event []byte) eventMeta { return scanTop(event, scanMeta).meta }
 
 // read sets m from the @metadata member of event whose key starts at
 // keyStart and whose value is event[vs:ve]. second says the event holds

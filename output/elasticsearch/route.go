@@ -90,8 +90,10 @@ type dsRead struct {
 // offsets into the event, -1 when absent, and its @metadata (whose slices
 // alias the event).
 type topScan struct {
-	open    int // the '{' of the event, -1 when it is not an object
-	members int // its members
+	open int // the '{' of the event, -1 when it is not an object
+	// members counts its members; when the walk stopped early, the
+	// members it walked plus one when more follow.
+	members int
 	tsVal   [2]int
 	dsVal   [2]int
 	meta    eventMeta
@@ -175,19 +177,38 @@ func topKey(raw []byte) topMember {
 // leaves the first in the source (eventMeta.read). The walk stops
 // silently at malformed input, with what it found before.
 //
-// With metaOnly, for an output that routes nothing to data streams, only
-// meta is read: the walk stops after the first @metadata when the rest of
-// the event cannot hold a second one, and open, members, tsVal and dsVal
-// are then partial.
-func scanTop(ev []byte, metaOnly bool) topScan {
+// The walk stops as soon as the rest of the event cannot change what it
+// found: the rest of an event is mostly its message and the objects
+// Beats adds (host, agent), and two or three substring searches over it
+// cost a fraction of walking it. What the caller needs (scanNeed) says
+// when that is:
+//   - scanMeta, for an output that routes nothing to data streams: after
+//     the first @metadata, when the rest cannot hold a second one;
+//   - scanAuto (data_stream = "auto"): as scanMeta, and when data_stream
+//     was found, once @timestamp was too or the rest cannot hold one;
+//     when it was not, once the rest cannot hold one;
+//   - scanAll: never; every member is walked.
+//
+// After a stop, members is partial (see topScan), and so are tsVal and
+// dsVal under scanMeta.
+func scanTop(ev []byte, need scanNeed) topScan {
 	var s topScan
-	s.read(ev, metaOnly)
+	s.read(ev, need)
 	return s
 }
 
+// scanNeed says which of its top-level members a caller of scanTop reads.
+type scanNeed int
+
+const (
+	scanMeta scanNeed = iota // @metadata only
+	scanAuto                 // @metadata; data_stream, and @timestamp when there is one
+	scanAll                  // every member
+)
+
 // read is scanTop into s, which it overwrites: route reads into its
 // result rather than copying one in.
-func (s *topScan) read(ev []byte, metaOnly bool) {
+func (s *topScan) read(ev []byte, need scanNeed) {
 	*s = topScan{open: -1, tsVal: [2]int{-1, -1}, dsVal: [2]int{-1, -1}}
 	i := 0
 	for i < len(ev) && isSpace(ev[i]) {
@@ -198,27 +219,39 @@ func (s *topScan) read(ev []byte, metaOnly bool) {
 	}
 	s.open = i
 	metas, metaKey, metaVal := 0, -1, [2]int{-1, -1}
+	marks := restMarks{at: [len(restNeedles)]int{-2, -2, -2, -2}}
 	sprintf.Members(ev, func(key, value []byte) bool {
 		s.members++
 		switch topKey(key) {
 		case metadataMember:
-			if metas++; metas == 1 {
-				at := offsetIn(ev, value)
-				metaKey, metaVal = offsetIn(ev, key), [2]int{at, at + len(value)}
-				if metaOnly && !mayHoldMetadata(ev[metaVal[1]:]) {
-					return false
-				}
+			if metas++; metas > 1 {
+				return true // counted; the walk goes on
 			}
+			at := offsetIn(ev, value)
+			metaKey, metaVal = offsetIn(ev, key), [2]int{at, at + len(value)}
 		case timestampMember:
-			if s.tsVal[0] < 0 {
-				at := offsetIn(ev, value)
-				s.tsVal = [2]int{at, at + len(value)}
+			if s.tsVal[0] >= 0 {
+				return true
 			}
+			at := offsetIn(ev, value)
+			s.tsVal = [2]int{at, at + len(value)}
 		case dataStreamMember:
-			if s.dsVal[0] < 0 {
-				at := offsetIn(ev, value)
-				s.dsVal = [2]int{at, at + len(value)}
+			if s.dsVal[0] >= 0 {
+				return true
 			}
+			at := offsetIn(ev, value)
+			s.dsVal = [2]int{at, at + len(value)}
+		default:
+			return true
+		}
+		// A member the output reads: the rest may hold nothing more
+		// that it needs.
+		from := offsetIn(ev, value) + len(value)
+		if need != scanAll && restIsIdle(ev, from, need, s, &marks) {
+			if moreMembers(ev[from:]) {
+				s.members++
+			}
+			return false
 		}
 		return true
 	})
@@ -227,12 +260,70 @@ func (s *topScan) read(ev []byte, metaOnly bool) {
 	}
 }
 
-// mayHoldMetadata reports whether the JSON text rest may hold a key that
-// decodes to "@metadata": one spelled so, or one with a \u escape (no
-// other escape gives its characters). Nearly every event's rest holds
-// neither, and two substring searches cost less than walking it.
-func mayHoldMetadata(rest []byte) bool {
-	return bytes.Contains(rest, []byte(`@metadata"`)) || bytes.Contains(rest, []byte(`\u`))
+// restNeedles are the texts whose absence from the rest of an event
+// lets the walk stop (restIsIdle): a key with a \u escape can spell any
+// name, so a rest holding one is walked.
+var restNeedles = [...][]byte{[]byte(`\u`), []byte(`@metadata"`), []byte(`data_stream"`), []byte(`@timestamp"`)}
+
+const (
+	needleEscape = iota
+	needleMeta
+	needleDataStream
+	needleTimestamp
+)
+
+// restMarks remembers, for each of restNeedles, where the text holds it
+// next: the walk asks again as it moves on, and each needle is searched
+// for again only once the walk has passed where it was found.
+type restMarks struct {
+	// at is the index of the needle's next occurrence at or after the
+	// last search's start, -1 when there is none, -2 before a search.
+	at [len(restNeedles)]int
+}
+
+// holds reports whether ev holds needle k at or after from.
+func (m *restMarks) holds(ev []byte, from, k int) bool {
+	switch at := m.at[k]; {
+	case at == -1:
+		return false // none after an earlier start, so none after from
+	case at >= from:
+		return true
+	}
+	i := bytes.Index(ev[from:], restNeedles[k])
+	if i < 0 {
+		m.at[k] = -1
+		return false
+	}
+	m.at[k] = from + i
+	return true
+}
+
+// restIsIdle reports whether ev after from, the text after the member
+// just read, can hold nothing more that a caller with need reads (see
+// scanTop). The needle that most often answers no is asked first.
+func restIsIdle(ev []byte, from int, need scanNeed, s *topScan, m *restMarks) bool {
+	switch {
+	case need == scanAuto && s.dsVal[0] < 0:
+		if m.holds(ev, from, needleDataStream) {
+			return false
+		}
+	case need == scanAuto && s.tsVal[0] < 0:
+		if m.holds(ev, from, needleTimestamp) {
+			return false
+		}
+	}
+	return !m.holds(ev, from, needleMeta) && !m.holds(ev, from, needleEscape)
+}
+
+// moreMembers reports whether another member follows in rest, the text
+// after a member's value.
+func moreMembers(rest []byte) bool {
+	for _, c := range rest {
+		if !isSpace(c) {
+			return c == ','
+		}
+	}
+	return false
 }
 
 var dsFields = [3]string{"type", "dataset", "namespace"}
@@ -276,7 +367,14 @@ func (o *Output) route(rt *routing, ev []byte, received time.Time) (top topScan,
 		// where it would without them.
 		mode = DataStreamOff
 	}
-	top.read(ev, mode == DataStreamOff)
+	need := scanAll
+	switch mode {
+	case DataStreamOff:
+		need = scanMeta
+	case DataStreamAuto:
+		need = scanAuto
+	}
+	top.read(ev, need)
 	cut := top.meta.cut
 	if mode == DataStreamOff {
 		rt.edits = cutEdits(rt.edits, cut)
