@@ -169,18 +169,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, pathIndex st
 	s.countItems(results)
 
 	b := make([]byte, 0, 64+200*len(results))
-	b = append(b, `{"took":`...)
-	b = strconv.AppendInt(b, time.Since(start).Milliseconds(), 10)
-	b = append(b, `,"errors":`...)
-	b = strconv.AppendBool(b, anyError)
-	b = append(b, `,"items":[`...)
-	for i := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendItem(b, &results[i])
-	}
-	b = append(b, "]}"...)
+	b = appendBulkResponse(b, parseFilterPath(q.Get("filter_path")), time.Since(start).Milliseconds(), anyError, results)
 	writeJSON(w, http.StatusOK, b)
 }
 
@@ -609,50 +598,106 @@ func (s *Server) indexUUID(name string) string {
 	return "_na_"
 }
 
-// appendItem appends one entry of the items array.
-func appendItem(b []byte, r *itemResult) []byte {
+// appendItem appends one entry of the items array, with the members f
+// keeps.
+func appendItem(b []byte, f filterPath, r *itemResult) []byte {
+	all, _ := f.keeps("items", r.key)
+	m := itemMembers{b: b, f: f, key: r.key, all: all}
 	b = append(b, '{')
 	b = appendString(b, r.key)
-	b = append(b, `:{"_index":`...)
-	b = appendString(b, r.index)
+	b = append(b, `:{`...)
+	m.b = b
+	m.str("_index", r.index)
 	if r.docType {
-		b = append(b, `,"_type":"_doc"`...)
+		m.str("_type", "_doc")
 	}
-	b = append(b, `,"_id":`...)
 	if r.idNull {
-		b = append(b, "null"...)
+		m.raw("_id", "null")
 	} else {
-		b = appendString(b, r.id)
+		m.str("_id", r.id)
 	}
 	if r.errType == "" {
-		b = append(b, `,"_version":`...)
-		b = strconv.AppendInt(b, r.version, 10)
-		b = append(b, `,"result":`...)
-		b = appendString(b, r.result)
-		b = append(b, `,"_shards":{"total":2,"successful":1,"failed":0},"_seq_no":`...)
-		b = strconv.AppendInt(b, r.seqNo, 10)
-		b = append(b, `,"_primary_term":1,"status":`...)
-		b = strconv.AppendInt(b, int64(r.status), 10)
-		return append(b, "}}"...)
+		m.raw("_version", strconv.FormatInt(r.version, 10))
+		m.str("result", r.result)
+		m.raw("_shards", `{"total":2,"successful":1,"failed":0}`)
+		m.raw("_seq_no", strconv.FormatInt(r.seqNo, 10))
+		m.raw("_primary_term", "1")
+		m.raw("status", strconv.Itoa(r.status))
+		return append(m.b, "}}"...)
 	}
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(r.status), 10)
-	b = append(b, `,"error":{"type":`...)
-	b = appendString(b, r.errType)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, r.reason)
-	if r.causeType != "" {
-		b = append(b, `,"caused_by":`...)
-		b = appendCause(b, r.causeType, r.cause)
+	m.raw("status", strconv.Itoa(r.status))
+	errAll, errSome := m.all, m.all
+	if !m.all {
+		errAll, errSome = f.keeps("items", r.key, "error")
 	}
-	if r.indexUUID != "" {
-		b = append(b, `,"index_uuid":`...)
-		b = appendString(b, r.indexUUID)
-		if r.indexUUID != "_na_" {
-			b = append(b, `,"shard":"0"`...)
+	if errSome {
+		e := itemMembers{f: f, key: r.key, all: errAll, sub: "error"}
+		m.b = append(m.b, m.sep()...)
+		m.b = append(m.b, `"error":{`...)
+		e.b = m.b
+		e.str("type", r.errType)
+		e.str("reason", r.reason)
+		if r.causeType != "" {
+			e.raw("caused_by", string(appendCause(nil, r.causeType, r.cause)))
 		}
-		b = append(b, `,"index":`...)
-		b = appendString(b, r.index)
+		if r.indexUUID != "" {
+			e.str("index_uuid", r.indexUUID)
+			if r.indexUUID != "_na_" {
+				e.str("shard", "0")
+			}
+			e.str("index", r.index)
+		}
+		m.b = append(e.b, '}')
 	}
-	return append(b, "}}}"...)
+	return append(m.b, "}}"...)
+}
+
+// itemMembers writes the members of one object of an item that a filter
+// keeps, with the commas between them.
+type itemMembers struct {
+	b        []byte
+	f        filterPath
+	key, sub string // the item's action key, and "error" inside its error
+	all      bool   // every member is kept
+	n        int    // members written
+}
+
+func (m *itemMembers) kept(name string) bool {
+	if m.all {
+		return true
+	}
+	path := []string{"items", m.key, name}
+	if m.sub != "" {
+		path = []string{"items", m.key, m.sub, name}
+	}
+	all, _ := m.f.keeps(path...)
+	return all
+}
+
+func (m *itemMembers) sep() string {
+	m.n++
+	if m.n > 1 {
+		return ","
+	}
+	return ""
+}
+
+// str writes member name with the string v, when kept.
+func (m *itemMembers) str(name, v string) {
+	if m.kept(name) {
+		m.b = append(m.b, m.sep()...)
+		m.b = appendString(m.b, name)
+		m.b = append(m.b, ':')
+		m.b = appendString(m.b, v)
+	}
+}
+
+// raw writes member name with the JSON text v, when kept.
+func (m *itemMembers) raw(name, v string) {
+	if m.kept(name) {
+		m.b = append(m.b, m.sep()...)
+		m.b = appendString(m.b, name)
+		m.b = append(m.b, ':')
+		m.b = append(m.b, v...)
+	}
 }

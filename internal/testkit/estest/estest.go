@@ -10,7 +10,9 @@
 //   - GET and HEAD / (the info go-elasticsearch's product check reads),
 //     with the version's number, Lucene and compatibility versions;
 //   - the bulk API (/_bulk, /{index}/_bulk) with create, index and delete
-//     actions (update is refused), NDJSON or JSON bodies, gzip or deflate;
+//     actions (update is refused), NDJSON or JSON bodies, gzip or deflate,
+//     and filter_path on its answer (names and "*"; the forms it does not
+//     know return the whole answer);
 //   - read endpoints for inspection: _count, _refresh, _cat/indices,
 //     a match_all _search, GET /{index}/_doc/{id}; a data stream's name
 //     selects its backing index in them.

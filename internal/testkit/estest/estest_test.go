@@ -298,7 +298,7 @@ func TestMalformedRequests(t *testing.T) {
 
 func TestAcceptedQueryAndMetadata(t *testing.T) {
 	h := start(t, Options{})
-	r := h.bulkOK("/_bulk?refresh=wait_for&filter_path=items.*.error,errors&require_alias=false&timeout=1m&pretty", nd(
+	r := h.bulkOK("/_bulk?refresh=wait_for&filter_path=took,errors,items.*._id,items.*.status,items.*.error&require_alias=false&timeout=1m&pretty", nd(
 		`{"create":{"_index":"q","_id":"1","routing":"r1","require_alias":false,"dynamic_templates":{"a":"b"},"if_seq_no":null}}`, `{}`,
 		`{"index":{"_index":"q","_id":2,"op_type":"create","version":3,"version_type":"external"}}`, `{}`,
 		`{"index":{"_index":"q","_id":"2","op_type":"create"}}`, `{}`,
