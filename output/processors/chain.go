@@ -246,6 +246,7 @@ func (p *ifProcessor) run(e *event) (bool, error) {
 type Chain struct {
 	steps         []*step
 	unprocessable atomic.Int64
+	runners       atomic.Uint64 // Runners made, for their count shards
 }
 
 // Unprocessable counts the events the chain could not run on: not a JSON
@@ -260,7 +261,22 @@ func (c *Chain) Unprocessable() int64 {
 // step is a spec with its counters for one output.
 type step struct {
 	*spec
+	// counts are sharded by Runner: every event adds to them, and the
+	// goroutines of one output, on different cores, would otherwise
+	// pass one cache line back and forth at every processor of every
+	// event.
+	counts [countShards]stepCounts
+}
+
+// countShards is how many Runners of a chain count without sharing a
+// cache line; more share them (the counts stay exact).
+const countShards = 16
+
+// stepCounts are a step's counters for the Runners of one shard, alone
+// on their cache line (64 bytes).
+type stepCounts struct {
 	in, dropped, failed, nanos atomic.Int64
+	_                          [32]byte
 }
 
 func newSteps(specs []*spec) []*step {
@@ -294,20 +310,21 @@ func (s *step) run(e *event) (drop bool) {
 		return false
 	}
 	var err error
+	c := &s.counts[e.shard]
 	if e.timed {
 		start := time.Now()
 		drop, err = s.proc.run(e)
-		s.nanos.Add(timeSample * int64(time.Since(start)))
+		c.nanos.Add(timeSample * int64(time.Since(start)))
 	} else {
 		drop, err = s.proc.run(e)
 	}
-	s.in.Add(1)
+	c.in.Add(1)
 	if err != nil {
-		s.failed.Add(1)
+		c.failed.Add(1)
 		e.failed = true
 	}
 	if drop {
-		s.dropped.Add(1)
+		c.dropped.Add(1)
 	}
 	return drop
 }
@@ -339,10 +356,15 @@ func (c *Chain) Stats() []ProcessorStats {
 	var walk func(steps []*step)
 	walk = func(steps []*step) {
 		for _, s := range steps {
-			out = append(out, ProcessorStats{
-				Name: s.name, In: s.in.Load(), Dropped: s.dropped.Load(), Failed: s.failed.Load(),
-				Time: time.Duration(s.nanos.Load()),
-			})
+			st := ProcessorStats{Name: s.name}
+			for i := range s.counts {
+				c := &s.counts[i]
+				st.In += c.in.Load()
+				st.Dropped += c.dropped.Load()
+				st.Failed += c.failed.Load()
+				st.Time += time.Duration(c.nanos.Load())
+			}
+			out = append(out, st)
 			if p, ok := s.proc.(*ifProcessor); ok {
 				walk(p.then)
 				walk(p.otherwise)
@@ -372,6 +394,7 @@ type Runner struct {
 func (c *Chain) NewRunner() *Runner {
 	r := &Runner{c: c}
 	r.ev.arena = &r.arena
+	r.ev.shard = int((c.runners.Add(1) - 1) % countShards)
 	return r
 }
 

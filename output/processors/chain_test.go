@@ -1,6 +1,10 @@
 package processors
 
-import "testing"
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
 
 // The dissect processor's options and failures, as Filebeat's.
 func TestDissectProcessor(t *testing.T) {
@@ -133,4 +137,34 @@ if.equals.drop = true
 then = [{drop_event = {}}]
 `, `{"drop":true}`, ``},
 	})
+}
+
+// The counts of a chain are exact with many Runners at once, more than
+// it has count shards (some then share one).
+func TestStatsCountEveryRunner(t *testing.T) {
+	c := mustChain(t, `
+[[processors]]
+[processors.add_tags]
+tags = ["seen"]
+[[processors]]
+[processors.drop_event.when.equals]
+drop = true
+`)
+	const runners, events = countShards + 5, 200
+	var wg sync.WaitGroup
+	for range runners {
+		r := c.NewRunner()
+		wg.Go(func() {
+			for i := range events {
+				if _, _, err := r.Run(fmt.Appendf(nil, `{"drop":%v}`, i%4 == 0)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := c.Stats()
+	if len(st) != 2 || st[0].In != runners*events || st[1].In != runners*events/4 || st[1].Dropped != runners*events/4 {
+		t.Errorf("stats %+v, want %d events in, %d of them dropped", st, runners*events, runners*events/4)
+	}
 }

@@ -59,6 +59,8 @@ type event struct {
 	undo undoLog
 	// timed says the processors' time is measured on this event.
 	timed bool
+	// shard is the Runner's shard of the steps' counters.
+	shard int
 	// failed says the last processor run failed (for if/then/else).
 	failed bool
 	// dissected and grokked are reused result slices of dissect and grok.
