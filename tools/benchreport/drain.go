@@ -274,7 +274,7 @@ func restoreStores(saved, journal, ledger string) error {
 }
 
 // drainMarkdown renders the drain section.
-func drainMarkdown(runs []drainRun, o options) string {
+func drainMarkdown(runs []drainRun, o options, measured string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("## Drain: a backlog into a cluster that pushes back\n\n")
@@ -282,6 +282,7 @@ func drainMarkdown(runs []drainRun, o options) string {
 		return b.String()
 	}
 	p("A backlog of %d events of %d B, built first with the output off, drained into an in-process `estest` server once per profile from copies of the same stores (default output settings: `workers = 4`, `concurrency = \"adaptive\"`, `flush_bytes = \"1MiB\"`, `retry_initial_interval = \"2s\"`). Time runs from logpond's start until the server holds every event; every profile must store each event exactly once (201 once per event, no document missing).\n\n", runs[0].Events, o.drainSize)
+	p("%s", measured)
 	p("| profile | what | drain s | × clean | ideal s | × ideal | 429 items | 429 per delivered | 503 requests | requests | 409 | peak RSS MiB | formula MiB |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	clean := runs[0].Elapsed

@@ -174,10 +174,12 @@ func flameGraphs(tool, dir string, fs []*flame) error {
 }
 
 // flameMarkdown is the report's section of flame graphs.
-func flameMarkdown(fs []*flame, tool string) string {
+func flameMarkdown(r *report) string {
+	fs, tool := r.Flames, r.Opts.flamegraph
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("## Where the CPU goes: flame graphs\n\n")
+	p("%s", r.measured())
 	p("On-CPU flame graphs of logpond, from the CPU profiles it wrote (`-cpuprofile`, Go's sampling profiler, 100 samples per second) during this report's own runs, merged over each path's runs. A frame's width is its share of the sampled CPU time, callers below callees; the pictures are SVG, drawn by `%s` (Brendan Gregg's FlameGraph) from the stacks folded by `tools/benchreport`. Beside each, the functions with the largest cumulative shares (the samples whose stack holds the function) and their flat shares (the samples where it was running).\n\n", filepath.Base(tool))
 	for _, f := range fs {
 		p("### %s\n\n%s %s of CPU sampled.\n\n![%s](%s)\n\n", f.Title, f.What, f.Samples.Round(10*time.Millisecond), f.Title, f.SVG)

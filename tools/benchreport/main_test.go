@@ -98,7 +98,7 @@ func TestDrainMarkdown(t *testing.T) {
 		{Profile: "overload", What: drainProfiles[2].what, Events: 300000, Elapsed: 29 * time.Second, AcceptRate: 10000, Rejected: 3000},
 		{Profile: "storm", What: strings.Replace(drainProfiles[3].what, "first R", "first 10s", 1), Events: 300000, Elapsed: 44 * time.Second, AcceptRate: 10000, Refusal: 10 * time.Second, Rejected: 60000},
 	}
-	md := drainMarkdown(runs, defaultOptions())
+	md := drainMarkdown(runs, defaultOptions(), "")
 	for _, want := range []string{
 		"| overload | the server accepts C = 10000 items/s (a token bucket holding one second's worth) and answers 429 beyond | 29.0 | 4.83× | 30.0 | 0.97× | 3000 | 0.010 |",
 		"| storm | every item 429 for the first 10s, then as overload: C = 10000 items/s, 429 beyond | 44.0 | 7.33× | 40.0 | 1.10× | 60000 | 0.200 |",

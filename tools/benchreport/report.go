@@ -60,6 +60,15 @@ func cpu(c float64) string {
 	return fmt.Sprintf("%.2f", c)
 }
 
+// measured is the line a section measured in a partial run opens with
+// (none in a full run: the report's header says when it ran).
+func (r *report) measured() string {
+	if r.Opts.parts == defaultOptions().parts {
+		return ""
+	}
+	return fmt.Sprintf("Measured %s, logpond %s, in a run of `-parts %s` on the same machine.\n\n", r.Date, r.Revision, r.Opts.parts)
+}
+
 // markdown renders the report.
 func (r *report) markdown() string {
 	var b strings.Builder
@@ -80,6 +89,7 @@ func (r *report) markdown() string {
 	p("- **noop**: acknowledges every window at once; no durability (an upper bound for the protocol and the client).\n")
 	p("- **naive**: appends each window to one file on the journal's disk and fdatasyncs it before the ACK, one window at a time.\n")
 	p("- **logpond**: `bin/logpond`, output disabled (ingest only): journal group commit on the machine's disk, flusher to the ledger on its own device.\n\n")
+	p("%s", r.measured())
 	p("MB/s counts event bytes before compression. CPU is the server process's user+system time per million acknowledged events; peak RSS is the server's VmHWM (logpond's is mostly its bounded buffers: the input's in-flight budget, the journal's in-memory tail for the flusher, the ledger's write buffer); formula is what the memory formula of docs/operations.md gives for logpond's configuration, its soft memory limit; ×naive and ×noop are logpond's events/s over the baseline's, the median of the per-round ratios.\n\n")
 	p("| event | zlib | window | server | events/s | MB/s | ack p50 ms | ack p99 ms | ack p999 ms | CPU s/Mev | peak RSS MiB | formula MiB | ×naive | ×noop |\n")
 	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -164,7 +174,7 @@ func (r *report) markdown() string {
 		p("%s.\n\n", r.StraceNote)
 	}
 	if len(r.Drain) > 0 {
-		p("%s", drainMarkdown(r.Drain, o))
+		p("%s", drainMarkdown(r.Drain, o, r.measured()))
 	}
 	if r.Fanout != nil {
 		p("%s", fanoutMarkdown(r.Fanout, o))
@@ -182,7 +192,7 @@ func (r *report) markdown() string {
 		p("%s", procMarkdown(r))
 	}
 	if len(r.Flames) > 0 {
-		p("%s", flameMarkdown(r.Flames, r.Opts.flamegraph))
+		p("%s", flameMarkdown(r))
 	}
 	p("## Reproduce\n\n")
 	p("```\nsudo make bench-report          # builds, then runs tools/benchreport; about %s here (flame graphs: flamegraph.pl on PATH, or FLAMEGRAPH=path)\n", estimate(o).Round(time.Minute))
