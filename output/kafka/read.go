@@ -64,28 +64,17 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
 		Record: func(lsn uint64, rec record.Record) bool {
-			pos := 0
-			for raw := range rec.Events() {
-				ev, verdict, err := proc.Prepare(ctx, tr, lsn, pos, rec.Received(), raw, sink)
-				if err != nil {
-					readErr = err
-					return false
-				}
-				if verdict != drain.Send {
-					o.stats.notSent(verdict)
-					pos++
-					continue
-				}
+			ok, err := proc.Events(ctx, tr, lsn, rec, sink, o.stats.notSent, func(ev []byte, pos int) bool {
 				if b.len() == 0 {
 					first = time.Now()
 				}
 				b.add(ev, position{lsn: lsn, pos: pos}, rec.Received())
-				pos++
-				if (b.len() >= o.opts.BulkMaxSize || b.bytes >= maxBatchBytes) && !send() {
-					return false
-				}
+				return (b.len() < o.opts.BulkMaxSize && b.bytes < maxBatchBytes) || send()
+			})
+			if err != nil {
+				readErr = err
 			}
-			return true
+			return ok
 		},
 		Flush: func(caughtUp bool) (more, ok bool) {
 			if b.len() == 0 {

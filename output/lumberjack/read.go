@@ -36,18 +36,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 	}
 	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
 		Record: func(lsn uint64, rec record.Record) bool {
-			pos := 0
-			for raw := range rec.Events() {
-				ev, verdict, err := proc.Prepare(ctx, tr, lsn, pos, rec.Received(), raw, sink)
-				if err != nil {
-					readErr = err
-					return false
-				}
-				if verdict != drain.Send {
-					o.stats.notSent(verdict)
-					pos++
-					continue
-				}
+			ok, err := proc.Events(ctx, tr, lsn, rec, sink, o.stats.notSent, func(ev []byte, pos int) bool {
 				// A window must fit a default receiver's max_batch_bytes:
 				// the one being filled goes first when this event would
 				// take it past.
@@ -56,12 +45,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 				}
 				b.data = o.appendEvent(b.data, ev, lsn, pos)
 				b.added(lsn, pos, rec.Received())
-				pos++
-				if b.len() >= o.windowEvents() && !send() {
-					return false
-				}
+				return b.len() < o.windowEvents() || send()
+			})
+			if err != nil {
+				readErr = err
 			}
-			return true
+			return ok
 		},
 		// The receiver has nothing better to wait for: a partial window
 		// goes as soon as the reader has caught up, or before a failed

@@ -7,6 +7,7 @@ import (
 
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/processors"
+	"github.com/logpond/logpond/record"
 )
 
 // Processing runs an output's processor chain on the events its reader
@@ -139,4 +140,27 @@ func (pr *Processor) Prepare(ctx context.Context, tr *Tracker, lsn uint64, pos i
 		Stream: sink.Stream, LSN: lsn, Position: uint32(pos), Action: sink.Action,
 		ErrType: "unprocessable_event", Reason: reason, Received: received, Event: raw})
 	return nil, v, err
+}
+
+// Events runs Prepare on each event of record rec (at LSN lsn), for an
+// output that takes events one at a time: send gets each event to send,
+// with its position in the record, and returns false to stop; notSent
+// gets the verdict of each event the chain dropped or that was kept as a
+// dead letter, for the output's counts. It returns false when send
+// stopped, or with Prepare's error (the output stops).
+func (pr *Processor) Events(ctx context.Context, tr *Tracker, lsn uint64, rec record.Record, sink DeadLetterSink, notSent func(Verdict), send func(ev []byte, pos int) bool) (bool, error) {
+	pos := 0
+	for raw := range rec.Events() {
+		ev, verdict, err := pr.Prepare(ctx, tr, lsn, pos, rec.Received(), raw, sink)
+		if err != nil {
+			return false, err
+		}
+		if verdict != Send {
+			notSent(verdict)
+		} else if !send(ev, pos) {
+			return false, nil
+		}
+		pos++
+	}
+	return true, nil
 }
