@@ -777,30 +777,6 @@ func (e *dissectMatchError) Error() string {
 // Unwrap makes every match error a dissectErrNoMatch.
 func (e *dissectMatchError) Unwrap() error { return dissectErrNoMatch }
 
-// convert turns a value into its typed form per Conv: int64 for integer
-// and long (integer must fit 32 bits), float64 for float and double (float
-// must fit a float32), bool for boolean (strconv.ParseBool's forms), the
-// string itself for ip (after validating with net/netip; zones are
-// refused, as net.ParseIP does) and string, and the value unchanged for
-// none. As in Filebeat, trailing spaces are removed before converting and
-// integers may be written in hex with a 0x or 0X prefix. An error names
-// the value, the key and the type.
-func (f dissectField) convert() (any, error) {
-	c, err := f.converted()
-	if err != nil {
-		return nil, err
-	}
-	switch c.kind {
-	case convertedInt:
-		return c.i, nil
-	case convertedFloat:
-		return c.f, nil
-	case convertedBool:
-		return c.b, nil
-	}
-	return c.s, nil
-}
-
 // convertedValue is a converted field value without boxing it in an
 // interface, which would allocate for every number of every event.
 type convertedValue struct {
@@ -820,7 +796,14 @@ const (
 	convertedBool
 )
 
-// converted is convert's work, with the result unboxed.
+// converted turns a value into its typed form per Conv: an int for
+// integer and long (integer must fit 32 bits), a float for float and
+// double (float must fit a float32), a bool for boolean
+// (strconv.ParseBool's forms), the string itself for ip (after validating
+// with net/netip; zones are refused, as net.ParseIP does) and string, and
+// the value unchanged for none. As in Filebeat, trailing spaces are
+// removed before converting and integers may be written in hex with a 0x
+// or 0X prefix. An error names the value, the key and the type.
 func (f dissectField) converted() (convertedValue, error) {
 	if f.Conv == dissectConvNone {
 		return convertedValue{s: f.Value}, nil

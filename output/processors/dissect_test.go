@@ -535,3 +535,21 @@ func BenchmarkDissect(b *testing.B) {
 		}
 	}
 }
+
+// convert is converted with the value boxed, for comparing with the
+// values Filebeat's conversions give.
+func (f dissectField) convert() (any, error) {
+	c, err := f.converted()
+	if err != nil {
+		return nil, err
+	}
+	switch c.kind {
+	case convertedInt:
+		return c.i, nil
+	case convertedFloat:
+		return c.f, nil
+	case convertedBool:
+		return c.b, nil
+	}
+	return c.s, nil
+}
