@@ -410,8 +410,35 @@ func keyBit(key string) uint64 {
 // written, and s holds escapes, so it may be there written with some.
 // Duplicate keys are not looked for: the first one found is the member.
 func findMember(s, key string) (from, to int, found, sure bool) {
+	open, _, end, found, sure := locateMember(s, key)
+	if !found {
+		return 0, 0, false, sure
+	}
+	next := skipSpace(s, end)
+	if next < len(s) && s[next] == ',' {
+		return open, skipSpace(s, next+1), true, true
+	}
+	// The last member: cut the comma before it, and the space around
+	// that comma.
+	from = open
+	j := open - 1
+	for j > 0 && isSpace(s[j]) {
+		j--
+	}
+	if s[j] == ',' {
+		for j--; j > 0 && isSpace(s[j]); j-- {
+		}
+		from = j + 1
+	}
+	return from, next, true, true
+}
+
+// locateMember is findMember's search: where member key of the object
+// text s starts (its key's opening quote), and where its value starts
+// and ends.
+func locateMember(s, key string) (open, value, end int, found, sure bool) {
 	if !searchable(key) {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
 	// Only a flat object is sure to hold every key written at its own
 	// depth; in another, a candidate is checked to be at depth one.
@@ -433,35 +460,44 @@ func findMember(s, key string) (from, to int, found, sure bool) {
 		if colon >= len(s) || s[colon] != ':' {
 			continue
 		}
-		end := endOfValue(s, skipSpace(s, colon+1))
+		value = skipSpace(s, colon+1)
+		end := endOfValue(s, value)
 		if end < 0 {
-			return 0, 0, false, false
+			return 0, 0, 0, false, false
 		}
 		if !flat && closeOf(s, end, 1) != len(s) {
 			continue // a member of an object inside this one
 		}
-		next := skipSpace(s, end)
-		if next < len(s) && s[next] == ',' {
-			return open, skipSpace(s, next+1), true, true
-		}
-		// The last member: cut the comma before it, and the space
-		// around that comma.
-		from = open
-		j := open - 1
-		for j > 0 && isSpace(s[j]) {
-			j--
-		}
-		if s[j] == ',' {
-			for j--; j > 0 && isSpace(s[j]); j-- {
-			}
-			from = j + 1
-		}
-		return from, next, true, true
+		return open, value, end, true, true
 	}
 	if strings.IndexByte(s, '\\') >= 0 {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
-	return 0, 0, false, true
+	return 0, 0, 0, false, true
+}
+
+// Peek returns member key of the object v for reading, or nil (also when
+// v is not an object). An object nobody split is searched rather than
+// split, and the member returned is then a value of its own: changing it
+// changes nothing in v (Get returns the member itself). A condition that
+// reads one field of a large object, or of a subtree a processor wrote as
+// text, costs a search instead of a split.
+func (v *Value) Peek(key string) *Value {
+	if v.t != TypeObject {
+		return nil
+	}
+	if v.expanded || v.raw == "" {
+		return (*Object)(v).Get(key)
+	}
+	_, value, end, found, sure := locateMember(v.raw, key)
+	switch {
+	case !sure:
+		o, _ := v.Object()
+		return o.Get(key)
+	case !found:
+		return nil
+	}
+	return v.a.lazy(v.raw[value:end])
 }
 
 // indexShort returns the index of the first key in s at or after off, or

@@ -352,7 +352,36 @@ func FuzzFindMember(f *testing.F) {
 			return
 		}
 		assertFindAgrees(t, strings.TrimSpace(doc), key)
+		assertPeekAgrees(t, doc, key)
 	})
+}
+
+// Peek reads what Get reads, without splitting an object nobody split.
+func TestPeekAgreesWithGet(t *testing.T) {
+	doc := `{"id":1, "mac" : ["m"],"os":{"mac":2,"id":"x"},"s":"\"mac\": 4","e":"a\u0041","\u0061":5}`
+	for _, key := range []string{"id", "mac", "os", "s", "e", "a", "none"} {
+		assertPeekAgrees(t, doc, key)
+	}
+	var p Parser
+	v := p.ParseValid(`{"os":{"mac":2}}`)
+	os := v.Get("os")
+	if got := os.Peek("mac"); got == nil || got.String() != "2" || os.expanded {
+		t.Errorf("Peek on an unsplit object: %v, split %v", got, os.expanded)
+	}
+}
+
+func assertPeekAgrees(t *testing.T, doc, key string) {
+	t.Helper()
+	var p1, p2 Parser
+	v1, err := p1.Parse(doc)
+	if err != nil || v1.Type() != TypeObject {
+		return
+	}
+	v2, _ := p2.Parse(doc)
+	peeked, got := v1.Peek(key), v2.Get(key)
+	if (peeked == nil) != (got == nil) || peeked != nil && peeked.String() != got.String() {
+		t.Errorf("%s in %s: Peek %v, Get %v", key, doc, peeked, got)
+	}
 }
 
 // indexShort finds what strings.Index finds, across its windows' ends.

@@ -113,6 +113,25 @@ func (e *event) get(p path) *jsontree.Value {
 	return v
 }
 
+// peek is get for reading only: objects on the way that nothing has
+// split are searched rather than split (jsontree's Peek), so the value
+// returned must not be changed. Conditions read this way: most read one
+// field of a large object, or of a subtree a processor wrote whole.
+//
+// The event's top level is split all the same: nearly every chain reads
+// or writes it, and its members are then the tree's own.
+func (e *event) peek(p path) *jsontree.Value {
+	o, _ := e.root.Object()
+	v := o.Get(p.parts[0])
+	for _, k := range p.parts[1:] {
+		if v == nil {
+			return nil
+		}
+		v = v.Peek(k)
+	}
+	return v
+}
+
 // parent returns the object holding the last part of p, creating the
 // missing objects on the way when create is set. It fails when a part on
 // the way is not an object, as Filebeat's PutValue does; without create
