@@ -257,10 +257,6 @@ func (o *Object) index(key string) int {
 // Set sets member key to val, in place when it exists, else last.
 func (o *Object) Set(key string, val *Value) { o.SetQuoted(key, "", val) }
 
-// SetNew adds member key, which the caller knows o does not hold (it
-// just looked): Set without the search.
-func (o *Object) SetNew(key string, val *Value) { o.SetNewQuoted(key, "", val) }
-
 // Quote returns s as a JSON string, quotes included: the form SetQuoted
 // and SetNewQuoted take.
 func Quote(s string) string { return string(AppendString(nil, s)) }
@@ -281,8 +277,8 @@ func (o *Object) SetQuoted(key, quoted string, val *Value) {
 	o.addMember(key, quoted, val)
 }
 
-// SetNewQuoted is SetNew with the key also given as Quote(key) (or ""),
-// as SetQuoted.
+// SetNewQuoted adds member key, which the caller knows o does not hold
+// (it just looked): SetQuoted without the search.
 func (o *Object) SetNewQuoted(key, quoted string, val *Value) {
 	if val == nil {
 		val = valueNull
