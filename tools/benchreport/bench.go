@@ -103,15 +103,22 @@ func formula(path string) (int64, error) {
 	return c.Memory().Total(), nil
 }
 
+// profileArgs are the arguments that make a logpond run write its CPU
+// profile (with -cpuprofiles), named NNN-<name>.pprof in run order; none
+// without.
+func (b *bench) profileArgs(name string) []string {
+	b.runs++
+	if b.o.cpuProfiles == "" {
+		return nil
+	}
+	return []string{"-cpuprofile", filepath.Join(b.o.cpuProfiles, fmt.Sprintf("%03d-%s.pprof", b.runs, name))}
+}
+
 // logpond starts bin/logpond with a configuration (optionally under a
 // wrapper command such as strace) and returns it with its admin address.
 func (b *bench) logpond(cfg string, wrapper ...string) (*lumberload.Process, string, error) {
 	args := append(wrapper, filepath.Join(b.o.bin, "logpond"), "-config", cfg)
-	b.runs++
-	if b.o.cpuProfiles != "" {
-		name := fmt.Sprintf("%03d-%s.pprof", b.runs, strings.TrimSuffix(filepath.Base(cfg), filepath.Ext(cfg)))
-		args = append(args, "-cpuprofile", filepath.Join(b.o.cpuProfiles, name))
-	}
+	args = append(args, b.profileArgs(strings.TrimSuffix(filepath.Base(cfg), filepath.Ext(cfg)))...)
 	p, err := lumberload.Start(exec.Command(args[0], args[1:]...), beatsRE)
 	if err != nil {
 		return nil, "", err
@@ -199,11 +206,7 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 					re := noopRE
 					switch name {
 					case "logpond":
-						args := []string{"-config", cfgPath}
-						if b.o.cpuProfiles != "" {
-							args = append(args, "-cpuprofile", filepath.Join(b.o.cpuProfiles,
-								fmt.Sprintf("%03d-%s.pprof", round, ingestProfileName(size, comp))))
-						}
+						args := append([]string{"-config", cfgPath}, b.profileArgs(ingestProfileName(size, comp))...)
 						cmd, re = exec.Command(filepath.Join(b.o.bin, "logpond"), args...), beatsRE
 					case "naive":
 						if err := os.MkdirAll(b.journalDir(), 0o755); err != nil {

@@ -193,7 +193,7 @@ func flameMarkdown(r *report) string {
 }
 
 // profilesNamed returns the profiles in dir whose run's configuration is
-// name (bench.logpond names them NNN-<config>.pprof), in run order.
+// name (bench.profileArgs names them NNN-<name>.pprof), in run order.
 func profilesNamed(dir, name string) ([]string, error) {
 	all, err := filepath.Glob(filepath.Join(dir, "*-"+name+".pprof"))
 	if err != nil {
