@@ -62,24 +62,25 @@ type drainFaults struct {
 
 // drain builds a backlog of o.drainEvents events of o.drainSize bytes with
 // the output off, keeps a copy of both stores, and drains that same
-// backlog into an estest server once per profile.
-func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
+// backlog into an estest server once per profile, then o.rounds times
+// into the accept-all sink for logpond's CPU per event (drainCPU).
+func (b *bench) drain(ctx context.Context) ([]drainRun, []drainCPURun, error) {
 	events, saved, err := b.savedBacklog(ctx, "drain-saved", b.o.drainEvents, b.o.drainSize, lumberload.ShapeClassic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(saved)
 	var runs []drainRun
 	var clean time.Duration
 	for _, pr := range drainProfiles {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := b.fresh(false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := restoreStores(saved, b.journalDir(), b.ledgerDir()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var f drainFaults
 		rate := 0.0
@@ -101,7 +102,7 @@ func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
 		}
 		r, err := b.drainOnce(ctx, pr.name, what, events, f, nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.AcceptRate, r.Refusal = rate, f.after
 		if pr.name == "clean" {
@@ -111,7 +112,11 @@ func (b *bench) drain(ctx context.Context) ([]drainRun, error) {
 		fmt.Fprintf(b.log, "drain %-8s %d events in %.1f s; stored %d, 201 %d, 409 %d, 429 %d, 503 %d, peak RSS %d MiB\n", pr.name, events,
 			r.Elapsed.Seconds(), r.Stored, r.Created, r.Conflicts, r.Rejected, r.Failed503, r.PeakRSS>>20)
 	}
-	return runs, nil
+	cpu, err := b.drainCPU(ctx, saved, events, b.o.rounds)
+	if err != nil {
+		return nil, nil, err
+	}
+	return runs, cpu, nil
 }
 
 // drainOnce starts logpond over the restored stores with its output
@@ -274,7 +279,7 @@ func restoreStores(saved, journal, ledger string) error {
 }
 
 // drainMarkdown renders the drain section.
-func drainMarkdown(runs []drainRun, o options, measured string) string {
+func drainMarkdown(runs []drainRun, cpu []drainCPURun, o options, measured string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("## Drain: a backlog into a cluster that pushes back\n\n")
@@ -298,6 +303,7 @@ func drainMarkdown(runs []drainRun, o options, measured string) string {
 			r.Elapsed.Seconds()/clean.Seconds(), ideal, vsIdeal, r.Rejected, float64(r.Rejected)/float64(r.Events), r.Failed503, r.Requests, r.Conflicts, mib(r.PeakRSS), mib(r.Formula))
 	}
 	p("\nThe ideal time is n/C for overload (the backlog of n events at the server's rate) and R + n/C for storm (R: the time every item was refused). Goals: random ≤ 1.5× clean; overload ≤ 1.1× ideal with ≤ 0.1 rejected items per delivered event; storm ≤ 1.2× ideal. C is a third of the clean run's rate.\n\n")
+	p("%s", drainCPUMarkdown(cpu, o.drainSize))
 	return b.String()
 }
 

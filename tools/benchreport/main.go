@@ -14,7 +14,8 @@
 //     server that accepts everything, rejects at random (10% of items
 //     429, 2% of requests 503), accepts only a third of the clean rate (a
 //     token bucket, 429 beyond), or refuses every item for -drain-refusal
-//     and then accepts a third of the clean rate;
+//     and then accepts a third of the clean rate; then -rounds times into
+//     the accept-all sink, for logpond's CPU per delivered event;
 //   - many small clients: -small-conns connections each sending windows of
 //     50 events, records per journal fsync counted from /metrics and, under
 //     strace, at the syscall;
@@ -232,7 +233,7 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		}
 	}
 	if parts["drain"] {
-		if rep.Drain, err = b.drain(ctx); err != nil {
+		if rep.Drain, rep.DrainCPU, err = b.drain(ctx); err != nil {
 			return fmt.Errorf("drain: %w", err)
 		}
 	}

@@ -91,15 +91,23 @@ func TestMarkdown(t *testing.T) {
 
 // TestDrainMarkdown: the drain table gives each paced profile its ideal
 // time, n/C for overload and the refusal plus n/C for storm, and the
-// drain time over it.
+// drain time over it; the CPU table gives each round's CPU per event and
+// judges the median round against the goal.
 func TestDrainMarkdown(t *testing.T) {
 	runs := []drainRun{
 		{Profile: "clean", What: "every item accepted", Events: 300000, Elapsed: 6 * time.Second, Stored: 300000, Created: 300000},
 		{Profile: "overload", What: drainProfiles[2].what, Events: 300000, Elapsed: 29 * time.Second, AcceptRate: 10000, Rejected: 3000},
 		{Profile: "storm", What: strings.Replace(drainProfiles[3].what, "first R", "first 10s", 1), Events: 300000, Elapsed: 44 * time.Second, AcceptRate: 10000, Refusal: 10 * time.Second, Rejected: 60000},
 	}
-	md := drainMarkdown(runs, defaultOptions(), "")
+	cpu := []drainCPURun{
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 900 * time.Millisecond, Elapsed: time.Second},
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 700 * time.Millisecond, Elapsed: time.Second},
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 800 * time.Millisecond, Elapsed: time.Second},
+	}
+	md := drainMarkdown(runs, cpu, defaultOptions(), "")
 	for _, want := range []string{
+		"| 2 | 1.00 | 500000 | 1.40 | 0.30 |",
+		"Verdict: **not met** (1.60 µs)",
 		"| overload | the server accepts C = 10000 items/s (a token bucket holding one second's worth) and answers 429 beyond | 29.0 | 4.83× | 30.0 | 0.97× | 3000 | 0.010 |",
 		"| storm | every item 429 for the first 10s, then as overload: C = 10000 items/s, 429 beyond | 44.0 | 7.33× | 40.0 | 1.10× | 60000 | 0.200 |",
 		"storm ≤ 1.2× ideal",

@@ -16,6 +16,7 @@ type report struct {
 	IsoRounds               [][]isoPhase // every round's
 	Small                   []smallRun
 	Drain                   []drainRun
+	DrainCPU                []drainCPURun
 	Fanout                  *fanoutResult
 	Datastreams             []dsRun
 	Compression             *compressionResult
@@ -174,7 +175,7 @@ func (r *report) markdown() string {
 		p("%s.\n\n", r.StraceNote)
 	}
 	if len(r.Drain) > 0 {
-		p("%s", drainMarkdown(r.Drain, o, r.measured()))
+		p("%s", drainMarkdown(r.Drain, r.DrainCPU, o, r.measured()))
 	}
 	if r.Fanout != nil {
 		p("%s", fanoutMarkdown(r.Fanout, o))

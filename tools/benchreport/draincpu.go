@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/logpond/logpond/internal/testkit/estest"
+)
+
+// drainCPURun is one drain of the drain part's backlog into the
+// accept-all sink (estest.Sink), measured for logpond's CPU: the sink
+// parses nothing but action lines, so the two cores are logpond's as
+// much as they can be.
+type drainCPURun struct {
+	Events int64
+	// Startup is logpond's CPU time from its start until the sink
+	// acknowledged its first item: opening the stores, recovery and
+	// the first read, paid once per start whatever the backlog.
+	Startup time.Duration
+	// Drain is logpond's CPU time from the sink's first item until its
+	// last, and Elapsed the time between them.
+	Drain, Elapsed time.Duration
+	PeakRSS        int64
+	Formula        int64
+}
+
+// PerEvent is logpond's CPU time per delivered event over the drain, in
+// µs.
+func (r drainCPURun) PerEvent() float64 { return r.Drain.Seconds() * 1e6 / float64(r.Events) }
+
+// drainCPU drains the saved backlog (events of it) into a fresh
+// accept-all sink rounds times, each from a fresh copy of the stores.
+func (b *bench) drainCPU(ctx context.Context, saved string, events int64, rounds int) ([]drainCPURun, error) {
+	var runs []drainCPURun
+	for round := range rounds {
+		if err := b.fresh(false); err != nil {
+			return nil, err
+		}
+		if err := restoreStores(saved, b.journalDir(), b.ledgerDir()); err != nil {
+			return nil, err
+		}
+		r, err := b.drainCPUOnce(ctx, events)
+		if err != nil {
+			return nil, fmt.Errorf("drain CPU round %d: %w", round+1, err)
+		}
+		fmt.Fprintf(b.log, "drain cpu round %d: %d events in %.2f s, logpond CPU %.2f s (%.2f µs/event), %.2f s before the first item, peak RSS %d MiB\n",
+			round+1, events, r.Elapsed.Seconds(), r.Drain.Seconds(), r.PerEvent(), r.Startup.Seconds(), r.PeakRSS>>20)
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// drainCPUOnce starts logpond over the restored stores with its output
+// pointed at a fresh sink and samples its CPU time when the first item
+// arrives and when the last does (the sink's count, polled every
+// millisecond: the sink counts an item when it answers its request).
+func (b *bench) drainCPUOnce(ctx context.Context, events int64) (drainCPURun, error) {
+	r := drainCPURun{Events: events}
+	sink, err := estest.StartSink()
+	if err != nil {
+		return r, err
+	}
+	defer sink.Close()
+	cfg, err := b.config("drain-cpu", sink.URL())
+	if err != nil {
+		return r, err
+	}
+	if r.Formula, err = formula(cfg); err != nil {
+		return r, err
+	}
+	p, _, err := b.logpond(cfg)
+	if err != nil {
+		return r, err
+	}
+	defer p.Stop()
+	limit := time.Now().Add(b.o.drainLimit)
+	var first time.Time
+	var startCPU time.Duration
+	for {
+		n := sink.Items()
+		if n > 0 && first.IsZero() {
+			first, startCPU = time.Now(), p.CPU()
+		}
+		if n >= events {
+			r.Elapsed, r.Drain = time.Since(first), p.CPU()-startCPU
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		if time.Now().After(limit) {
+			return r, fmt.Errorf("%d of %d events delivered: %w", n, events, errors.New("time limit passed"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Startup, r.PeakRSS = startCPU, p.PeakRSS()
+	if err := p.Stop(); err != nil {
+		return r, fmt.Errorf("stop: %w\n%s", err, p.Output())
+	}
+	if n := sink.Items(); n != events {
+		return r, fmt.Errorf("the sink acknowledged %d items for %d events", n, events)
+	}
+	return r, nil
+}
+
+// goalDrainCPU is the most CPU per delivered event, in µs, the drain of
+// 512 B events into the accept-all sink may cost logpond.
+const goalDrainCPU = 1.5
+
+// drainCPUMarkdown is the drain part's CPU table: each round, and the
+// median.
+func drainCPUMarkdown(runs []drainCPURun, size int) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("### What the drain costs logpond per event\n\n")
+	p("The same backlog (%d events of %d B) drained %d times, each from a fresh copy of the stores, into the accept-all bulk sink (`estest.Sink`, in-process: it answers 201 for every action line and parses nothing else), so that the two cores are logpond's as much as they can be. CPU is logpond's user and system time from the sink's first item until its last, per delivered event; start is its CPU time before the first item (opening the stores, recovery, the first read: paid once per start, whatever the backlog). No processors: the processing part shows what a chain adds.\n\n", runs[0].Events, size, len(runs))
+	p("| round | drain s | events/s | logpond CPU µs/event | start CPU s | peak RSS MiB | formula MiB |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+	per := make([]float64, 0, len(runs))
+	for i, r := range runs {
+		p("| %d | %.2f | %.0f | %.2f | %.2f | %s | %s |\n", i+1, r.Elapsed.Seconds(), float64(r.Events)/r.Elapsed.Seconds(), r.PerEvent(), r.Startup.Seconds(), mib(r.PeakRSS), mib(r.Formula))
+		per = append(per, r.PerEvent())
+	}
+	med := midMedian(per)
+	p("\nGoal: at most %.1f µs of logpond's CPU per delivered event (the median round). Verdict: %s.\n\n", goalDrainCPU, verdict(med <= goalDrainCPU, fmt.Sprintf("%.2f µs", med)))
+	return b.String()
+}
