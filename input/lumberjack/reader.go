@@ -192,11 +192,10 @@ func (r *Reader) ReadBatch(fn func(event []byte) error) (int, uint32, error) {
 	if typ != v2.CodeWindowSize {
 		return 0, 0, protoErr(ReasonUnknownFrame, "expected a window frame 'W', got %q", typ)
 	}
-	var hdr [4]byte
-	if err := readFull(br, hdr[:]); err != nil {
+	n, err := readWord(br)
+	if err != nil {
 		return 0, 0, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
 	if n == 0 {
 		return 0, 0, protoErr(ReasonEmptyWindow, "window of 0 events")
 	}
@@ -263,11 +262,14 @@ func (r *Reader) frame(br *bufio.Reader, b *batchState, depth int) error {
 }
 
 func (r *Reader) jsonFrame(br *bufio.Reader, b *batchState) error {
-	var hdr [8]byte
-	if err := readFull(br, hdr[:]); err != nil {
+	seq, err := readWord(br)
+	if err != nil {
 		return err
 	}
-	seq, n := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
+	n, err := readWord(br)
+	if err != nil {
+		return err
+	}
 	// Checked before allocating: the length is the client's word.
 	if uint64(n) > uint64(r.limits.MaxEventBytes) {
 		return protoErr(ReasonEventTooLarge, "event of %d bytes exceeds max_event_bytes %d", n, r.limits.MaxEventBytes)
@@ -310,7 +312,7 @@ func (r *Reader) jsonFrame(br *bufio.Reader, b *batchState) error {
 	if b.got > b.want {
 		return protoErr(ReasonUnknownFrame, "more events than the window announced (%d)", b.want)
 	}
-	err := b.fn(ev)
+	err = b.fn(ev)
 	if inPlace {
 		// Only now: ev aliases the read buffer until then. Discard cannot
 		// fail here, the bytes were peeked.
@@ -323,11 +325,11 @@ func (r *Reader) compressedFrame(br *bufio.Reader, b *batchState, depth int) err
 	if depth+1 > r.limits.MaxNesting {
 		return protoErr(ReasonNesting, "compressed frames nested %d deep (at most %d)", depth+1, r.limits.MaxNesting)
 	}
-	var hdr [4]byte
-	if err := readFull(br, hdr[:]); err != nil {
+	word, err := readWord(br)
+	if err != nil {
 		return err
 	}
-	n := int64(binary.BigEndian.Uint32(hdr[:]))
+	n := int64(word)
 	if b.bytes+n > r.limits.MaxBatchBytes {
 		return protoErr(ReasonBatchTooLarge, "compressed frame of %d bytes exceeds the batch limit %d", n, r.limits.MaxBatchBytes)
 	}
@@ -414,6 +416,19 @@ func wrapInflate(err error) error {
 
 func zlibErr(err error) error {
 	return protoErr(ReasonCompression, "zlib: %v", err)
+}
+
+// readWord reads one big-endian 32-bit word of a frame from br. It reads
+// in br's buffer: a header array passed to io.ReadFull would escape to
+// the heap, an allocation for every event.
+func readWord(br *bufio.Reader) (uint32, error) {
+	b, err := br.Peek(4)
+	if err != nil {
+		return 0, truncated(err)
+	}
+	w := binary.BigEndian.Uint32(b)
+	_, _ = br.Discard(4) // cannot fail: the bytes were peeked
+	return w, nil
 }
 
 func readFull(r io.Reader, b []byte) error {

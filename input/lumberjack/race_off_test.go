@@ -1,0 +1,5 @@
+//go:build !race
+
+package lumberjack
+
+const raceEnabled = false
