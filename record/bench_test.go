@@ -14,6 +14,8 @@ func benchEvents() [][]byte {
 	return events
 }
 
+// BenchmarkBuilder builds a record of a Filebeat-sized batch, as the input
+// does for every batch it reads. tools/benchreport runs it with -benchmem.
 func BenchmarkBuilder(b *testing.B) {
 	events := benchEvents()
 	var bl Builder
@@ -26,8 +28,13 @@ func BenchmarkBuilder(b *testing.B) {
 		}
 		bl.Finish()
 	}
+	// The benchmark report states allocations per event.
+	b.ReportMetric(float64(len(events)), "events/op")
 }
 
+// BenchmarkDecode verifies a record and walks its events, as every
+// output does for every record it reads. tools/benchreport runs it with
+// -benchmem.
 func BenchmarkDecode(b *testing.B) {
 	enc, _ := Encode(nil, t0, benchEvents())
 	b.SetBytes(int64(len(enc)))
@@ -42,4 +49,5 @@ func BenchmarkDecode(b *testing.B) {
 			n += len(ev)
 		}
 	}
+	b.ReportMetric(50, "events/op")
 }

@@ -40,7 +40,10 @@
 //     lines drained into an estest server without processors and with a
 //     five-processor chain (dissect, drop_event, rename, drop_fields,
 //     add_fields), interleaved -processing-rounds times, checking what
-//     the chain left in the server.
+//     the chain left in the server;
+//   - hotpaths: the Go benchmarks of the per-event hot paths (reading a
+//     window, building a record, decoding it, encoding an event for
+//     Elasticsearch) on one core with -benchmem, per event.
 //
 // The journal goes under the work directory on this machine's disk; the
 // ledger goes on a loop-mounted ext4 whose image lives in /dev/shm, so the
@@ -81,7 +84,7 @@ type options struct {
 	smallDuration time.Duration
 	ledgerImage   int64
 	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing
+	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing, hotpaths
 	drainEvents   int64
 	drainSize     int
 	drainLimit    time.Duration // a drain profile that takes longer fails the run
@@ -106,7 +109,7 @@ func defaultOptions() options {
 		work: os.TempDir(), duration: 5 * time.Second, rounds: 3, sizes: []int{256, 1024, 90 << 10},
 		backlog: 2 << 30, isoDuration: 40 * time.Second, isoRate: 20000, isoRounds: 3, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
-		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka,processing",
+		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka,processing,hotpaths",
 		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
 		// Relative to the repository's root, where make bench-report runs.
@@ -145,7 +148,7 @@ func main() {
 	flag.IntVar(&o.zRounds, "compression-rounds", o.zRounds, "interleaved rounds of zstd and none in the compression part's ingest and drain")
 	flag.Int64Var(&o.procEvents, "processing-events", o.procEvents, "events of the processing part's backlog (1 KiB Filebeat events carrying Apache log lines)")
 	flag.IntVar(&o.procRounds, "processing-rounds", o.procRounds, "interleaved rounds of drains without and with the chain in the processing part")
-	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run, comma-separated, of ingest, isolation, small, drain, fanout, datastreams, compression, kafka and processing (a partial report, for trying things out)")
+	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run, comma-separated, of ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing and hotpaths (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
 	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.procEvents < 1 || o.procRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
@@ -260,6 +263,11 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if parts["processing"] {
 		if rep.Processing, err = b.processing(ctx); err != nil {
 			return fmt.Errorf("processing: %w", err)
+		}
+	}
+	if parts["hotpaths"] {
+		if rep.HotPaths, err = b.hotPathBench(ctx); err != nil {
+			return fmt.Errorf("hotpaths: %w", err)
 		}
 	}
 	if o.flamegraph != "" && ctx.Err() == nil {

@@ -688,3 +688,43 @@ func TestProcMarkdown(t *testing.T) {
 		t.Errorf("processing is not among the default parts %q", defaultOptions().parts)
 	}
 }
+
+// TestParseHotPaths divides each hot path's medians by its events per
+// operation, and refuses output that lacks a benchmark's runs or its
+// events/op.
+func TestParseHotPaths(t *testing.T) {
+	var out strings.Builder
+	for _, h := range hotPaths {
+		for i := range hotPathCount {
+			n := 1.0
+			if strings.HasPrefix(h.name, "BenchmarkReadBatch") {
+				n = 2048
+			}
+			fmt.Fprintf(&out, "%s-2 \t 100\t %.0f ns/op\t 5.0 MB/s\t %.0f events/op\t %.0f B/op\t %.0f allocs/op\n", h.name, n*float64(100+i), n, n*8, n*float64(i))
+		}
+	}
+	rows, err := parseHotPaths("goos: linux\n" + out.String() + "PASS\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(hotPaths) {
+		t.Fatalf("%d rows for %d hot paths", len(rows), len(hotPaths))
+	}
+	for _, r := range rows {
+		if r.NsPerEvent != 101 || r.BytesPerEvent != 8 || r.AllocsPerEvent != 1 {
+			t.Errorf("%s: %v ns, %v B, %v allocs per event; want the medians per event: 101, 8, 1", r.name, r.NsPerEvent, r.BytesPerEvent, r.AllocsPerEvent)
+		}
+	}
+	md := hotPathMarkdown(rows, "")
+	if !strings.Contains(md, "| `BenchmarkReadBatch/plain` | input |") || !strings.Contains(md, "| 2048 | 101.0 | 8.00 | 1.000 |") {
+		t.Errorf("hot path table:\n%s", md)
+	}
+	noMetric := strings.ReplaceAll(out.String(), "events/op", "widgets/op")
+	if _, err := parseHotPaths(noMetric); err == nil || !strings.Contains(err.Error(), "events/op") {
+		t.Errorf("output without events/op: %v, want an error naming it", err)
+	}
+	lines := strings.SplitAfter(out.String(), "\n")
+	if _, err := parseHotPaths(strings.Join(lines[1:], "")); err == nil || !strings.Contains(err.Error(), hotPaths[0].name) {
+		t.Errorf("output with a run missing: %v, want an error naming %s", err, hotPaths[0].name)
+	}
+}

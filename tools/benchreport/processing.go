@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,61 +300,28 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// benchLineRE is a result line of BenchmarkProcessing: the sub-benchmark
-// (with -N when GOMAXPROCS is N > 1), its iterations, then value-unit
-// pairs.
-var benchLineRE = regexp.MustCompile(`^` + procBenchName + `/(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
-
 // parseProcBench reads the output of go test -bench BenchmarkProcessing:
 // every sub-benchmark of procBenches must have count result lines with
 // ns/op, events/s and allocs/op. It returns their medians, in
 // procBenches' order.
 func parseProcBench(out string, count int) ([]procBenchRow, error) {
-	type samples struct{ ns, rate, allocs, bytes []float64 }
-	got := map[string]*samples{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		m := benchLineRE.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
-			continue
-		}
-		f := strings.Fields(m[2])
-		if len(f)%2 != 0 {
-			return nil, fmt.Errorf("result line of %s: odd value-unit pairs: %q", m[1], sc.Text())
-		}
-		vals := map[string]float64{}
-		for i := 0; i < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("result line of %s: %q: %w", m[1], f[i], err)
-			}
-			vals[f[i+1]] = v
-		}
-		for _, unit := range []string{"ns/op", "events/s", "allocs/op"} {
-			if _, ok := vals[unit]; !ok {
-				return nil, fmt.Errorf("result line of %s has no %s: %q", m[1], unit, sc.Text())
-			}
-		}
-		s := got[m[1]]
-		if s == nil {
-			s = &samples{}
-			got[m[1]] = s
-		}
-		s.ns, s.rate = append(s.ns, vals["ns/op"]), append(s.rate, vals["events/s"])
-		s.allocs, s.bytes = append(s.allocs, vals["allocs/op"]), append(s.bytes, vals["B/op"])
+	got, err := benchResults(out)
+	if err != nil {
+		return nil, err
 	}
 	var rows []procBenchRow
 	for _, pb := range procBenches {
-		s := got[pb.name]
-		if s == nil || len(s.ns) != count {
-			n := 0
-			if s != nil {
-				n = len(s.ns)
-			}
-			return nil, fmt.Errorf("%s/%s: %d result lines, want %d", procBenchName, pb.name, n, count)
+		name := procBenchName + "/" + pb.name
+		m, err := benchMedians(got[name], name, count, "ns/op", "events/s", "allocs/op")
+		if err != nil {
+			return nil, err
+		}
+		var bytes float64
+		if b, err := benchMedians(got[name], name, count, "B/op"); err == nil {
+			bytes = b["B/op"]
 		}
 		rows = append(rows, procBenchRow{Name: pb.name, What: pb.what, Goal: pb.goal, Counts: count,
-			NsPerEvent: median(s.ns), EventsPerSec: median(s.rate), AllocsPerOp: median(s.allocs), BytesPerOp: median(s.bytes)})
+			NsPerEvent: m["ns/op"], EventsPerSec: m["events/s"], AllocsPerOp: m["allocs/op"], BytesPerOp: bytes})
 	}
 	return rows, nil
 }

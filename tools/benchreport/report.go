@@ -22,6 +22,7 @@ type report struct {
 	Compression             *compressionResult
 	Kafka                   []kafkaRun
 	Processing              *procResult
+	HotPaths                []hotPathRow
 	Flames                  []*flame
 	StraceNote              string
 	PNG                     string
@@ -192,6 +193,9 @@ func (r *report) markdown() string {
 	if r.Processing != nil {
 		p("%s", procMarkdown(r))
 	}
+	if len(r.HotPaths) > 0 {
+		p("%s", hotPathMarkdown(r.HotPaths, r.measured()))
+	}
 	if len(r.Flames) > 0 {
 		p("%s", flameMarkdown(r))
 	}
@@ -236,5 +240,8 @@ func estimate(o options) time.Duration {
 	benchtime, _ := time.ParseDuration(o.procBenchtime)
 	processing := 30*time.Second + time.Duration(4*o.procCount)*(benchtime+time.Second) + o.settle + time.Duration(o.procEvents/40000)*time.Second +
 		time.Duration(2*o.procRounds)*(2*time.Second+time.Duration(o.procEvents/30000)*time.Second)
-	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka + processing
+	// Building the three packages' tests, then 7 benchmarks, each
+	// hotPathCount times a second and its calibration.
+	hotpaths := 30*time.Second + 7*hotPathCount*2*time.Second
+	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka + processing + hotpaths
 }
