@@ -42,7 +42,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -90,7 +89,10 @@ func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) i
 	checkPath := fs.String("check-config", "", "validate this configuration file and what it needs from this host, print the effective configuration as TOML and exit: 0 when valid, 1 with the problems on stderr")
 	skipHost := fs.Bool("skip-host-checks", false, "with -check-config: check the file only, not the directories, TLS files and listen addresses on this host (for CI, away from the host that runs logpond)")
 	showVersion := fs.Bool("version", false, "print the version, module and VCS information of the build and exit")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
+	var prof profiles
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
+	fs.StringVar(&prof.block, "blockprofile", "", "write a profile of where goroutines waited (channels, selects, conditions; waits of 100µs or more all counted, shorter ones sampled) over the whole run to this file, at exit (for performance work)")
+	fs.StringVar(&prof.mutex, "mutexprofile", "", "write a profile of mutex contention (one contention in 10 sampled) over the whole run to this file, at exit (for performance work)")
 	drain := fs.Bool("drain", false, "with -config: retire this instance: accept no Beats connections, send what the journal and ledger hold through every configured output until each output's cursor is at the end of the ledger, then exit 0 (4 when done but dead letters remain on the ledger's device, to re-drive or export first; 3 when -drain-timeout passes or a signal stops it first, with what is left on stderr)")
 	drainTimeout := fs.Duration("drain-timeout", 0, "with -drain: give up after this long (e.g. 10m) and exit 3 with what is left; 0 waits until done")
 	testProc := fs.Bool("test-processors", false, "with -config: read NDJSON events on stdin and print each one as the processors leave it (the global ones, then those of -output), without a cluster, as Elasticsearch's _simulate does")
@@ -161,17 +163,15 @@ func runWithHUP(args []string, stdout, stderr io.Writer, hup <-chan os.Signal) i
 		log.Warn("stores larger than their devices: "+w.Msg, "key", w.Key)
 	}
 	defer applyMemoryLimit(cfg, os.Getenv("GOMEMLIMIT"), "/", log)()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "logpond: -cpuprofile:", err)
-			return 1
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	if err := prof.start(); err != nil {
+		fmt.Fprintln(stderr, "logpond:", err)
+		return 1
 	}
+	defer func() {
+		if err := prof.stop(); err != nil {
+			fmt.Fprintln(stderr, "logpond:", err)
+		}
+	}()
 
 	// The stop signals cancel the context; Run then winds everything down
 	// and returns, and we exit 0.

@@ -104,14 +104,18 @@ func formula(path string) (int64, error) {
 }
 
 // profileArgs are the arguments that make a logpond run write its CPU
-// profile (with -cpuprofiles), named NNN-<name>.pprof in run order; none
-// without.
+// profile (with -cpuprofiles), named NNN-<name>.pprof in run order, and
+// its block and mutex profiles beside it, NNN-<name>-block.pprof and
+// NNN-<name>-mutex.pprof; none without.
 func (b *bench) profileArgs(name string) []string {
 	b.runs++
 	if b.o.cpuProfiles == "" {
 		return nil
 	}
-	return []string{"-cpuprofile", filepath.Join(b.o.cpuProfiles, fmt.Sprintf("%03d-%s.pprof", b.runs, name))}
+	path := func(suffix string) string {
+		return filepath.Join(b.o.cpuProfiles, fmt.Sprintf("%03d-%s%s.pprof", b.runs, name, suffix))
+	}
+	return []string{"-cpuprofile", path(""), "-blockprofile", path("-block"), "-mutexprofile", path("-mutex")}
 }
 
 // logpond starts bin/logpond with a configuration (optionally under a

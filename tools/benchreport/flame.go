@@ -22,12 +22,35 @@ type flame struct {
 	Name  string // file name part: docs/flame-<Name>.svg
 	Title string
 	What  string // which runs, for the report
+	// Kind is what the profiles measure: on-CPU time (onCPU), or time
+	// goroutines spent waiting (offCPU: block and mutex profiles).
+	Kind flameKind
+	// Focus, when set, keeps only the samples whose stack holds a
+	// function whose name starts with one of these (the waits on one
+	// path, not those of goroutines idle by design).
+	Focus []string
 	// Profiles are the runs' profile files, merged into one.
 	Profiles []string
 	// Filled by analyze:
-	Samples time.Duration // CPU time sampled, over every run
+	Samples time.Duration // time sampled (CPU time, or time waited), over every run
 	Top     []fnShare
 	SVG     string // the picture's file name, beside the report
+}
+
+// flameKind says what a flame graph's profiles measure.
+type flameKind int
+
+const (
+	onCPU  flameKind = iota // CPU profiles: sample type cpu, in ns
+	offCPU                  // block or mutex profiles: sample type delay, in ns
+)
+
+// sampleType is the profile's sample type that a flame of kind k draws.
+func (k flameKind) sampleType() string {
+	if k == offCPU {
+		return "delay"
+	}
+	return "cpu"
 }
 
 // fnShare is one function's share of the sampled CPU time: Cum counts
@@ -65,7 +88,7 @@ func (f *flame) analyze() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flame graph %s: merge: %w", f.Name, err)
 	}
-	folded, total, top, err := fold(merged)
+	folded, total, top, err := fold(merged, f.Kind.sampleType(), f.Focus)
 	if err != nil {
 		return nil, fmt.Errorf("flame graph %s: %w", f.Name, err)
 	}
@@ -73,18 +96,22 @@ func (f *flame) analyze() ([]byte, error) {
 	return folded, nil
 }
 
-// fold turns a CPU profile into flamegraph.pl's input (one line per
+// fold turns a profile into flamegraph.pl's input (one line per
 // distinct stack, root first: "a;b;c value", value in microseconds), and
-// the flameTop functions of the largest cumulative shares.
-func fold(p *profile.Profile) (folded []byte, total time.Duration, top []fnShare, err error) {
+// the flameTop functions of the largest cumulative shares, by the values
+// of its sample type typ ("cpu" for a CPU profile, "delay" for a block or
+// mutex profile), which must be in nanoseconds. With focus, only the
+// samples whose stack holds a function whose name starts with one of its
+// prefixes count.
+func fold(p *profile.Profile, typ string, focus []string) (folded []byte, total time.Duration, top []fnShare, err error) {
 	idx := -1
 	for i, st := range p.SampleType {
-		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+		if st.Type == typ && st.Unit == "nanoseconds" {
 			idx = i
 		}
 	}
 	if idx < 0 {
-		return nil, 0, nil, fmt.Errorf("not a CPU profile (no cpu/nanoseconds sample type)")
+		return nil, 0, nil, fmt.Errorf("not a profile of %s (no %s/nanoseconds sample type)", typ, typ)
 	}
 	stacks := map[string]int64{}
 	cum, flat := map[string]int64{}, map[string]int64{}
@@ -95,7 +122,6 @@ func fold(p *profile.Profile) (folded []byte, total time.Duration, top []fnShare
 		if v <= 0 {
 			continue
 		}
-		sum += v
 		frames = frames[:0]
 		// Locations are leaf first; inlined functions of one location
 		// are listed callee first too.
@@ -109,6 +135,12 @@ func fold(p *profile.Profile) (folded []byte, total time.Duration, top []fnShare
 		if len(frames) == 0 {
 			frames = append(frames, "[unknown]")
 		}
+		if len(focus) > 0 && !slices.ContainsFunc(frames, func(fn string) bool {
+			return slices.ContainsFunc(focus, func(prefix string) bool { return strings.HasPrefix(fn, prefix) })
+		}) {
+			continue
+		}
+		sum += v
 		flat[frames[0]] += v
 		seen := map[string]bool{}
 		for _, fn := range frames {
@@ -121,7 +153,7 @@ func fold(p *profile.Profile) (folded []byte, total time.Duration, top []fnShare
 		stacks[strings.Join(frames, ";")] += v
 	}
 	if sum == 0 {
-		return nil, 0, nil, fmt.Errorf("the profile holds no CPU samples")
+		return nil, 0, nil, fmt.Errorf("the profile holds no %s samples", typ)
 	}
 	keys := make([]string, 0, len(stacks))
 	for k := range stacks {
@@ -159,7 +191,11 @@ func flameGraphs(tool, dir string, fs []*flame) error {
 			return err
 		}
 		f.SVG = "flame-" + f.Name + ".svg"
-		cmd := exec.Command(tool, "--title", f.Title, "--countname", "µs", "--width", "1400", "--minwidth", "0.5")
+		args := []string{"--title", f.Title, "--countname", "µs", "--width", "1400", "--minwidth", "0.5"}
+		if f.Kind == offCPU {
+			args = append(args, "--colors", "blue") // off-CPU, as Brendan Gregg draws it
+		}
+		cmd := exec.Command(tool, args...)
 		cmd.Stdin = bytes.NewReader(folded)
 		var out, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -181,8 +217,18 @@ func flameMarkdown(r *report) string {
 	p("## Where the CPU goes: flame graphs\n\n")
 	p("%s", r.measured())
 	p("On-CPU flame graphs of logpond, from the CPU profiles it wrote (`-cpuprofile`, Go's sampling profiler, 100 samples per second) during this report's own runs, merged over each path's runs. A frame's width is its share of the sampled CPU time, callers below callees; the pictures are SVG, drawn by `%s` (Brendan Gregg's FlameGraph) from the stacks folded by `tools/benchreport`. Beside each, the functions with the largest cumulative shares (the samples whose stack holds the function) and their flat shares (the samples where it was running).\n\n", filepath.Base(tool))
+	offNoted := false
 	for _, f := range fs {
-		p("### %s\n\n%s %s of CPU sampled.\n\n![%s](%s)\n\n", f.Title, f.What, f.Samples.Round(10*time.Millisecond), f.Title, f.SVG)
+		sampled := "of CPU sampled"
+		if f.Kind == offCPU {
+			sampled = "of waiting sampled, summed over the goroutines that waited"
+			if !offNoted {
+				offNoted = true
+				p("### Off-CPU: where logpond's goroutines wait\n\n")
+				p("From the block and mutex profiles logpond wrote (`-blockprofile`, `-mutexprofile`) during the same runs: the time goroutines spent blocked in channel operations, selects and condition waits (every wait of 100 µs or more, shorter ones sampled), and waiting for contended mutexes (one contention in 10 sampled, scaled up). Waiting is not CPU: it is summed over goroutines, so four connections waiting 1 ms each for one group's fsync count 4 ms, and a goroutine idle between jobs counts its whole idle time. Read the graphs for the waits on an acknowledgement's way: a connection's goroutine from its batch to its ACK, the journal's committer around its fsync; the graphs keep only the stacks through the input's and the journal's code. Network reads and writes wait in the poller, which these profiles do not record. Drawn in blue, as off-CPU flame graphs are.\n\n")
+			}
+		}
+		p("### %s\n\n%s %s %s.\n\n![%s](%s)\n\n", f.Title, f.What, f.Samples.Round(10*time.Millisecond), sampled, f.Title, f.SVG)
 		p("| function | cumulative | flat |\n|---|---:|---:|\n")
 		for _, s := range f.Top {
 			p("| `%s` | %.1f%% | %.1f%% |\n", s.Name, 100*s.Cum, 100*s.Flat)
@@ -192,9 +238,13 @@ func flameMarkdown(r *report) string {
 	return b.String()
 }
 
-// profilesNamed returns the profiles in dir whose run's configuration is
-// name (bench.profileArgs names them NNN-<name>.pprof), in run order.
-func profilesNamed(dir, name string) ([]string, error) {
+// profilesNamed returns the profiles of kind in dir (kind "" for CPU
+// profiles, "block" or "mutex") whose run's configuration is name
+// (bench.profileArgs names them NNN-<name>[-<kind>].pprof), in run order.
+func profilesNamed(dir, name, kind string) ([]string, error) {
+	if kind != "" {
+		name += "-" + kind
+	}
 	all, err := filepath.Glob(filepath.Join(dir, "*-"+name+".pprof"))
 	if err != nil {
 		return nil, err
@@ -202,6 +252,12 @@ func profilesNamed(dir, name string) ([]string, error) {
 	slices.Sort(all)
 	return all, nil
 }
+
+// ackPath are the packages of an acknowledgement's way: the off-CPU
+// graphs of the ingest keep the waits of their goroutines, not those of
+// goroutines idle by design (signal handling, the admin server, the
+// configuration reloader).
+var ackPath = []string{"github.com/logpond/logpond/input.", "github.com/logpond/logpond/input/", "github.com/logpond/logpond/journal."}
 
 // ingestProfileName names the profiles of the ingest part's logpond runs
 // of one shape.
@@ -211,8 +267,8 @@ func ingestProfileName(size, comp int) string { return fmt.Sprintf("ingest-%dB-z
 // profiles, beside the report.
 func (b *bench) flames(parts map[string]bool) ([]*flame, error) {
 	var fs []*flame
-	add := func(f *flame, config string) error {
-		paths, err := profilesNamed(b.o.cpuProfiles, config)
+	add := func(f *flame, config string, kind ...string) error {
+		paths, err := profilesNamed(b.o.cpuProfiles, config, strings.Join(kind, ""))
 		if err != nil {
 			return err
 		}
@@ -233,6 +289,18 @@ func (b *bench) flames(parts map[string]bool) ([]*flame, error) {
 		}
 		if err := add(&flame{Name: "drain-chain", Title: "Drain: the processing backlog into Elasticsearch, five-processor chain",
 			What: fmt.Sprintf("logpond's drains of the processing part with its five-processor chain (%d runs of its backlog),", b.o.procRounds)}, procConfigName(true)); err != nil {
+			return nil, err
+		}
+	}
+	// The off-CPU graphs last: the section introduces them apart.
+	if parts["ingest"] && slices.Contains(b.o.sizes, 256) {
+		what := fmt.Sprintf("logpond's runs of the ingest part at 256 B without compression (%d rounds of %s), the waits of the input's and the journal's goroutines,", b.o.rounds, b.o.duration)
+		if err := add(&flame{Name: "ingest-block", Title: "Ingest, off-CPU: goroutines blocked (channels, selects, conditions)", What: what, Kind: offCPU, Focus: ackPath},
+			ingestProfileName(256, 0), "block"); err != nil {
+			return nil, err
+		}
+		if err := add(&flame{Name: "ingest-mutex", Title: "Ingest, off-CPU: goroutines waiting for contended mutexes", What: what, Kind: offCPU, Focus: ackPath},
+			ingestProfileName(256, 0), "mutex"); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +37,7 @@ func TestFoldStacksAndShares(t *testing.T) {
 			{Location: []*profile.Location{lParse, lParse, lMain}, Value: []int64{1, 10e6}},
 		},
 	}
-	folded, total, top, err := fold(p)
+	folded, total, top, err := fold(p, "cpu", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +60,50 @@ func TestFoldStacksAndShares(t *testing.T) {
 	if top[0].Name != "main" || top[1].Name != "read" {
 		t.Errorf("top is not by cumulative share: %+v", top)
 	}
-	if _, _, _, err := fold(&profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
+	if _, _, _, err := fold(&profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}, "cpu", nil); err == nil || !strings.Contains(err.Error(), "not a profile of cpu") {
 		t.Errorf("a heap profile: %v", err)
+	}
+	// A block profile: contentions and delay; the delay is drawn.
+	p.SampleType = []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}
+	if _, total, _, err := fold(p, offCPU.sampleType(), nil); err != nil || total != 100*time.Millisecond {
+		t.Errorf("a block profile: total %s, %v; want 100ms", total, err)
+	}
+	if _, _, _, err := fold(p, "cpu", nil); err == nil {
+		t.Errorf("a block profile read as a CPU profile")
+	}
+	// Focus keeps the stacks through parse: 70 ms of the 100.
+	folded, total, _, err = fold(p, offCPU.sampleType(), []string{"par"})
+	if want := "main;parse;parse 10000\nmain;read;parse;scan 60000\n"; err != nil || total != 70*time.Millisecond || string(folded) != want {
+		t.Errorf("focus on parse: %s, %v:\n%s\nwant:\n%s", total, err, folded, want)
+	}
+}
+
+// TestProfilesNamed: the CPU profiles of a run's configuration and its
+// block and mutex profiles are told apart by name, and come in run order.
+func TestProfilesNamed(t *testing.T) {
+	dir := t.TempDir()
+	var b bench
+	b.o.cpuProfiles = dir
+	for _, name := range []string{"ingest-256B-zlib0", "ingest-256B-zlib3", "ingest-256B-zlib0"} {
+		args := b.profileArgs(name)
+		for i := 1; i < len(args); i += 2 {
+			if err := os.WriteFile(args[i], nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for kind, want := range map[string][]string{"": {"001-ingest-256B-zlib0.pprof", "003-ingest-256B-zlib0.pprof"},
+		"block": {"001-ingest-256B-zlib0-block.pprof", "003-ingest-256B-zlib0-block.pprof"}, "mutex": {"001-ingest-256B-zlib0-mutex.pprof", "003-ingest-256B-zlib0-mutex.pprof"}} {
+		got, err := profilesNamed(dir, "ingest-256B-zlib0", kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i] = filepath.Base(got[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("kind %q: %v, want %v", kind, got, want)
+		}
 	}
 }
 
