@@ -41,7 +41,7 @@ func readMeta(event []byte) eventMeta { return scanTop(event, scanMeta).meta }
 // the cluster to refuse and the event to be dead-lettered as stored.
 func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
 	*m = eventMeta{raw: event[vs:ve]}
-	if event[vs] == '{' {
+	if event[vs] == '{' && mayHold(m.raw, metaKeys) {
 		// One pass over @metadata's members for both keys.
 		sprintf.Members(event[vs:ve], func(key, value []byte) bool {
 			switch string(key) {
@@ -56,6 +56,23 @@ func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
 	if !second {
 		m.cut = memberSpan(event, keyStart, ve)
 	}
+}
+
+// metaKeys are the keys eventMeta.read looks for in @metadata, as it
+// compares them: raw, quotes included.
+var metaKeys = [...][]byte{[]byte(`"_id"`), []byte(`"pipeline"`)}
+
+// mayHold reports whether the JSON text obj holds one of keys as written.
+// When it does not, a walk of its members would find none of them:
+// Beats' @metadata (beat, type, version) is ruled out by two searches of
+// its short text, which cost a fraction of walking its members.
+func mayHold(obj []byte, keys [len(metaKeys)][]byte) bool {
+	for _, k := range keys {
+		if bytes.Contains(obj, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // stringValue returns the decoded JSON string raw (quotes included), or

@@ -47,3 +47,28 @@ func FuzzNeedleIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestReadMetaFindsEveryKeySpelling: @metadata's _id and pipeline are read
+// wherever their keys are (spaced, among other members), as Beats writes
+// them (a key spelled with escapes is not theirs), and an @metadata
+// without them is read as holding neither, so that skipping the walk of
+// an @metadata that cannot hold them loses nothing.
+func TestReadMetaFindsEveryKeySpelling(t *testing.T) {
+	for _, tc := range []struct {
+		event, id, pipeline string
+	}{
+		{`{"@metadata":{"beat":"filebeat","type":"_doc","version":"9.3.0"},"message":"x"}`, "", ""},
+		{`{"@metadata":{"beat":"filebeat","_id":"abc"},"message":"x"}`, "abc", ""},
+		{`{"@metadata":{"pipeline":"p1","beat":"filebeat"}}`, "", "p1"},
+		{`{"@metadata":{ "_id" : "abc" , "pipeline" : "p1" }}`, "abc", "p1"},
+		{`{"@metadata":{"\u005fid":"abc","pipe\u006cine":"p1"}}`, "", ""},
+		{`{"@metadata":{"a":{"_id":"x"},"pipeline":"p1"}}`, "", "p1"},
+		{`{"@metadata":{"beat":"_id\"","x":"pipeline"}}`, "", ""},
+		{`{"@metadata":{"_idx":"abc","pipelines":"p1"}}`, "", ""},
+	} {
+		m := readMeta([]byte(tc.event))
+		if string(m.id) != tc.id || string(m.pipeline) != tc.pipeline {
+			t.Errorf("%s: _id %q pipeline %q, want %q %q", tc.event, m.id, m.pipeline, tc.id, tc.pipeline)
+		}
+	}
+}
