@@ -167,6 +167,8 @@ func (w *worker) process(ctx context.Context, c *chunk) error {
 	// The batch in hand is released however process returns (b changes
 	// when a request fills up).
 	defer func() { b.release() }()
+	// The routing counts, once per chunk (nameCache.routed).
+	defer o.flushRouted(&w.names)
 	// Encoding holds a CPU slot; every wait below gives it first.
 	defer w.cpu.Give()
 	if err := w.cpu.Take(ctx); err != nil {
@@ -254,31 +256,31 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	rt := &nc.route
 	top, invalid := o.route(rt, ev, received)
 	meta := &top.meta
-	kind := &o.stats.routedIndex
+	kind := routedIndex
 	var name []byte
 	switch {
 	case rt.dataStream || invalid != "":
 		name = rt.name
-		kind = &o.stats.routedDataStream
+		kind = routedDataStream
 	case o.metaOnlyIndex && meta.raw != nil && nc.meta != nil && bytes.Equal(meta.raw, nc.meta):
 		// Same @metadata as the previous event (the rule within a Beats
 		// batch), and the template reads nothing else: same index.
 		name = nc.name
 		if nc.fallback {
-			kind = &o.stats.routedFallback
+			kind = routedFallback
 		}
 	default:
 		var ok bool
 		name, ok = o.opts.Index.Append((*scratch)[:0], ev, received)
 		if !ok {
 			name = append(name[:0], o.opts.FallbackIndex...)
-			kind = &o.stats.routedFallback
+			kind = routedFallback
 		}
 		*scratch = name // keep the grown buffer; name is copied into b.buf below
 		if o.metaOnlyIndex && meta.raw != nil {
 			nc.meta = append(nc.meta[:0], meta.raw...)
 			nc.name = append(nc.name[:0], name...)
-			nc.fallback = kind == &o.stats.routedFallback
+			nc.fallback = kind == routedFallback
 		}
 	}
 	b.buf = append(b.buf, `{"create":{"_index":`...)
@@ -328,8 +330,8 @@ func (o *Output) add(b *batch, lsn uint64, pos int, received time.Time, ev []byt
 	}
 	b.items = append(b.items, item{lsn: lsn, pos: uint32(pos), start: start, end: len(b.buf),
 		kept: b.keepEvent(start, ev, rt.edits, received)})
-	kind.Add(1)
-	if kind == &o.stats.routedFallback {
+	nc.routed[kind]++
+	if kind == routedFallback {
 		// Warned of only once it is sure to go there: a dead letter
 		// does not.
 		o.fellBack(ev)
@@ -346,6 +348,37 @@ type nameCache struct {
 	fallback bool // name is the fallback index
 	// route is the worker's routing state, kept for its buffers.
 	route routing
+	// routed counts the events routed each way since the last flush:
+	// the output's counters are shared by its workers, and an atomic
+	// add per event made their cache line travel between cores.
+	routed [routedKinds]int64
+}
+
+// Where add routes an event.
+const (
+	routedIndex = iota
+	routedDataStream
+	routedFallback
+	routedKinds
+)
+
+// flushRouted adds the counts of nc.routed to the output's counters and
+// clears them.
+func (o *Output) flushRouted(nc *nameCache) {
+	for k, n := range nc.routed {
+		if n == 0 {
+			continue
+		}
+		switch k {
+		case routedIndex:
+			o.stats.routedIndex.Add(n)
+		case routedDataStream:
+			o.stats.routedDataStream.Add(n)
+		case routedFallback:
+			o.stats.routedFallback.Add(n)
+		}
+		nc.routed[k] = 0
+	}
 }
 
 // deadLetter makes the dead letter of an event whose action starts at
