@@ -191,8 +191,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExamineTail$$' -fuzztime $(FUZZTIME) ./journal
 	$(GO) test -run '^$$' -fuzz '^FuzzSegmentScan$$' -fuzztime $(FUZZTIME) ./ledger
 	$(GO) test -run '^$$' -fuzz '^FuzzReadBatch$$' -fuzztime $(FUZZTIME) ./input/lumberjack
-	$(GO) test -run '^$$' -fuzz '^FuzzValidJSON$$' -fuzzminimizetime 0 -fuzztime $(FUZZTIME) ./input/lumberjack
+	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzzminimizetime 0 -fuzztime $(FUZZTIME) ./internal/jsonvalid
 	$(GO) test -run '^$$' -fuzz '^FuzzSource$$' -fuzztime $(FUZZTIME) ./output/elasticsearch
+	$(GO) test -run '^$$' -fuzz '^FuzzNeedleIndex$$' -fuzztime $(FUZZTIME) ./output/elasticsearch
 	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzzminimizetime 0 -fuzztime $(FUZZTIME) ./output/dlq
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./output/sprintf
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./output/sprintf

@@ -26,6 +26,8 @@ import (
 
 	v2 "github.com/elastic/go-lumber/protocol/v2"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/logpond/logpond/internal/jsonvalid"
 )
 
 // Limits bound what one client can make the reader allocate or do. Zero
@@ -301,9 +303,9 @@ func (r *Reader) jsonFrame(br *bufio.Reader, b *batchState) error {
 			return err
 		}
 	}
-	// logpond's own validator (jsonvalid.go): the general-purpose ones
-	// cost a large share of the server's CPU (docs/design.md).
-	if r.limits.ValidateJSON && !validJSON(ev) {
+	// logpond's own validator (internal/jsonvalid): the general-purpose
+	// ones cost a large share of the server's CPU (docs/design.md).
+	if r.limits.ValidateJSON && !jsonvalid.Valid(ev) {
 		return protoErr(ReasonInvalidJSON, "event %d (sequence %d) is not valid JSON", b.got+1, seq)
 	}
 	b.bytes += int64(n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/logpond/logpond/internal/jsonvalid"
 	"github.com/tidwall/gjson"
 )
 
@@ -29,25 +30,33 @@ var errBadResponse = errors.New("unusable bulk response")
 // their action key: some Elasticsearch-compatible engines answer a create
 // under "index" (docs/design.md, §7). results is reused when it has room.
 func parseBulkResponse(body []byte, n int, results []itemResult) ([]itemResult, error) {
-	if !gjson.ValidBytes(body) {
+	// logpond's validator (internal/jsonvalid), as for events: a bulk
+	// answer holds an item per event, and gjson's validator cost more
+	// than reading the answer.
+	if !jsonvalid.Valid(body) {
 		return nil, fmt.Errorf("%w: not JSON (%d bytes)", errBadResponse, len(body))
-	}
-	items := gjson.GetBytes(body, "items")
-	if !items.IsArray() {
-		return nil, fmt.Errorf("%w: no items array", errBadResponse)
 	}
 	results = results[:0]
 	if e := gjson.GetBytes(body, "errors"); e.Type == gjson.False {
-		// The usual answer: every item succeeded. Count them, and trust
-		// the flag for their status: 201 Created, the answer to a create
-		// (the only action the output sends).
-		if c := items.Get("#").Int(); c != int64(n) {
-			return nil, fmt.Errorf("%w: %d items for %d actions", errBadResponse, c, n)
+		// The usual answer: every item succeeded. Count them (one pass
+		// over the items), and trust the flag for their status: 201
+		// Created, the answer to a create (the only action the output
+		// sends).
+		c := gjson.GetBytes(body, "items.#")
+		if c.Type != gjson.Number {
+			return nil, fmt.Errorf("%w: no items array", errBadResponse)
+		}
+		if c.Int() != int64(n) {
+			return nil, fmt.Errorf("%w: %d items for %d actions", errBadResponse, c.Int(), n)
 		}
 		for range n {
 			results = append(results, itemResult{status: 201})
 		}
 		return results, nil
+	}
+	items := gjson.GetBytes(body, "items")
+	if !items.IsArray() {
+		return nil, fmt.Errorf("%w: no items array", errBadResponse)
 	}
 	var bad error
 	items.ForEach(func(_, item gjson.Result) bool {

@@ -25,6 +25,8 @@ func TestParseBulkResponse(t *testing.T) {
 		{"no status", `{"items":[{"create":{}}]}`, 1, nil, true},
 		{"empty item", `{"items":[{}]}`, 1, nil, true},
 		{"no items", `{"errors":false}`, 1, nil, true},
+		{"items not an array", `{"errors":false,"items":{"create":{"status":201}}}`, 1, nil, true},
+		{"items a string", `{"errors":false,"items":"1"}`, 1, nil, true},
 		{"not json", `<html>`, 1, nil, true},
 		{"truncated", `{"items":[{"create":{"status":201}}`, 1, nil, true},
 	} {

@@ -1,11 +1,15 @@
-package lumberjack
+// Package jsonvalid checks that bytes are one JSON value, as
+// encoding/json.Valid does, at the speed of the runtime's vectorized byte
+// search on long strings: the input validates every event it
+// acknowledges with it, and the Elasticsearch output every bulk answer.
+package jsonvalid
 
 import (
 	"bytes"
 	"encoding/binary"
 )
 
-// validJSON reports whether b is one JSON value (RFC 8259) with optional
+// Valid reports whether b is one JSON value (RFC 8259) with optional
 // surrounding whitespace: exactly what encoding/json.Valid accepts (a
 // differential fuzz test holds it to that), including its nesting limit.
 // Like json.Valid it does not check UTF-8.
@@ -14,9 +18,9 @@ import (
 // of every batch on the ack path, and Beats events are mostly one long
 // string (the log line). Both go through strings a byte at a time; this
 // one hands long strings to the runtime's vectorized byte search
-// (scanString). BenchmarkValidJSON compares the three; the figures are in
-// docs/design.md ("Measured choices on the ack path").
-func validJSON(b []byte) bool {
+// (scanString). The input's BenchmarkValidJSON compares the three; the
+// figures are in docs/design.md ("Measured choices on the ack path").
+func Valid(b []byte) bool {
 	var small [64]byte
 	stack := small[:0] // open containers: '{' or '['
 	i := skipSpace(b, 0)
