@@ -33,7 +33,7 @@ func (b *Beats) handle(conn net.Conn) {
 	c.r = lumberjack.NewReader(conn, b.opts.Limits)
 	defer c.r.Release()
 	defer func() { b.releaseSlot(ctx, slot, c.open) }()
-	defer func() { b.budget.release(c.held + c.pendingHeld) }()
+	defer func() { b.budget.release(c.held + c.pendingHeld + c.credit) }()
 	c.r.OnWindow = c.onWindow
 	c.r.Reserve = c.reserve
 	for c.serveBatch() {
@@ -82,6 +82,7 @@ type beatsConn struct {
 	bl          *record.Builder // from builders while a batch is read; an idle connection holds none
 	parts       int             // records of the current batch submitted
 	held        int64           // budget held for events read into bl
+	credit      int64           // budget taken ahead for the batch's next events (reserveChunk)
 	pending     []Durable       // records of this batch submitted, not yet known durable
 	pendingHeld int64           // budget held for their events
 	stalled     time.Duration   // reading this batch stood still for logpond (budget, journal space) this long
@@ -113,6 +114,9 @@ func (c *beatsConn) serveBatch() bool {
 		}
 		return c.bl.Add(ev)
 	})
+	// The batch is read: the budget taken ahead for it goes back.
+	b.budget.release(c.credit)
+	c.credit = 0
 	// The batch's last byte is read: from here on the client only waits
 	// for logpond.
 	readAt := b.now()
@@ -159,6 +163,13 @@ func (c *beatsConn) onWindow(int) error {
 	return c.b.readDeadline(c.conn, c.b.opts.BatchTimeout)
 }
 
+// reserveChunk is how much budget a connection takes ahead of its
+// events when the budget has room: 64 KiB, the read buffer a batch
+// borrows. It is given back when the batch is read, so only connections
+// reading a batch hold it: at most reserveChunk each beyond their events'
+// bytes, all of it within max_inflight_bytes.
+const reserveChunk = 64 << 10
+
 // reserve is the reader's Reserve hook: budget for an event of n bytes,
 // taken before the event is read. While waiting, this connection reads
 // nothing more (TCP backpressure); the wait is bounded by the batch
@@ -166,10 +177,26 @@ func (c *beatsConn) onWindow(int) error {
 func (c *beatsConn) reserve(n int) error {
 	b := c.b
 	size := int64(record.EventOverhead + n)
+	if c.credit >= size {
+		c.credit -= size
+		c.held += size
+		return nil
+	}
+	// Take reserveChunk ahead while the budget has room for it: one
+	// acquisition then serves the next events of the batch, where one per
+	// event made the budget's lock a cost of every event, and contended.
+	if size+reserveChunk <= b.budget.total && b.budget.tryAcquire(size+reserveChunk) {
+		c.credit += reserveChunk
+		c.held += size
+		return nil
+	}
 	if b.budget.tryAcquire(size) {
 		c.held += size
 		return nil
 	}
+	// No waiting while holding budget taken ahead.
+	b.budget.release(c.credit)
+	c.credit = 0
 	// Reading stops here for logpond: that wait is acknowledgement
 	// latency (serveBatch).
 	start := b.now()

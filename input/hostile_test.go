@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,5 +139,38 @@ func TestInflightBudgetIsShared(t *testing.T) {
 			t.Fatalf("budget leaked: %d of %d free after all batches", free, opts.MaxInflightBytes)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBudgetFreeBetweenBatches: a connection holds budget only while it
+// reads a batch and until the batch is durable, including what it took
+// ahead of its events (reserveChunk): between batches, with the
+// connection still open, the whole budget is free again.
+func TestBudgetFreeBetweenBatches(t *testing.T) {
+	opts := testOptions()
+	b := startBeats(t, opts, &slowAppender{})
+	cl, err := lj.SyncDial(b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var data []interface{}
+	for i := range 300 {
+		data = append(data, json.RawMessage(`{"i":`+strconv.Itoa(i)+`,"pad":"`+strings.Repeat("p", 500)+`"}`))
+	}
+	for round := range 3 {
+		if n, err := cl.Send(data); err != nil || n != len(data) {
+			t.Fatalf("acked %d: %v", n, err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for b.Stats().Events != int64((round+1)*len(data)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d events acknowledged", b.Stats().Events)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if st := b.Stats(); st.InflightBytes != 0 {
+			t.Fatalf("after batch %d: %d bytes of budget held by an idle connection", round+1, st.InflightBytes)
+		}
 	}
 }
