@@ -2,12 +2,17 @@ package input
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	lj "github.com/elastic/go-lumber/client/v2"
 	"github.com/logpond/logpond/record"
 )
 
@@ -70,4 +75,50 @@ func TestCompressorsAreShared(t *testing.T) {
 		t.Fatalf("compress with every compressor taken: %v, want the context's end", err)
 	}
 	t.Cleanup(p.close)
+}
+
+// TestIncompressibleBatchIsStoredSealed: with compression on, a batch
+// whose record would not shrink is kept uncompressed, and the input seals
+// it (it builds records unsealed, for the compressor to seal only what it
+// keeps as is): the journal takes it, and it reads back whole.
+func TestIncompressibleBatchIsStoredSealed(t *testing.T) {
+	opts := testOptions()
+	opts.Compression = record.S2(record.LevelFastest)
+	j := openJournal(t)
+	b := startBeats(t, opts, journalInput{j})
+	cl, err := lj.SyncDial(b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var data []interface{}
+	for range 4 {
+		raw := make([]byte, 300)
+		for i := range raw {
+			raw[i] = byte(rnd.Uint32())
+		}
+		data = append(data, json.RawMessage(`{"noise":"`+base64.StdEncoding.EncodeToString(raw)+`"}`))
+	}
+	if n, err := cl.Send(data); err != nil || n != len(data) {
+		t.Fatalf("acked %d: %v", n, err)
+	}
+	r := j.Reader(1)
+	var recs [][]byte
+	for r.Next() {
+		recs = append(recs, slices.Clone(r.Record()))
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	if recs[0][0] != record.Version {
+		t.Fatalf("an incompressible record stored as version %d", recs[0][0])
+	}
+	rec, err := record.Decode(recs[0])
+	if err != nil || rec.Count() != len(data) {
+		t.Fatalf("stored record: %d events, %v", rec.Count(), err)
+	}
 }

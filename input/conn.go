@@ -232,14 +232,19 @@ func (c *beatsConn) submit(last bool) error {
 	if !last {
 		flags |= record.More
 	}
-	rec, err := c.bl.FinishBatch(flags, c.slot)
+	var rec []byte
+	var err error
+	if c.b.zs != nil {
+		// Sealed by the compressor only if it keeps the record as it is:
+		// no checksum over raw events the compressed record replaces.
+		if rec, err = c.bl.FinishBatchUnsealed(flags, c.slot); err == nil {
+			rec, err = c.b.zs.compress(c.ctx, rec)
+		}
+	} else {
+		rec, err = c.bl.FinishBatch(flags, c.slot)
+	}
 	if err != nil {
 		return err
-	}
-	if c.b.zs != nil {
-		if rec, err = c.b.zs.compress(c.ctx, rec); err != nil {
-			return err
-		}
 	}
 	stop := c.b.keepalive(c.conn, &c.wmu) // Submit may wait for journal space
 	d, err := c.b.journal.Submit(c.ctx, rec)

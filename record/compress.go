@@ -216,14 +216,24 @@ func (c *Compressor) Compress(dst, rec []byte) ([]byte, error) {
 // acknowledgement path, where a second pass over bytes it wrote itself
 // would buy nothing. Bytes read from a store or a peer must go through
 // Compress, which would refuse damage that this would seal under a
-// fresh CRC. It checks only that rec has a version 1 header and fills
-// what its length field says; otherwise it returns an error and leaves
-// dst as it was.
+// fresh CRC. rec's checksum need not be set (Builder.FinishBatchUnsealed):
+// when rec is appended as it is, its checksum is written into it first.
+// It checks only that rec has a version 1 header and fills what its
+// length field says; otherwise it returns an error and leaves dst as it
+// was.
 func (c *Compressor) CompressBuilt(dst, rec []byte) ([]byte, error) {
 	if len(rec) < MinSize || rec[offVersion] != Version || int(le.Uint32(rec[offLength:])) != len(rec) {
 		return dst, fmt.Errorf("record: compress: not a version 1 record of %d bytes", len(rec))
 	}
-	return c.compress(dst, rec, int(le.Uint32(rec[offCount:])), rec[HeaderSize:len(rec)-TrailerSize]), nil
+	out := c.compress(dst, rec, int(le.Uint32(rec[offCount:])), rec[HeaderSize:len(rec)-TrailerSize])
+	if len(out)-len(dst) == len(rec) && out[len(dst)+offVersion] == Version {
+		// Kept as it is (compressing would not shrink it): seal rec and
+		// its copy.
+		sum := checksum(rec[:len(rec)-TrailerSize])
+		le.PutUint32(rec[len(rec)-TrailerSize:], sum)
+		le.PutUint32(out[len(out)-TrailerSize:], sum)
+	}
+	return out, nil
 }
 
 // compress appends the version 2 form of rec, a version 1 record of

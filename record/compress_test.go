@@ -598,6 +598,39 @@ func compressBuilt(t *testing.T, cm Compression) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("CompressBuilt of a %d-byte record differs from Compress (%v)", len(rec), err)
 		}
+		// Unsealed (Builder.FinishBatchUnsealed): the same bytes, the
+		// checksum written when the record is kept as it is.
+		unsealed := slices.Clone(rec)
+		clear(unsealed[len(unsealed)-TrailerSize:])
+		got, err = c.CompressBuilt([]byte("x"), unsealed)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("CompressBuilt of an unsealed %d-byte record differs from Compress of the sealed one (%v)", len(rec), err)
+		}
+	}
+	// The Builder's unsealed record is its sealed one with a zero
+	// checksum.
+	var bl Builder
+	bl.Reset(t0)
+	for _, ev := range filebeatish(20) {
+		if err := bl.Add(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unsealed, err := bl.FinishBatchUnsealed(More, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsealed = slices.Clone(unsealed)
+	bl.Reset(t0)
+	for _, ev := range filebeatish(20) {
+		_ = bl.Add(ev)
+	}
+	sealed, _ := bl.FinishBatch(More, 3)
+	if _, err := Decode(sealed); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(unsealed[:len(unsealed)-TrailerSize], sealed[:len(sealed)-TrailerSize]) || le.Uint32(unsealed[len(unsealed)-TrailerSize:]) != 0 {
+		t.Fatalf("FinishBatchUnsealed is not FinishBatch with a zero checksum")
 	}
 	_, v2 := compressed(t, c, 50)
 	for name, bad := range map[string][]byte{

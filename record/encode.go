@@ -77,6 +77,20 @@ func (b *Builder) Finish() []byte {
 // batch arrived on. It refuses any other flag. Calling it again after a
 // success returns the same record, whatever its arguments.
 func (b *Builder) FinishBatch(f Flags, slot uint16) ([]byte, error) {
+	return b.finish(f, slot, true)
+}
+
+// FinishBatchUnsealed is FinishBatch without the checksum: the trailer is
+// left zero, and the record is not valid until it is sealed. It is for a
+// caller that hands the record straight to Compressor.CompressBuilt,
+// which seals it only when it keeps it uncompressed: a checksum over the
+// raw events that the compressed record replaces would be a pass over
+// every event for nothing.
+func (b *Builder) FinishBatchUnsealed(f Flags, slot uint16) ([]byte, error) {
+	return b.finish(f, slot, false)
+}
+
+func (b *Builder) finish(f Flags, slot uint16, seal bool) ([]byte, error) {
 	if !b.open {
 		return b.buf, nil
 	}
@@ -84,7 +98,11 @@ func (b *Builder) FinishBatch(f Flags, slot uint16) ([]byte, error) {
 		return nil, fmt.Errorf("record: flags %s on a record of events: only more and cont apply", f)
 	}
 	putHeader(b.buf, header{version: Version, flags: f, slot: slot, length: uint32(len(b.buf) + TrailerSize), count: b.count, received: b.received})
-	b.buf = le.AppendUint32(b.buf, checksum(b.buf))
+	sum := uint32(0)
+	if seal {
+		sum = checksum(b.buf)
+	}
+	b.buf = le.AppendUint32(b.buf, sum)
 	b.open = false
 	return b.buf, nil
 }
