@@ -239,11 +239,22 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 	var retry, other, dead []item
 	var deadResults []itemResult
 	outcomes := make([]outcome, len(results))
-	tally := map[tallyKey]int{} // outcomes, counted once per response
+	// Outcomes, counted once per response. Items come in runs of one
+	// outcome (all 201 but for a few): the map is touched once per run.
+	tally := map[tallyKey]int{}
+	var last tallyKey
+	same := 0 // items of outcome last since the last one counted
 	for i, r := range results {
 		out := classify(r, o.opts.DerivedIDs)
 		outcomes[i] = out
-		tally[tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}]++
+		if k := (tallyKey{status: r.status, outcome: outcomeName(out, r.status), errType: r.errType}); same > 0 && k == last {
+			same++
+		} else {
+			if same > 0 {
+				tally[last] += same
+			}
+			last, same = k, 1
+		}
 		switch out {
 		case outcomeRetry:
 			if rejection(r) {
@@ -259,6 +270,9 @@ func (w *worker) deliver(ctx context.Context, b *batch, items []item) error {
 			dead = append(dead, items[i])
 			deadResults = append(deadResults, r)
 		}
+	}
+	if same > 0 {
+		tally[last] += same
 	}
 	res.rejected, res.other = len(retry), len(other)
 	res.accepted = len(items) - len(retry) - len(other)

@@ -17,6 +17,7 @@ package eventid
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -43,7 +44,28 @@ func Prefix(streamID string) (string, error) {
 func Append(dst []byte, prefix string, lsn uint64, pos int) []byte {
 	dst = append(dst, prefix...)
 	dst = append(dst, '-')
-	dst = strconv.AppendUint(dst, lsn, 10)
+	dst = appendDecimal(dst, lsn)
 	dst = append(dst, '-')
-	return strconv.AppendInt(dst, int64(pos), 10)
+	if pos < 0 {
+		return strconv.AppendInt(dst, int64(pos), 10) // never from an output
+	}
+	return appendDecimal(dst, uint64(pos))
+}
+
+// appendDecimal is strconv.AppendUint(dst, v, 10) written in place: the
+// output writes an id for every event it sends, and strconv formats into
+// a buffer of its own and copies it.
+func appendDecimal(dst []byte, v uint64) []byte {
+	n := 1
+	for x := v; x >= 10; x /= 10 {
+		n++
+	}
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
+	for i := n - 1; i > 0; i-- {
+		out[i] = byte('0' + v%10)
+		v /= 10
+	}
+	out[0] = byte('0' + v)
+	return dst[:len(dst)+n]
 }

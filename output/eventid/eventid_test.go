@@ -2,6 +2,7 @@ package eventid
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -28,5 +29,23 @@ func TestAppend(t *testing.T) {
 func TestPrefixRefusesNonUUID(t *testing.T) {
 	if _, err := Prefix("not-a-uuid"); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// TestAppendDecimalIsStrconv: ids are written with strconv's digits, at
+// every length and at the edges of uint64.
+func TestAppendDecimalIsStrconv(t *testing.T) {
+	vals := []uint64{0, 1, 9, 10, 11, 99, 100, 101, 2047, 2048, 1<<32 - 1, 1 << 32, 1<<63 - 1, 1 << 63, 1<<64 - 1}
+	for v := uint64(1); v < 1<<63; v *= 10 {
+		vals = append(vals, v-1, v, v+1)
+	}
+	for _, v := range vals {
+		prefix := []byte("id-")
+		if got, want := appendDecimal(prefix, v), strconv.AppendUint([]byte("id-"), v, 10); string(got) != string(want) {
+			t.Errorf("appendDecimal(%d) = %q, want %q", v, got, want)
+		}
+	}
+	if got := Append(nil, "p", 12, -3); string(got) != "p-12--3" {
+		t.Errorf("a negative position: %q", got)
 	}
 }
