@@ -316,3 +316,46 @@ func TestCompressedByTheWriter(t *testing.T) {
 	}
 	checkEvents(t, r)
 }
+
+// TestReaderDecodeTo: a Reader decompresses the events of the compressed
+// record Next returns into the buffer DecodeTo gave when they fit, for
+// that one call; an uncompressed record, a buffer too small and a call of
+// Next without DecodeTo use the Reader's own buffer. The events are the
+// record's either way.
+func TestReaderDecodeTo(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOpts(t, true)
+	opts.Compression = record.S2(record.LevelFastest)
+	l := mustOpen(t, dir, opts)
+	defer l.Close()
+	for lsn := uint64(1); lsn <= 3; lsn++ {
+		if err := l.Append(lsn, zrec(t, lsn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r := l.Reader(1)
+	defer r.Close()
+	buf := append(make([]byte, 0, 64<<10), "kept"...)
+	r.DecodeTo(buf)
+	if !r.Next() || !r.DecodedTo() {
+		t.Fatalf("LSN 1: decoded into the buffer %v, err %v", r.DecodedTo(), r.Err())
+	}
+	checkEvents(t, r)
+	ev := slices.Collect(r.Decoded().Events())[0]
+	if &buf[:cap(buf)][len(buf)+4] != &ev[0] || string(buf) != "kept" {
+		t.Fatalf("LSN 1: events not in the buffer's spare capacity (after a length prefix), or its contents changed")
+	}
+	// Once only: the next record goes to the Reader's buffer.
+	if !r.Next() || r.DecodedTo() {
+		t.Fatalf("LSN 2: decoded into the buffer %v without DecodeTo, err %v", r.DecodedTo(), r.Err())
+	}
+	checkEvents(t, r)
+	r.DecodeTo(make([]byte, 0, 16))
+	if !r.Next() || r.DecodedTo() {
+		t.Fatalf("LSN 3: decoded into a buffer too small: %v, err %v", r.DecodedTo(), r.Err())
+	}
+	checkEvents(t, r)
+}

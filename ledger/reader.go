@@ -28,11 +28,15 @@ type Reader struct {
 	dec record.Record // rec decoded (decompressed when it is version 2)
 	// dz decompresses version 2 records; made at the first one, so a
 	// Reader of an uncompressed ledger holds no decoder.
-	dz     *record.Decompressor
-	damage *Damage // the damaged range Next stopped at, or nil
-	skip   *Skip   // the deleted range Next stopped at, or nil
-	err    error
-	read   int64 // bytes read from the segments closed so far
+	dz *record.Decompressor
+	// to is where the next version 2 record Next decodes goes, when its
+	// events fit (DecodeTo); decodedTo says the current record's did.
+	to        []byte
+	decodedTo bool
+	damage    *Damage // the damaged range Next stopped at, or nil
+	skip      *Skip   // the deleted range Next stopped at, or nil
+	err       error
+	read      int64 // bytes read from the segments closed so far
 
 	skipDamage bool
 	// wide is the scanner's large buffer while it reads in small reads
@@ -102,7 +106,9 @@ func (r *Reader) stopAtSkip(first, last uint64) bool {
 // After it stopped at a [*ReadError] (Err), the next call retries the
 // read that failed; any other error stops the Reader for good.
 func (r *Reader) Next() bool {
-	r.damage, r.skip = nil, nil
+	r.damage, r.skip, r.decodedTo = nil, nil, false
+	// DecodeTo's buffer serves this call only, whatever it returns.
+	defer func() { r.to = nil }()
 	var re *ReadError
 	if errors.As(r.err, &re) {
 		r.err = nil
@@ -224,7 +230,9 @@ func (r *Reader) decode(rec []byte, h record.Header) (record.Record, error) {
 	// smaller (two journal groups), and a lower bound here would make
 	// records written under a larger journal.max_group_bytes look
 	// damaged. The buffer grows only to the largest record decoded.
-	return r.dz.Decode(rec, record.MaxBlockBytes)
+	dec, into, err := r.dz.DecodeTo(r.to, rec, record.MaxBlockBytes)
+	r.decodedTo = into && err == nil
+	return dec, err
 }
 
 // undecodable handles the current record, whose stored bytes verify but
@@ -356,6 +364,21 @@ func (r *Reader) LSN() uint64 { return r.lsn }
 // Record is the current record as stored (version 2, compressed, when the
 // ledger compresses), valid until the next call to Next.
 func (r *Reader) Record() []byte { return r.rec }
+
+// DecodeTo asks the next call of Next to decompress the events of the
+// version 2 record it returns into dst's spare capacity, when they fit,
+// rather than into the Reader's own buffer (record.Decompressor.DecodeTo):
+// a caller that keeps events beyond the next Next (an output's chunk)
+// then has them where it keeps them, without a copy. DecodedTo says
+// whether they went there. dst's first len(dst) bytes are never touched;
+// its spare capacity may be written by that call of Next whatever it
+// returns. It applies to that one call.
+func (r *Reader) DecodeTo(dst []byte) { r.to = dst }
+
+// DecodedTo reports whether the current record's events were decompressed
+// into the buffer DecodeTo gave: they are then dst[len(dst):len(dst)+n],
+// n its EventBytes.
+func (r *Reader) DecodedTo() bool { return r.decodedTo }
 
 // Decoded is the current record decoded: the Reader verified it (checksum
 // and layout) and decompressed a version 2 record's events when it read

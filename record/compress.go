@@ -327,16 +327,35 @@ func (d *Decompressor) zstdDecoder() (*zstd.Decoder, error) {
 // Every failure is a *CorruptError wrapping one of the Err… sentinels,
 // except that of making a zstd decoder.
 func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
+	rec, _, err := d.DecodeTo(nil, b, maxEvents)
+	return rec, err
+}
+
+// DecodeTo is Decode, but a version 2 record's events are decompressed
+// into dst's spare capacity when they fit (the declared size is at most
+// cap(dst)-len(dst)): they then alias dst[len(dst):len(dst)+size], and
+// into is true. A caller that gathers the events of several records in
+// one buffer (an output's chunk) so has them written where it keeps them,
+// without a copy. Otherwise, and for a version 1 record, it is Decode and
+// into is false. dst's first len(dst) bytes are never read or changed;
+// its spare capacity is written only when the events fit it, and may
+// then hold anything when the record is refused.
+func (d *Decompressor) DecodeTo(dst, b []byte, maxEvents int) (rec Record, into bool, err error) {
 	if len(b) >= HeaderSize && b[offVersion] != VersionCompressed {
-		return Decode(b)
+		rec, err = Decode(b)
+		return rec, false, err
 	}
 	h, raw, err := verifyStored(b, maxEvents)
 	if err != nil {
-		return Record{}, err
+		return Record{}, false, err
 	}
 	size := int(h.length)
-	if cap(d.buf) < raw {
+	buf := d.buf
+	if into = cap(dst)-len(dst) >= raw; into {
+		buf = dst[len(dst):len(dst)]
+	} else if cap(d.buf) < raw {
 		d.buf = make([]byte, 0, raw)
+		buf = d.buf
 	}
 	codec := Codec(b[offCodec])
 	block := b[HeaderSizeCompressed : size-TrailerSize]
@@ -349,29 +368,29 @@ func (d *Decompressor) Decode(b []byte, maxEvents int) (Record, error) {
 		// rather than allocated for.
 		n, lerr := s2.DecodedLen(block)
 		if lerr != nil {
-			return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, lerr)
+			return Record{}, false, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, lerr)
 		}
 		if n != raw {
-			return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", n, raw)
+			return Record{}, false, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", n, raw)
 		}
-		events, err = s2.Decode(d.buf[:0:raw], block)
+		events, err = s2.Decode(buf[:0:raw], block)
 	default:
 		dec, derr := d.zstdDecoder()
 		if derr != nil {
-			return Record{}, derr
+			return Record{}, false, derr
 		}
-		events, err = dec.DecodeAll(block, d.buf[:0:raw])
+		events, err = dec.DecodeAll(block, buf[:0:raw])
 	}
 	if err != nil {
-		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, err)
+		return Record{}, false, corrupt(HeaderSizeCompressed, ErrBlock, "%s block: %v", codec, err)
 	}
 	if len(events) != raw {
-		return Record{}, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", len(events), raw)
+		return Record{}, false, corrupt(HeaderSizeCompressed, ErrBlock, "block decompresses to %d bytes, header declares %d", len(events), raw)
 	}
 	if err := checkEvents(events, h.count, func(int) int { return HeaderSizeCompressed }); err != nil {
-		return Record{}, err
+		return Record{}, false, err
 	}
-	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events[:raw:raw], size: size}, nil
+	return Record{received: h.received, flags: h.flags, slot: h.slot, count: int(h.count), events: events[:raw:raw], size: size}, into, nil
 }
 
 // Close releases the decoder. The Decompressor must not be used afterwards.

@@ -644,3 +644,53 @@ func compressBuilt(t *testing.T, cm Compression) {
 		}
 	}
 }
+
+// TestDecodeTo: a version 2 record's events are decompressed into the
+// spare capacity of the caller's buffer when they fit, leaving its
+// contents alone, and into the Decompressor's own buffer when they do
+// not; a version 1 record is decoded as Decode does. The events are
+// Decode's either way.
+func TestDecodeTo(t *testing.T) {
+	eachCodec(t, decodeTo)
+}
+
+func decodeTo(t *testing.T, cm Compression) {
+	c, d := newCodec(t, cm)
+	v1, v2 := compressed(t, c, 40)
+	want, err := Decode(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string, got Record) {
+		t.Helper()
+		if got.Count() != want.Count() || !bytes.Equal(got.events, want.events) || got.Received() != want.Received() {
+			t.Fatalf("%s: decoded record differs from Decode's", name)
+		}
+	}
+	// Room for the events after what the buffer holds.
+	buf := append(make([]byte, 0, 7+want.EventBytes()), "chunk: "...)
+	rec, into, err := d.DecodeTo(buf, v2, MaxBlockBytes)
+	if err != nil || !into {
+		t.Fatalf("events that fit: into %v, %v", into, err)
+	}
+	same("into the buffer", rec)
+	if &rec.events[0] != &buf[:len(buf)+1][len(buf)] || string(buf) != "chunk: " {
+		t.Fatalf("the events are not right after the buffer's contents, or the contents changed: %q", buf)
+	}
+	// One byte short: the Decompressor's own buffer.
+	short := append(make([]byte, 0, 7+want.EventBytes()-1), "chunk: "...)
+	rec, into, err = d.DecodeTo(short, v2, MaxBlockBytes)
+	if err != nil || into {
+		t.Fatalf("events that do not fit: into %v, %v", into, err)
+	}
+	same("own buffer", rec)
+	if string(short[:cap(short)][len(short):]) != string(make([]byte, cap(short)-len(short))) {
+		t.Fatalf("the spare capacity was written although the events did not fit")
+	}
+	// Version 1: as Decode, never into.
+	rec, into, err = d.DecodeTo(buf, v1, MaxBlockBytes)
+	if err != nil || into {
+		t.Fatalf("version 1: into %v, %v", into, err)
+	}
+	same("version 1", rec)
+}

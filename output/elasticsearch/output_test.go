@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -39,8 +40,18 @@ type rig struct {
 
 func newRig(t *testing.T, esOpts estest.Options) *rig {
 	t.Helper()
+	return newRigWith(t, esOpts, nil)
+}
+
+// newRigWith is newRig with its ledger's options changed by mod.
+func newRigWith(t *testing.T, esOpts estest.Options, mod func(*ledger.Options)) *rig {
+	t.Helper()
 	dir := t.TempDir()
-	l, err := ledger.Open(dir+"/ledger", ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true})
+	lopts := ledger.Options{SegmentBytes: 1 << 20, MaxBytes: 1 << 30, DirectIO: true}
+	if mod != nil {
+		mod(&lopts)
+	}
+	l, err := ledger.Open(dir+"/ledger", lopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +202,36 @@ func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 	waitFor(t, "the new event", func() bool { return r.es.Count() == n+1 })
 	if got := r.es.Stats().Items - before; got != 1 {
 		t.Errorf("restart sent %d items, want only the new one", got)
+	}
+}
+
+// TestDrainsACompressedLedgerOnce: from a compressed ledger, records of
+// every size (some fitting the chunk's room, into which the Reader
+// decompresses them, some not, copied as from an uncompressed ledger, one
+// larger than a whole chunk) reach Elasticsearch once each, intact.
+func TestDrainsACompressedLedgerOnce(t *testing.T) {
+	r := newRigWith(t, estest.Options{}, func(o *ledger.Options) { o.Compression = record.S2(record.LevelFastest) })
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 0
+	for i := range 120 {
+		k := 1 + rng.IntN(150)
+		if i == 60 {
+			k = 700 // more than a chunk (FlushBytes) holds
+		}
+		evs := make([][]byte, k)
+		for j := range evs {
+			evs[j] = filebeatEvent(n, "")
+			n++
+		}
+		r.store(time.Now(), evs...)
+	}
+	run := r.start(r.options(nil))
+	waitFor(t, "every event", func() bool { return r.es.Count() == n })
+	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
+	run.Stop(t)
+	r.checkAllStoredOnce(t)
+	if st := r.ledger.Compression(); st.StoredBytes*2 > st.RawBytes {
+		t.Fatalf("the ledger stored %d of %d bytes: not compressed", st.StoredBytes, st.RawBytes)
 	}
 }
 

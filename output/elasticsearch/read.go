@@ -69,11 +69,23 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return false
 		}
 	}
+	// readNext reads the next record, decompressing a compressed one's
+	// events straight into the chunk when they fit it: into its free
+	// capacity up to FlushBytes (so that the record needs no chunk of
+	// its own), or into all of it when the chunk is empty.
+	readNext := func() bool {
+		room := cap(c.data)
+		if len(c.recs) > 0 {
+			room = min(room, max(o.opts.FlushBytes, len(c.data)))
+		}
+		r.DecodeTo(c.data[:len(c.data):room])
+		return r.Next()
+	}
 	for {
 		if cpu.Take(ctx) != nil {
 			return nil
 		}
-		for r.Next() {
+		for readNext() {
 			// Damaged ranges and ranges max_lag retention deleted.
 			if passed, err := o.src.Pass(r, tr); err != nil {
 				return fmt.Errorf("elasticsearch: %w", err)
@@ -82,7 +94,8 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			}
 			lsn := r.LSN()
 			// The Reader verified the record when it read it; the chunk
-			// keeps a copy of its events, which the worker uses as is.
+			// holds its events (decompressed into it, or a copy), which
+			// the worker uses as is.
 			rec := r.Decoded()
 			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
 				return fmt.Errorf("elasticsearch: %w", err)
@@ -94,13 +107,18 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			// when a record alone is larger: the memory formula counts
 			// each chunk as the larger of flush_bytes and the largest
 			// record, not their sum.
-			if len(c.recs) > 0 && len(c.data)+rec.EventBytes() > o.opts.FlushBytes && !send() {
-				return nil
+			if r.DecodedTo() {
+				// Already in place, within the chunk's room.
+				c.data = c.data[:len(c.data)+rec.EventBytes()]
+			} else {
+				if len(c.recs) > 0 && len(c.data)+rec.EventBytes() > o.opts.FlushBytes && !send() {
+					return nil
+				}
+				c.data, rec = rec.Clone(c.data)
 			}
 			if len(c.recs) == 0 {
 				c.started = time.Now()
 			}
-			c.data, rec = rec.Clone(c.data)
 			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
 			if len(c.data) >= o.opts.FlushBytes && !send() {
 				return nil
