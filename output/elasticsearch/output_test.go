@@ -176,15 +176,7 @@ func (r *rig) checkAllStoredOnce(t *testing.T) {
 
 func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 	r := newRig(t, estest.Options{})
-	n := 0
-	for range 200 {
-		evs := make([][]byte, 10)
-		for i := range evs {
-			evs[i] = filebeatEvent(n, "")
-			n++
-		}
-		r.store(time.Now(), evs...)
-	}
+	n := r.storeEvents(200, 10)
 	run := r.start(r.options(nil))
 	waitFor(t, "every event", func() bool { return r.es.Count() == n })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
@@ -212,19 +204,12 @@ func TestDrainsEveryEventOnceAndAdvancesTheCursor(t *testing.T) {
 func TestDrainsACompressedLedgerOnce(t *testing.T) {
 	r := newRigWith(t, estest.Options{}, func(o *ledger.Options) { o.Compression = record.S2(record.LevelFastest) })
 	rng := rand.New(rand.NewPCG(3, 4))
-	n := 0
-	for i := range 120 {
-		k := 1 + rng.IntN(150)
-		if i == 60 {
-			k = 700 // more than a chunk (FlushBytes) holds
-		}
-		evs := make([][]byte, k)
-		for j := range evs {
-			evs[j] = filebeatEvent(n, "")
-			n++
-		}
-		r.store(time.Now(), evs...)
+	sizes := make([]int, 120)
+	for i := range sizes {
+		sizes[i] = 1 + rng.IntN(150)
 	}
+	sizes[60] = 700 // more than a chunk (FlushBytes) holds
+	n := r.storeRecords(sizes...)
 	run := r.start(r.options(nil))
 	waitFor(t, "every event", func() bool { return r.es.Count() == n })
 	waitFor(t, "the cursor", func() bool { c, _ := r.ledger.Cursor("elasticsearch"); return c == r.lsn })
@@ -238,9 +223,19 @@ func TestDrainsACompressedLedgerOnce(t *testing.T) {
 // storeEvents stores records records of perRecord Filebeat events each,
 // numbered from 0, and returns how many events that is.
 func (r *rig) storeEvents(records, perRecord int) int {
+	sizes := make([]int, records)
+	for i := range sizes {
+		sizes[i] = perRecord
+	}
+	return r.storeRecords(sizes...)
+}
+
+// storeRecords stores a record of Filebeat events per size, numbered on
+// from 0, and returns how many events that is.
+func (r *rig) storeRecords(sizes ...int) int {
 	n := 0
-	for range records {
-		evs := make([][]byte, perRecord)
+	for _, k := range sizes {
+		evs := make([][]byte, k)
 		for i := range evs {
 			evs[i] = filebeatEvent(n, "")
 			n++
