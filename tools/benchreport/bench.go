@@ -28,6 +28,9 @@ type bench struct {
 	log   io.Writer
 	trash *lumberload.Trash
 	runs  int // logpond processes started, numbering their CPU profiles
+	// profileOnly, when set, names the configurations whose runs write
+	// profiles (with cpuProfiles); the others write none.
+	profileOnly map[string]bool
 }
 
 func (b *bench) journalDir() string { return filepath.Join(b.work, "journal") }
@@ -106,10 +109,11 @@ func formula(path string) (int64, error) {
 // profileArgs are the arguments that make a logpond run write its CPU
 // profile (with -cpuprofiles), named NNN-<name>.pprof in run order, and
 // its block and mutex profiles beside it, NNN-<name>-block.pprof and
-// NNN-<name>-mutex.pprof; none without.
+// NNN-<name>-mutex.pprof; none without, or for a configuration
+// profileOnly leaves out.
 func (b *bench) profileArgs(name string) []string {
 	b.runs++
-	if b.o.cpuProfiles == "" {
+	if b.o.cpuProfiles == "" || (b.profileOnly != nil && !b.profileOnly[name]) {
 		return nil
 	}
 	path := func(suffix string) string {

@@ -216,7 +216,7 @@ func flameMarkdown(r *report) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("## Where the CPU goes: flame graphs\n\n")
 	p("%s", r.measured())
-	p("On-CPU flame graphs of logpond, from the CPU profiles it wrote (`-cpuprofile`, Go's sampling profiler, 100 samples per second) during this report's own runs, merged over each path's runs. A frame's width is its share of the sampled CPU time, callers below callees; the pictures are SVG, drawn by `%s` (Brendan Gregg's FlameGraph) from the stacks folded by `tools/benchreport`. Beside each, the functions with the largest cumulative shares (the samples whose stack holds the function) and their flat shares (the samples where it was running).\n\n", filepath.Base(tool))
+	p("On-CPU flame graphs of logpond, from the CPU profiles it wrote (`-cpuprofile`, Go's sampling profiler, 100 samples per second) during this report's own runs, merged over each path's runs. A frame's width is its share of the sampled CPU time, callers below callees; the pictures are SVG, drawn by `%s` (Brendan Gregg's FlameGraph) from the stacks folded by `tools/benchreport`. Beside each, the functions with the largest cumulative shares (the samples whose stack holds the function) and their flat shares (the samples where it was running). Only the runs drawn here were profiled (the three profilers cost them a few percent of CPU); the report's other runs were not.\n\n", filepath.Base(tool))
 	offNoted := false
 	for _, f := range fs {
 		sampled := "of CPU sampled"
@@ -258,6 +258,12 @@ func profilesNamed(dir, name, kind string) ([]string, error) {
 // goroutines idle by design (signal handling, the admin server, the
 // configuration reloader).
 var ackPath = []string{"github.com/logpond/logpond/input.", "github.com/logpond/logpond/input/", "github.com/logpond/logpond/journal."}
+
+// flameConfigs are the configurations whose runs the flame graphs draw
+// (flames): the only runs profiled when the profiles are for them.
+func flameConfigs() map[string]bool {
+	return map[string]bool{ingestProfileName(256, 0): true, procConfigName(false): true, procConfigName(true): true}
+}
 
 // ingestProfileName names the profiles of the ingest part's logpond runs
 // of one shape.

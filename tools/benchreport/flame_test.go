@@ -105,6 +105,14 @@ func TestProfilesNamed(t *testing.T) {
 			t.Errorf("kind %q: %v, want %v", kind, got, want)
 		}
 	}
+	// For the flame graphs alone, only their runs are profiled.
+	b.profileOnly = flameConfigs()
+	if args := b.profileArgs("drain-cpu"); args != nil {
+		t.Errorf("a run no flame graph draws is profiled: %q", args)
+	}
+	if args := b.profileArgs(ingestProfileName(256, 0)); len(args) != 6 {
+		t.Errorf("a run a flame graph draws: %q, want its three profiles", args)
+	}
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

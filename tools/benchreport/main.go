@@ -188,19 +188,23 @@ func run(ctx context.Context, o options, progress *os.File) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	var profileOnly map[string]bool
 	if o.flamegraph != "" && o.cpuProfiles == "" {
-		// The flame graphs need the runs' profiles, and nothing else does.
+		// The flame graphs need the profiles of their runs, and nothing
+		// else does: the other runs go unprofiled, so that profiling
+		// costs none of their figures.
 		o.cpuProfiles = filepath.Join(work, "profiles")
 		if err := os.MkdirAll(o.cpuProfiles, 0o755); err != nil {
 			return err
 		}
+		profileOnly = flameConfigs()
 	}
 	lfs, err := mountLoop(filepath.Join("/dev/shm", filepath.Base(work)+".img"), filepath.Join(work, "ledger-fs"), o.ledgerImage)
 	if err != nil {
 		return err
 	}
 	defer lfs.unmount()
-	b := &bench{o: o, work: work, lfs: lfs, log: progress, trash: &lumberload.Trash{}}
+	b := &bench{o: o, work: work, lfs: lfs, log: progress, trash: &lumberload.Trash{}, profileOnly: profileOnly}
 	defer b.trash.Empty(0)
 	rep := &report{
 		Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(), Revision: revision(),
