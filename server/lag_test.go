@@ -85,8 +85,12 @@ func TestLagMetricsWhileElasticsearchIsDown(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		fams = scrape(t, base+"/metrics")
+		// The request's duration is observed as its answer comes back,
+		// and the failure counted once the output has judged the answer:
+		// wait for both.
 		if value(fams, "logpond_ledger_last_lsn") > 0 && value(fams, "logpond_output_pending_events") == batches*per &&
-			hasSeries(fams, "logpond_output_request_seconds", "status", "none", "reason", "connection_refused") {
+			hasSeries(fams, "logpond_output_request_seconds", "status", "none", "reason", "connection_refused") &&
+			value(fams, "logpond_output_requests_failed_total") > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
