@@ -41,7 +41,7 @@ func readMeta(event []byte) eventMeta { return scanTop(event, scanMeta).meta }
 // the cluster to refuse and the event to be dead-lettered as stored.
 func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
 	*m = eventMeta{raw: event[vs:ve]}
-	if event[vs] == '{' && mayHold(m.raw, metaKeys) {
+	if event[vs] == '{' && holdsMetaKey(m.raw) {
 		// One pass over @metadata's members for both keys.
 		sprintf.Members(event[vs:ve], func(key, value []byte) bool {
 			switch string(key) {
@@ -62,12 +62,13 @@ func (m *eventMeta) read(event []byte, keyStart, vs, ve int, second bool) {
 // compares them: raw, quotes included.
 var metaKeys = [...][]byte{[]byte(`"_id"`), []byte(`"pipeline"`)}
 
-// mayHold reports whether the JSON text obj holds one of keys as written.
-// When it does not, a walk of its members would find none of them:
-// Beats' @metadata (beat, type, version) is ruled out by two searches of
-// its short text, which cost a fraction of walking its members.
-func mayHold(obj []byte, keys [len(metaKeys)][]byte) bool {
-	for _, k := range keys {
+// holdsMetaKey reports whether the @metadata text obj holds one of
+// metaKeys as written. When it does not, a walk of its members would find
+// none of them: Beats' @metadata (beat, type, version) is ruled out by
+// two searches of its short text, which cost a fraction of walking its
+// members.
+func holdsMetaKey(obj []byte) bool {
+	for _, k := range metaKeys {
 		if bytes.Contains(obj, k) {
 			return true
 		}
