@@ -75,7 +75,12 @@ func (b *bench) drainCPUOnce(ctx context.Context, events int64) (drainCPURun, er
 	if err != nil {
 		return r, err
 	}
-	defer p.Stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.Stop()
+		}
+	}()
 	limit := time.Now().Add(b.o.drainLimit)
 	var first time.Time
 	var startCPU time.Duration
@@ -97,6 +102,7 @@ func (b *bench) drainCPUOnce(ctx context.Context, events int64) (drainCPURun, er
 		time.Sleep(drainCPUPoll)
 	}
 	r.Startup, r.PeakRSS = startCPU, p.PeakRSS()
+	stopped = true
 	if err := p.Stop(); err != nil {
 		return r, fmt.Errorf("stop: %w\n%s", err, p.Output())
 	}
