@@ -23,13 +23,35 @@ type drainCPURun struct {
 	// Drain is logpond's CPU time from the sink's first item until its
 	// last, and Elapsed the time between them.
 	Drain, Elapsed time.Duration
-	PeakRSS        int64
-	Formula        int64
+	// Warmup is logpond's CPU time from the sink's first item until it
+	// had WarmEvents of them (about drainCPUWarmup of the backlog): the
+	// part of Drain that buffers touched for the first time and the
+	// output finding its concurrency add to the events.
+	Warmup     time.Duration
+	WarmEvents int64
+	PeakRSS    int64
+	Formula    int64
 }
 
 // PerEvent is logpond's CPU time per delivered event over the drain, in
 // µs.
 func (r drainCPURun) PerEvent() float64 { return r.Drain.Seconds() * 1e6 / float64(r.Events) }
+
+// Steady is PerEvent after the warm-up: over the events after the first
+// WarmEvents, in µs.
+func (r drainCPURun) Steady() float64 {
+	return (r.Drain - r.Warmup).Seconds() * 1e6 / float64(r.Events-r.WarmEvents)
+}
+
+// WarmupExtra is what the warm-up cost beyond the steady cost of its
+// events, in CPU seconds.
+func (r drainCPURun) WarmupExtra() float64 {
+	return r.Warmup.Seconds() - r.Steady()*float64(r.WarmEvents)/1e6
+}
+
+// drainCPUWarmup is the share of the backlog counted as the drain's
+// warm-up.
+const drainCPUWarmup = 0.1
 
 // drainCPU drains the saved backlog (events of it) into a fresh
 // accept-all sink rounds times, each from a fresh copy of the stores.
@@ -46,8 +68,8 @@ func (b *bench) drainCPU(ctx context.Context, saved string, events int64, rounds
 		if err != nil {
 			return nil, fmt.Errorf("drain CPU round %d: %w", round+1, err)
 		}
-		fmt.Fprintf(b.log, "drain cpu round %d: %d events in %.2f s, logpond CPU %.2f s (%.2f µs/event), %.2f s before the first item, peak RSS %d MiB\n",
-			round+1, events, r.Elapsed.Seconds(), r.Drain.Seconds(), r.PerEvent(), r.Startup.Seconds(), r.PeakRSS>>20)
+		fmt.Fprintf(b.log, "drain cpu round %d: %d events in %.2f s, logpond CPU %.2f s (%.2f µs/event; %.2f after the first %d), %.2f s before the first item, peak RSS %d MiB\n",
+			round+1, events, r.Elapsed.Seconds(), r.Drain.Seconds(), r.PerEvent(), r.Steady(), r.WarmEvents, r.Startup.Seconds(), r.PeakRSS>>20)
 		runs = append(runs, r)
 	}
 	return runs, nil
@@ -84,10 +106,14 @@ func (b *bench) drainCPUOnce(ctx context.Context, events int64) (drainCPURun, er
 	limit := time.Now().Add(b.o.drainLimit)
 	var first time.Time
 	var startCPU time.Duration
+	warmMark := int64(float64(events) * drainCPUWarmup)
 	for {
 		n := sink.Items()
 		if n > 0 && first.IsZero() {
 			first, startCPU = time.Now(), p.CPU()
+		}
+		if n >= warmMark && r.WarmEvents == 0 && n < events {
+			r.Warmup, r.WarmEvents = p.CPU()-startCPU, n
 		}
 		if n >= events {
 			r.Elapsed, r.Drain = time.Since(first), p.CPU()-startCPU
@@ -131,12 +157,13 @@ func drainCPUMarkdown(runs []drainCPURun, size int) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("### What the drain costs logpond per event\n\n")
-	p("The same backlog (%d events of %d B) drained %d times, each from a fresh copy of the stores, into the accept-all bulk sink (`estest.Sink`, in-process: it answers 201 for every action line and parses nothing else), so that the two cores are logpond's as much as they can be. CPU is logpond's user and system time from the sink's first item until its last, per delivered event; start is its CPU time before the first item (opening the stores, recovery, the first read: paid once per start, whatever the backlog). No processors: the processing part shows what a chain adds.\n\n", runs[0].Events, size, len(runs))
-	p("| round | drain s | events/s | logpond CPU µs/event | start CPU s | peak RSS MiB | formula MiB |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("A backlog of %d events of %d B, built as the one above, drained %d times, each from a fresh copy of the stores, into the accept-all bulk sink (`estest.Sink`, in-process: it answers 201 for every action line and parses nothing else), so that the two cores are logpond's as much as they can be. CPU is logpond's user and system time from the sink's first item until its last, per delivered event; start is its CPU time before the first item (opening the stores, recovery, the first read: paid once per start, whatever the backlog). No processors: the processing part shows what a chain adds.\n\n", runs[0].Events, size, len(runs))
+	p("The first %.0f%% of the events pay a warm-up besides: the output's chunk and request buffers are touched for the first time (page faults, dear on this virtual machine) and its adaptive concurrency finds its level. \"After the warm-up\" is the CPU per event over the rest; \"warm-up extra\" is what the first events cost beyond that rate, once per drain whatever the backlog. Drain s ends with up to one `flush_interval` (1 s) in which the last, partial request waits for more events, nearly free of CPU.\n\n", drainCPUWarmup*100)
+	p("| round | drain s | events/s | logpond CPU µs/event | after the warm-up µs/event | warm-up extra CPU s | start CPU s | peak RSS MiB | formula MiB |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	per := make([]float64, 0, len(runs))
 	for i, r := range runs {
-		p("| %d | %.2f | %.0f | %.2f | %.2f | %s | %s |\n", i+1, r.Elapsed.Seconds(), float64(r.Events)/r.Elapsed.Seconds(), r.PerEvent(), r.Startup.Seconds(), mib(r.PeakRSS), mib(r.Formula))
+		p("| %d | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n", i+1, r.Elapsed.Seconds(), float64(r.Events)/r.Elapsed.Seconds(), r.PerEvent(), r.Steady(), r.WarmupExtra(), r.Startup.Seconds(), mib(r.PeakRSS), mib(r.Formula))
 		per = append(per, r.PerEvent())
 	}
 	med := midMedian(per)

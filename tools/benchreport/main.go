@@ -14,8 +14,9 @@
 //     server that accepts everything, rejects at random (10% of items
 //     429, 2% of requests 503), accepts only a third of the clean rate (a
 //     token bucket, 429 beyond), or refuses every item for -drain-refusal
-//     and then accepts a third of the clean rate; then -rounds times into
-//     the accept-all sink, for logpond's CPU per delivered event;
+//     and then accepts a third of the clean rate; then a backlog of
+//     -drain-cpu-events events -rounds times into the accept-all sink,
+//     for logpond's CPU per delivered event;
 //   - many small clients: -small-conns connections each sending windows of
 //     50 events, records per journal fsync counted from /metrics and, under
 //     strace, at the syscall;
@@ -68,39 +69,40 @@ import (
 )
 
 type options struct {
-	out, png, bin string
-	cpuProfiles   string // when set, every logpond run writes a CPU profile here
-	flamegraph    string // flamegraph.pl's path: when set, flame graphs of the ingest and drain paths
-	work          string // where the journal and the loop image's mount point go
-	duration      time.Duration
-	rounds        int
-	sizes         []int
-	backlog       int64
-	isoDuration   time.Duration
-	isoRate       float64
-	isoRounds     int // the isolation part's three phases are run this many times
-	throttleBPS   int64
-	smallConns    int
-	smallDuration time.Duration
-	ledgerImage   int64
-	settle        time.Duration // wait after deleting a run's stores (lumberload.Trash)
-	parts         string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing, hotpaths
-	drainEvents   int64
-	drainSize     int
-	drainLimit    time.Duration // a drain profile that takes longer fails the run
-	drainRefusal  time.Duration // the storm profile refuses every item this long first
-	fanoutEvents  int64         // events of the fan-out runs' load and backlog
-	fanoutSize    int
-	dsEvents      int64 // events of each shape's backlog in the datastreams part
-	dsSize        int
-	logs          string        // folder of *.log files of real log lines (the compression part)
-	zEvents       int64         // events of the compression part's ledger loads and backlogs
-	zDuration     time.Duration // length of each of its ingest measurements
-	zRounds       int           // its interleaved rounds of zstd and none
-	procEvents    int64         // events of the processing part's backlog
-	procRounds    int           // its interleaved rounds of drains without and with the chain
-	procBenchtime string        // go test -benchtime of its one-core figures
-	procCount     int           // go test -count of its one-core figures
+	out, png, bin  string
+	cpuProfiles    string // when set, every logpond run writes a CPU profile here
+	flamegraph     string // flamegraph.pl's path: when set, flame graphs of the ingest and drain paths
+	work           string // where the journal and the loop image's mount point go
+	duration       time.Duration
+	rounds         int
+	sizes          []int
+	backlog        int64
+	isoDuration    time.Duration
+	isoRate        float64
+	isoRounds      int // the isolation part's three phases are run this many times
+	throttleBPS    int64
+	smallConns     int
+	smallDuration  time.Duration
+	ledgerImage    int64
+	settle         time.Duration // wait after deleting a run's stores (lumberload.Trash)
+	parts          string        // comma-separated: ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing, hotpaths
+	drainEvents    int64
+	drainCPUEvents int64
+	drainSize      int
+	drainLimit     time.Duration // a drain profile that takes longer fails the run
+	drainRefusal   time.Duration // the storm profile refuses every item this long first
+	fanoutEvents   int64         // events of the fan-out runs' load and backlog
+	fanoutSize     int
+	dsEvents       int64 // events of each shape's backlog in the datastreams part
+	dsSize         int
+	logs           string        // folder of *.log files of real log lines (the compression part)
+	zEvents        int64         // events of the compression part's ledger loads and backlogs
+	zDuration      time.Duration // length of each of its ingest measurements
+	zRounds        int           // its interleaved rounds of zstd and none
+	procEvents     int64         // events of the processing part's backlog
+	procRounds     int           // its interleaved rounds of drains without and with the chain
+	procBenchtime  string        // go test -benchtime of its one-core figures
+	procCount      int           // go test -count of its one-core figures
 }
 
 func defaultOptions() options {
@@ -110,7 +112,7 @@ func defaultOptions() options {
 		backlog: 2 << 30, isoDuration: 40 * time.Second, isoRate: 20000, isoRounds: 3, throttleBPS: 4 << 20,
 		smallConns: 500, smallDuration: 10 * time.Second, ledgerImage: 14 << 30,
 		settle: 5 * time.Second, parts: "ingest,isolation,small,drain,fanout,datastreams,compression,kafka,processing,hotpaths",
-		drainEvents: 500000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
+		drainEvents: 500000, drainCPUEvents: 2000000, drainSize: 512, drainLimit: 10 * time.Minute, drainRefusal: 10 * time.Second,
 		fanoutEvents: 300000, fanoutSize: 512, dsEvents: 300000, dsSize: 512,
 		// Relative to the repository's root, where make bench-report runs.
 		logs: "", zEvents: 200000, zDuration: 2 * time.Second, zRounds: 2,
@@ -136,6 +138,7 @@ func main() {
 	flag.IntVar(&o.smallConns, "small-conns", o.smallConns, "connections of the many-small-clients run")
 	flag.DurationVar(&o.smallDuration, "small-duration", o.smallDuration, "length of the many-small-clients runs")
 	flag.Int64Var(&o.drainEvents, "drain-events", o.drainEvents, "events in the drain run's backlog")
+	flag.Int64Var(&o.drainCPUEvents, "drain-cpu-events", o.drainCPUEvents, "events in the backlog the drain run drains into the accept-all sink for logpond's CPU per event")
 	flag.IntVar(&o.drainSize, "drain-size", o.drainSize, "bytes per event of the drain run's backlog")
 	flag.DurationVar(&o.drainRefusal, "drain-refusal", o.drainRefusal, "how long the drain run's storm profile refuses every item before it accepts a third of the clean rate")
 	flag.Int64Var(&o.fanoutEvents, "fanout-events", o.fanoutEvents, "events of the fan-out runs' load and backlog")
@@ -151,7 +154,7 @@ func main() {
 	flag.StringVar(&o.parts, "parts", o.parts, "which measurements to run, comma-separated, of ingest, isolation, small, drain, fanout, datastreams, compression, kafka, processing and hotpaths (a partial report, for trying things out)")
 	flag.Parse()
 	o.backlog = *backlog
-	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.procEvents < 1 || o.procRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
+	if o.rounds < 1 || o.duration <= 0 || o.isoDuration <= 0 || o.isoRounds < 1 || o.smallDuration <= 0 || o.isoRate <= 0 || o.smallConns < 1 || o.backlog < 1 || o.drainEvents < 1 || o.drainCPUEvents < 1 || o.drainSize < 1 || o.fanoutEvents < 1 || o.fanoutSize < 1 || o.dsEvents < 1 || o.dsSize < 1 || o.zEvents < 1 || o.zDuration <= 0 || o.zRounds < 1 || o.procEvents < 1 || o.procRounds < 1 || o.drainRefusal <= 0 || o.throttleBPS < 1 {
 		fmt.Fprintln(os.Stderr, "benchreport: -rounds, the durations, -isolation-rate, -small-conns, -backlog, -throttle and the event counts and sizes must be positive")
 		os.Exit(2)
 	}

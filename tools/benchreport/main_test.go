@@ -100,13 +100,16 @@ func TestDrainMarkdown(t *testing.T) {
 		{Profile: "storm", What: strings.Replace(drainProfiles[3].what, "first R", "first 10s", 1), Events: 300000, Elapsed: 44 * time.Second, AcceptRate: 10000, Refusal: 10 * time.Second, Rejected: 60000},
 	}
 	cpu := []drainCPURun{
-		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 900 * time.Millisecond, Elapsed: time.Second},
-		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 700 * time.Millisecond, Elapsed: time.Second},
-		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 800 * time.Millisecond, Elapsed: time.Second},
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 900 * time.Millisecond, Elapsed: time.Second, Warmup: 100 * time.Millisecond, WarmEvents: 50000},
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 700 * time.Millisecond, Elapsed: time.Second, Warmup: 160 * time.Millisecond, WarmEvents: 50000},
+		{Events: 500000, Startup: 300 * time.Millisecond, Drain: 800 * time.Millisecond, Elapsed: time.Second, Warmup: 0, WarmEvents: 0},
 	}
 	md := drainMarkdown(runs, cpu, defaultOptions(), "")
 	for _, want := range []string{
-		"| 2 | 1.00 | 500000 | 1.40 | 0.30 |",
+		// 0.54 s over the last 450000 events; the first 50000 cost
+		// 0.16 s, 0.06 s more than 1.20 µs each.
+		"| 2 | 1.00 | 500000 | 1.40 | 1.20 | 0.10 | 0.30 |",
+		"| 3 | 1.00 | 500000 | 1.60 | 1.60 | 0.00 | 0.30 |",
 		"Verdict: **not met** (1.60 µs)",
 		"| overload | the server accepts C = 10000 items/s (a token bucket holding one second's worth) and answers 429 beyond | 29.0 | 4.83× | 30.0 | 0.97× | 3000 | 0.010 |",
 		"| storm | every item 429 for the first 10s, then as overload: C = 10000 items/s, 429 beyond | 44.0 | 7.33× | 40.0 | 1.10× | 60000 | 0.200 |",

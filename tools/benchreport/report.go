@@ -80,8 +80,8 @@ func (r *report) markdown() string {
 	p("Produced by `make bench-report` (`tools/benchreport`); every figure below comes from one run of it. Do not edit by hand: run it again.\n\n")
 	p("- **Date:** %s\n- **Machine:** %s\n- **logpond:** %s\n", r.Date, r.Machine, r.Revision)
 	p("- **Journal:** %s (the machine's disk)\n- **Ledger:** %s\n", r.JournalDev, r.LedgerDev)
-	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -isolation-rounds %d -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d -processing-events %d -processing-rounds %d`)\n\n",
-		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.isoRounds, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
+	p("- **Command:** `sudo make bench-report` (= `bin/benchreport -duration %s -rounds %d -backlog %d -isolation-duration %s -isolation-rate %.0f -isolation-rounds %d -throttle %d -small-conns %d -small-duration %s -drain-events %d -drain-cpu-events %d -drain-size %d -drain-refusal %s -fanout-events %d -fanout-size %d -datastreams-events %d -datastreams-size %d -logs LOGS -compression-events %d -compression-duration %s -compression-rounds %d -processing-events %d -processing-rounds %d`)\n\n",
+		o.duration, o.rounds, o.backlog, o.isoDuration, o.isoRate, o.isoRounds, o.throttleBPS, o.smallConns, o.smallDuration, o.drainEvents, o.drainCPUEvents, o.drainSize, o.drainRefusal, o.fanoutEvents, o.fanoutSize, o.dsEvents, o.dsSize,
 		o.zEvents, o.zDuration, o.zRounds, o.procEvents, o.procRounds)
 	p("The machine is shared and has 2 cores: the load generator, the server under test and (in the isolation run) the Elasticsearch sink share them, so absolute figures are modest and only the ratios within one run mean much.\n\n")
 
@@ -213,7 +213,10 @@ func (r *report) markdown() string {
 func estimate(o options) time.Duration {
 	ingest := time.Duration(len(o.sizes)*2*3*o.rounds) * (o.duration + 700*time.Millisecond)
 	iso := 3*(o.isoDuration+2*time.Second) + time.Duration(o.backlog/(300<<20))*time.Second
-	drain := 2*time.Minute + o.drainRefusal + time.Duration(o.drainEvents/3000)*time.Second
+	// The profiles' drains, then the CPU backlog filled and drained
+	// o.rounds times (about 300000 events/s each way here).
+	drain := 2*time.Minute + o.drainRefusal + time.Duration(o.drainEvents/3000)*time.Second +
+		time.Duration(int64(o.rounds+1)*o.drainCPUEvents/300000)*time.Second
 	// Two loads and four drains of the fan-out backlog, each a few seconds
 	// plus logpond's start and stop.
 	fanout := time.Minute + time.Duration(o.fanoutEvents/1000)*time.Second
