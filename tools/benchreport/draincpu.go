@@ -25,8 +25,8 @@ type drainCPURun struct {
 	Drain, Elapsed time.Duration
 	// Warmup is logpond's CPU time from the sink's first item until it
 	// had WarmEvents of them (about drainCPUWarmup of the backlog): the
-	// part of Drain that buffers touched for the first time and the
-	// output finding its concurrency add to the events.
+	// part of Drain in which the output's buffers and the heap are
+	// touched for the first time.
 	Warmup     time.Duration
 	WarmEvents int64
 	PeakRSS    int64
@@ -158,7 +158,7 @@ func drainCPUMarkdown(runs []drainCPURun, size int) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("### What the drain costs logpond per event\n\n")
 	p("A backlog of %d events of %d B, built as the one above, drained %d times, each from a fresh copy of the stores, into the accept-all bulk sink (`estest.Sink`, in-process: it answers 201 for every action line and parses nothing else), so that the two cores are logpond's as much as they can be. CPU is logpond's user and system time from the sink's first item until its last, per delivered event; start is its CPU time before the first item (opening the stores, recovery, the first read: paid once per start, whatever the backlog). No processors: the processing part shows what a chain adds.\n\n", runs[0].Events, size, len(runs))
-	p("The first %.0f%% of the events pay a warm-up besides: the output's chunk and request buffers are touched for the first time (page faults, dear on this virtual machine) and its adaptive concurrency finds its level. \"After the warm-up\" is the CPU per event over the rest; \"warm-up extra\" is what the first events cost beyond that rate, once per drain whatever the backlog. Drain s ends with up to one `flush_interval` (1 s) in which the last, partial request waits for more events, nearly free of CPU.\n\n", drainCPUWarmup*100)
+	p("The first %.0f%% of the events pay a warm-up besides: the output's chunk and request buffers, and the Go heap as it grows to its working size, are touched for the first time (page faults, which `perf` shows to be dear on this virtual machine). \"After the warm-up\" is the CPU per event over the rest; \"warm-up extra\" is what the first events cost beyond that rate, once per drain whatever the backlog. Drain s ends with up to one `flush_interval` (1 s) in which the last, partial request waits for more events, nearly free of CPU.\n\n", drainCPUWarmup*100)
 	p("| round | drain s | events/s | logpond CPU µs/event | after the warm-up µs/event | warm-up extra CPU s | start CPU s | peak RSS MiB | formula MiB |\n")
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	per := make([]float64, 0, len(runs))
