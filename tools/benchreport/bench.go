@@ -17,6 +17,7 @@ import (
 
 	"github.com/logpond/logpond/conf"
 	"github.com/logpond/logpond/internal/testkit/estest"
+	"github.com/logpond/logpond/internal/testkit/filebeatlogs"
 	"github.com/logpond/logpond/tools/internal/lumberload"
 )
 
@@ -174,6 +175,9 @@ func summarize(rs []lumberload.Result) summary {
 
 // ingestRow is one event size and compression level.
 type ingestRow struct {
+	// Shape names the events when they are not the synthetic ones of
+	// EventSize bytes: "real logs".
+	Shape                                      string
 	EventSize, Compression, Connections, Batch int
 	Noop, Naive, Logpond                       summary
 	VsNaive, VsNoop                            float64 // medians of the per-round events/s ratios
@@ -194,60 +198,102 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	shapes, err := b.ingestShapes()
+	if err != nil {
+		return nil, err
+	}
 	var rows []ingestRow
-	for _, size := range b.o.sizes {
+	for _, sh := range shapes {
+		cfg, size, comp, batch := sh.cfg, sh.cfg.EventSize, sh.cfg.Compression, sh.cfg.Batch
+		res := map[string][]lumberload.Result{}
+		for round := range b.o.rounds {
+			for _, name := range servers {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if err := b.fresh(name == servers[0]); err != nil {
+					return nil, err
+				}
+				var cmd *exec.Cmd
+				re := noopRE
+				switch name {
+				case "logpond":
+					args := append([]string{"-config", cfgPath}, b.profileArgs(ingestProfileName(size, comp))...)
+					cmd, re = exec.Command(filepath.Join(b.o.bin, "logpond"), args...), beatsRE
+				case "naive":
+					if err := os.MkdirAll(b.journalDir(), 0o755); err != nil {
+						return nil, err
+					}
+					cmd = exec.Command(filepath.Join(b.o.bin, "beatsbench"), "-serve", "naive", "-naive-dir", b.journalDir())
+				default:
+					cmd = exec.Command(filepath.Join(b.o.bin, "beatsbench"), "-serve", "noop")
+				}
+				r, err := lumberload.Measure(cmd, re, cfg)
+				if err != nil {
+					return nil, fmt.Errorf("%s, compression %d, round %d, %s: %w", sh.name, comp, round+1, name, err)
+				}
+				res[name] = append(res[name], r)
+				fmt.Fprintf(b.log, "ingest %9s  zlib %d  round %d  %-8s %10.0f events/s  p99 %s\n",
+					sh.name, comp, round+1, name, r.EventsPerSec(), r.Percentile(0.99).Round(time.Microsecond))
+			}
+		}
+		row := ingestRow{Shape: sh.shape, EventSize: size, Compression: comp, Connections: cfg.Connections, Batch: batch,
+			Noop: summarize(res["noop"]), Naive: summarize(res["naive"]), Logpond: summarize(res["logpond"]), Formula: mem}
+		var vsNaive, vsNoop []float64
+		for i := range b.o.rounds {
+			lp := res["logpond"][i].EventsPerSec()
+			vsNaive = append(vsNaive, lp/res["naive"][i].EventsPerSec())
+			vsNoop = append(vsNoop, lp/res["noop"][i].EventsPerSec())
+		}
+		slices.Sort(vsNaive)
+		slices.Sort(vsNoop)
+		row.VsNaive, row.VsNoop = vsNaive[len(vsNaive)/2], vsNoop[len(vsNoop)/2]
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// ingestShape is one load of the ingest part.
+type ingestShape struct {
+	name  string // for the log
+	shape string // ingestRow.Shape
+	cfg   lumberload.Config
+}
+
+// ingestShapes are the ingest part's loads: the synthetic events of each
+// size at zlib 0 and 3, then, when -logs names a folder of real log
+// lines, those lines as Filebeat sends them (the compression part's
+// events, cycled) at zlib 0 and 3. The synthetic text is words drawn at
+// random from a short list: zlib compresses it about as much as real
+// logs, but S2, which logpond compresses its records with, runs several
+// times slower on it than on real logs (the compression part's codec
+// table), and the real-log rows show what that is worth.
+func (b *bench) ingestShapes() ([]ingestShape, error) {
+	var shapes []ingestShape
+	for _, sz := range b.o.sizes {
 		for _, comp := range []int{0, 3} {
 			// Filebeat's default window (bulk_max_size 2048), but no more
 			// than about 6 MiB a batch for large events.
-			batch := min(2048, max(1, (6<<20)/size))
-			cfg := lumberload.Config{Connections: 4, Batch: batch, EventSize: size, Compression: comp, Duration: b.o.duration}
-			res := map[string][]lumberload.Result{}
-			for round := range b.o.rounds {
-				for _, name := range servers {
-					if err := ctx.Err(); err != nil {
-						return nil, err
-					}
-					if err := b.fresh(name == servers[0]); err != nil {
-						return nil, err
-					}
-					var cmd *exec.Cmd
-					re := noopRE
-					switch name {
-					case "logpond":
-						args := append([]string{"-config", cfgPath}, b.profileArgs(ingestProfileName(size, comp))...)
-						cmd, re = exec.Command(filepath.Join(b.o.bin, "logpond"), args...), beatsRE
-					case "naive":
-						if err := os.MkdirAll(b.journalDir(), 0o755); err != nil {
-							return nil, err
-						}
-						cmd = exec.Command(filepath.Join(b.o.bin, "beatsbench"), "-serve", "naive", "-naive-dir", b.journalDir())
-					default:
-						cmd = exec.Command(filepath.Join(b.o.bin, "beatsbench"), "-serve", "noop")
-					}
-					r, err := lumberload.Measure(cmd, re, cfg)
-					if err != nil {
-						return nil, fmt.Errorf("%d B, compression %d, round %d, %s: %w", size, comp, round+1, name, err)
-					}
-					res[name] = append(res[name], r)
-					fmt.Fprintf(b.log, "ingest %6d B  zlib %d  round %d  %-8s %10.0f events/s  p99 %s\n",
-						size, comp, round+1, name, r.EventsPerSec(), r.Percentile(0.99).Round(time.Microsecond))
-				}
-			}
-			row := ingestRow{EventSize: size, Compression: comp, Connections: cfg.Connections, Batch: batch,
-				Noop: summarize(res["noop"]), Naive: summarize(res["naive"]), Logpond: summarize(res["logpond"]), Formula: mem}
-			var vsNaive, vsNoop []float64
-			for i := range b.o.rounds {
-				lp := res["logpond"][i].EventsPerSec()
-				vsNaive = append(vsNaive, lp/res["naive"][i].EventsPerSec())
-				vsNoop = append(vsNoop, lp/res["noop"][i].EventsPerSec())
-			}
-			slices.Sort(vsNaive)
-			slices.Sort(vsNoop)
-			row.VsNaive, row.VsNoop = vsNaive[len(vsNaive)/2], vsNoop[len(vsNoop)/2]
-			rows = append(rows, row)
+			batch := min(2048, max(1, (6<<20)/sz))
+			shapes = append(shapes, ingestShape{size(sz), "", lumberload.Config{Connections: 4, Batch: batch, EventSize: sz, Compression: comp, Duration: b.o.duration}})
 		}
 	}
-	return rows, nil
+	files, err := filebeatlogs.Load(b.o.logs)
+	if errors.Is(err, os.ErrNotExist) {
+		return shapes, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	payloads := filebeatlogs.AllEvents(files)
+	var bytes int
+	for _, p := range payloads {
+		bytes += len(p)
+	}
+	for _, comp := range []int{0, 3} {
+		shapes = append(shapes, ingestShape{"real logs", "real logs", lumberload.Config{Connections: 4, Batch: 2048, EventSize: bytes / max(1, len(payloads)), Compression: comp, Payloads: payloads, Duration: b.o.duration}})
+	}
+	return shapes, nil
 }
 
 // isoPhase is one phase of the isolation run.

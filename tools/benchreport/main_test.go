@@ -50,7 +50,9 @@ func TestMarkdown(t *testing.T) {
 	if row.Naive.EventsPerSec != 200 || row.Logpond.EventsPerSec != 500 || row.Logpond.PeakRSS != 64<<20 {
 		t.Fatalf("summaries are not medians: %+v %+v", row.Naive, row.Logpond)
 	}
-	r := &report{Date: "2026-12-02", Machine: "test machine", Revision: "abc", Opts: o, Ingest: []ingestRow{row},
+	real := row
+	real.Shape, real.EventSize, real.Compression = "real logs", 851, 0
+	r := &report{Date: "2026-12-02", Machine: "test machine", Revision: "abc", Opts: o, Ingest: []ingestRow{row, real},
 		Isolation: []isoPhase{
 			{Name: "quiet", What: "idle", Result: fakeResult(20000, 2*time.Millisecond)},
 			{Name: "catch-up", What: "draining", Result: fakeResult(20000, 3*time.Millisecond), DrainWindow: 2 * time.Second, DrainP: [3]time.Duration{time.Millisecond, 5 * time.Millisecond, 9 * time.Millisecond},
@@ -74,6 +76,7 @@ func TestMarkdown(t *testing.T) {
 		"| 1 KiB | 3 | 4×2048 | naive | 200 |",
 		"| 1 KiB | 3 | 4×2048 | **logpond** | 500 | 0.5 | 1.05 | 1.10 | 1.10 | 2000.00 | 64 | 200 | **2.50×** | 0.50× |",
 		"| 1 KiB | 3 | 4×2048 | naive | 200 | 0.2 | 1.05 | 1.10 | 1.10 | 5000.00 | 64 | | |",
+		"| real logs | 0 | 4×2048 | **logpond** | 500 |", "the compression part's events, 851 B on average, cycled",
 		"| 0 | 150 | 250 |", "peak RSS 120 MiB, formula 190 MiB", "| – | 100 | 190 |",
 		"| catch-up | draining |", "| 1.48× | 1.00 / 5.00 / 9.00 (first 2.0 s)", "| throttled | slow ledger |", "| 580 |",
 		"| plain | 300000 |", "70.0 (metrics)", "62 (syscalls)", "32.3 (at the syscall)",

@@ -87,7 +87,14 @@ func (r *report) markdown() string {
 
 	p("## Ingest: logpond beside the baselines\n\n")
 	p("Each shape is measured %d times, the three servers interleaved round by round (noop, naive, logpond), %s each, on empty stores; the table shows medians over the rounds (peak RSS: the largest). ", o.rounds, o.duration)
-	p("Clients: `beatsbench` (go-lumber's client, the library Beats use), 4 connections, each sending a window and waiting for its ACK as Filebeat does; events are JSON with log-like text, so zlib level 3 compresses them about as much as real logs.\n\n")
+	p("Clients: `beatsbench` (go-lumber's client, the library Beats use), 4 connections, each sending a window and waiting for its ACK as Filebeat does; events are JSON with log-like text, so zlib level 3 compresses them about as much as real logs.")
+	for _, row := range r.Ingest {
+		if row.Shape == "real logs" {
+			p(" The real-logs rows send real log lines as Filebeat wraps them (the compression part's events, %d B on average, cycled): the synthetic text is words drawn at random from a short list, on which S2, the codec logpond compresses its records with, runs several times slower than on real logs (see the codec table of the compression part), so that the synthetic rows charge logpond's compression more than real logs would.", row.EventSize)
+			break
+		}
+	}
+	p("\n\n")
 	p("- **noop**: acknowledges every window at once; no durability (an upper bound for the protocol and the client).\n")
 	p("- **naive**: appends each window to one file on the journal's disk and fdatasyncs it before the ACK, one window at a time.\n")
 	p("- **logpond**: `bin/logpond`, output disabled (ingest only): journal group commit on the machine's disk, flusher to the ledger on its own device.\n\n")
@@ -104,7 +111,11 @@ func (r *report) markdown() string {
 			if s.name == "**logpond**" {
 				ratios = fmt.Sprintf("| %s | **%.2f×** | %.2f× |", mib(row.Formula), row.VsNaive, row.VsNoop)
 			}
-			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", size(row.EventSize), row.Compression, row.Connections, row.Batch, s.name,
+			event := size(row.EventSize)
+			if row.Shape != "" {
+				event = row.Shape
+			}
+			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", event, row.Compression, row.Connections, row.Batch, s.name,
 				s.v.EventsPerSec, s.v.MBPerSec, ms(s.v.P50), ms(s.v.P99), ms(s.v.P999), cpu(s.v.CPUPerMillion), mib(s.v.PeakRSS), ratios)
 		}
 	}
@@ -211,7 +222,11 @@ func (r *report) markdown() string {
 
 // estimate is roughly how long a run takes with these options.
 func estimate(o options) time.Duration {
-	ingest := time.Duration(len(o.sizes)*2*3*o.rounds) * (o.duration + 700*time.Millisecond)
+	ingestShapes := len(o.sizes) * 2
+	if o.logs != "" {
+		ingestShapes += 2 // the real-log shapes, when the folder is there
+	}
+	ingest := time.Duration(ingestShapes*3*o.rounds) * (o.duration + 700*time.Millisecond)
 	iso := 3*(o.isoDuration+2*time.Second) + time.Duration(o.backlog/(300<<20))*time.Second
 	// The profiles' drains, then the CPU backlog filled and drained
 	// o.rounds times (about 300000 events/s each way here).
