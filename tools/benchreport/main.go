@@ -289,6 +289,10 @@ func run(ctx context.Context, o options, progress *os.File) error {
 	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
 		return err
 	}
+	if rep.PNG == "" {
+		fmt.Fprintf(progress, "wrote %s\n", o.out)
+		return nil
+	}
 	fmt.Fprintf(progress, "wrote %s and %s\n", o.out, o.png)
 	return nil
 }
