@@ -255,45 +255,54 @@ func (b *bench) ingest(ctx context.Context) ([]ingestRow, error) {
 
 // ingestShape is one load of the ingest part.
 type ingestShape struct {
-	name  string // for the log
+	name  string // for the log and the compression part's rows
 	shape string // ingestRow.Shape
 	cfg   lumberload.Config
 }
 
-// ingestShapes are the ingest part's loads: the synthetic events of each
-// size at zlib 0 and 3, then, when -logs names a folder of real log
-// lines, those lines as Filebeat sends them (the compression part's
-// events, cycled) at zlib 0 and 3. The synthetic text is words drawn at
-// random from a short list: zlib compresses it about as much as real
-// logs, but S2, which logpond compresses its records with, runs several
-// times slower on it than on real logs (the compression part's codec
-// table), and the real-log rows show what that is worth.
+// ingestShapes are the ingest part's loads (ingestLoads), with the real
+// log lines of -logs when that folder is there. The synthetic text is
+// words drawn at random from a short list: zlib compresses it about as
+// much as real logs, but S2, which logpond compresses its records with,
+// runs several times slower on it than on real logs (the compression
+// part's codec table), and the real-log rows show what that is worth.
 func (b *bench) ingestShapes() ([]ingestShape, error) {
-	var shapes []ingestShape
-	for _, sz := range b.o.sizes {
-		for _, comp := range []int{0, 3} {
-			// Filebeat's default window (bulk_max_size 2048), but no more
-			// than about 6 MiB a batch for large events.
-			batch := min(2048, max(1, (6<<20)/sz))
-			shapes = append(shapes, ingestShape{size(sz), "", lumberload.Config{Connections: 4, Batch: batch, EventSize: sz, Compression: comp, Duration: b.o.duration}})
-		}
-	}
 	files, err := filebeatlogs.Load(b.o.logs)
 	if errors.Is(err, os.ErrNotExist) {
-		return shapes, nil
+		return ingestLoads(b.o.sizes, b.o.duration, nil), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	payloads := filebeatlogs.AllEvents(files)
-	var bytes int
+	return ingestLoads(b.o.sizes, b.o.duration, filebeatlogs.AllEvents(files)), nil
+}
+
+// ingestLoads are the loads of an ingest comparison, each lasting d: the
+// synthetic events of each size at zlib 0 and 3, then, when there are
+// payloads (real log lines as Filebeat sends them), those at zlib 0 and
+// 3, cycled. The ingest part and the compression part's ingest share
+// them.
+func ingestLoads(sizes []int, d time.Duration, payloads [][]byte) []ingestShape {
+	var shapes []ingestShape
+	for _, sz := range sizes {
+		for _, comp := range []int{0, 3} {
+			// Filebeat's default window (bulk_max_size 2048), but no more
+			// than about 6 MiB a batch for large events.
+			batch := min(2048, max(1, (6<<20)/sz))
+			shapes = append(shapes, ingestShape{size(sz), "", lumberload.Config{Connections: 4, Batch: batch, EventSize: sz, Compression: comp, Duration: d}})
+		}
+	}
+	if len(payloads) == 0 {
+		return shapes
+	}
+	var total int
 	for _, p := range payloads {
-		bytes += len(p)
+		total += len(p)
 	}
 	for _, comp := range []int{0, 3} {
-		shapes = append(shapes, ingestShape{"real logs", "real logs", lumberload.Config{Connections: 4, Batch: 2048, EventSize: bytes / max(1, len(payloads)), Compression: comp, Payloads: payloads, Duration: b.o.duration}})
+		shapes = append(shapes, ingestShape{"real logs", "real logs", lumberload.Config{Connections: 4, Batch: 2048, EventSize: total / len(payloads), Compression: comp, Payloads: payloads, Duration: d}})
 	}
-	return shapes, nil
+	return shapes
 }
 
 // isoPhase is one phase of the isolation run.

@@ -262,27 +262,11 @@ func flushed(ctx context.Context, admin string) (map[string]float64, error) {
 	}
 }
 
-// zIngestShape is one load shape of the ingest comparison.
-type zIngestShape struct {
-	name string
-	cfg  lumberload.Config
-}
-
 // zIngest measures logpond with each ledger setting at the ingest part's
 // shapes and with real-log events, the settings interleaved round by
 // round on empty stores, output off.
 func (b *bench) zIngest(ctx context.Context, payloads [][]byte) ([]zIngestRow, error) {
-	var shapes []zIngestShape
-	for _, sz := range b.o.sizes {
-		for _, comp := range []int{0, 3} {
-			// As the ingest part: Filebeat's window, at most about 6 MiB.
-			batch := min(2048, max(1, (6<<20)/sz))
-			shapes = append(shapes, zIngestShape{size(sz), lumberload.Config{Connections: 4, Batch: batch, EventSize: sz, Compression: comp, Duration: b.o.zDuration}})
-		}
-	}
-	for _, comp := range []int{0, 3} {
-		shapes = append(shapes, zIngestShape{"real logs", lumberload.Config{Connections: 4, Batch: 2048, Compression: comp, Payloads: payloads, Duration: b.o.zDuration}})
-	}
+	shapes := ingestLoads(b.o.sizes, b.o.zDuration, payloads)
 	cfgs := map[string]string{}
 	var mem int64
 	for _, lc := range ledgerCompressions {

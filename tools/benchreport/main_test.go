@@ -737,3 +737,24 @@ func TestParseHotPaths(t *testing.T) {
 		t.Errorf("output with a run missing: %v, want an error naming %s", err, hotPaths[0].name)
 	}
 }
+
+// TestIngestLoads: each size at zlib 0 and 3 in a Filebeat window of at
+// most about 6 MiB, then, given payloads, the real-log loads at zlib 0
+// and 3 with the payloads' mean size.
+func TestIngestLoads(t *testing.T) {
+	got := ingestLoads([]int{256, 90 << 10}, time.Second, nil)
+	if len(got) != 4 || got[0].cfg.Batch != 2048 || got[2].cfg.Batch != 68 || got[1].cfg.Compression != 3 || got[3].name != "90 KiB" || got[0].shape != "" {
+		t.Fatalf("synthetic loads: %+v", got)
+	}
+	payloads := [][]byte{[]byte(`{"a":1}`), []byte(`{"message":"x"}`)}
+	got = ingestLoads([]int{256}, time.Second, payloads)
+	if len(got) != 4 {
+		t.Fatalf("%d loads, want 2 synthetic and 2 of real logs", len(got))
+	}
+	for i, comp := range []int{0, 3} {
+		l := got[2+i]
+		if l.shape != "real logs" || l.cfg.Compression != comp || l.cfg.EventSize != 11 || len(l.cfg.Payloads) != 2 || l.cfg.Duration != time.Second {
+			t.Errorf("real-log load %d: %+v", i, l)
+		}
+	}
+}
