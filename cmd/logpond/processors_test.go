@@ -120,8 +120,9 @@ func expectedDoc(out, p string, i int) map[string]any {
 // (dissect, drop_event, rename, decode_json_fields, add_fields) and a
 // different drop_fields on each of two Elasticsearch outputs, under a
 // paced load from resending clients, killed with SIGKILL once. Every
-// acknowledged event the chain keeps is stored once at each output, as
-// exactly the document its chain makes; lines the tokenizer does not
+// acknowledged event the chain keeps is stored at each output, once per
+// time its client sent it at most, as exactly the document its chain
+// makes; lines the tokenizer does not
 // match are flagged as Filebeat flags them; dropped events are nowhere.
 func TestProcessingEndToEnd(t *testing.T) {
 	skipLong(t)
@@ -228,9 +229,13 @@ listen = ""
 					t.Errorf("%s: %s:\n got  %v\n want %v", name, p, got, exp)
 				}
 			}
+			// A batch that was written when the kill came but whose ACK
+			// never reached its client is sent again and stored again,
+			// as a new event (at least once, docs/design.md): an event
+			// is stored at most once per time its client sent it.
 			for p, n := range seen {
-				if n != 1 {
-					t.Errorf("%s: %s stored %d times", name, p, n)
+				if n > clients.sent(p) {
+					t.Errorf("%s: %s stored %d times, sent only %d times", name, p, n, clients.sent(p))
 				}
 			}
 			if len(seen) != len(want) {
@@ -240,7 +245,11 @@ listen = ""
 		if t.Failed() {
 			return
 		}
-		t.Logf("%d events acknowledged, %d kept and stored once at each output, %d dropped", len(acked), len(want), len(acked)-len(want))
+		resent := 0
+		for p := range want {
+			resent += clients.sent(p) - 1
+		}
+		t.Logf("%d events acknowledged, %d kept and stored at each output (%d of them sent again after the kill), %d dropped", len(acked), len(want), resent, len(acked)-len(want))
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
