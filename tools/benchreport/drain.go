@@ -114,8 +114,8 @@ func (b *bench) drain(ctx context.Context) ([]drainRun, []drainCPURun, error) {
 			r.Elapsed.Seconds(), r.Stored, r.Created, r.Conflicts, r.Rejected, r.Failed503, r.PeakRSS>>20)
 	}
 	// The CPU runs drain a backlog of their own, larger: paying off a
-	// backlog costs a fixed warm-up (the output's buffers touched for the
-	// first time, its concurrency found) and then a cost per event, and a
+	// backlog costs a fixed warm-up (the output's buffers and the heap
+	// touched for the first time) and then a cost per event, and a
 	// backlog of a few seconds' drain shows the latter.
 	if b.o.drainCPUEvents != events {
 		if err := os.RemoveAll(saved); err != nil {
