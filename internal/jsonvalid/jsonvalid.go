@@ -7,6 +7,7 @@ package jsonvalid
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // Valid reports whether b is one JSON value (RFC 8259) with optional
@@ -111,8 +112,11 @@ func objectKey(b []byte, i int) (int, bool) {
 	return skipSpace(b, i+1), true
 }
 
+// skipSpace returns the index of the first byte at or after b[i] that is
+// not JSON whitespace. Events rarely hold any, so one comparison answers
+// most calls: every whitespace byte is at most ' '.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
 	return i
@@ -128,20 +132,19 @@ func literal(b []byte, i int, lit string) (int, bool) {
 // scanString checks the string starting at b[i] ('"') and returns the
 // index after its closing quote.
 //
-// Most strings are short (keys, most values): a byte loop reaches their
-// end before a call would have started. A run still going after shortRun
-// bytes is handed to bytes.IndexByte, which the runtime vectorizes: the
-// next quote, then a backslash before it; only the control character test
-// stays here, eight bytes per step. Every search starts where the last one
-// ended or beyond (the next quote's position is kept until passed), so the
-// work stays linear in the string's length however many escapes it holds.
+// Most strings are short (keys, most values): they are checked eight
+// bytes per step (plainRun), which finds their end in a step or two. A run
+// still going after shortRun bytes is handed to bytes.IndexByte, which the
+// runtime vectorizes: the next quote, then a backslash before it; only the
+// control character test stays here, eight bytes per step. Every search
+// starts where the last one ended or beyond (the next quote's position is
+// kept until passed), so the work stays linear in the string's length
+// however many escapes it holds.
 func scanString(b []byte, i int) (int, bool) {
 	i++
 	q := -1 // the next quote at or after i, once searched for
 	for {
-		for n := 0; n < shortRun && i < len(b) && !stringStop[b[i]]; n++ {
-			i++
-		}
+		i = plainRun(b, i, shortRun)
 		if i < len(b) && !stringStop[b[i]] {
 			// A long run.
 			if q < i {
@@ -187,9 +190,41 @@ func scanString(b []byte, i int) (int, bool) {
 	}
 }
 
-// shortRun is how many plain bytes scanString checks one by one before it
-// switches to bytes.IndexByte (measured with BenchmarkValidJSON).
-const shortRun = 16
+// plainRun returns the index of the first stop byte (stringStop) at or
+// after b[i], or len(b), looking eight bytes per step; it gives up at the
+// first step that ends limit or more bytes past i, and returns where it
+// stopped (a plain byte, or a stop byte it has not looked at yet).
+func plainRun(b []byte, i, limit int) int {
+	end := i + limit
+	for i+8 <= len(b) {
+		if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		if i += 8; i >= end {
+			return i
+		}
+	}
+	for i < len(b) && !stringStop[b[i]] {
+		i++
+	}
+	return i
+}
+
+// stopBytes flags, in the high bit of each byte of x (eight string bytes,
+// little endian, the first in the low byte), the quotes, backslashes and
+// control characters. A byte equal to c is a zero byte of x^(c…), and
+// (t - 0x01…) &^ t flags t's zero bytes; (x - 0x20…) &^ x flags x's bytes
+// below 0x20. A borrow may flag a byte above a true hit, never one below
+// the first, so the lowest flagged byte is always a stop byte.
+func stopBytes(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	return ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x) & highs
+}
+
+// shortRun is how many plain bytes scanString checks eight at a time
+// before it switches to bytes.IndexByte (measured with BenchmarkValidJSON).
+const shortRun = 32
 
 // stringStop marks the bytes that end a run of plain string bytes: the
 // quote, the backslash and the control characters JSON requires escaped.

@@ -38,3 +38,21 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// TestValidStopByteAtEveryOffset puts each byte that ends or breaks a run
+// of plain string bytes (and some that do not: DEL, UTF-8 bytes) at every
+// offset of a string across several eight-byte steps and past the switch
+// to the vectorized search, and holds Valid to encoding/json there.
+func TestValidStopByteAtEveryOffset(t *testing.T) {
+	stops := []string{`"`, `\"`, `\\`, `\u00e9`, `\x`, `\`, "\x00", "\x1f", "\n", " ", "\x7f", "\x80", "\xff", "\x20\x1f"}
+	for off := 0; off < 2*shortRun+17; off++ {
+		for _, stop := range stops {
+			for _, tail := range []string{`"`, `abc"`, strings.Repeat("y", 40) + `"`, ``} {
+				c := `{"k":"` + strings.Repeat("x", off) + stop + tail + `}`
+				if got, want := Valid([]byte(c)), json.Valid([]byte(c)); got != want {
+					t.Errorf("Valid(%q) = %v, encoding/json says %v", c, got, want)
+				}
+			}
+		}
+	}
+}
