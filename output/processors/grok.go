@@ -149,15 +149,12 @@ func (p *grokProcessor) matchValue(e *event, f grokField, v *jsontree.Value) boo
 	if err != nil {
 		return false
 	}
-	caps, ok := f.m.match(unsafeString(b), &e.grok, e.grokked[:0])
+	caps, ok := f.m.match(unsafeString(b), &e.grok, e.grokked[:0], p.keepEmpty)
 	e.grokked = caps[:0]
 	if !ok {
 		return false
 	}
 	for _, c := range caps {
-		if c.Value == "" && !p.keepEmpty {
-			continue
-		}
 		tp, ok := p.paths[c.Field]
 		if !ok {
 			if tp, err = newPath(p.target + c.Field); err != nil {
@@ -190,7 +187,22 @@ func (p *grokProcessor) set(e *event, tp path, field string, v *jsontree.Value) 
 
 // grokValue converts a capture by its type hint (%{NUMBER:n:int}); a
 // value the hint does not fit stays a string.
+//
+// keep_empty_captures keeps captures that are empty or Missing. As in
+// Logstash, where the int and float hints convert with Ruby's to_i and
+// to_f, such a capture with an int or float hint is 0; otherwise an empty
+// one is "" and a Missing one null.
 func grokValue(e *event, c grokCapture) *jsontree.Value {
+	if c.Value == "" {
+		switch c.Type {
+		case "int", "long", "float", "double":
+			return e.arena.NewNumberString("0")
+		}
+		if c.Missing {
+			return e.arena.NewNull()
+		}
+		return e.arena.NewString("")
+	}
 	switch c.Type {
 	case "int", "long":
 		if n, err := strconv.ParseInt(c.Value, 10, 64); err == nil {

@@ -44,8 +44,11 @@ import (
 // grokCapture is one field captured by a grok match.
 type grokCapture struct {
 	Field string // the semantic with its dots, e.g. "http.request.method"
-	Value string // a substring of the input, never empty
+	Value string // a substring of the input; empty only with keepEmpty
 	Type  string // "" or the type of %{SYNTAX:semantic:type}, as written
+	// Missing: no group of the field took part in the match (only with
+	// keepEmpty; Logstash then sets the field to null).
+	Missing bool
 }
 
 // grokMatcher is a compiled list of patterns for one field; immutable,
@@ -175,7 +178,11 @@ func (m *grokMatcher) fields() []string { return slices.Clone(m.names) }
 // matches. A match is the one Go's regexp finds on go-grok's expansion of
 // the pattern (unanchored, leftmost-first), and the captures are those
 // go-grok's ParseString returns for it. Values are substrings of s.
-func (m *grokMatcher) match(s string, sc *grokScratch, dst []grokCapture) (caps []grokCapture, ok bool) {
+//
+// With keepEmpty (Logstash's keep_empty_captures), every field of the
+// pattern is a capture: one that captured only the empty string has the
+// empty value, one whose groups took no part in the match is Missing.
+func (m *grokMatcher) match(s string, sc *grokScratch, dst []grokCapture, keepEmpty bool) (caps []grokCapture, ok bool) {
 	dst = dst[:0]
 	for _, p := range m.pats {
 		slots, ok := p.exec(s, sc)
@@ -183,11 +190,20 @@ func (m *grokMatcher) match(s string, sc *grokScratch, dst []grokCapture) (caps 
 			continue
 		}
 		for _, f := range p.fields {
+			c := grokCapture{Field: f.name, Type: f.typ, Missing: true}
 			for _, g := range f.groups {
-				if a, b := slots[2*g], slots[2*g+1]; a >= 0 && b > a {
-					dst = append(dst, grokCapture{Field: f.name, Value: s[a:b], Type: f.typ})
+				a, b := slots[2*g], slots[2*g+1]
+				if a < 0 {
+					continue // the group took no part in the match
+				}
+				if b > a {
+					c.Value, c.Missing = s[a:b], false
 					break
 				}
+				c.Missing = false // empty: kept only if no group has more
+			}
+			if c.Value != "" || keepEmpty {
+				dst = append(dst, c)
 			}
 		}
 		return dst, true

@@ -139,7 +139,7 @@ func grokTestTyped(caps []grokCapture) (map[string]any, error) {
 // grokTestCompare checks m (one pattern) against go-grok's g on line.
 func grokTestCompare(t *testing.T, pat string, m *grokMatcher, g *grok.Grok, sc *grokScratch, line string) {
 	t.Helper()
-	caps, ok := m.match(line, sc, nil)
+	caps, ok := m.match(line, sc, nil, false)
 	if want := g.MatchString(line); ok != want {
 		t.Fatalf("%s on %q: matched %v, go-grok %v", pat, line, ok, want)
 	}
@@ -249,7 +249,7 @@ func TestGrokEngineStandardSet(t *testing.T) {
 func grokTestMatch(t *testing.T, m *grokMatcher, line string) ([]grokCapture, bool) {
 	t.Helper()
 	var sc grokScratch
-	return m.match(line, &sc, nil)
+	return m.match(line, &sc, nil, false)
 }
 
 func TestGrokEngineCaptures(t *testing.T) {
@@ -260,83 +260,83 @@ func TestGrokEngineCaptures(t *testing.T) {
 		want    []grokCapture // nil: no match
 	}{
 		{"combined", "%{COMBINEDAPACHELOG}", grokTestCombinedLine, []grokCapture{
-			{"source.address", "83.149.9.216", ""},
-			{"timestamp", "17/May/2015:10:05:03 +0000", ""},
-			{"http.request.method", "GET", ""},
-			{"url.original", "/presentations/logstash-monitorama-2013/images/kibana-search.png", ""},
-			{"http.version", "1.1", ""},
-			{"http.response.status_code", "200", "int"},
-			{"http.response.body.size", "203023", "long"},
-			{"http.request.referrer", "http://semicomplete.com/presentations/logstash-monitorama-2013/", ""},
-			{"user_agent.original", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_9_1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/32.0.1700.77 Safari/537.36", ""},
+			{"source.address", "83.149.9.216", "", false},
+			{"timestamp", "17/May/2015:10:05:03 +0000", "", false},
+			{"http.request.method", "GET", "", false},
+			{"url.original", "/presentations/logstash-monitorama-2013/images/kibana-search.png", "", false},
+			{"http.version", "1.1", "", false},
+			{"http.response.status_code", "200", "int", false},
+			{"http.response.body.size", "203023", "long", false},
+			{"http.request.referrer", "http://semicomplete.com/presentations/logstash-monitorama-2013/", "", false},
+			{"user_agent.original", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_9_1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/32.0.1700.77 Safari/537.36", "", false},
 		}},
 		{"combined ipv6, dashes", "%{COMBINEDAPACHELOG}",
 			`::1 - - [01/Jan/2024:00:00:01 +0000] "GET / HTTP/1.1" 304 - "-" "-"`, []grokCapture{
-				{"source.address", "::1", ""},
-				{"timestamp", "01/Jan/2024:00:00:01 +0000", ""},
-				{"http.request.method", "GET", ""},
-				{"url.original", "/", ""},
-				{"http.version", "1.1", ""},
-				{"http.response.status_code", "304", "int"},
+				{"source.address", "::1", "", false},
+				{"timestamp", "01/Jan/2024:00:00:01 +0000", "", false},
+				{"http.request.method", "GET", "", false},
+				{"url.original", "/", "", false},
+				{"http.version", "1.1", "", false},
+				{"http.response.status_code", "304", "int", false},
 			}},
 		{"combined users, no version", "%{COMBINEDAPACHELOG}",
 			`www.example.com ident frank@example.com [02/Feb/2022:12:00:00 +0000] "GET /index.html" 404 512 "-" "Wget/1.21"`, []grokCapture{
-				{"source.address", "www.example.com", ""},
-				{"apache.access.user.identity", "ident", ""},
-				{"user.name", "frank@example.com", ""},
-				{"timestamp", "02/Feb/2022:12:00:00 +0000", ""},
-				{"http.request.method", "GET", ""},
-				{"url.original", "/index.html", ""},
-				{"http.response.status_code", "404", "int"},
-				{"http.response.body.size", "512", "long"},
-				{"user_agent.original", "Wget/1.21", ""},
+				{"source.address", "www.example.com", "", false},
+				{"apache.access.user.identity", "ident", "", false},
+				{"user.name", "frank@example.com", "", false},
+				{"timestamp", "02/Feb/2022:12:00:00 +0000", "", false},
+				{"http.request.method", "GET", "", false},
+				{"url.original", "/index.html", "", false},
+				{"http.response.status_code", "404", "int", false},
+				{"http.response.body.size", "512", "long", false},
+				{"user_agent.original", "Wget/1.21", "", false},
 			}},
 		{"combined garbage request", "%{COMBINEDAPACHELOG}",
 			`10.0.0.1 - - [02/Feb/2022:12:00:00 +0000] "\x16\x03\x01" 400 226 "-" "-"`, []grokCapture{
-				{"source.address", "10.0.0.1", ""},
-				{"timestamp", "02/Feb/2022:12:00:00 +0000", ""},
-				{"http.response.status_code", "400", "int"},
-				{"http.response.body.size", "226", "long"},
+				{"source.address", "10.0.0.1", "", false},
+				{"timestamp", "02/Feb/2022:12:00:00 +0000", "", false},
+				{"http.response.status_code", "400", "int", false},
+				{"http.response.body.size", "226", "long", false},
 			}},
 		{"combined later start", "%{COMBINEDAPACHELOG}",
 			`junk: 10.0.0.1 - - [02/Feb/2022:12:00:00 +0000] "-" 408 - "-" "-"`, []grokCapture{
-				{"source.address", "10.0.0.1", ""},
-				{"timestamp", "02/Feb/2022:12:00:00 +0000", ""},
-				{"http.response.status_code", "408", "int"},
+				{"source.address", "10.0.0.1", "", false},
+				{"timestamp", "02/Feb/2022:12:00:00 +0000", "", false},
+				{"http.response.status_code", "408", "int", false},
 			}},
 		{"combined bad month", "%{COMBINEDAPACHELOG}",
 			`10.0.0.1 - - [02/Mai/2022:12:00:00 +0000] "GET /x HTTP/1.1" 200 12 "-" "-"`, nil},
 		{"combined truncated", "%{COMBINEDAPACHELOG}", grokTestCombinedLine[:len(grokTestCombinedLine)-1], nil},
 		{"common", "%{COMMONAPACHELOG}",
 			`127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326`, []grokCapture{
-				{"source.address", "127.0.0.1", ""},
-				{"user.name", "frank", ""},
-				{"timestamp", "10/Oct/2000:13:55:36 -0700", ""},
-				{"http.request.method", "GET", ""},
-				{"url.original", "/apache_pb.gif", ""},
-				{"http.version", "1.0", ""},
-				{"http.response.status_code", "200", "int"},
-				{"http.response.body.size", "2326", "long"},
+				{"source.address", "127.0.0.1", "", false},
+				{"user.name", "frank", "", false},
+				{"timestamp", "10/Oct/2000:13:55:36 -0700", "", false},
+				{"http.request.method", "GET", "", false},
+				{"url.original", "/apache_pb.gif", "", false},
+				{"http.version", "1.0", "", false},
+				{"http.response.status_code", "200", "int", false},
+				{"http.response.body.size", "2326", "long", false},
 			}},
 		{"syslogline", "%{SYSLOGLINE}",
 			`Mar 12 12:27:00 server3 named[32172]: lame server resolving`, []grokCapture{
-				{"timestamp", "Mar 12 12:27:00", ""},
-				{"host.name", "server3", ""},
-				{"message", "lame server resolving", ""},
+				{"timestamp", "Mar 12 12:27:00", "", false},
+				{"host.name", "server3", "", false},
+				{"message", "lame server resolving", "", false},
 			}},
 		{"syslogline iso8601", "%{SYSLOGLINE}",
 			`2024-03-04T05:06:07.891+02:00 myhost kernel: link up`, []grokCapture{
-				{"timestamp", "2024-03-04T05:06:07.891+02:00", ""},
-				{"host.name", "myhost", ""},
-				{"message", "link up", ""},
+				{"timestamp", "2024-03-04T05:06:07.891+02:00", "", false},
+				{"host.name", "myhost", "", false},
+				{"message", "link up", "", false},
 			}},
 		{"type hints", "%{INT:a:int} %{NUMBER:b:float} %{WORD:c:bool} %{WORD:d:string} %{INT:e:long} %{NUMBER:f:double} %{WORD:g:boolean} %{WORD:h}",
 			`1 2.5 true x 3 4 false y`, []grokCapture{
-				{"a", "1", "int"}, {"b", "2.5", "float"}, {"c", "true", "bool"}, {"d", "x", "string"},
-				{"e", "3", "long"}, {"f", "4", "double"}, {"g", "false", "boolean"}, {"h", "y", ""},
+				{"a", "1", "int", false}, {"b", "2.5", "float", false}, {"c", "true", "bool", false}, {"d", "x", "string", false},
+				{"e", "3", "long", false}, {"f", "4", "double", false}, {"g", "false", "boolean", false}, {"h", "y", "", false},
 			}},
 		{"named group of its own", `(?<user>\w+)@(?P<domain>[\w.]+) %{NUMBER}`, `mail bob@example.org 12`, []grokCapture{
-			{"user", "bob", ""}, {"domain", "example.org", ""},
+			{"user", "bob", "", false}, {"domain", "example.org", "", false},
 		}},
 		{"empty capture dropped", `a%{DATA:x}b%{GREEDYDATA:y}`, `ab`, []grokCapture{}},
 		{"no match", "%{IP:ip}", "no address here", nil},
@@ -350,7 +350,7 @@ func TestGrokEngineCaptures(t *testing.T) {
 			got, ok := grokTestMatch(t, m, tt.line)
 			if tt.want == nil {
 				if ok || len(got) != 0 {
-					t.Fatalf("matched: %q", got)
+					t.Fatalf("matched: %v", got)
 				}
 				return
 			}
@@ -358,7 +358,7 @@ func TestGrokEngineCaptures(t *testing.T) {
 				t.Fatal("no match")
 			}
 			if len(got) != len(tt.want) || (len(got) > 0 && !reflect.DeepEqual(got, tt.want)) {
-				t.Fatalf("\n got %q\nwant %q", got, tt.want)
+				t.Fatalf("\n got %v\nwant %v", got, tt.want)
 			}
 		})
 	}
@@ -382,17 +382,17 @@ func TestGrokEnginePatternOrder(t *testing.T) {
 		line string
 		want []grokCapture
 	}{
-		{"12 abc", []grokCapture{{"num", "12", "int"}, {"word", "abc", ""}}},
-		{"abc 12", []grokCapture{{"word", "abc", ""}, {"num", "12", "long"}}},
-		{"!!", []grokCapture{{"all", "!!", ""}}},
+		{"12 abc", []grokCapture{{"num", "12", "int", false}, {"word", "abc", "", false}}},
+		{"abc 12", []grokCapture{{"word", "abc", "", false}, {"num", "12", "long", false}}},
+		{"!!", []grokCapture{{"all", "!!", "", false}}},
 	} {
 		var ok bool
-		dst, ok = m.match(tt.line, &sc, dst)
+		dst, ok = m.match(tt.line, &sc, dst, false)
 		if !ok {
 			t.Fatalf("%q: no match", tt.line)
 		}
 		if !reflect.DeepEqual(dst, tt.want) {
-			t.Fatalf("%q: got %q, want %q", tt.line, dst, tt.want)
+			t.Fatalf("%v: got %v, want %v", tt.line, dst, tt.want)
 		}
 	}
 	// The first pattern that matches wins, even when a later one captures more.
@@ -400,12 +400,12 @@ func TestGrokEnginePatternOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := m2.match("x y", &sc, nil); !reflect.DeepEqual(got, []grokCapture{{"a", "x", ""}}) {
-		t.Fatalf("got %q", got)
+	if got, _ := m2.match("x y", &sc, nil, false); !reflect.DeepEqual(got, []grokCapture{{Field: "a", Value: "x"}}) {
+		t.Fatalf("got %v", got)
 	}
 	// No pattern matches: ok false, dst emptied.
-	if got, ok := m2.match("!!!", &sc, []grokCapture{{"stale", "v", ""}}); ok || len(got) != 0 {
-		t.Fatalf("got %q %v", got, ok)
+	if got, ok := m2.match("!!!", &sc, []grokCapture{{Field: "stale", Value: "v"}}, false); ok || len(got) != 0 {
+		t.Fatalf("got %v %v", got, ok)
 	}
 }
 
@@ -449,18 +449,18 @@ func TestGrokEngineLongInputFallback(t *testing.T) {
 	}
 	long := strings.Replace(grokTestCombinedLine, "Mozilla/5.0", strings.Repeat("Mozilla/5.0 ", 50), 1)
 	var sc grokScratch
-	want, ok := m.match(long, &sc, nil)
+	want, ok := m.match(long, &sc, nil, false)
 	if !ok {
 		t.Fatal("no match")
 	}
 	for _, p := range m.pats {
 		p.prog.maxLen = 10 // this matcher only: force regexp
 	}
-	got, ok := m.match(long, &sc, nil)
+	got, ok := m.match(long, &sc, nil, false)
 	if !ok || !reflect.DeepEqual(got, want) {
-		t.Fatalf("fallback: %q %v, want %q", got, ok, want)
+		t.Fatalf("fallback: %v %v, want %v", got, ok, want)
 	}
-	if _, ok := m.match(long[:len(long)-1], &sc, nil); ok {
+	if _, ok := m.match(long[:len(long)-1], &sc, nil, false); ok {
 		t.Fatal("fallback matched a truncated line")
 	}
 }
@@ -576,7 +576,7 @@ func TestGrokEngineConcurrent(t *testing.T) {
 	want := make([][]grokCapture, len(grokTestLines))
 	var sc grokScratch
 	for i, l := range grokTestLines {
-		caps, _ := m.match(l, &sc, nil)
+		caps, _ := m.match(l, &sc, nil, false)
 		want[i] = caps
 	}
 	var wg sync.WaitGroup
@@ -588,9 +588,9 @@ func TestGrokEngineConcurrent(t *testing.T) {
 			var dst []grokCapture
 			for k := range 3 * len(grokTestLines) {
 				i := (k + w) % len(grokTestLines)
-				dst, _ = m.match(grokTestLines[i], &sc, dst)
+				dst, _ = m.match(grokTestLines[i], &sc, dst, false)
 				if len(dst) != len(want[i]) || len(dst) > 0 && !reflect.DeepEqual(dst, want[i]) {
-					t.Errorf("line %d: got %q want %q", i, dst, want[i])
+					t.Errorf("line %d: got %v want %v", i, dst, want[i])
 					return
 				}
 			}
@@ -610,7 +610,7 @@ func BenchmarkGrokCombined(b *testing.B) {
 	b.SetBytes(int64(len(grokTestCombinedLine)))
 	for b.Loop() {
 		var ok bool
-		if dst, ok = m.match(grokTestCombinedLine, &sc, dst); !ok {
+		if dst, ok = m.match(grokTestCombinedLine, &sc, dst, false); !ok {
 			b.Fatal("no match")
 		}
 	}
@@ -628,7 +628,7 @@ func BenchmarkGrokCombinedNoMatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var ok bool
-		if dst, ok = m.match(line, &sc, dst); ok {
+		if dst, ok = m.match(line, &sc, dst, false); ok {
 			b.Fatal("match")
 		}
 	}

@@ -54,6 +54,27 @@ target = "parsed"
 match = {message = "%{MYID:id} %{NUMBER:took:float}"}
 pattern_definitions = {MYID = "[A-Z]{3}-[0-9]+"}
 `, `{"message":"ABC-123 0.25"}`, `{"message":"ABC-123 0.25","parsed":{"id":"ABC-123","took":0.25}}`},
+		// b's group takes no part in the match, c and d capture the empty
+		// string: left out by default.
+		{"empty and absent captures left out", `
+[[processors]]
+[processors.grok.match]
+message = "^%{WORD:a}(?: %{WORD:b})?(?: %{INT:n:int})?:%{DATA:c}:%{DATA:d:float}$"
+`, `{"message":"x::"}`, `{"message":"x::","a":"x"}`},
+		// Kept as Logstash keeps them: an absent capture null, an empty
+		// one "", either of them 0 with an int or float hint.
+		{"keep_empty_captures", `
+[[processors]]
+[processors.grok]
+keep_empty_captures = true
+match = {message = "^%{WORD:a}(?: %{WORD:b})?(?: %{INT:n:int})?:%{DATA:c}:%{DATA:d:float}$"}
+`, `{"message":"x::"}`, `{"message":"x::","a":"x","b":null,"n":0,"c":"","d":0}`},
+		{"keep_empty_captures: into a string, a list, as in Logstash", `
+[[processors]]
+[processors.grok]
+keep_empty_captures = true
+match = {message = "^%{WORD:a}(?: %{WORD:b})?$"}
+`, `{"message":"x","b":"kept"}`, `{"message":"x","b":["kept",null],"a":"x"}`},
 	})
 }
 
