@@ -52,6 +52,9 @@ func TestMarkdown(t *testing.T) {
 	}
 	real := row
 	real.Shape, real.EventSize, real.Compression = "real logs", 851, 0
+	real.VsNaive = 0.9
+	real.Logpond = summarize(rs(500, 400, 600))
+	real.Logpond.CPUPerMillion = 2500
 	r := &report{Date: "2026-12-02", Machine: "test machine", Revision: "abc", Opts: o, Ingest: []ingestRow{row, real},
 		Isolation: []isoPhase{
 			{Name: "quiet", What: "idle", Result: fakeResult(20000, 2*time.Millisecond)},
@@ -84,6 +87,8 @@ func TestMarkdown(t *testing.T) {
 		"the phases run 2 times, and the table shows the first round",
 		"| 1 | 2.10 | 3.10 | 1.48× | 0.00× | 2.10 | 1.00× |", "| 2 | 4.10 | 5.10 | 1.24× | 2.50× | 4.10 | 1.00× |",
 		"-isolation-rounds 3 -throttle",
+		"at most 2.0× noop's at every shape (the medians above). Verdict: **not met** (highest 2.50×, real logs zlib 0). Per shape: 1 KiB zlib 3 2.00×, real logs zlib 0 2.50×.",
+		"at least 1.0× naive's at every shape (×naive). Verdict: **not met** (lowest 0.90×, real logs zlib 0). Per shape: 1 KiB zlib 3 2.50×, real logs zlib 0 0.90×.",
 		"| catch-up, not yielding | not giving way | 6.05 | 6.10 | 6.10 | 2.91× | not drained within the phase | 10.00× |",
 	} {
 		if !strings.Contains(md, want) {

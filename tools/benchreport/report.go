@@ -119,7 +119,7 @@ func (r *report) markdown() string {
 				s.v.EventsPerSec, s.v.MBPerSec, ms(s.v.P50), ms(s.v.P99), ms(s.v.P999), cpu(s.v.CPUPerMillion), mib(s.v.PeakRSS), ratios)
 		}
 	}
-	p("\n")
+	p("\n%s", ingestGoalsMarkdown(r.Ingest))
 
 	p("## Isolation: acknowledgements do not follow the ledger\n\n")
 	p("logpond with its Elasticsearch output on (draining into an accept-all bulk sink, `estest.Sink`), loaded at a fixed %.0f events/s (4 connections × 250-event windows of 1 KiB) for %s in three phases, each on fresh stores (and, in the first round, a fourth: a catch-up that does not give way); the phases run %d times, and the table shows the first round:\n\n", o.isoRate, o.isoDuration, len(r.IsoRounds))
@@ -262,4 +262,53 @@ func estimate(o options) time.Duration {
 	// hotPathCount times a second and its calibration.
 	hotpaths := 30*time.Second + 7*hotPathCount*2*time.Second
 	return ingest + iso + 2*(o.smallDuration+2*time.Second) + drain + fanout + datastreams + compression + kafka + processing + hotpaths
+}
+
+// The ingest goals, at every shape: logpond's CPU per acknowledged event
+// at most goalIngestCPUVsNoop times the no-durability server's, and its
+// events/s at least goalIngestVsNaive times the naive server's.
+const (
+	goalIngestCPUVsNoop = 2.0
+	goalIngestVsNaive   = 1.0
+)
+
+// ingestGoalsMarkdown states the ingest goals' verdicts over rows, with
+// the figure of every shape, so that a shape that misses a goal shows
+// beside those that meet it. The CPU ratio is of the medians the table
+// shows; a row without noop's CPU is left out of it.
+func ingestGoalsMarkdown(rows []ingestRow) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	name := func(row ingestRow) string {
+		shape := size(row.EventSize)
+		if row.Shape != "" {
+			shape = row.Shape
+		}
+		return fmt.Sprintf("%s zlib %d", shape, row.Compression)
+	}
+	var b strings.Builder
+	var cpuShapes, naiveShapes []string
+	worstCPU, worstNaive := -1.0, -1.0
+	var worstCPUAt, worstNaiveAt string
+	for _, row := range rows {
+		if row.Noop.CPUPerMillion > 0 {
+			x := row.Logpond.CPUPerMillion / row.Noop.CPUPerMillion
+			cpuShapes = append(cpuShapes, fmt.Sprintf("%s %.2f×", name(row), x))
+			if x > worstCPU {
+				worstCPU, worstCPUAt = x, name(row)
+			}
+		}
+		naiveShapes = append(naiveShapes, fmt.Sprintf("%s %.2f×", name(row), row.VsNaive))
+		if worstNaive < 0 || row.VsNaive < worstNaive {
+			worstNaive, worstNaiveAt = row.VsNaive, name(row)
+		}
+	}
+	if len(cpuShapes) > 0 {
+		fmt.Fprintf(&b, "Goal: logpond's CPU per acknowledged event at most %.1f× noop's at every shape (the medians above). Verdict: %s. Per shape: %s.\n\n",
+			goalIngestCPUVsNoop, verdict(worstCPU <= goalIngestCPUVsNoop, fmt.Sprintf("highest %.2f×, %s", worstCPU, worstCPUAt)), strings.Join(cpuShapes, ", "))
+	}
+	fmt.Fprintf(&b, "Goal: logpond's events/s at least %.1f× naive's at every shape (×naive). Verdict: %s. Per shape: %s.\n\n",
+		goalIngestVsNaive, verdict(worstNaive >= goalIngestVsNaive, fmt.Sprintf("lowest %.2f×, %s", worstNaive, worstNaiveAt)), strings.Join(naiveShapes, ", "))
+	return b.String()
 }
