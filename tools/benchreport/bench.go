@@ -184,6 +184,15 @@ type ingestRow struct {
 	Formula                                    int64   // logpond's memory formula
 }
 
+// event names a row's events as the table does: their shape, or the
+// synthetic events' size.
+func (row ingestRow) event() string {
+	if row.Shape != "" {
+		return row.Shape
+	}
+	return size(row.EventSize)
+}
+
 // servers are the three compared, in the order they run in each round.
 var servers = []string{"noop", "naive", "logpond"}
 

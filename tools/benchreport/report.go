@@ -111,11 +111,7 @@ func (r *report) markdown() string {
 			if s.name == "**logpond**" {
 				ratios = fmt.Sprintf("| %s | **%.2f×** | %.2f× |", mib(row.Formula), row.VsNaive, row.VsNoop)
 			}
-			event := size(row.EventSize)
-			if row.Shape != "" {
-				event = row.Shape
-			}
-			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", event, row.Compression, row.Connections, row.Batch, s.name,
+			p("| %s | %d | %d×%d | %s | %.0f | %.1f | %s | %s | %s | %s | %s %s\n", row.event(), row.Compression, row.Connections, row.Batch, s.name,
 				s.v.EventsPerSec, s.v.MBPerSec, ms(s.v.P50), ms(s.v.P99), ms(s.v.P999), cpu(s.v.CPUPerMillion), mib(s.v.PeakRSS), ratios)
 		}
 	}
@@ -280,13 +276,7 @@ func ingestGoalsMarkdown(rows []ingestRow) string {
 	if len(rows) == 0 {
 		return ""
 	}
-	name := func(row ingestRow) string {
-		shape := size(row.EventSize)
-		if row.Shape != "" {
-			shape = row.Shape
-		}
-		return fmt.Sprintf("%s zlib %d", shape, row.Compression)
-	}
+	name := func(row ingestRow) string { return fmt.Sprintf("%s zlib %d", row.event(), row.Compression) }
 	var b strings.Builder
 	var cpuShapes, naiveShapes []string
 	worstCPU, worstNaive := -1.0, -1.0
