@@ -212,14 +212,11 @@ func plainRun(b []byte, i, limit int) int {
 
 // stopBytes flags, in the high bit of each byte of x (eight string bytes,
 // little endian, the first in the low byte), the quotes, backslashes and
-// control characters. A byte equal to c is a zero byte of x^(c…), and
-// (t - 0x01…) &^ t flags t's zero bytes; (x - 0x20…) &^ x flags x's bytes
-// below 0x20. A borrow may flag a byte above a true hit, never one below
-// the first, so the lowest flagged byte is always a stop byte.
+// control characters. A byte equal to c is a byte of x^(c…) below 0x01,
+// so belowBytes finds those too. The lowest flagged byte is always a stop
+// byte (see belowBytes).
 func stopBytes(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	s := x ^ (ones * '\\')
-	return ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x) & highs
+	return (belowBytes(x^(ones*'"'), 0x01) | belowBytes(x^(ones*'\\'), 0x01) | belowBytes(x, 0x20)) & highs
 }
 
 // shortRun is how many plain bytes scanString checks eight at a time
@@ -236,14 +233,21 @@ var stringStop = func() (t [256]bool) {
 	return t
 }()
 
-// Word-at-a-time byte test (Hacker's Delight, "bit twiddling hacks"): the
-// high bit of a byte of (x - 0x20…) &^ x is set when that byte of x is
-// below 0x20. A borrow may also flag a byte next to a true hit, never one
-// in a word without a hit, so a flagged word is a control character.
+// Word-at-a-time byte tests (Hacker's Delight, "bit twiddling hacks") on
+// eight bytes read as one little-endian word.
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
+
+// belowBytes sets the high bit of each byte of (x - n…) &^ x, masked with
+// highs, whose byte of x is below n (n at most 0x80). A borrow may also
+// flag a byte above a true hit, never one below the first hit nor one in
+// a word without a hit: a flagged word holds such a byte, and its lowest
+// flagged byte is one.
+func belowBytes(x uint64, n byte) uint64 {
+	return (x - ones*uint64(n)) &^ x
+}
 
 // hasControl reports whether b holds a byte below 0x20, which JSON strings
 // must escape.
@@ -251,7 +255,7 @@ func hasControl(b []byte) bool {
 	for len(b) >= 16 {
 		x := binary.LittleEndian.Uint64(b)
 		y := binary.LittleEndian.Uint64(b[8:])
-		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&highs != 0 {
+		if (belowBytes(x, 0x20)|belowBytes(y, 0x20))&highs != 0 {
 			return true
 		}
 		b = b[16:]
