@@ -185,20 +185,10 @@ filebeat:
 	echo "building $$out from github.com/elastic/beats/v7@$(FILEBEAT_VERSION)"; \
 	cd "$$work/beats" && $(GO) build -o "$$out" ./filebeat && "$$out" version
 
-# Fuzz every parser of untrusted bytes; seeds live in each package's testdata/.
+# Fuzz every parser of untrusted bytes: every Fuzz function of every
+# package (tools/fuzz.sh); seeds live in each package's testdata/.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./record
-	$(GO) test -run '^$$' -fuzz '^FuzzExamineTail$$' -fuzztime $(FUZZTIME) ./journal
-	$(GO) test -run '^$$' -fuzz '^FuzzSegmentScan$$' -fuzztime $(FUZZTIME) ./ledger
-	$(GO) test -run '^$$' -fuzz '^FuzzReadBatch$$' -fuzztime $(FUZZTIME) ./input/lumberjack
-	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzzminimizetime 0 -fuzztime $(FUZZTIME) ./internal/jsonvalid
-	$(GO) test -run '^$$' -fuzz '^FuzzSource$$' -fuzztime $(FUZZTIME) ./output/elasticsearch
-	$(GO) test -run '^$$' -fuzz '^FuzzNeedleIndex$$' -fuzztime $(FUZZTIME) ./output/elasticsearch
-	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzzminimizetime 0 -fuzztime $(FUZZTIME) ./output/dlq
-	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./output/sprintf
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./output/sprintf
-	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./output/sprintf
-	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./internal/testkit/estest
+	GO=$(GO) FUZZTIME=$(FUZZTIME) tools/fuzz.sh
 
 clean:
 	rm -rf bin

@@ -547,23 +547,30 @@ func TestGrokEngineSameAsRegexp(t *testing.T) {
 			t.Fatalf("%q: %v", expr, err)
 		}
 		for range 25 {
-			in := grokTestInput(r)
-			want := std.FindStringSubmatchIndex(in)
-			slots, ok := p.exec(in, &sc)
-			if ok != (want != nil) {
-				t.Fatalf("%q on %q: matched %v, regexp %v", expr, in, ok, want)
-			}
-			if !ok {
-				continue
-			}
-			if slots[0] != want[0] || slots[1] != want[1] {
-				t.Fatalf("%q on %q: match %v, regexp %v", expr, in, slots[:2], want[:2])
-			}
-			for gi, si := range p.stdIdx {
-				if a, b := slots[2*gi+2], slots[2*gi+3]; a != want[2*si] || b != want[2*si+1] {
-					t.Fatalf("%q on %q: group %d [%d,%d], regexp [%d,%d]", expr, in, gi+1, a, b, want[2*si], want[2*si+1])
-				}
-			}
+			grokTestSameAsRegexp(t, expr, std, p, &sc, grokTestInput(r))
+		}
+	}
+}
+
+// grokTestSameAsRegexp checks p, compiled from expr, against std, Go's
+// regexp of the same expr, on in: whether it matches, where, and every
+// named group.
+func grokTestSameAsRegexp(t *testing.T, expr string, std *regexp.Regexp, p *grokCompiled, sc *grokScratch, in string) {
+	t.Helper()
+	want := std.FindStringSubmatchIndex(in)
+	slots, ok := p.exec(in, sc)
+	if ok != (want != nil) {
+		t.Fatalf("%q on %q: matched %v, regexp %v", expr, in, ok, want)
+	}
+	if !ok {
+		return
+	}
+	if slots[0] != want[0] || slots[1] != want[1] {
+		t.Fatalf("%q on %q: match %v, regexp %v", expr, in, slots[:2], want[:2])
+	}
+	for gi, si := range p.stdIdx {
+		if a, b := slots[2*gi+2], slots[2*gi+3]; a != want[2*si] || b != want[2*si+1] {
+			t.Fatalf("%q on %q: group %d [%d,%d], regexp [%d,%d]", expr, in, gi+1, a, b, want[2*si], want[2*si+1])
 		}
 	}
 }
@@ -655,7 +662,7 @@ func BenchmarkGrokGoGrokCombined(b *testing.B) {
 
 // grokTestPair compiles pat with definitions defs both here and with
 // go-grok's complete set (gdefs added to it), for comparing the two.
-func grokTestPair(t *testing.T, pat string, defs, gdefs map[string]string) (*grokMatcher, *grok.Grok) {
+func grokTestPair(t testing.TB, pat string, defs, gdefs map[string]string) (*grokMatcher, *grok.Grok) {
 	t.Helper()
 	m, err := compileGrok([]string{pat}, defs)
 	if err != nil {
