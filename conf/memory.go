@@ -225,9 +225,11 @@ func (c *Config) OutputBytes(o NamedOutput) int64 {
 const ChainRunnerBytes = 256 << 10
 
 // GrokPatternBytes is what one grok pattern may hold per goroutine: the
-// lazily built automaton that rules out, at no more than 1,024 states,
-// the starting positions where lines it does not match cannot match.
-const GrokPatternBytes = 512 << 10
+// lazily built automaton that rules out the lines a pattern cannot match
+// before its backtracker tries them. The automaton counts what it
+// allocates and stops growing at this bound (output/processors, whose
+// tests hold the two together).
+const GrokPatternBytes = 1 << 20
 
 // ChainBytes is what one goroutine running output o's chain (the global
 // processors, then o's own) holds: ChainRunnerBytes plus

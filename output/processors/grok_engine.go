@@ -36,6 +36,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	grok "github.com/elastic/go-grok"
 	grokpatterns "github.com/elastic/go-grok/patterns"
@@ -1158,13 +1159,16 @@ func (p *grokProg) mayMatch(s string, sc *grokScratch) bool {
 	if sc.dfas == nil {
 		sc.dfas = map[*grokProg]*grokDFA{}
 	}
-	d := sc.dfas[p]
-	if d == nil {
+	d, ok := sc.dfas[p]
+	if !ok {
 		if len(sc.dfas) >= 64 {
 			clear(sc.dfas) // programs of matchers gone, most likely
 		}
-		d = &grokDFA{index: map[string]int32{}, mark: make([]uint32, len(p.inst))}
+		d = newGrokDFA(p)
 		sc.dfas[p] = d
+	}
+	if d == nil {
+		return true
 	}
 	return d.mayMatch(p, s)
 }
@@ -1173,6 +1177,11 @@ func (p *grokProg) mayMatch(s string, sc *grokScratch) bool {
 // a string (no positions, no captures). Its states are sets of instructions
 // of the prog waiting for the next rune, plus what the previous rune was
 // (for \b, ^ and $); transitions on ASCII are cached.
+//
+// Its memory is bounded by grokDFAMaxBytes, counted as it is allocated
+// (bytes): the buffers sized by the prog once, then each state. A state
+// that would cross the bound is not made: the search in progress gives up
+// (the line may match), and the next one starts the cache afresh.
 type grokDFA struct {
 	states []*grokDState
 	index  map[string]int32
@@ -1182,6 +1191,36 @@ type grokDFA struct {
 	next   []uint32
 	key    []byte
 	fails  int
+	bytes  int  // what the DFA holds, as grokDFAFixedBytes and grokDStateBytes count it
+	full   bool // a state was refused since the cache last started afresh
+}
+
+// newGrokDFA returns an empty DFA for p, or nil when the buffers sized by
+// p alone would take most of grokDFAMaxBytes: the backtracker then tries
+// every start, as it would with no DFA.
+func newGrokDFA(p *grokProg) *grokDFA {
+	fixed := grokDFAFixedBytes(len(p.inst))
+	if fixed > grokDFAMaxBytes/2 {
+		return nil
+	}
+	return &grokDFA{index: map[string]int32{}, mark: make([]uint32, len(p.inst)), bytes: fixed}
+}
+
+// grokDFAFixedBytes bounds the buffers of a DFA for a prog of n
+// instructions: mark (one uint32 each); stack, which holds each
+// instruction's successors at most once a step (two uint32s each); next
+// and key, a state's instructions (a uint32 each, four key bytes each).
+func grokDFAFixedBytes(n int) int { return 4*n + 8*n + 4*n + 4*n + 64 }
+
+// grokDStateBytes bounds what a state of npc instructions holds: the state
+// with its transitions, its instructions, its key in the index (each
+// rounded up as the allocator's size classes round them), and its share
+// of the index's and the states slice's growth (either may be up to
+// twice its entries' size).
+func grokDStateBytes(npc int) int {
+	up := func(n, to int) int { return (n + to - 1) / to * to }
+	return up(int(unsafe.Sizeof(grokDState{})), 64) + up(4*npc, 16) + up(1+4*npc, 16) +
+		2*(int(unsafe.Sizeof(""))+4+8) + 2*8
 }
 
 // grokDState is a state of grokDFA.
@@ -1193,8 +1232,17 @@ type grokDState struct {
 }
 
 const (
-	grokDFAMaxStates = 1024
-	grokDFAMaxFails  = 50
+	// grokDFAMaxBytes bounds one DFA: one per grok pattern per goroutine
+	// running a chain. The memory formula counts it per pattern
+	// (conf.GrokPatternBytes, which a test holds to it). About 1,300
+	// states of COMBINEDAPACHELOG fit: on varied lines it builds about
+	// 1,000, and a bound that held half as many made matching them twice
+	// as slow.
+	grokDFAMaxBytes = 1 << 20
+	// grokDFAMaxFails is how many times a DFA may fill up before it is
+	// given up: lines so varied that the cache keeps filling gain little
+	// from it.
+	grokDFAMaxFails = 50
 )
 
 // grokPrevClass returns the rune standing for r as the previous rune in
@@ -1227,9 +1275,12 @@ func (d *grokDFA) stateFor(prev rune) int32 {
 	if i, ok := d.index[string(key)]; ok {
 		return i
 	}
-	if len(d.states) >= grokDFAMaxStates {
+	cost := grokDStateBytes(len(next))
+	if d.bytes+cost > grokDFAMaxBytes {
+		d.full = true
 		return -1
 	}
+	d.bytes += cost
 	st := &grokDState{pcs: slices.Clone(next), prev: prev}
 	i := int32(len(d.states))
 	d.states = append(d.states, st)
@@ -1302,8 +1353,16 @@ func (d *grokDFA) mayMatch(p *grokProg, s string) bool {
 	if d.fails >= grokDFAMaxFails {
 		return true
 	}
-	if len(d.states) >= grokDFAMaxStates {
+	if d.full {
+		// Start afresh. The states are dropped from the backing array
+		// too, so that the collector may take them; the index keeps its
+		// buckets, which grokDStateBytes counted.
 		d.fails++
+		d.full = false
+		for _, st := range d.states {
+			d.bytes -= grokDStateBytes(len(st.pcs))
+		}
+		clear(d.states)
 		d.states = d.states[:0]
 		clear(d.index)
 	}

@@ -1,0 +1,146 @@
+package processors
+
+import (
+	"math/rand"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/logpond/logpond/conf"
+)
+
+// The memory formula counts conf.GrokPatternBytes per grok pattern per
+// goroutine: the DFA's bound must fit in it.
+func TestGrokDFABoundWithinFormula(t *testing.T) {
+	if grokDFAMaxBytes > conf.GrokPatternBytes {
+		t.Fatalf("a grok DFA may hold %d bytes, the memory formula counts %d", grokDFAMaxBytes, conf.GrokPatternBytes)
+	}
+}
+
+// grokTestVariedLines returns n lines that keep a DFA growing: log lines
+// with random edits, and lines spliced from their pieces and random bytes.
+func grokTestVariedLines(r *rand.Rand, n int) []string {
+	var pieces []string
+	for _, l := range grokTestLines {
+		pieces = append(pieces, strings.SplitAfter(l, " ")...)
+	}
+	lines := make([]string, 0, n)
+	for len(lines) < n {
+		l := grokTestLines[r.Intn(len(grokTestLines))]
+		lines = append(lines, grokTestMutate(r, l, 4)...)
+		var sb strings.Builder
+		for k := 2 + r.Intn(12); k > 0; k-- {
+			sb.WriteString(pieces[r.Intn(len(pieces))])
+			sb.WriteString(grokTestInput(r))
+		}
+		lines = append(lines, sb.String())
+	}
+	return lines[:n]
+}
+
+// A DFA fed lines until it fills holds no more than it counts, and counts
+// no more than grokDFAMaxBytes; once full it starts afresh, and matching
+// stays right throughout (grokTestCompare's checks run beside it
+// elsewhere; here the engine's answer is compared with regexp's).
+func TestGrokDFAMemoryBound(t *testing.T) {
+	lines := grokTestVariedLines(rand.New(rand.NewSource(3)), 20000)
+	m, err := compileGrok([]string{"%{COMBINEDAPACHELOG}"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.pats[0]
+	// regexp's answers first: its machines stay cached in p.std, and
+	// the heap measured below is the DFA's.
+	want := make([]bool, len(lines))
+	for i, l := range lines {
+		want[i] = p.std.MatchString(l)
+	}
+	var before, after runtime.MemStats
+	settle := func(ms *runtime.MemStats) {
+		// Twice: what a sync.Pool held (regexp's machines) survives
+		// one collection.
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(ms)
+	}
+	settle(&before)
+	sc := new(grokScratch)
+	var d *grokDFA
+	filled := -1
+	for i, l := range lines {
+		if _, ok := m.match(l, sc, nil, false); ok != want[i] {
+			t.Fatalf("%q: matched %v, regexp %v", l, ok, want[i])
+		}
+		if d = sc.dfas[p.prog]; d == nil {
+			continue // a line that matched at its first start: no DFA yet
+		}
+		if d.bytes > grokDFAMaxBytes {
+			t.Fatalf("after %d lines the DFA counts %d bytes, more than its bound %d", i+1, d.bytes, grokDFAMaxBytes)
+		}
+		if d.full {
+			filled = i
+			break
+		}
+	}
+	if d == nil {
+		t.Fatal("no line made a DFA for COMBINEDAPACHELOG")
+	}
+	if filled < 0 {
+		t.Fatalf("%d varied lines did not fill the DFA (%d states, %d bytes): the test no longer reaches the bound", len(lines), len(d.states), d.bytes)
+	}
+	settle(&after)
+	// What the scratch holds beside its DFAs: the backtracker's memo and
+	// capture slots, sized by the longest line.
+	scratch := 8*cap(sc.run.visited) + 8*cap(sc.cap) + 8*cap(sc.out) + 4096
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("full after %d lines: %d states, counted %d KiB, heap held %d KiB", filled+1, len(d.states), d.bytes>>10, held>>10)
+	if held > int64(d.bytes+scratch) {
+		t.Errorf("the DFA's heap is %d bytes, more than it counts (%d) and the scratch (%d): grokDStateBytes or grokDFAFixedBytes undercounts", held, d.bytes, scratch)
+	}
+	runtime.KeepAlive(sc)
+	runtime.KeepAlive(lines)
+	runtime.KeepAlive(want)
+
+	// The next search starts afresh, and the DFA fills again.
+	states := len(d.states)
+	for i := filled + 1; i < len(lines); i++ {
+		if _, ok := m.match(lines[i], sc, nil, false); ok != want[i] {
+			t.Fatalf("%q: matched %v, regexp %v", lines[i], ok, want[i])
+		}
+		if d.bytes > grokDFAMaxBytes {
+			t.Fatalf("the DFA counts %d bytes, more than its bound %d", d.bytes, grokDFAMaxBytes)
+		}
+		if d.fails > 0 {
+			break
+		}
+	}
+	if d.fails == 0 || len(d.states) >= states {
+		t.Fatalf("the full DFA did not start afresh: %d fails, %d states (%d when full)", d.fails, len(d.states), states)
+	}
+}
+
+// A pattern whose program alone would take most of the bound gets no DFA;
+// it still matches as regexp does.
+func TestGrokNoDFAForHugePrograms(t *testing.T) {
+	pat := strings.Repeat("(?:%{IPV6}|x)", 30) + "%{WORD:w}"
+	m, err := compileGrok([]string{pat}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.pats[0]
+	if n := len(p.prog.inst); grokDFAFixedBytes(n) <= grokDFAMaxBytes/2 {
+		t.Fatalf("the program has %d instructions, %d bytes of DFA buffers: not huge enough for this test", n, grokDFAFixedBytes(n))
+	}
+	std := regexp.MustCompile(p.expanded)
+	sc := new(grokScratch)
+	for _, l := range []string{strings.Repeat("x", 30) + "word", "::1" + strings.Repeat("x", 29) + "w", "no", ""} {
+		_, ok := m.match(l, sc, nil, false)
+		if want := std.MatchString(l); ok != want {
+			t.Fatalf("%q: matched %v, regexp %v", l, ok, want)
+		}
+	}
+	if d, ok := sc.dfas[p.prog]; !ok || d != nil {
+		t.Fatalf("DFA %v (present %v), want none", d, ok)
+	}
+}
