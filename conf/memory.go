@@ -219,9 +219,9 @@ func (c *Config) OutputBytes(o NamedOutput) int64 {
 // ChainRunnerBytes is what one goroutine running a processor chain holds
 // in the formula: the parsed event's tree, the buffers its strings are
 // decoded and its result serialized into, and the processors' scratch
-// (dissect's fields, grok's captures), for events of a few KiB. An
-// outsized event grows them for as long as the goroutine runs, as it
-// does the other buffers the formula leaves out.
+// (dissect's fields, grok's captures), after events of up to 32 KiB. A
+// larger event grows them while it is processed; the next event starts
+// on fresh ones (output/processors, whose tests measure both).
 const ChainRunnerBytes = 256 << 10
 
 // GrokPatternBytes is what one grok pattern may hold per goroutine: the
@@ -231,15 +231,28 @@ const ChainRunnerBytes = 256 << 10
 // tests hold the two together).
 const GrokPatternBytes = 1 << 20
 
+// GrokRunBytes is what the grok processors of one goroutine's chain keep
+// between events beside their automatons: the backtracker's memo of
+// visited states and its stacks, kept at the size the longest line of
+// up to about 50 KiB needed (output/processors, whose tests hold the two
+// together), since allocating them anew for each long line costs it
+// several times its match.
+const GrokRunBytes = 3 << 20
+
 // ChainBytes is what one goroutine running output o's chain (the global
-// processors, then o's own) holds: ChainRunnerBytes plus
-// GrokPatternBytes per grok pattern; 0 without processors.
+// processors, then o's own) holds: ChainRunnerBytes, plus GrokRunBytes
+// and GrokPatternBytes per grok pattern when it has grok processors; 0
+// without processors.
 func (c *Config) ChainBytes(o NamedOutput) int64 {
 	own := o.Processors()
 	if len(c.Processors) == 0 && len(own) == 0 {
 		return 0
 	}
-	return ChainRunnerBytes + int64(grokPatterns(c.Processors)+grokPatterns(own))*GrokPatternBytes
+	n := int64(ChainRunnerBytes)
+	if patterns := int64(grokPatterns(c.Processors) + grokPatterns(own)); patterns > 0 {
+		n += GrokRunBytes + patterns*GrokPatternBytes
+	}
+	return n
 }
 
 // grokPatterns counts the patterns of the grok processors in v (a list

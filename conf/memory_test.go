@@ -158,8 +158,9 @@ func TestMemoryOfKafka(t *testing.T) {
 	}
 }
 
-// A chain adds ChainRunnerBytes per goroutine that runs it, and
-// GrokPatternBytes per grok pattern, to its output's part.
+// A chain adds ChainRunnerBytes per goroutine that runs it, and with
+// grok GrokRunBytes and GrokPatternBytes per grok pattern, to its
+// output's part.
 func TestMemoryCountsChains(t *testing.T) {
 	doc := `
 [[processors]]
@@ -193,7 +194,7 @@ then = [{grok = {match = {x = "%{WORD:w}"}}}]
 			k = o
 		}
 	}
-	if got, want := with.OutputBytes(es)-without.OutputBytes(es), int64(3*(ChainRunnerBytes+2*GrokPatternBytes)); got != want {
+	if got, want := with.OutputBytes(es)-without.OutputBytes(es), int64(3*(ChainRunnerBytes+GrokRunBytes+2*GrokPatternBytes)); got != want {
 		t.Errorf("elasticsearch: the chain adds %d, want %d", got, want)
 	}
 	var kOff NamedOutput
@@ -202,7 +203,7 @@ then = [{grok = {match = {x = "%{WORD:w}"}}}]
 			kOff = o
 		}
 	}
-	if got, want := with.OutputBytes(k)-without.OutputBytes(kOff), int64(ChainRunnerBytes+3*GrokPatternBytes); got != want {
+	if got, want := with.OutputBytes(k)-without.OutputBytes(kOff), int64(ChainRunnerBytes+GrokRunBytes+3*GrokPatternBytes); got != want {
 		t.Errorf("kafka: the chain adds %d, want %d", got, want)
 	}
 }

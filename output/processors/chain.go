@@ -388,7 +388,18 @@ type Runner struct {
 	ev     event
 	out    []byte
 	n      uint64 // events run, for timing one in timeSample
+	// outsized says the last event was larger than runnerKeepEventBytes:
+	// the next Run starts on fresh buffers.
+	outsized bool
 }
+
+// runnerKeepEventBytes is the largest event after which a Runner keeps
+// the buffers it grew (the parsed tree, the serialized result, the
+// processors' scratch) for the next event. After a larger one it drops
+// them, so that one outsized event does not hold its memory for as long
+// as the goroutine runs: the memory formula counts ChainRunnerBytes per
+// runner, which events up to this size stay within (a test holds them).
+const runnerKeepEventBytes = 32 << 10
 
 // NewRunner returns a Runner of c.
 func (c *Chain) NewRunner() *Runner {
@@ -409,6 +420,13 @@ var ErrNotObject = errors.New("the event is not a JSON object")
 // reason. A processor failing is not an error: the event is kept, marked
 // as Filebeat marks it.
 func (r *Runner) Run(raw []byte) (out []byte, keep bool, err error) {
+	if r.outsized {
+		// The last event's result, which the caller may have held until
+		// now, is no longer in use: drop the buffers it grew.
+		*r = Runner{c: r.c, ev: event{shard: r.ev.shard}, n: r.n}
+		r.ev.arena = &r.arena
+	}
+	r.outsized = len(raw) > runnerKeepEventBytes
 	r.arena.Reset()
 	// The input validated every event before acknowledging it: the
 	// ledger holds valid JSON, parsed here without checking it again.

@@ -649,6 +649,19 @@ func (b *grokByteSet) has(s string, pos int) bool {
 	return b.bits[c>>6]&(1<<(c&63)) != 0
 }
 
+// grokKeepRunWords bounds the memo (in 64-bit words), the job stack and
+// the dirty list (in entries) a search leaves for the next one: 1 MiB of
+// memo holds lines of about 50 KiB for COMBINEDAPACHELOG (160 memoized
+// instructions). A longer line allocates its own. Reusing the memo is
+// what keeps long lines fast: allocating it for each line of 10 KiB made
+// their match 10 to 16 times slower.
+const grokKeepRunWords = 1 << 17
+
+// grokRunMaxBytes is the most a grokRun keeps between searches, which
+// the memory formula counts per goroutine running a chain with grok
+// (conf.GrokRunBytes, which a test holds to it).
+const grokRunMaxBytes = grokKeepRunWords * (8 + int(unsafe.Sizeof(grokJob{})) + 4)
+
 // grokRun is the state of one search.
 type grokRun struct {
 	visited []uint64
@@ -775,7 +788,7 @@ func (p *grokProg) exec(s string, sc *grokScratch) ([]int, bool) {
 	}
 	r.dirty = r.dirty[:0]
 	r.jobs = r.jobs[:0]
-	if cap(r.visited) > 1<<17 || cap(r.jobs) > 1<<17 || cap(r.dirty) > 1<<17 {
+	if cap(r.visited) > grokKeepRunWords || cap(r.jobs) > grokKeepRunWords || cap(r.dirty) > grokKeepRunWords {
 		// Do not keep what one long line needed.
 		r.visited, r.jobs, r.dirty = nil, nil, nil
 	}

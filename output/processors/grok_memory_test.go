@@ -10,11 +10,15 @@ import (
 	"github.com/logpond/logpond/conf"
 )
 
-// The memory formula counts conf.GrokPatternBytes per grok pattern per
-// goroutine: the DFA's bound must fit in it.
-func TestGrokDFABoundWithinFormula(t *testing.T) {
+// The memory formula counts conf.GrokPatternBytes per grok pattern and
+// conf.GrokRunBytes per goroutine with grok: the bounds of the DFA and of
+// what a search keeps must fit in them.
+func TestGrokBoundsWithinFormula(t *testing.T) {
 	if grokDFAMaxBytes > conf.GrokPatternBytes {
-		t.Fatalf("a grok DFA may hold %d bytes, the memory formula counts %d", grokDFAMaxBytes, conf.GrokPatternBytes)
+		t.Errorf("a grok DFA may hold %d bytes, the memory formula counts %d", grokDFAMaxBytes, conf.GrokPatternBytes)
+	}
+	if grokRunMaxBytes > conf.GrokRunBytes {
+		t.Errorf("a grok search may keep %d bytes, the memory formula counts %d", grokRunMaxBytes, conf.GrokRunBytes)
 	}
 }
 
