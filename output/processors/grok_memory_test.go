@@ -60,15 +60,7 @@ func TestGrokDFAMemoryBound(t *testing.T) {
 	for i, l := range lines {
 		want[i] = p.std.MatchString(l)
 	}
-	var before, after runtime.MemStats
-	settle := func(ms *runtime.MemStats) {
-		// Twice: what a sync.Pool held (regexp's machines) survives
-		// one collection.
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(ms)
-	}
-	settle(&before)
+	before := liveHeap()
 	sc := new(grokScratch)
 	var d *grokDFA
 	filled := -1
@@ -93,11 +85,11 @@ func TestGrokDFAMemoryBound(t *testing.T) {
 	if filled < 0 {
 		t.Fatalf("%d varied lines did not fill the DFA (%d states, %d bytes): the test no longer reaches the bound", len(lines), len(d.states), d.bytes)
 	}
-	settle(&after)
+	after := liveHeap()
 	// What the scratch holds beside its DFAs: the backtracker's memo and
 	// capture slots, sized by the longest line.
 	scratch := 8*cap(sc.run.visited) + 8*cap(sc.cap) + 8*cap(sc.out) + 4096
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	held := after - before
 	t.Logf("full after %d lines: %d states, counted %d KiB, heap held %d KiB", filled+1, len(d.states), d.bytes>>10, held>>10)
 	if held > int64(d.bytes+scratch) {
 		t.Errorf("the DFA's heap is %d bytes, more than it counts (%d) and the scratch (%d): grokDStateBytes or grokDFAFixedBytes undercounts", held, d.bytes, scratch)
@@ -147,4 +139,15 @@ func TestGrokNoDFAForHugePrograms(t *testing.T) {
 	if d, ok := sc.dfas[p.prog]; !ok || d != nil {
 		t.Fatalf("DFA %v (present %v), want none", d, ok)
 	}
+}
+
+// liveHeap returns the bytes of live heap objects, once the collector has
+// run twice: what a sync.Pool held (regexp's machines) survives one
+// collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

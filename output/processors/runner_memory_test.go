@@ -49,13 +49,7 @@ func TestRunnerMemoryWithinFormula(t *testing.T) {
 			}
 			outsized := tc.event(7, 1<<20)
 			c := mustChain(t, tc.chain)
-			settle := func(ms *runtime.MemStats) {
-				runtime.GC()
-				runtime.GC() // a sync.Pool's contents survive one
-				runtime.ReadMemStats(ms)
-			}
-			var before runtime.MemStats
-			settle(&before)
+			before := liveHeap()
 			r := c.NewRunner()
 			run := func(ev []byte) {
 				if _, keep, err := r.Run(ev); err != nil || !keep {
@@ -64,15 +58,14 @@ func TestRunnerMemoryWithinFormula(t *testing.T) {
 			}
 			check := func(after string) {
 				t.Helper()
-				var ms runtime.MemStats
-				settle(&ms)
+				now := liveHeap()
 				dfas := 0
 				for _, d := range r.ev.grok.dfas {
 					if d != nil {
 						dfas += d.bytes
 					}
 				}
-				held := int64(ms.HeapAlloc) - int64(before.HeapAlloc) - int64(dfas)
+				held := now - before - int64(dfas)
 				t.Logf("after %s: the runner holds %d KiB beside %d KiB of grok DFAs (formula: %d KiB)", after, held>>10, dfas>>10, tc.formula>>10)
 				if held > tc.formula {
 					t.Errorf("after %s a runner holds %d bytes; the memory formula counts %d", after, held, tc.formula)
