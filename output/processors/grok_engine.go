@@ -1367,17 +1367,16 @@ func (d *grokDFA) mayMatch(p *grokProg, s string) bool {
 		return true
 	}
 	if d.full {
-		// Start afresh. The states are dropped from the backing array
-		// too, so that the collector may take them; the index keeps its
-		// buckets, which grokDStateBytes counted.
+		// Start afresh, on a new index and states slice: the old ones,
+		// whose growth grokDStateBytes counted, go to the collector with
+		// the states.
 		d.fails++
 		d.full = false
 		for _, st := range d.states {
 			d.bytes -= grokDStateBytes(len(st.pcs))
 		}
-		clear(d.states)
-		d.states = d.states[:0]
-		clear(d.index)
+		d.states = nil
+		d.index = map[string]int32{}
 	}
 	unanchored := !p.anchored
 	d.next = append(d.next[:0], p.start)
