@@ -9,6 +9,8 @@
 // What it speaks:
 //   - GET and HEAD / (the info go-elasticsearch's product check reads),
 //     with the version's number, Lucene and compatibility versions;
+//   - GET /_license: an active basic license (what x-pack Beats and
+//     Elastic Agent check when they connect);
 //   - the bulk API (/_bulk, /{index}/_bulk) with create, index and delete
 //     actions (update is refused), NDJSON or JSON bodies, gzip or deflate,
 //     and filter_path on its answer (names and "*"; the forms it does not

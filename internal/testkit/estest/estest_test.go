@@ -775,6 +775,9 @@ func TestReadEndpoints(t *testing.T) {
 		{"GET", "/zz/_count", 404, "error.type", "index_not_found_exception"},
 		{"POST", "/_refresh", 200, "_shards.failed", "0"},
 		{"POST", "/a1/_refresh", 200, "_shards.total", "1"},
+		{"GET", "/_license", 200, "license.type", "basic"},
+		{"GET", "/_license", 200, "license.status", "active"},
+		{"DELETE", "/_license", 405, "status", "405"},
 	} {
 		r := h.must(tc.method, tc.path, nil)
 		if r.status != tc.status || r.get(tc.check).String() != tc.want {

@@ -54,6 +54,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		default:
 			methodNotAllowed(w, r, "GET, HEAD")
 		}
+	case len(segs) == 1 && segs[0] == "_license":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, "GET")
+			return
+		}
+		writeJSON(w, http.StatusOK, s.licenseBody())
 	case len(segs) == 1 && segs[0] == "_bulk":
 		s.bulkRoute(w, r, "")
 	case len(segs) == 2 && segs[1] == "_bulk":

@@ -96,6 +96,18 @@ func truncate(s string, n int) string {
 }
 
 // infoBody is GET / for the node's version.
+// licenseBody is GET /_license's answer: an active basic license, the one
+// a cluster runs without a subscription. x-pack Beats and Elastic Agent
+// read it when they connect, and refuse a cluster that has no answer.
+func (s *Server) licenseBody() []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"license":{"status":"active","uid":`...)
+	b = appendString(b, s.clusterID)
+	b = append(b, `,"type":"basic","issue_date":"2024-12-11T12:08:05.663Z","issue_date_in_millis":1733918885663,`...)
+	b = append(b, `"max_nodes":1000,"max_resource_units":null,"issued_to":"estest","issuer":"elasticsearch","start_date_in_millis":-1}}`...)
+	return b
+}
+
 func (s *Server) infoBody() []byte {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"name":"estest","cluster_name":"estest","cluster_uuid":`...)
