@@ -403,10 +403,16 @@ const runnerKeepEventBytes = 32 << 10
 
 // NewRunner returns a Runner of c.
 func (c *Chain) NewRunner() *Runner {
-	r := &Runner{c: c}
-	r.ev.arena = &r.arena
-	r.ev.shard = int((c.runners.Add(1) - 1) % countShards)
+	r := &Runner{}
+	r.start(c, int((c.runners.Add(1)-1)%countShards), 0)
 	return r
+}
+
+// start sets r up on empty buffers, as a Runner of c on its counters'
+// shard that has run n events.
+func (r *Runner) start(c *Chain, shard int, n uint64) {
+	*r = Runner{c: c, ev: event{shard: shard}, n: n}
+	r.ev.arena = &r.arena
 }
 
 // ErrNotObject says an event is not a JSON object: no processor can
@@ -423,8 +429,7 @@ func (r *Runner) Run(raw []byte) (out []byte, keep bool, err error) {
 	if r.outsized {
 		// The last event's result, which the caller may have held until
 		// now, is no longer in use: drop the buffers it grew.
-		*r = Runner{c: r.c, ev: event{shard: r.ev.shard}, n: r.n}
-		r.ev.arena = &r.arena
+		r.start(r.c, r.ev.shard, r.n)
 	}
 	r.outsized = len(raw) > runnerKeepEventBytes
 	r.arena.Reset()

@@ -534,22 +534,33 @@ func TestGrokEngineSameAsRegexp(t *testing.T) {
 	if testing.Short() {
 		n = 500
 	}
-	none := func(string) (string, bool) { return "", false }
 	for range n {
 		g := &grokTestGen{r: r}
 		expr := g.expr(0)
-		std, err := regexp.Compile(expr)
-		if err != nil {
+		std, p, ok := grokTestCompileRegexp(t, expr)
+		if !ok {
 			continue
-		}
-		p, err := grokCompilePattern(expr, none)
-		if err != nil {
-			t.Fatalf("%q: %v", expr, err)
 		}
 		for range 25 {
 			grokTestSameAsRegexp(t, expr, std, p, &sc, grokTestInput(r))
 		}
 	}
+}
+
+// grokTestCompileRegexp compiles expr, a regexp without grok references,
+// with Go's regexp and as a grok pattern; ok is false when regexp refuses
+// it, and grok must accept whatever regexp does.
+func grokTestCompileRegexp(t *testing.T, expr string) (std *regexp.Regexp, p *grokCompiled, ok bool) {
+	t.Helper()
+	std, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, nil, false
+	}
+	p, err = grokCompilePattern(expr, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("%q: regexp compiles it, grok refuses it: %v", expr, err)
+	}
+	return std, p, true
 }
 
 // grokTestSameAsRegexp checks p, compiled from expr, against std, Go's

@@ -1,7 +1,6 @@
 package processors
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 
@@ -22,7 +21,6 @@ func FuzzGrokRegexp(f *testing.F) {
 	f.Add(`(?P<g>a|ab)(?P<h>c|bcd)(?P<i>d*)`, "abcd")
 	f.Add(`(?:(?P<e>)|x)+y`, "xxy")
 	f.Add(`[\pL\d_]{2,}\S+?(?P<t>\s|$)`, "ab_1 x\n")
-	none := func(string) (string, bool) { return "", false }
 	f.Fuzz(func(t *testing.T, expr, in string) {
 		// Bounds keep one input to milliseconds, not the engine's:
 		// long inputs go to regexp by design (maxLen), and
@@ -30,13 +28,9 @@ func FuzzGrokRegexp(f *testing.F) {
 		if len(expr) > 256 || len(in) > 4096 || strings.Contains(expr, "%{") {
 			return
 		}
-		std, err := regexp.Compile(expr)
-		if err != nil {
+		std, p, ok := grokTestCompileRegexp(t, expr)
+		if !ok {
 			return
-		}
-		p, err := grokCompilePattern(expr, none)
-		if err != nil {
-			t.Fatalf("%q: regexp compiles it, grok refuses it: %v", expr, err)
 		}
 		var sc grokScratch
 		grokTestSameAsRegexp(t, expr, std, p, &sc, in)
