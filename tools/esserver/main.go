@@ -15,7 +15,9 @@
 // X-Elastic-Product header from 7.14, the compatible-with versions it
 // accepts, data streams from 7.9); -data-streams sets the index patterns
 // whose names are data streams ("builtin", the default, for logs-*-*,
-// metrics-*-*, synthetics-*-* and traces-*-*; "none" for none).
+// metrics-*-*, synthetics-*-* and traces-*-*; "none" for none). GET
+// /_license answers an active basic license, so that x-pack Beats and
+// Elastic Agent, which check it when they connect, can ship to it.
 //
 // It stores every document in memory, answers the bulk API with the faults
 // its flags ask for, and logs (log/slog, text, on stderr) one line with its
