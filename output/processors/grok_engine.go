@@ -1372,9 +1372,7 @@ func (d *grokDFA) mayMatch(p *grokProg, s string) bool {
 		// the states.
 		d.fails++
 		d.full = false
-		for _, st := range d.states {
-			d.bytes -= grokDStateBytes(len(st.pcs))
-		}
+		d.bytes = grokDFAFixedBytes(len(p.inst))
 		d.states = nil
 		d.index = map[string]int32{}
 	}
