@@ -232,8 +232,9 @@ type Elasticsearch struct {
 	Concurrency string `toml:"concurrency"`
 	// FlushBytes is the bulk request size to aim for.
 	FlushBytes Size `toml:"flush_bytes"`
-	// FlushInterval sends a smaller request when no more events arrived
-	// for this long.
+	// FlushInterval is the longest a request that is not full waits for
+	// more events (it goes sooner once the ledger stops growing), and
+	// how often the output's cursor is persisted.
 	FlushInterval Duration `toml:"flush_interval"`
 	// MaxRequestBytes is the largest request Elasticsearch accepts (its
 	// http.max_content_length); a bigger event is dead-lettered.

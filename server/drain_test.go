@@ -147,3 +147,34 @@ func TestDrainingNotReady(t *testing.T) {
 		t.Errorf("not ready without an input, not draining: %q", why)
 	}
 }
+
+// TestPartialRequestGoesWhenEventsStop: with a flush_interval far longer
+// than the test, a burst smaller than flush_bytes still reaches
+// Elasticsearch while logpond runs: once the ledger has stopped growing
+// (for two ledger.flush_interval), the output sends the request it holds
+// rather than wait out flush_interval for events that are not coming.
+func TestPartialRequestGoesWhenEventsStop(t *testing.T) {
+	es, err := estest.Start(estest.Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	cfg := pipelineConfig(t, t.TempDir())
+	cfg.Output.Elasticsearch.Enabled = false
+	o := namedES(es.URL())
+	o.FlushInterval = conf.Duration(time.Hour)
+	cfg.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"es": o}
+	r := start(t, cfg)
+	defer r.shutdown(t)
+	const events = 300 // 300 KiB, in 2 batches: less than flush_bytes
+	if err := sendFanout(t, r.s.BeatsAddr().String(), 0, events); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for es.Count() < events {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s Elasticsearch holds %d of %d events: the partial request waits for flush_interval", es.Count(), events)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

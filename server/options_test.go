@@ -130,7 +130,7 @@ func TestElasticsearchOptions(t *testing.T) {
 		DataStream: elasticsearch.DataStreamAuto, DataStreamType: "logs", DataStreamDataset: "generic", DataStreamNamespace: "default",
 		DataStreamSyncFields: true,
 		DerivedIDs:           true, Workers: 4,
-		FlushBytes: 1 << 20, FlushInterval: time.Second, MaxRequestBytes: 100 << 20, MaxRecordBytes: 4 << 20, Timeout: time.Minute,
+		FlushBytes: 1 << 20, FlushInterval: time.Second, LedgerFlushInterval: 100 * time.Millisecond, MaxRequestBytes: 100 << 20, MaxRecordBytes: 4 << 20, Timeout: time.Minute,
 		RetryInitial: 2 * time.Second, RetryMax: 64 * time.Second,
 		Cursor: "elasticsearch", Name: "elasticsearch", Key: "output.elasticsearch", UnreadableAfter: time.Hour,
 	}
@@ -160,7 +160,7 @@ func TestElasticsearchOptions(t *testing.T) {
 			Index:              compile("logs-%{+yyyy.MM.dd}"), FallbackIndex: "fallback", Pipeline: compile("%{[@metadata][pipeline]}"),
 			DataStream: elasticsearch.DataStreamAlways, DataStreamType: "metrics", DataStreamDataset: "nginx.access", DataStreamNamespace: "prod",
 			Workers: 8, FixedConcurrency: true,
-			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, MaxRequestBytes: 10 << 20, MaxRecordBytes: 4 << 20, Gzip: true, Timeout: time.Second,
+			FlushBytes: 2 << 20, FlushInterval: time.Millisecond, LedgerFlushInterval: 100 * time.Millisecond, MaxRequestBytes: 10 << 20, MaxRecordBytes: 4 << 20, Gzip: true, Timeout: time.Second,
 			RetryInitial: time.Second, RetryMax: time.Minute,
 			Cursor: "elasticsearch", Name: "elasticsearch", Key: "output.elasticsearch", UnreadableAfter: time.Hour,
 		}, ""},

@@ -96,10 +96,18 @@ type Options struct {
 	FixedConcurrency bool
 	// Local, when set, lets the adaptive controller give way to
 	// logpond's own acknowledgements (see LocalLoad).
-	Local           LocalLoad
-	FlushBytes      int
-	FlushInterval   time.Duration
-	MaxRequestBytes int
+	Local      LocalLoad
+	FlushBytes int
+	// FlushInterval is the longest a request that is not full waits for
+	// more events, and how often the cursor is persisted. The request
+	// goes sooner once events stop arriving: when the ledger has not
+	// grown for twice LedgerFlushInterval (drain.Source.WaitMore).
+	FlushInterval time.Duration
+	// LedgerFlushInterval is the server's ledger.flush_interval, how
+	// often the ledger grows while events arrive; 0 makes a request
+	// that is not full always wait out FlushInterval.
+	LedgerFlushInterval time.Duration
+	MaxRequestBytes     int
 	// MaxRecordBytes is the largest record of several events the input
 	// builds (a record of one event may be larger: the event's size).
 	// Buffers that hold FlushBytes and one such record are kept for
@@ -366,7 +374,8 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	return &Output{opts: opts, ledger: l, client: client, transport: transport, pool: pool, maxKeep: maxKeep,
 		metaOnlyIndex: metaOnly, log: log, idPrefix: prefix, cluster: cluster,
 		cursor: drain.NewCursor(l, opts.Cursor, log, "sent"), deadLog: drain.NewDeadLetterLog(log), inflight: newInflight(),
-		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery", Chain: opts.Chain})}, nil
+		src: drain.NewSource(drain.SourceOptions{Ledger: l, Log: log, UnreadableAfter: opts.UnreadableAfter, Sent: "sent", Sending: "delivery", Chain: opts.Chain,
+			LedgerFlushInterval: opts.LedgerFlushInterval})}, nil
 }
 
 // keptBufferBytes is the largest buffer the output keeps for reuse (a

@@ -39,8 +39,9 @@ func (c *chunk) reset() {
 // read copies ledger records from LSN from on into chunks of about
 // FlushBytes, registers each record with the tracker in LSN order, and
 // sends the chunks on out; it closes out when it returns. A partial chunk
-// goes out once FlushInterval has passed since its first record and no
-// more records are waiting. Chunk buffers come back on free. It holds
+// goes out, once no more records are waiting, when FlushInterval has
+// passed since its first record or sooner when records stop coming
+// (drain.Source.WaitMore). Chunk buffers come back on free. It holds
 // cpu's slot while it reads and decodes records, and gives it before it
 // waits (for a worker to take a chunk, for the ledger's tail).
 func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk, cpu *drain.CPUTurn) error {
@@ -150,16 +151,12 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			}
 			continue
 		}
-		if wait := time.Until(c.started.Add(o.opts.FlushInterval)); wait > 0 {
-			wctx, cancel := context.WithTimeout(ctx, wait)
-			err := r.Wait(wctx)
-			cancel()
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err == nil {
-				continue // more records: fill the chunk further
-			}
+		// A partial chunk: it waits for more records while they keep
+		// coming, up to FlushInterval since its first.
+		if more, ok := o.src.WaitMore(ctx, r, c.started, o.opts.FlushInterval); !ok {
+			return nil
+		} else if more {
+			continue // more records: fill the chunk further
 		}
 		if !send() {
 			return nil

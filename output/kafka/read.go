@@ -80,16 +80,14 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			if b.len() == 0 {
 				return false, true
 			}
-			if wait := o.opts.FlushInterval - time.Since(first); caughtUp && wait > 0 {
+			if caughtUp {
 				// Caught up with a partial batch: it waits for more
 				// events until the flush interval has passed.
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				err := r.Wait(wctx)
-				cancel()
-				if ctx.Err() != nil {
+				more, ok := o.src.WaitMore(ctx, r, first, o.opts.FlushInterval)
+				if !ok {
 					return false, false
 				}
-				if err == nil {
+				if more {
 					return true, true // new records: read them first
 				}
 			}

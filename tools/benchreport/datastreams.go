@@ -45,9 +45,9 @@ type dsRun struct {
 	Events  int64
 	Elapsed time.Duration // from logpond's start until the server held every event
 	// Stall is the longest the server's document count stood still
-	// (drainRun.Stall): the output's flush_interval before the last
-	// request when that is not full, which depends on where the backlog
-	// ends; StallAt is the count it stood at.
+	// (drainRun.Stall): the output's wait for more events before the
+	// last request when that is not full, which depends on where the
+	// backlog ends; StallAt is the count it stood at.
 	Stall   time.Duration
 	StallAt int
 	PeakRSS int64 // the largest over the rounds
@@ -67,9 +67,8 @@ type dsRun struct {
 }
 
 // Net is the drain time without its longest stall: what the shapes are
-// compared by, as the wait before a backlog's last request is up to
-// flush_interval whatever the events (a backlog ending on a full request
-// has none).
+// compared by, as the wait before a backlog's last request is the same
+// whatever the events (a backlog ending on a full request has none).
 func (r dsRun) Net() time.Duration { return r.Elapsed - r.Stall }
 
 // CPUPerEvent is logpond's CPU time per event of the backlog, in µs.
@@ -236,7 +235,7 @@ func dsMarkdown(r *report) string {
 	if len(runs) == 0 {
 		return b.String()
 	}
-	p("One backlog of %d events of %d B per event shape, each built with the output off, then drained into a fresh in-process `estest` server (which enforces data stream rules: create only, `@timestamp` required) from a copy of its stores, with the default output settings (`data_stream = \"auto\"`: an event with a `data_stream` object goes to the data stream it names, any other to `index`). The shapes are drained in turn, interleaved %d times, each round starting with the next shape; the table shows each shape's median drain, its median CPU (peak RSS: the largest), and, in the × classic columns, the median of the per-round ratios (each round's drains seconds apart, so a stretch when the shared machine was slow weighs on every shape alike). Time runs from logpond's start until the server holds every event; \"stall\" is the longest the server's document count stood still after its first rise (to the poll's 20 ms): when the backlog's last bulk request is not full, the output waits `flush_interval` (1 s) for more events before it sends it, a wait that depends only on where the backlog ends, not on the events, so events/s and × classic count the drain time without the stall. Every event must be stored exactly once (201 once per event), a classic event in the index `%s`, an Agent-shaped event in its data stream `logs-{dataset}-default` with `@timestamp` and its whole `data_stream` object. The Agent shapes cycle through %d datasets, so every bulk request holds events bound for %d data streams.\n\n",
+	p("One backlog of %d events of %d B per event shape, each built with the output off, then drained into a fresh in-process `estest` server (which enforces data stream rules: create only, `@timestamp` required) from a copy of its stores, with the default output settings (`data_stream = \"auto\"`: an event with a `data_stream` object goes to the data stream it names, any other to `index`). The shapes are drained in turn, interleaved %d times, each round starting with the next shape; the table shows each shape's median drain, its median CPU (peak RSS: the largest), and, in the × classic columns, the median of the per-round ratios (each round's drains seconds apart, so a stretch when the shared machine was slow weighs on every shape alike). Time runs from logpond's start until the server holds every event; \"stall\" is the longest the server's document count stood still after its first rise (to the poll's 20 ms): when the backlog's last bulk request is not full, the output waits for more events until the ledger has not grown for two `ledger.flush_interval` (200 ms) before it sends it, a wait that depends only on where the backlog ends, not on the events, so events/s and × classic count the drain time without the stall. Every event must be stored exactly once (201 once per event), a classic event in the index `%s`, an Agent-shaped event in its data stream `logs-{dataset}-default` with `@timestamp` and its whole `data_stream` object. The Agent shapes cycle through %d datasets, so every bulk request holds events bound for %d data streams.\n\n",
 		o.dsEvents, o.dsSize, runs[0].Rounds, classicIndex, len(lumberload.Datasets()), len(lumberload.Datasets()))
 	if o.parts != defaultOptions().parts {
 		p("Measured %s, logpond %s, in a run of `-parts %s` on the same machine.\n\n", r.Date, r.Revision, o.parts)

@@ -36,9 +36,10 @@ type drainRun struct {
 	// Stall is the longest the server's document count stood still
 	// between its first rise and every event, to the poll's 20 ms, and
 	// StallAt the count it stood at: when the backlog's last bulk
-	// request is not full, the output waits flush_interval (1 s by
-	// default) for more events before it sends it, a wait that depends
-	// on where the backlog ends, not on the events.
+	// request is not full, the output waits for more events until the
+	// ledger has not grown for two ledger.flush_interval (200 ms by
+	// default) before it sends it, a wait that depends on where the
+	// backlog ends, not on the events.
 	Stall   time.Duration
 	StallAt int
 }

@@ -112,8 +112,8 @@ type procRun struct {
 	Stored  int           // documents in the server at the end
 	Elapsed time.Duration // from logpond's start until the server held every document
 	// Stall is the longest the server's document count stood still after
-	// its first rise (drainRun.Stall): the output's flush_interval before
-	// the last request when that is not full.
+	// its first rise (drainRun.Stall): the output's wait for more events
+	// before the last request when that is not full.
 	Stall   time.Duration
 	CPU     time.Duration // logpond's CPU time (user and system) over Elapsed
 	PeakRSS int64
@@ -732,7 +732,7 @@ func procMarkdown(r *report) string {
 		c.Events, float64(c.EventBytes)/float64(max(c.Events, 1)), float64(c.MessageBytes)/float64(max(c.Events, 1)), c.Options, c.Unmatched, o.procRounds)
 	p("```toml\n%s```\n\n", procChain)
 	p("Every run is checked before it counts. Without the chain, the server must hold every event once (201 once per event), as received. With it, it must hold each event the chain keeps once and no OPTIONS request; each access line's document must carry its dissected fields (`source.ip` the line's, the status code and body bytes as numbers, the time renamed to `apache.access.time`), each error line's the `dissect_parsing_error` flag in `log.flags`, and every document `labels.pipeline` and none of `agent.ephemeral_id`, `host.mac`, `ecs`; logpond's `logpond_processor_dropped_events_total` must count every OPTIONS request and `logpond_processor_failed_events_total` every error line (dissect's failures; nothing else fails), and `logpond_output_events_delivered_total` every event, the dropped ones included.\n\n")
-	p("Drain time runs from logpond's start until the server holds every document; \"stall\" is the longest the server's document count stood still after its first rise (when the backlog's last bulk request is not full, the output waits `flush_interval`, 1 s, for more events before it sends it: a wait that depends on where the backlog ends, not on the chain), and events/s is the backlog's events, dropped ones included, over the drain time without the stall. CPU is logpond's user and system time over the drain, per event of the backlog; peak RSS is logpond's VmHWM over the run, formula its memory formula (with the chain it counts each goroutine's chain runner). The in-process server shares the two cores with logpond, and stores fewer, smaller documents with the chain.\n\n")
+	p("Drain time runs from logpond's start until the server holds every document; \"stall\" is the longest the server's document count stood still after its first rise (when the backlog's last bulk request is not full, the output waits for more events until the ledger has not grown for two `ledger.flush_interval`, 200 ms, before it sends it: a wait that depends on where the backlog ends, not on the chain), and events/s is the backlog's events, dropped ones included, over the drain time without the stall. CPU is logpond's user and system time over the drain, per event of the backlog; peak RSS is logpond's VmHWM over the run, formula its memory formula (with the chain it counts each goroutine's chain runner). The in-process server shares the two cores with logpond, and stores fewer, smaller documents with the chain.\n\n")
 	p("| run | processors | events | documents | dropped | dissected | flagged | drain s | stall s | events/s | logpond CPU µs/event | peak RSS MiB | formula MiB |\n")
 	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, run := range res.Runs {

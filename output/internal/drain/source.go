@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,13 @@ type SourceOptions struct {
 	// Chain is the output's processor chain, run on every event read
 	// (Processor); nil sends events as stored.
 	Chain *processors.Chain
+	// LedgerFlushInterval is the server's ledger.flush_interval, the
+	// flusher's period: while events arrive, the ledger grows at least
+	// that often. WaitMore takes a ledger that has not grown for twice
+	// as long for one events have stopped arriving at. 0 makes WaitMore
+	// wait out the whole linger (Kafka's bulk_flush_frequency, which
+	// waits like the producer's linger.ms, whatever arrives).
+	LedgerFlushInterval time.Duration
 }
 
 // Source is an output's side of the ledger it reads: it passes damaged
@@ -65,6 +73,34 @@ func (s *Source) Processing() *Processing { return s.processing }
 
 // Processor returns a Processor of the output's chain, for one goroutine.
 func (s *Source) Processor() *Processor { return s.processing.Processor() }
+
+// WaitMore is what an output holding a partial batch does once its
+// Reader r has caught up with the ledger: it waits for the ledger to grow,
+// so that the batch fills further. It returns more when the ledger grew
+// (read again before sending), and more false when the batch should go
+// now: linger has passed since first (when the batch got its first
+// event), or the ledger has not grown for twice LedgerFlushInterval.
+// The flusher grows the ledger every LedgerFlushInterval while events
+// arrive, so such a pause means the events have stopped: the batch is as
+// full as it will get soon, and waiting out linger would only delay it
+// (the last requests of a burst would wait up to a whole linger). ok is
+// false when ctx ended.
+func (s *Source) WaitMore(ctx context.Context, r *ledger.Reader, first time.Time, linger time.Duration) (more, ok bool) {
+	wait := time.Until(first.Add(linger))
+	if idle := 2 * s.opts.LedgerFlushInterval; idle > 0 && idle < wait {
+		wait = idle
+	}
+	if wait <= 0 {
+		return false, true
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	err := r.Wait(wctx)
+	cancel()
+	if ctx.Err() != nil {
+		return false, false
+	}
+	return err == nil, true
+}
 
 // Counts is what a Source passed and retried since it was made.
 type Counts struct {
