@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/output/dlq"
 	"github.com/logpond/logpond/output/internal/drain"
 	"github.com/logpond/logpond/record"
@@ -36,9 +35,11 @@ func (c *chunk) reset() {
 	c.data, c.recs, c.started = c.data[:0], c.recs[:0], time.Time{}
 }
 
-// read copies ledger records from LSN from on into chunks of about
-// FlushBytes, registers each record with the tracker in LSN order, and
-// sends the chunks on out; it closes out when it returns. A partial chunk
+// read reads the ledger from LSN from on as every output does
+// (drain.Source.ReadLoop: damage passed, failed reads retried, each record
+// registered with the tracker in LSN order), copies the records into
+// chunks of about FlushBytes, and sends the chunks on out; it closes out
+// when it returns. A partial chunk
 // goes out, once no more records are waiting, when FlushInterval has
 // passed since its first record or sooner when records stop coming
 // (drain.Source.WaitMore). Chunk buffers come back on free. It holds
@@ -46,10 +47,8 @@ func (c *chunk) reset() {
 // waits (for a worker to take a chunk, for the ledger's tail).
 func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk, cpu *drain.CPUTurn) error {
 	defer close(out)
-	defer cpu.Give()
 	r := o.ledger.Reader(from)
 	defer r.Close()
-	r.SkipDamage()
 	next := func() *chunk {
 		select {
 		case c := <-free:
@@ -70,39 +69,25 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			return false
 		}
 	}
-	// readNext reads the next record, decompressing a compressed one's
-	// events straight into the chunk when they fit it: into its free
-	// capacity up to FlushBytes (so that the record needs no chunk of
-	// its own), or into all of it when the chunk is empty.
-	readNext := func() bool {
-		room := cap(c.data)
-		if len(c.recs) > 0 {
-			room = min(room, max(o.opts.FlushBytes, len(c.data)))
-		}
-		r.DecodeTo(c.data[:len(c.data):room])
-		return r.Next()
-	}
-	for {
-		if cpu.Take(ctx) != nil {
-			return nil
-		}
-		for readNext() {
-			// Damaged ranges and ranges max_lag retention deleted.
-			if passed, err := o.src.Pass(r, tr); err != nil {
-				return fmt.Errorf("elasticsearch: %w", err)
-			} else if passed {
-				continue
+	err := o.src.ReadLoop(ctx, r, tr, drain.ReadHooks{
+		CPU: cpu,
+		// A compressed record's events are decompressed straight into
+		// the chunk when they fit it: into its free capacity up to
+		// FlushBytes (so that the record needs no chunk of its own), or
+		// into all of it when the chunk is empty.
+		BeforeNext: func() {
+			room := cap(c.data)
+			if len(c.recs) > 0 {
+				room = min(room, max(o.opts.FlushBytes, len(c.data)))
 			}
-			lsn := r.LSN()
-			// The Reader verified the record when it read it; the chunk
-			// holds its events (decompressed into it, or a copy), which
-			// the worker uses as is.
-			rec := r.Decoded()
-			if err := tr.Add(lsn, rec.Count(), rec.Received()); err != nil {
-				return fmt.Errorf("elasticsearch: %w", err)
-			}
+			r.DecodeTo(c.data[:len(c.data):room])
+		},
+		// The Reader verified the record when it read it; the chunk
+		// holds its events (decompressed into it, or a copy), which the
+		// worker uses as is.
+		Record: func(lsn uint64, rec record.Record) bool {
 			if rec.Count() == 0 {
-				continue
+				return true
 			}
 			// A chunk holds at most FlushBytes of events, or one record
 			// when a record alone is larger: the memory formula counts
@@ -113,7 +98,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 				c.data = c.data[:len(c.data)+rec.EventBytes()]
 			} else {
 				if len(c.recs) > 0 && len(c.data)+rec.EventBytes() > o.opts.FlushBytes && !send() {
-					return nil
+					return false
 				}
 				c.data, rec = rec.Clone(c.data)
 			}
@@ -121,47 +106,31 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 				c.started = time.Now()
 			}
 			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
-			if len(c.data) >= o.opts.FlushBytes && !send() {
-				return nil
+			return len(c.data) < o.opts.FlushBytes || send()
+		},
+		// Before a failed read is retried, what was read goes out; once
+		// caught up, a partial chunk waits for more records while they
+		// keep coming, up to FlushInterval since its first.
+		Flush: func(caughtUp bool) (more, ok bool) {
+			if len(c.recs) == 0 {
+				return false, true
 			}
-		}
-		if err := r.Err(); err != nil {
-			var re *ledger.ReadError
-			if !errors.As(err, &re) {
-				return fmt.Errorf("elasticsearch: reading the ledger: %w", err)
+			if caughtUp {
+				more, ok := o.src.WaitMore(ctx, r, c.started, o.opts.FlushInterval)
+				if !ok {
+					return false, false
+				}
+				if more {
+					return true, true // more records: fill the chunk further
+				}
 			}
-			// The device failed the read: the Reader reads the same
-			// bytes again at the next Next. What was read goes out
-			// meanwhile.
-			if len(c.recs) > 0 && !send() {
-				return nil
-			}
-			cpu.Give()
-			if !o.src.ReadFailed(ctx, r, re) {
-				return nil // ctx ended
-			}
-			continue
-		}
-		o.src.ReadWorks()
-		// Caught up with the ledger.
-		cpu.Give()
-		if len(c.recs) == 0 {
-			if err := r.Wait(ctx); err != nil {
-				return nil // ctx ended
-			}
-			continue
-		}
-		// A partial chunk: it waits for more records while they keep
-		// coming, up to FlushInterval since its first.
-		if more, ok := o.src.WaitMore(ctx, r, c.started, o.opts.FlushInterval); !ok {
-			return nil
-		} else if more {
-			continue // more records: fill the chunk further
-		}
-		if !send() {
-			return nil
-		}
+			return true, send()
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("elasticsearch: %w", err)
 	}
+	return nil
 }
 
 // process turns the records of c into bulk requests of about FlushBytes

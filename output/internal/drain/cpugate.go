@@ -46,9 +46,9 @@ type CPUTurn struct {
 func (g *CPUGate) Turn() *CPUTurn { return &CPUTurn{g: g} }
 
 // Take waits for a slot when the gate applies and none is held; it
-// returns ctx's error if ctx ends first.
+// returns ctx's error if ctx ends first. A nil CPUTurn never waits.
 func (t *CPUTurn) Take(ctx context.Context) error {
-	if t.held || t.g == nil || !t.g.closed() {
+	if t == nil || t.held || t.g == nil || !t.g.closed() {
 		return nil
 	}
 	select {
@@ -62,7 +62,7 @@ func (t *CPUTurn) Take(ctx context.Context) error {
 
 // Give gives back the slot held, if any.
 func (t *CPUTurn) Give() {
-	if t.held {
+	if t != nil && t.held {
 		<-t.g.slots
 		t.held = false
 	}

@@ -1,6 +1,6 @@
 // Package drain holds what every output does with the ledger it drains
-// from its own named cursor, whatever it sends to: the Elasticsearch and
-// the Lumberjack outputs use it alike.
+// from its own named cursor, whatever it sends to: the Elasticsearch,
+// Kafka and Lumberjack outputs use it alike.
 //
 // What it promises:
 //

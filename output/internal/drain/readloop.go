@@ -21,6 +21,14 @@ type ReadHooks struct {
 	// wait for the ledger's next record (it sent something, or new
 	// records came while it waited), and ok false to stop reading.
 	Flush func(caughtUp bool) (more, ok bool)
+	// BeforeNext, when set, runs before every read of a record: an
+	// output that decodes records straight into its own buffers points
+	// the Reader at them there (ledger.Reader.DecodeTo).
+	BeforeNext func()
+	// CPU, when set, is held while ReadLoop reads and decodes records,
+	// and given before everything that may wait: Flush, a retried read,
+	// the ledger's tail. Record gives it itself before it waits.
+	CPU *CPUTurn
 }
 
 // ReadLoop reads r for an output, the way every output reads, until ctx
@@ -39,8 +47,18 @@ type ReadHooks struct {
 // it.
 func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h ReadHooks) error {
 	r.SkipDamage()
+	defer h.CPU.Give()
+	next := func() bool {
+		if h.BeforeNext != nil {
+			h.BeforeNext()
+		}
+		return r.Next()
+	}
 	for {
-		for r.Next() {
+		if h.CPU.Take(ctx) != nil {
+			return nil // ctx ended
+		}
+		for next() {
 			if passed, err := s.Pass(r, tr); err != nil {
 				return err
 			} else if passed {
@@ -54,6 +72,8 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 				return nil
 			}
 		}
+		// Every way on from here may wait.
+		h.CPU.Give()
 		if err := r.Err(); err != nil {
 			var re *ledger.ReadError
 			if !errors.As(err, &re) {
@@ -64,6 +84,7 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 			if _, ok := h.Flush(false); !ok {
 				return nil
 			}
+			h.CPU.Give() // Flush may have taken it back
 			if !s.ReadFailed(ctx, r, re) {
 				return nil // ctx ended
 			}
@@ -77,6 +98,7 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 		if more {
 			continue
 		}
+		h.CPU.Give() // Flush may have taken it back
 		if err := r.Wait(ctx); err != nil {
 			return nil // ctx ended
 		}
