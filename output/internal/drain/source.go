@@ -35,8 +35,8 @@ type SourceOptions struct {
 	Chain *processors.Chain
 	// LedgerFlushInterval is the server's ledger.flush_interval, the
 	// flusher's period: while events arrive, the ledger grows at least
-	// that often. WaitMore takes a ledger that has not grown for twice
-	// as long for one events have stopped arriving at. 0 makes WaitMore
+	// that often, so WaitMore takes it that events have stopped arriving
+	// once the ledger has not grown for twice as long. 0 makes WaitMore
 	// wait out the whole linger (Kafka's bulk_flush_frequency, which
 	// waits like the producer's linger.ms, whatever arrives).
 	LedgerFlushInterval time.Duration
