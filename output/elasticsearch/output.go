@@ -101,7 +101,7 @@ type Options struct {
 	// FlushInterval is the longest a request that is not full waits for
 	// more events, and how often the cursor is persisted. The request
 	// goes sooner once events stop arriving: when the ledger has not
-	// grown for twice LedgerFlushInterval (drain.Source.WaitMore).
+	// grown for twice LedgerFlushInterval (drain.ReadHooks.Linger).
 	FlushInterval time.Duration
 	// LedgerFlushInterval is the server's ledger.flush_interval, how
 	// often the ledger grows while events arrive; 0 makes a request

@@ -39,10 +39,9 @@ func (c *chunk) reset() {
 // (drain.Source.ReadLoop: damage passed, failed reads retried, each record
 // registered with the tracker in LSN order), copies the records into
 // chunks of about FlushBytes, and sends the chunks on out; it closes out
-// when it returns. A partial chunk
-// goes out, once no more records are waiting, when FlushInterval has
-// passed since its first record or sooner when records stop coming
-// (drain.Source.WaitMore). Chunk buffers come back on free. It holds
+// when it returns. A partial chunk goes out, once no more records are
+// waiting, when FlushInterval has passed since its first record or
+// sooner when records stop coming (drain.ReadHooks.Linger). Chunk buffers come back on free. It holds
 // cpu's slot while it reads and decodes records, and gives it before it
 // waits (for a worker to take a chunk, for the ledger's tail).
 func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out chan<- *chunk, free chan *chunk, cpu *drain.CPUTurn) error {
@@ -108,21 +107,15 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			c.recs = append(c.recs, chunkRecord{lsn: lsn, rec: rec})
 			return len(c.data) < o.opts.FlushBytes || send()
 		},
-		// Before a failed read is retried, what was read goes out; once
-		// caught up, a partial chunk waits for more records while they
-		// keep coming, up to FlushInterval since its first.
-		Flush: func(caughtUp bool) (more, ok bool) {
+		// Once caught up, a partial chunk waits for more records while
+		// they keep coming, up to FlushInterval since its first.
+		Linger: o.opts.FlushInterval,
+		Held:   func() time.Time { return c.started },
+		// Before a failed read is retried, and after the linger, what
+		// was read goes out.
+		Flush: func() (more, ok bool) {
 			if len(c.recs) == 0 {
 				return false, true
-			}
-			if caughtUp {
-				more, ok := o.src.WaitMore(ctx, r, c.started, o.opts.FlushInterval)
-				if !ok {
-					return false, false
-				}
-				if more {
-					return true, true // more records: fill the chunk further
-				}
 			}
 			return true, send()
 		},

@@ -76,20 +76,13 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 			}
 			return ok
 		},
-		Flush: func(caughtUp bool) (more, ok bool) {
+		// Caught up with a partial batch: it waits for more events
+		// until the flush interval has passed.
+		Linger: o.opts.FlushInterval,
+		Held:   func() time.Time { return first },
+		Flush: func() (more, ok bool) {
 			if b.len() == 0 {
 				return false, true
-			}
-			if caughtUp {
-				// Caught up with a partial batch: it waits for more
-				// events until the flush interval has passed.
-				more, ok := o.src.WaitMore(ctx, r, first, o.opts.FlushInterval)
-				if !ok {
-					return false, false
-				}
-				if more {
-					return true, true // new records: read them first
-				}
 			}
 			return true, send()
 		},

@@ -55,7 +55,7 @@ func (o *Output) read(ctx context.Context, from uint64, tr *drain.Tracker, out c
 		// The receiver has nothing better to wait for: a partial window
 		// goes as soon as the reader has caught up, or before a failed
 		// read is retried.
-		Flush: func(bool) (more, ok bool) {
+		Flush: func() (more, ok bool) {
 			if b.len() == 0 {
 				return false, true
 			}

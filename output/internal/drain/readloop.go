@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
@@ -16,11 +17,18 @@ type ReadHooks struct {
 	Record func(lsn uint64, rec record.Record) bool
 	// Flush sends what was read and not sent yet: before a read the
 	// device failed is retried (what was read goes out meanwhile), and
-	// when the reader has caught up with the ledger (caughtUp). It
-	// returns more when the loop should read again at once rather than
-	// wait for the ledger's next record (it sent something, or new
-	// records came while it waited), and ok false to stop reading.
-	Flush func(caughtUp bool) (more, ok bool)
+	// when the reader has caught up with the ledger (after Linger). It
+	// returns more when it sent something, so that the loop reads again
+	// at once rather than wait for the ledger's next record, and ok
+	// false to stop reading.
+	Flush func() (more, ok bool)
+	// Linger, when more than 0, lets the batch an output holds wait for
+	// more records once the reader has caught up, before Flush: up to
+	// Linger after its first event, less once the ledger stops growing
+	// (Source.waitMore). Held says when that first event came: the zero
+	// time when the output holds nothing. 0 flushes at once.
+	Linger time.Duration
+	Held   func() time.Time
 	// BeforeNext, when set, runs before every read of a record: an
 	// output that decodes records straight into its own buffers points
 	// the Reader at them there (ledger.Reader.DecodeTo).
@@ -41,7 +49,8 @@ type ReadHooks struct {
 //   - a read the device fails is retried as ReadFailed says, after Flush,
 //     never skipped before UnreadableAfter; a read that works again ends
 //     the episode (ReadWorks);
-//   - once caught up, Flush, then r.Wait for the next record.
+//   - once caught up, a batch held lingers (Linger), then Flush, then
+//     r.Wait for the next record.
 //
 // Damage is passed, never a halt (docs/design.md, §7): r is set to skip
 // it.
@@ -81,7 +90,7 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 			}
 			// The device failed the read: the Reader reads the same
 			// bytes again at the next Next.
-			if _, ok := h.Flush(false); !ok {
+			if _, ok := h.Flush(); !ok {
 				return nil
 			}
 			h.CPU.Give() // Flush may have taken it back
@@ -91,7 +100,16 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 			continue
 		}
 		s.ReadWorks()
-		more, ok := h.Flush(true)
+		if first := h.held(); h.Linger > 0 && !first.IsZero() {
+			more, ok := s.waitMore(ctx, r, first, h.Linger)
+			if !ok {
+				return nil // ctx ended
+			}
+			if more {
+				continue // new records: read them first
+			}
+		}
+		more, ok := h.Flush()
 		if !ok {
 			return nil
 		}
@@ -103,4 +121,12 @@ func (s *Source) ReadLoop(ctx context.Context, r *ledger.Reader, tr *Tracker, h 
 			return nil // ctx ended
 		}
 	}
+}
+
+// held is Held's answer, the zero time without Held.
+func (h ReadHooks) held() time.Time {
+	if h.Held == nil {
+		return time.Time{}
+	}
+	return h.Held()
 }

@@ -35,9 +35,9 @@ type SourceOptions struct {
 	Chain *processors.Chain
 	// LedgerFlushInterval is the server's ledger.flush_interval, the
 	// flusher's period: while events arrive, the ledger grows at least
-	// that often, so WaitMore takes it that events have stopped arriving
-	// once the ledger has not grown for twice as long. 0 makes WaitMore
-	// wait out the whole linger (Kafka's bulk_flush_frequency, which
+	// that often, so a batch lingering for more records (ReadHooks.Linger)
+	// takes it that events have stopped arriving once the ledger has not
+	// grown for twice as long. 0 makes it wait out the whole linger (Kafka's bulk_flush_frequency, which
 	// waits like the producer's linger.ms, whatever arrives).
 	LedgerFlushInterval time.Duration
 }
@@ -74,8 +74,8 @@ func (s *Source) Processing() *Processing { return s.processing }
 // Processor returns a Processor of the output's chain, for one goroutine.
 func (s *Source) Processor() *Processor { return s.processing.Processor() }
 
-// WaitMore is what an output holding a partial batch does once its
-// Reader r has caught up with the ledger: it waits for the ledger to grow,
+// waitMore is what ReadLoop does for an output holding a partial batch
+// once its Reader r has caught up with the ledger: it waits for the ledger to grow,
 // so that the batch fills further. It returns more when the ledger grew
 // (read again before sending), and more false when the batch should go
 // now: linger has passed since first (when the batch got its first
@@ -85,7 +85,7 @@ func (s *Source) Processor() *Processor { return s.processing.Processor() }
 // full as it will get soon, and waiting out linger would only delay it
 // (the last requests of a burst would wait up to a whole linger). ok is
 // false when ctx ended.
-func (s *Source) WaitMore(ctx context.Context, r *ledger.Reader, first time.Time, linger time.Duration) (more, ok bool) {
+func (s *Source) waitMore(ctx context.Context, r *ledger.Reader, first time.Time, linger time.Duration) (more, ok bool) {
 	wait := time.Until(first.Add(linger))
 	if idle := 2 * s.opts.LedgerFlushInterval; idle > 0 && idle < wait {
 		wait = idle

@@ -8,7 +8,7 @@ import (
 	"github.com/logpond/logpond/record"
 )
 
-// TestWaitMore: a reader caught up with the ledger, its output holding a
+// TestWaitMore: waitMore: a reader caught up with the ledger, its output holding a
 // partial batch, waits for the ledger to grow; the batch goes when its
 // linger has passed or, with LedgerFlushInterval set, once the ledger has
 // stopped growing for twice that, long before the linger.
@@ -55,7 +55,7 @@ func TestWaitMore(t *testing.T) {
 			done := make(chan result, 1)
 			start := time.Now()
 			go func() {
-				more, ok := src.WaitMore(ctx, r, start.Add(-tc.sinceFirst), tc.linger)
+				more, ok := src.waitMore(ctx, r, start.Add(-tc.sinceFirst), tc.linger)
 				done <- result{more, ok}
 			}()
 			if tc.grow {
@@ -85,5 +85,73 @@ func TestWaitMore(t *testing.T) {
 				t.Fatalf("still waiting after %s", tc.returnsBefore)
 			}
 		})
+	}
+}
+
+// TestReadLoopLingers: ReadLoop lets the batch an output holds linger
+// before Flush once caught up: a record appended meanwhile reaches Record
+// first, and once the ledger stops growing (two LedgerFlushInterval) the
+// batch is flushed long before its Linger has passed.
+func TestReadLoopLingers(t *testing.T) {
+	l, _ := openLedger(t, 1)
+	src := NewSource(SourceOptions{Ledger: l, LedgerFlushInterval: 20 * time.Millisecond})
+	r := l.Reader(1)
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan string, 8) // what ReadLoop called, in order
+	var first time.Time
+	done := make(chan error, 1)
+	go func() {
+		done <- src.ReadLoop(ctx, r, NewTracker(0), ReadHooks{
+			Record: func(lsn uint64, _ record.Record) bool {
+				if first.IsZero() {
+					first = time.Now()
+				}
+				events <- "record"
+				return true
+			},
+			Linger: time.Minute,
+			Held:   func() time.Time { return first },
+			Flush: func() (more, ok bool) {
+				if first.IsZero() {
+					return false, true
+				}
+				first = time.Time{}
+				events <- "flush"
+				return true, true
+			},
+		})
+	}()
+	next := func() string {
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatal("ReadLoop did nothing for 30s")
+			return ""
+		}
+	}
+	if e := next(); e != "record" {
+		t.Fatalf("first call %q, want record", e)
+	}
+	rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"y"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(2, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"record", "flush"} {
+		if e := next(); e != want {
+			t.Fatalf("got %q, want %q: the batch did not linger for the record appended", e, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
