@@ -5,8 +5,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logpond/logpond/ledger"
 	"github.com/logpond/logpond/record"
 )
+
+// appendSynced appends a one-event record at lsn to l and syncs it, so
+// that a Reader waiting at the ledger's tail sees the ledger grow.
+func appendSynced(t *testing.T, l *ledger.Ledger, lsn uint64) {
+	t.Helper()
+	rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"y"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(lsn, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestWaitMore: waitMore: a reader caught up with the ledger, its output holding a
 // partial batch, waits for the ledger to grow; the batch goes when its
@@ -59,16 +76,7 @@ func TestWaitMore(t *testing.T) {
 				done <- result{more, ok}
 			}()
 			if tc.grow {
-				rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"y"}`)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := l.Append(2, rec); err != nil {
-					t.Fatal(err)
-				}
-				if err := l.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				appendSynced(t, l, 2)
 			}
 			if tc.cancel {
 				cancel()
@@ -135,16 +143,7 @@ func TestReadLoopLingers(t *testing.T) {
 	if e := next(); e != "record" {
 		t.Fatalf("first call %q, want record", e)
 	}
-	rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"y"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(2, rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	appendSynced(t, l, 2)
 	for _, want := range []string{"record", "flush"} {
 		if e := next(); e != want {
 			t.Fatalf("got %q, want %q: the batch did not linger for the record appended", e, want)
