@@ -23,18 +23,24 @@ func openLedger(t *testing.T, records int) (*ledger.Ledger, string) {
 	}
 	t.Cleanup(func() { l.Close() })
 	for lsn := 1; lsn <= records; lsn++ {
-		rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"x"}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Append(uint64(lsn), rec); err != nil {
-			t.Fatal(err)
-		}
+		appendEvent(t, l, uint64(lsn), []byte(`{"message":"x"}`))
 	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	return l, dir
+}
+
+// appendEvent appends a record of the one event ev at lsn to l, unsynced.
+func appendEvent(t *testing.T, l *ledger.Ledger, lsn uint64, ev []byte) {
+	t.Helper()
+	rec, err := record.Encode(nil, time.Now(), [][]byte{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(lsn, rec); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestCursorFinalPersistsOnlyTheDonePrefix: the final persist writes the

@@ -12,7 +12,6 @@ import (
 	"github.com/logpond/logpond/internal/testkit/faultfs"
 	"github.com/logpond/logpond/internal/testkit/syncbuf"
 	"github.com/logpond/logpond/ledger"
-	"github.com/logpond/logpond/record"
 )
 
 // TestUnreadableClockRestartsOnProgress: a transient read error in a
@@ -32,13 +31,7 @@ func TestUnreadableClockRestartsOnProgress(t *testing.T) {
 	ev := append([]byte(`{"message":"`), bytes.Repeat([]byte("x"), 480)...)
 	ev = append(ev, `"}`...)
 	for lsn := uint64(1); lsn <= 20000; lsn++ {
-		rec, err := record.Encode(nil, time.Now(), [][]byte{ev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Append(lsn, rec); err != nil {
-			t.Fatal(err)
-		}
+		appendEvent(t, l, lsn, ev)
 	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)

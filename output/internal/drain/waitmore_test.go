@@ -13,13 +13,7 @@ import (
 // that a Reader waiting at the ledger's tail sees the ledger grow.
 func appendSynced(t *testing.T, l *ledger.Ledger, lsn uint64) {
 	t.Helper()
-	rec, err := record.Encode(nil, time.Now(), [][]byte{[]byte(`{"message":"y"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(lsn, rec); err != nil {
-		t.Fatal(err)
-	}
+	appendEvent(t, l, lsn, []byte(`{"message":"y"}`))
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
