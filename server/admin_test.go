@@ -31,11 +31,7 @@ import (
 // and scrapes /metrics, /healthz and /readyz: the numbers must match what
 // was sent.
 func TestMetricsAndHealth(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 7})
 	srv.SetFaults(estest.Faults{ItemReject429: 0.1})
 	root := t.TempDir()
 	cfg := testConfig(t, filepath.Join(root, "journal"), filepath.Join(root, "ledger"))

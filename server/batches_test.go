@@ -41,11 +41,7 @@ func part(t testing.TB, event string, flags record.Flags, slot uint16) []byte {
 // event of the batch exactly once: none of the failed copy's records
 // reached it.
 func TestFailedBatchReachesNoOutput(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 21})
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Journal.MaxGroupBytes = 4 << 10 // records of at most 8 KiB: a few events each
 	o := &cfg.Output.Elasticsearch

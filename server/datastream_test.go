@@ -70,11 +70,7 @@ func TestDataStreamsEndToEnd(t *testing.T) {
 			mode = "true"
 		}
 		t.Run(tc.version+"/data_stream="+mode, func(t *testing.T) {
-			es, err := estest.Start(estest.Options{Version: tc.version, Seed: 31})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer es.Close()
+			es := startES(t, estest.Options{Version: tc.version, Seed: 31})
 			cfg := pipelineConfig(t, t.TempDir())
 			cfg.Admin.Listen = "127.0.0.1:0"
 			cfg.Output.Elasticsearch = *namedES(es.URL())

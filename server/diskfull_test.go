@@ -28,11 +28,7 @@ import (
 // journal by itself and acknowledges again, and every record acknowledged
 // before, during and after reaches Elasticsearch.
 func TestJournalDiskFull(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 11})
 	jdisk := powerloss.New(t, 64<<20)
 	cfg := crashConfig(t.TempDir())
 	cfg.Journal.Dir = filepath.Join(jdisk.Dir, "journal")
@@ -199,11 +195,7 @@ func waitStored(t *testing.T, es *estest.Server, loads ...*ackLoad) {
 // ledger by itself, restarts the output, and every record acknowledged
 // before, during and after reaches Elasticsearch.
 func TestLedgerDiskFull(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 12})
 	ldisk := powerloss.New(t, 64<<20)
 	cfg := ledgerDiskFullConfig(t, es, ldisk, t.TempDir())
 	cfg.Admin.Listen = "127.0.0.1:0"
@@ -271,11 +263,7 @@ func TestLedgerDiskFull(t *testing.T) {
 // returns nil (the journal keeps what the ledger lacks), and the next start,
 // with space back, moves it all to the ledger and to Elasticsearch.
 func TestLedgerDiskFullStop(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 13})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 13})
 	ldisk := powerloss.New(t, 64<<20)
 	root := t.TempDir()
 	cfg := ledgerDiskFullConfig(t, es, ldisk, root)
@@ -333,11 +321,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // exits cleanly with a warning, and the next start resends the events
 // after the persisted cursor under the same ids: none is stored twice.
 func TestStopWithoutCursorWriteIsClean(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 5})
 	cfg := crashConfig(t.TempDir())
 	o := &cfg.Output.Elasticsearch
 	o.Enabled, o.Hosts = true, []string{es.URL()}
@@ -390,11 +374,7 @@ func appendVia(ctx context.Context, s *Server, rec []byte) (uint64, error) {
 // the flusher can go on; acknowledgements resume and every acknowledged
 // record reaches Elasticsearch.
 func TestFullLedgerResumes(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 14})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 14})
 	cfg := crashConfig(t.TempDir())
 	cfg.Ledger.SegmentBytes, cfg.Ledger.MaxBytes = 1<<20, 4<<20
 	cfg.Journal.SegmentBytes, cfg.Journal.MaxBytes = 1<<20, 8<<20

@@ -46,11 +46,7 @@ func postPurge(t *testing.T, base string, q url.Values, bare bool) (int, string)
 // (counted in the answers) or still in the store, which reads and reopens
 // without damage. -race checks the locking.
 func TestDLQPurgeWhileRunning(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 3})
 	srv.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, _ []byte) (int, string, string, bool) {
 		return 400, "mapper_parsing_exception", "rejected by the test", true
 	}})
@@ -161,11 +157,7 @@ func readPositions(dir string) ([]dlq.Pos, error) {
 // TestDLQPurgeRefusals: the endpoint wants its header, a through it can
 // read, an id the store has, its own store, and a store at all.
 func TestDLQPurgeRefusals(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 4})
 	root := t.TempDir()
 	cfg := pipelineConfig(t, root)
 	cfg.Admin.Listen = "127.0.0.1:0"

@@ -34,11 +34,7 @@ func distinctEvents(p *lumbertest.Peer) int {
 // Done once both outputs' destinations have every event, with each
 // output's cursor at the ledger's last record.
 func TestDrainBothOutputTypes(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 7})
 	if err := es.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +150,7 @@ func TestDrainingNotReady(t *testing.T) {
 // (for two ledger.flush_interval), the output sends the request it holds
 // rather than wait out flush_interval for events that are not coming.
 func TestPartialRequestGoesWhenEventsStop(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 7})
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Output.Elasticsearch.Enabled = false
 	o := namedES(es.URL())
@@ -177,4 +169,17 @@ func TestPartialRequestGoesWhenEventsStop(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// startES starts a test Elasticsearch with opts, closed when the test
+// ends (after the test's own deferred calls: a Server it ran has shut
+// down by then).
+func startES(t *testing.T, opts estest.Options) *estest.Server {
+	t.Helper()
+	es, err := estest.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	return es
 }

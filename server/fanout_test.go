@@ -76,16 +76,8 @@ func sendFanout(t *testing.T, addr string, first, n int) error {
 func TestMaxLagLetsTheHealthyOutputGoOn(t *testing.T) {
 	for _, withMaxLag := range []bool{true, false} {
 		t.Run(fmt.Sprintf("max_lag=%v", withMaxLag), func(t *testing.T) {
-			live, err := estest.Start(estest.Options{Seed: 41})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer live.Close()
-			down, err := estest.Start(estest.Options{Seed: 42})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer down.Close()
+			live := startES(t, estest.Options{Seed: 41})
+			down := startES(t, estest.Options{Seed: 42})
 			if err := down.Pause(); err != nil {
 				t.Fatal(err)
 			}
@@ -178,11 +170,7 @@ func grepLog(log string, words ...string) string {
 func TestHostsOfTwoClustersAreRefused(t *testing.T) {
 	var srvs [3]*estest.Server
 	for i := range srvs {
-		s, err := estest.Start(estest.Options{Seed: int64(50 + i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := startES(t, estest.Options{Seed: int64(50 + i)})
 		srvs[i] = s
 	}
 	split := namedES(srvs[0].URL())
@@ -219,11 +207,7 @@ func TestHostsOfTwoClustersAreRefused(t *testing.T) {
 // output. An output added with start_at = "newest" sends nothing the
 // ledger held before it.
 func TestRemovedOutputsCursorHoldsTheLedgerUntilDeleted(t *testing.T) {
-	old, err := estest.Start(estest.Options{Seed: 61})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := startES(t, estest.Options{Seed: 61})
 	cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"old": namedES(old.URL())})
 	cfg.Ledger.MaxBytes = 64 << 20
 	r := start(t, cfg)
@@ -234,11 +218,7 @@ func TestRemovedOutputsCursorHoldsTheLedgerUntilDeleted(t *testing.T) {
 	r.shutdown(t)
 
 	// "old" is gone, "fresh" starts at the newest record; 200 more events.
-	fresh, err := estest.Start(estest.Options{Seed: 62})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := startES(t, estest.Options{Seed: 62})
 	f := namedES(fresh.URL())
 	f.StartAt = "newest"
 	cfg.Output.NamedElasticsearch = map[string]*conf.Elasticsearch{"fresh": f}

@@ -134,11 +134,7 @@ func TestKafkaMaxLag(t *testing.T) {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil, true
 	})
-	live, err := estest.Start(estest.Options{Seed: 43})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
+	live := startES(t, estest.Options{Seed: 43})
 	cfg := smallStoresConfig(t, map[string]*conf.Elasticsearch{"live": namedES(live.URL())})
 	kc := conf.DefaultKafka()
 	kc.Hosts, kc.Topic, kc.MaxLag = cluster.ListenAddrs(), "logs", 1<<20

@@ -88,11 +88,7 @@ func TestOpenSegmentDamageIsCounted(t *testing.T) {
 // delivers every other event once Elasticsearch is back; logpond keeps
 // running and stops cleanly.
 func TestOpenSegmentDamageWhileRunningIsPassed(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 5})
 	cfg := lagConfig(t, srv.URL())
 	cfg.Ledger.SegmentBytes = 64 << 20 // one open segment
 	// A small read-ahead: the output reads about 1.5 MiB ahead of what

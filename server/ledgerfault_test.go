@@ -144,11 +144,7 @@ func (r *running) mustRun(t *testing.T) {
 // every acknowledged event exactly once.
 func TestLedgerReadFaultKeepsServing(t *testing.T) {
 	skipLong(t)
-	es, err := estest.Start(estest.Options{Seed: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 21})
 	m := faultfs.Mount(t)
 	r := start(t, ledgerFaultConfig(t, es, m))
 	base := "http://" + r.s.AdminAddr().String()
@@ -200,11 +196,7 @@ func TestLedgerReadFaultKeepsServing(t *testing.T) {
 // during and after reaches Elasticsearch exactly once.
 func TestStartWhileTheLedgerIsUnreadable(t *testing.T) {
 	skipLong(t)
-	es, err := estest.Start(estest.Options{Seed: 22})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 22})
 	m := faultfs.Mount(t)
 	cfg := ledgerFaultConfig(t, es, m)
 	r := start(t, cfg)
@@ -267,11 +259,7 @@ func TestStartWhileTheLedgerIsUnreadable(t *testing.T) {
 // wait (/readyz, metrics), and once reads work again moves everything to
 // the ledger and Elasticsearch, each record once.
 func TestJournalReadFaultIsRetried(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 23})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 23})
 	m := faultfs.Mount(t)
 	cfg := crashConfig(t.TempDir())
 	cfg.Journal.Dir = filepath.Join(m.Dir, "journal")
@@ -349,11 +337,7 @@ func TestJournalReadFaultIsRetried(t *testing.T) {
 // Elasticsearch exactly once.
 func TestLedgerDeviceFailsWholly(t *testing.T) {
 	skipLong(t)
-	es, err := estest.Start(estest.Options{Seed: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 24})
 	m := faultfs.Mount(t)
 	r := start(t, ledgerFaultConfig(t, es, m))
 	load := startBeatsLoad(t, r.s.BeatsAddr().String(), 0, 4)
@@ -379,11 +363,7 @@ func TestLedgerDeviceFailsWholly(t *testing.T) {
 // waiting for its dead-letter store (ledger_failed), and once reads work
 // again opens both and delivers everything.
 func TestStartWhileTheDeadLettersAreUnreadable(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 25})
 	// One event Elasticsearch refuses for good makes a dead letter.
 	es.SetFaults(estest.Faults{ItemHook: func(_, _, _ string, source []byte) (int, string, string, bool) {
 		return 400, "mapper_parsing_exception", "refused by the test", strings.Contains(string(source), `"writer":7,"seq":0,`)

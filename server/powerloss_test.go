@@ -60,11 +60,7 @@ func TestPowerLossEndToEnd(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 5))
-	es, err := estest.Start(estest.Options{Seed: int64(seed)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: int64(seed)})
 	es.SetFaults(estest.Faults{ItemReject429: 0.05, Request503: 0.02})
 	jdisk := powerloss.New(t, 256<<20)
 	ldisk := powerloss.New(t, 256<<20)

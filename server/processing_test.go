@@ -34,11 +34,7 @@ func processorsTOML(t *testing.T, doc string) conf.Processors {
 // with the reason; the others are stored as the chain leaves them, under
 // the ids of their ledger positions. /metrics counts per processor.
 func TestProcessingInTheServer(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 41})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 41})
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Admin.Listen = "127.0.0.1:0"
 	cfg.Output.Elasticsearch = *namedES(es.URL())
@@ -176,11 +172,7 @@ tags = ["es"]
 // the ledger from its oldest record (kept by ledger.retention), while the
 // first output sends nothing again.
 func TestReprocessingHistory(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 43})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 43})
 	cfg := pipelineConfig(t, t.TempDir())
 	cfg.Ledger.Retention = conf.Duration(24 * time.Hour)
 	cfg.Output.Elasticsearch.Enabled = false

@@ -22,11 +22,7 @@ import (
 // batch; events sent after the upgrade are stored compressed beside the
 // old records and delivered too, each once.
 func TestReleaseLedgerDrainsCompressed(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 32})
 	cfg := releaseConfig(t, "testdata/release-v1", es.URL(), `compression = "zstd"`)
 	r := start(t, cfg)
 	waitUntil(t, "the old records delivered", func() bool { return r.s.legacyOutput().Stats().CursorLSN >= 8 })

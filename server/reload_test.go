@@ -23,11 +23,7 @@ import (
 // events wait. Reload with the new password in the file makes the output
 // deliver them, with no restart; a key that needs one is named.
 func TestReloadReplacesElasticsearchCredentials(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 41})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 41})
 	target, err := url.Parse(es.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -32,11 +32,7 @@ func waitLog(t *testing.T, r *running, want string) string {
 // TestStartupSaysElasticsearchAnswered: at start logpond logs that
 // Elasticsearch answered, with its version, before any batch.
 func TestStartupSaysElasticsearchAnswered(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 1, Version: "8.17.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 1, Version: "8.17.0"})
 	r := start(t, lagConfig(t, srv.URL()))
 	defer r.shutdown(t)
 	log := waitLog(t, r, `msg="elasticsearch answered"`)

@@ -18,11 +18,7 @@ import (
 // pipeline; over the lines, events in and out add up to what was sent and
 // stored, and the lag and fill are there.
 func TestSummaryLine(t *testing.T) {
-	srv, err := estest.Start(estest.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startES(t, estest.Options{Seed: 3})
 	cfg := lagConfig(t, srv.URL())
 	cfg.Log.SummaryInterval = conf.Duration(20 * time.Millisecond)
 	r := start(t, cfg)

@@ -84,11 +84,7 @@ flush_interval = "10ms"
 // undelivered record's 100 events, nothing delivered before is sent
 // again, and the dead letters are where they were.
 func TestUpgradeDrainsOnWithoutResending(t *testing.T) {
-	es, err := estest.Start(estest.Options{Seed: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
+	es := startES(t, estest.Options{Seed: 30})
 	cfg := releaseConfig(t, "testdata/release-stores", es.URL(), "")
 	if outs := cfg.Outputs(); len(outs) != 1 || outs[0].Name != "elasticsearch" {
 		t.Fatalf("outputs %+v: want the one named elasticsearch", outs)
@@ -112,7 +108,7 @@ func TestUpgradeDrainsOnWithoutResending(t *testing.T) {
 		t.Errorf("%d conflicts: something delivered before was sent again", st.Conflicts409)
 	}
 	var dead []int
-	err = dlq.Scan(dlq.Dir(cfg.Ledger.Dir, "elasticsearch"), func(_ dlq.Pos, e dlq.Entry) error {
+	err := dlq.Scan(dlq.Dir(cfg.Ledger.Dir, "elasticsearch"), func(_ dlq.Pos, e dlq.Entry) error {
 		dead = append(dead, int(gjson.GetBytes(e.Event, "n").Int()))
 		return nil
 	})
