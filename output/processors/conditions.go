@@ -305,7 +305,7 @@ func (c condEquals) match(e *event) bool {
 }
 
 func (t *condEqualsTerm) holds(e *event) bool {
-	v := e.peek(t.p)
+	v := e.peek(&t.p)
 	if v == nil {
 		return false
 	}
@@ -395,7 +395,7 @@ func (c condMatch) match(e *event) bool {
 }
 
 func (t *condMatchTerm) holds(e *event) bool {
-	v := e.peek(t.p)
+	v := e.peek(&t.p)
 	if v == nil {
 		return false
 	}
@@ -529,7 +529,7 @@ func (c condRange) match(e *event) bool {
 }
 
 func (t *condRangeTerm) holds(e *event) bool {
-	v := e.peek(t.p)
+	v := e.peek(&t.p)
 	if v == nil || v.Type() != jsontree.TypeNumber {
 		return false
 	}
@@ -590,7 +590,7 @@ func condCompileHasFields(at string, v any) (condition, error) {
 
 func (c condHasFields) match(e *event) bool {
 	for _, p := range c {
-		if e.peek(p) == nil {
+		if e.peek(&p) == nil {
 			return false
 		}
 	}
@@ -737,7 +737,7 @@ func (c condNetwork) match(e *event) bool {
 }
 
 func (t *condNetworkTerm) holds(e *event) bool {
-	v := e.peek(t.p)
+	v := e.peek(&t.p)
 	if v == nil {
 		return false
 	}

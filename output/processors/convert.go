@@ -171,18 +171,18 @@ func (p *convProcessor) run(e *event) (bool, error) {
 		if !f.hasTo {
 			// In place: Filebeat ignores a failure (an earlier field made
 			// a part of from a value that is not an object).
-			_ = convPut(e, f.from, v, undo)
+			_ = convPut(e, &f.from, v, undo)
 			continue
 		}
 		if !p.rename {
 			v = e.clone(v) // Filebeat's cloneValue
 		}
-		if err := convPut(e, f.to, v, undo); err != nil && p.failOnError {
+		if err := convPut(e, &f.to, v, undo); err != nil && p.failOnError {
 			undo.revert()
 			return false, p.fail(f, err, "failed to put field ["+f.to.name+"]")
 		}
 		if p.rename {
-			convDelete(e, f.from, undo)
+			convDelete(e, &f.from, undo)
 		}
 	}
 	return false, nil
@@ -191,7 +191,7 @@ func (p *convProcessor) run(e *event) (bool, error) {
 // convertField reads f.from and converts it: nil, nil when it is missing
 // and ignore_missing is set.
 func (p *convProcessor) convertField(e *event, f convField) (*jsontree.Value, error) {
-	v, err := convLookup(e, f.from)
+	v, err := convLookup(e, &f.from)
 	if err != nil {
 		if p.ignoreMissing && err == convErrKeyNotFound {
 			return nil, nil
@@ -408,18 +408,24 @@ var convErrKeyNotFound = errors.New("key not found")
 // convLookup returns the value at p as Filebeat's GetValue does: the
 // error is convErrKeyNotFound when a part of p is absent, and "expected
 // map but type is T" when p runs through a value that is not an object.
-func convLookup(e *event, p path) (*jsontree.Value, error) {
-	v := e.root
-	for _, k := range p.parts {
-		if v.Type() != jsontree.TypeObject {
-			return nil, convNotMap(v)
-		}
-		o, _ := v.Object()
-		if v = o.Get(k); v == nil {
-			return nil, convErrKeyNotFound
-		}
+func convLookup(e *event, p *path) (*jsontree.Value, error) {
+	var s spot
+	if err := e.find(&s, p, false, nil); err != nil {
+		return nil, convErr(err)
 	}
-	return v, nil
+	if v := s.value(); v != nil {
+		return v, nil
+	}
+	return nil, convErrKeyNotFound
+}
+
+// convErr words find's error as Filebeat's mapstr does.
+func convErr(err error) error {
+	var no *errNotObject
+	if errors.As(err, &no) {
+		return convNotMap(no.v)
+	}
+	return err
 }
 
 // convNotMap is Filebeat's error for a path through v, not an object.
@@ -431,49 +437,35 @@ func convNotMap(v *jsontree.Value) error {
 // the way are made, and a part that is not an object fails with
 // "expected map but type is T" (nothing is changed then). With undo, it
 // records what it changes.
-func convPut(e *event, p path, v *jsontree.Value, undo *convUndo) error {
-	cur := e.root
-	last := len(p.parts) - 1
-	for _, k := range p.parts[:last] {
-		o, _ := cur.Object()
-		next := o.Get(k)
-		if next == nil {
-			next = e.arena.NewObject()
-			undo.set(o, k, nil)
-			o.Set(k, next)
-		} else if next.Type() != jsontree.TypeObject {
-			return convNotMap(next)
-		}
-		cur = next
+func convPut(e *event, p *path, v *jsontree.Value, undo *convUndo) error {
+	var s, made spot
+	if err := e.find(&s, p, true, &made); err != nil {
+		return convErr(err)
 	}
-	o, _ := cur.Object()
-	k := p.parts[last]
-	undo.set(o, k, o.Get(k))
-	o.Set(k, v)
+	if made.in != nil {
+		mo, _ := made.in.Object()
+		undo.set(mo, made.key, nil)
+	}
+	o, _ := s.in.Object()
+	undo.set(o, s.key, o.Get(s.key))
+	o.SetQuoted(s.key, s.quoted, v)
 	return nil
 }
 
 // convDelete removes p when it is there (Filebeat's Delete, whose error
 // convert ignores), recording it in undo.
-func convDelete(e *event, p path, undo *convUndo) {
-	cur := e.root
-	last := len(p.parts) - 1
-	for _, k := range p.parts[:last] {
-		o, _ := cur.Object()
-		next := o.Get(k)
-		if next == nil || next.Type() != jsontree.TypeObject {
-			return
-		}
-		cur = next
+func convDelete(e *event, p *path, undo *convUndo) {
+	var s spot
+	if e.find(&s, p, false, nil) != nil || s.in == nil {
+		return
 	}
-	o, _ := cur.Object()
-	k := p.parts[last]
-	prev := o.Get(k)
+	o, _ := s.in.Object()
+	prev := o.Get(s.key)
 	if prev == nil {
 		return
 	}
-	undo.del(o, k, prev)
-	o.Del(k)
+	undo.del(o, s.key, prev)
+	o.Del(s.key)
 }
 
 // convUndo records changes to objects, so that they can be reverted in

@@ -174,7 +174,7 @@ func (e *djSyntaxErr) Error() string { return djSyntaxError(e.text) }
 // decodeField decodes the field f and puts the value where target says,
 // appending its failures to errs.
 func (p *djProcessor) decodeField(e *event, f path, errs []error) []error {
-	v, err := convLookup(e, f)
+	v, err := convLookup(e, &f)
 	if err != nil {
 		if err != convErrKeyNotFound {
 			errs = append(errs, err)
@@ -224,7 +224,7 @@ func (p *djProcessor) decodeField(e *event, f path, errs []error) []error {
 				djSetJSONError(e, err.Error())
 			}
 		}
-		if err := convPut(e, target, out, nil); err != nil {
+		if err := convPut(e, &target, out, nil); err != nil {
 			return append(errs, err)
 		}
 	}
@@ -603,29 +603,15 @@ func djExpand(e *event, m *jsontree.Value) error {
 }
 
 // djMapPut sets the dotted key in the object m as Filebeat's mapstr Put
-// does (the whole key first, then its parts, making objects on the way),
-// returning the value it replaced.
+// does (see spot), returning the value it replaced.
 func djMapPut(e *event, m *jsontree.Value, key string, v *jsontree.Value) (*jsontree.Value, error) {
-	for {
-		o, _ := m.Object()
-		if cur := o.Get(key); cur != nil {
-			o.Set(key, v)
-			return cur, nil
-		}
-		i := strings.IndexByte(key, '.')
-		if i < 0 {
-			o.Set(key, v)
-			return nil, nil
-		}
-		next := o.Get(key[:i])
-		if next == nil {
-			next = e.arena.NewObject()
-			o.Set(key[:i], next)
-		} else if next.Type() != jsontree.TypeObject {
-			return nil, convNotMap(next)
-		}
-		m, key = next, key[i+1:]
+	var s spot
+	if err := e.walk(&s, m, &path{name: key}, true, nil); err != nil {
+		return nil, convErr(err)
 	}
+	cur := s.value()
+	s.set(v)
+	return cur, nil
 }
 
 // djMergeObjects merges rhs into lhs, recursively, as Filebeat's

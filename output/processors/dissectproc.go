@@ -38,10 +38,19 @@ type dissectProcessor struct {
 type writeNode struct {
 	key    string
 	quoted string // key as a JSON string
-	path   path   // from the root to this member
+	name   string // the path from the root to this member, for messages
 	field  int
 	kids   []*writeNode
+	// whole are, for an object, the names of the fields under it from
+	// its key on ("b.c" for a field a.b.c under a): before going into
+	// the object, each is looked up whole, as Filebeat finds a name
+	// (see spot).
+	whole []wholeName
 }
+
+// wholeName is a field's dotted name from some object on, and its full
+// name for messages.
+type wholeName struct{ rest, name string }
 
 // writeTree builds the tree of keyPaths, or returns nil when a key is a
 // prefix of another (or repeats), which the tree cannot hold.
@@ -49,6 +58,7 @@ func writeTree(kps []keyPath) []*writeNode {
 	var roots []*writeNode
 	for i, kp := range kps {
 		level := &roots
+		off := 0 // where part d starts in the name
 		for d, part := range kp.p.parts {
 			leaf := d == len(kp.p.parts)-1
 			var n *writeNode
@@ -59,14 +69,17 @@ func writeTree(kps []keyPath) []*writeNode {
 			}
 			switch {
 			case n == nil:
-				n = &writeNode{key: part, quoted: kp.p.quotedPart(d), field: -1, path: path{name: strings.Join(kp.p.parts[:d+1], "."), parts: kp.p.parts[:d+1]}}
+				n = &writeNode{key: part, quoted: kp.p.quotedPart(d), field: -1, name: kp.p.name[:off+len(part)]}
 				*level = append(*level, n)
 			case leaf || n.field >= 0:
 				return nil
 			}
 			if leaf {
 				n.field = i
+			} else {
+				n.whole = append(n.whole, wholeName{rest: kp.p.name[off:], name: kp.p.name})
 			}
+			off += len(part) + 1
 			level = &n.kids
 		}
 	}
@@ -133,12 +146,12 @@ func buildDissect(o *options) (processor, error) {
 // key already in the event fails unless overwrite_keys, with the event
 // left as it was: Filebeat's behaviour.
 func (p *dissectProcessor) run(e *event) (bool, error) {
-	s, found, ok := e.str(p.field)
+	s, found, ok := e.str(&p.field)
 	if !found {
 		return false, fmt.Errorf("could not fetch value for key: %s, Error: %w", p.field.name, errKeyNotFound)
 	}
 	if !ok {
-		return false, fmt.Errorf("field is not a string, value: `%s`, field: `%s`", e.get(p.field).String(), p.field.name)
+		return false, fmt.Errorf("field is not a string, value: `%s`, field: `%s`", e.get(&p.field).String(), p.field.name)
 	}
 	fields, err := p.pattern.dissect(s, e.dissected[:0])
 	e.dissected = fields[:0]
@@ -168,7 +181,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 		// searched once, and nothing is searched (or recorded for
 		// taking back) inside an object this write created.
 		if err := p.writeTree(e, e.root, p.tree, fields, &undo); err != nil {
-			undo.revert(e)
+			undo.revert()
 			return false, err
 		}
 		return false, nil
@@ -181,18 +194,17 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 			tp = kp
 		} else if tp, err = newPath(p.prefix + f.Key); err != nil {
 			// An indirect key, known only now.
-			undo.revert(e)
+			undo.revert()
 			return false, fmt.Errorf("dissect: key %q: %w", f.Key, err)
 		}
 		if p.overwrite {
-			undo.record(e, tp)
-			err = e.put(tp, dissectValue(e, f))
+			err = undo.put(e, &tp, dissectValue(e, f))
 		} else {
 			var existed bool
-			var created path
-			existed, created, err = e.putNew(tp, dissectValue(e, f))
+			var created spot
+			existed, created, err = e.putNew(&tp, dissectValue(e, f))
 			if existed {
-				undo.revert(e)
+				undo.revert()
 				return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
 			}
 			if err == nil {
@@ -200,7 +212,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 			}
 		}
 		if err != nil {
-			undo.revert(e)
+			undo.revert()
 			return false, fmt.Errorf("dissect: %s: %w", tp.name, err)
 		}
 	}
@@ -228,10 +240,15 @@ func (p *dissectProcessor) inOrder(fields []dissectField) bool {
 func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*writeNode, fields []dissectField, undo *undoLog) error {
 	o, _ := obj.Object()
 	for _, n := range nodes {
+		for _, w := range n.whole {
+			if o.Get(w.rest) != nil {
+				return fmt.Errorf("cannot override existing key with `%s`", w.name)
+			}
+		}
 		cur := o.Get(n.key)
 		switch {
 		case n.field >= 0 && cur != nil:
-			return fmt.Errorf("cannot override existing key with `%s`", n.path.name)
+			return fmt.Errorf("cannot override existing key with `%s`", n.name)
 		case n.field >= 0:
 			o.SetNewQuoted(n.key, n.quoted, dissectValue(e, fields[n.field]))
 		case cur == nil:
@@ -240,14 +257,14 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 			buf = appendWriteTree(buf, n.kids, fields)
 			o.SetNewQuoted(n.key, n.quoted, e.arena.NewText(buf, start))
 		case cur.Type() != jsontree.TypeObject:
-			return fmt.Errorf("dissect: %s: %w", n.path.name, &errNotObject{at: n.path.name, kind: cur.Type()})
+			return fmt.Errorf("dissect: %s: %w", n.name, &errNotObject{at: n.name, v: cur})
 		default:
 			if err := p.writeTree(e, cur, n.kids, fields, undo); err != nil {
 				return err
 			}
 			continue
 		}
-		undo.add(n.path, nil)
+		undo.add(spot{in: obj, key: n.key}, nil)
 	}
 	return nil
 }

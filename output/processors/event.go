@@ -12,10 +12,15 @@ import (
 
 // A path is a field name split at its dots: "http.request.method" walks
 // the objects http and request to the key method, as Filebeat's field
-// names do. Paths are split once, when a chain is compiled.
+// names do (after looking for the rest of the name as one key at each
+// object: see spot). Paths are split once, when a chain is compiled.
 type path struct {
-	name  string   // as configured, for messages
-	parts []string // never empty
+	// name is the field name as configured, which is its parts joined
+	// by dots: the rest of it from any part on is looked up whole (spot).
+	name string
+	// parts are never empty, but nil in a path made for one walk of a
+	// name found in the event (walk splits it as it goes).
+	parts []string
 	// quoted are the parts as JSON strings (jsontree.Quote), for writing
 	// keys without checking them for escapes on every event; nil for
 	// paths that are only read.
@@ -71,12 +76,12 @@ type event struct {
 
 // errNotObject says a path runs through a value that is not an object.
 type errNotObject struct {
-	at   string // the prefix of the path that is not an object
-	kind jsontree.Type
+	at string          // the prefix of the path that is not an object
+	v  *jsontree.Value // what is there
 }
 
 func (e *errNotObject) Error() string {
-	return fmt.Sprintf("expected an object at %q but it is %s", e.at, typeName(e.kind))
+	return fmt.Sprintf("expected an object at %q but it is %s", e.at, typeName(e.v.Type()))
 }
 
 func typeName(t jsontree.Type) string {
@@ -96,21 +101,104 @@ func typeName(t jsontree.Type) string {
 	}
 }
 
+// A spot is where a field name leads in an event: the object that holds
+// the field (or would), and the field's key there. It is found as
+// Filebeat's mapstr finds a name: in each object on the way, the rest of
+// the name is first looked up whole, as one key, and only when it is not
+// there split at its first dot to go one object down. So "log.level"
+// names a member "log.level" of the event, as ECS loggers write it flat,
+// before the member level of the object log; when both are there, the
+// flat one is the field.
+type spot struct {
+	in     *jsontree.Value // an object; nil: a part on the way is absent
+	key    string          // the last part, or a dotted rest found whole
+	quoted string          // key as a JSON string, or "" (quoted when written)
+}
+
+// value is what the spot holds, or nil.
+func (s spot) value() *jsontree.Value {
+	if s.in == nil {
+		return nil
+	}
+	o, _ := s.in.Object()
+	return o.Get(s.key)
+}
+
+// set sets the spot to val (s.in must not be nil).
+func (s spot) set(val *jsontree.Value) {
+	o, _ := s.in.Object()
+	o.SetQuoted(s.key, s.quoted, val)
+}
+
+// find sets s to where p leads from the event's root; see walk.
+func (e *event) find(s *spot, p *path, create bool, made *spot) error {
+	return e.walk(s, e.root, p, create, made)
+}
+
+// walk sets s to where the field p names leads from the object obj,
+// found as Filebeat's mapstr finds it (see spot), making the missing
+// objects on the way when create is set; made, when not nil, is then set
+// to the first member walk made (the one to delete to take the write
+// back), and left alone when it made none. A path without parts is split
+// here, at each dot, as walk goes. Without create, a missing part on the
+// way leaves s without an object. A part on the way that is not an
+// object is an *errNotObject, as Filebeat's "expected map"; walk changes
+// nothing then.
+//
+// Its results go through pointers, and p is one, because walk runs for
+// every field a processor reads or writes: a spot returned by value, or
+// a path passed by value, is copied through the stack on the way, which
+// costs more than the lookups walk makes.
+func (e *event) walk(s *spot, obj *jsontree.Value, p *path, create bool, made *spot) error {
+	rest := p.name
+	for i := 0; ; i++ {
+		var k string
+		if p.parts != nil {
+			if i == len(p.parts)-1 {
+				s.in, s.key, s.quoted = obj, p.parts[i], p.quotedPart(i)
+				return nil
+			}
+			k = p.parts[i]
+		} else {
+			dot := strings.IndexByte(rest, '.')
+			if dot < 0 {
+				s.in, s.key, s.quoted = obj, rest, ""
+				return nil
+			}
+			k = rest[:dot]
+		}
+		o, _ := obj.Object()
+		if o.Get(rest) != nil {
+			s.in, s.key, s.quoted = obj, rest, ""
+			return nil
+		}
+		next := o.Get(k)
+		switch {
+		case next == nil && !create:
+			s.in = nil
+			return nil
+		case next == nil:
+			next = e.arena.NewObject()
+			o.SetNewQuoted(k, p.quotedPart(i), next)
+			if made != nil && made.in == nil {
+				made.in, made.key, made.quoted = obj, k, ""
+			}
+		case next.Type() != jsontree.TypeObject:
+			s.in = nil
+			return &errNotObject{at: p.name[:len(p.name)-len(rest)+len(k)], v: next}
+		}
+		obj, rest = next, rest[len(k)+1:]
+	}
+}
+
 // get returns the value at p, or nil when it is absent (or a part of the
 // path on the way is not an object).
-func (e *event) get(p path) *jsontree.Value {
-	v := e.root
-	for _, k := range p.parts {
-		if v.Type() != jsontree.TypeObject {
-			return nil
-		}
-		o, _ := v.Object()
-		v = o.Get(k)
-		if v == nil {
-			return nil
-		}
+func (e *event) get(p *path) *jsontree.Value {
+	var s spot
+	if e.find(&s, p, false, nil) != nil {
+		return nil
 	}
-	return v
+	return s.value()
 }
 
 // peek is get for reading only: objects on the way that nothing has
@@ -120,110 +208,75 @@ func (e *event) get(p path) *jsontree.Value {
 //
 // The event's top level is split all the same: nearly every chain reads
 // or writes it, and its members are then the tree's own.
-func (e *event) peek(p path) *jsontree.Value {
+func (e *event) peek(p *path) *jsontree.Value {
 	o, _ := e.root.Object()
+	rest := p.name
+	if len(p.parts) > 1 {
+		if v := o.Get(rest); v != nil {
+			return v // a dotted name found whole, as find does
+		}
+	}
 	v := o.Get(p.parts[0])
-	for _, k := range p.parts[1:] {
+	for i, k := range p.parts[1:] {
 		if v == nil {
 			return nil
+		}
+		rest = rest[len(p.parts[i])+1:]
+		if i+2 < len(p.parts) {
+			if w := v.Peek(rest); w != nil {
+				return w
+			}
 		}
 		v = v.Peek(k)
 	}
 	return v
 }
 
-// parent returns the object holding the last part of p, creating the
-// missing objects on the way when create is set. It fails when a part on
-// the way is not an object, as Filebeat's PutValue does; without create
-// it returns nil for a missing part.
-func (e *event) parent(p path, create bool) (*jsontree.Object, error) {
-	v := e.root
-	for i, k := range p.parts[:len(p.parts)-1] {
-		o, _ := v.Object()
-		next := o.Get(k)
-		if next == nil {
-			if !create {
-				return nil, nil
-			}
-			next = e.arena.NewObject()
-			o.SetNewQuoted(k, p.quotedPart(i), next)
-		} else if next.Type() != jsontree.TypeObject {
-			return nil, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
-		}
-		v = next
-	}
-	o, _ := v.Object()
-	return o, nil
-}
-
 // putNew sets the value at p unless a value is there already (existed),
-// in one walk, creating the objects on the way. created is the path to
-// delete to take the write back: the first object it created, or p.
-func (e *event) putNew(p path, val *jsontree.Value) (existed bool, created path, err error) {
-	v := e.root
-	first := -1 // the first part putNew created
-	last := len(p.parts) - 1
-	for i, k := range p.parts[:last] {
-		o, _ := v.Object()
-		next := o.Get(k)
-		if next == nil {
-			next = e.arena.NewObject()
-			o.SetNewQuoted(k, p.quotedPart(i), next)
-			if first < 0 {
-				first = i
-			}
-		} else if next.Type() != jsontree.TypeObject {
-			return false, path{}, &errNotObject{at: strings.Join(p.parts[:i+1], "."), kind: next.Type()}
-		}
-		v = next
+// in one walk, creating the objects on the way. undo is the spot to
+// delete to take the write back.
+func (e *event) putNew(p *path, val *jsontree.Value) (existed bool, undo spot, err error) {
+	var s, made spot
+	if err := e.find(&s, p, true, &made); err != nil {
+		return false, spot{}, err
 	}
-	o, _ := v.Object()
-	if first < 0 {
-		if o.Get(p.parts[last]) != nil {
-			return true, path{}, nil
-		}
-		first = last
+	o, _ := s.in.Object()
+	if made.in == nil && o.Get(s.key) != nil {
+		return true, spot{}, nil
 	}
-	o.SetNewQuoted(p.parts[last], p.quotedPart(last), val)
-	if first == last {
-		return false, p, nil
+	o.SetNewQuoted(s.key, s.quoted, val)
+	if made.in != nil {
+		return false, made, nil
 	}
-	// No name: the undo log deletes by parts, and naming would allocate.
-	return false, path{parts: p.parts[:first+1]}, nil
+	return false, s, nil
 }
 
 // put sets the value at p, creating the objects on the way.
-func (e *event) put(p path, val *jsontree.Value) error {
-	o, err := e.parent(p, true)
-	if err != nil {
+func (e *event) put(p *path, val *jsontree.Value) error {
+	var s spot
+	if err := e.find(&s, p, true, nil); err != nil {
 		return err
 	}
-	last := len(p.parts) - 1
-	o.SetQuoted(p.parts[last], p.quotedPart(last), val)
+	s.set(val)
 	return nil
 }
 
 // delete removes the value at p; it reports whether there was one.
-func (e *event) delete(p path) bool {
+func (e *event) delete(p *path) bool {
+	var s spot
+	if e.find(&s, p, false, nil) != nil || s.in == nil {
+		return false
+	}
 	// The object holding the field is not split for it (jsontree's
 	// Delete cuts the member out of its text): drop_fields on a few
-	// members of large objects (host, agent) is the common case.
-	v := e.root
-	for _, k := range p.parts[:len(p.parts)-1] {
-		if v.Type() != jsontree.TypeObject {
-			return false
-		}
-		o, _ := v.Object()
-		if v = o.Get(k); v == nil {
-			return false
-		}
-	}
-	return v.Delete(p.parts[len(p.parts)-1])
+	// members of large objects (host, agent) is the common case. find
+	// splits only the objects it goes through.
+	return s.in.Delete(s.key)
 }
 
 // str returns the value at p when it is a string, with ok false when it
 // is absent or not a string.
-func (e *event) str(p path) (s string, found, ok bool) {
+func (e *event) str(p *path) (s string, found, ok bool) {
 	v := e.get(p)
 	if v == nil {
 		return "", false, false
@@ -236,25 +289,24 @@ func (e *event) str(p path) (s string, found, ok bool) {
 }
 
 // putString sets p to the string s.
-func (e *event) putString(p path, s string) error {
+func (e *event) putString(p *path, s string) error {
 	return e.put(p, e.arena.NewString(s))
 }
 
 // appendStrings adds vals to the array at p (made when p is absent),
 // leaving out the strings it already holds when dedup is set. A value at
 // p that is not an array is an error, and stays.
-func (e *event) appendStrings(p path, vals []string, dedup bool) error {
-	o, err := e.parent(p, true)
-	if err != nil {
+func (e *event) appendStrings(p *path, vals []string, dedup bool) error {
+	var at spot
+	if err := e.find(&at, p, true, nil); err != nil {
 		return err
 	}
-	k := p.parts[len(p.parts)-1]
-	cur := o.Get(k)
+	cur := at.value()
 	var arr *jsontree.Value
 	switch {
 	case cur == nil:
 		arr = e.arena.NewArray()
-		o.Set(k, arr)
+		at.set(arr)
 	case cur.Type() == jsontree.TypeArray:
 		arr = cur
 	default:
@@ -285,13 +337,13 @@ next:
 func (e *event) flag(f string) {
 	// log.flags under a log that is not an object cannot be set; the
 	// processor's failure is still counted.
-	_ = e.appendStrings(logFlags, []string{f}, false)
+	_ = e.appendStrings(&logFlags, []string{f}, false)
 }
 
 // setErrorMessage sets error.message, as Filebeat's rename, copy_fields
 // and replace do when they fail (the last one wins).
 func (e *event) setErrorMessage(msg string) {
-	_ = e.putString(errorMessage, msg)
+	_ = e.putString(&errorMessage, msg)
 }
 
 var (

@@ -40,32 +40,47 @@ func (e *event) undoLog() undoLog { return e.undo[:0] }
 func (e *event) keepUndo(u undoLog) { e.undo = u[:0] }
 
 type undoEntry struct {
-	p   path
-	old *jsontree.Value // nil: p was absent
+	at  spot
+	old *jsontree.Value // nil: the spot was empty
 }
 
-func (u *undoLog) record(e *event, p path) { u.add(p, e.get(p)) }
+// put sets p to val as the event's put does, recording what it changes.
+func (u *undoLog) put(e *event, p *path, val *jsontree.Value) error {
+	var s, made spot
+	if err := e.find(&s, p, true, &made); err != nil {
+		return err
+	}
+	if made.in != nil {
+		u.add(made, nil)
+	} else {
+		u.add(s, s.value())
+	}
+	s.set(val)
+	return nil
+}
 
-// add records that p held old (nil: was absent). The entry is filled in
-// place: appending an undoEntry literal builds it on the stack and copies
-// it, which costs more than the rest of a field write.
-func (u *undoLog) add(p path, old *jsontree.Value) {
+// add records that the spot at held old (nil: was empty). The entry is
+// filled in place: appending an undoEntry literal builds it on the stack
+// and copies it, which costs more than the rest of a field write.
+func (u *undoLog) add(at spot, old *jsontree.Value) {
 	n := len(*u)
 	if n == cap(*u) {
-		*u = append(*u, undoEntry{p: p, old: old})
+		*u = append(*u, undoEntry{at: at, old: old})
 		return
 	}
 	*u = (*u)[:n+1]
 	ent := &(*u)[n]
-	ent.p.name, ent.p.parts, ent.old = p.name, p.parts, old
+	ent.at, ent.old = at, old
 }
 
-func (u undoLog) revert(e *event) {
+// revert takes the recorded writes back, last first: each spot's object
+// is then in the event as it was when the write was recorded.
+func (u undoLog) revert() {
 	for i := len(u) - 1; i >= 0; i-- {
 		if u[i].old == nil {
-			e.delete(u[i].p)
+			u[i].at.in.Delete(u[i].at.key)
 		} else {
-			_ = e.put(u[i].p, u[i].old)
+			u[i].at.set(u[i].old)
 		}
 	}
 }
@@ -101,12 +116,12 @@ func (p *addFields) run(e *event) (bool, error) {
 		merge(e.root, val, true)
 		return false, nil
 	}
-	cur := e.get(p.target)
+	cur := e.get(&p.target)
 	if cur != nil && cur.Type() == jsontree.TypeObject {
 		merge(cur, val, true)
 		return false, nil
 	}
-	return false, e.put(p.target, val)
+	return false, e.put(&p.target, val)
 }
 
 // --- add_tags ---
@@ -137,7 +152,7 @@ func buildAddTags(o *options) (processor, error) {
 // does; a target that holds something other than a list is left alone
 // without an error, as there.
 func (p *addTags) run(e *event) (bool, error) {
-	_ = e.appendStrings(p.target, p.tags, false)
+	_ = e.appendStrings(&p.target, p.tags, false)
 	return false, nil
 }
 
@@ -206,7 +221,7 @@ func (p *dropFields) run(e *event) (bool, error) {
 		if f.p.name == "type" {
 			continue
 		}
-		if !e.delete(f.p) && !p.ignoreMissing {
+		if !e.delete(&f.p) && !p.ignoreMissing {
 			errs = append(errs, fmt.Sprintf("failed to drop field [%s]: %v", f.p.name, errKeyNotFound))
 		}
 	}
@@ -265,7 +280,7 @@ func (p *includeFields) run(e *event) (bool, error) {
 		}
 	}
 	for _, f := range p.fields {
-		if v := e.get(f); v != nil {
+		if v := e.get(&f); v != nil {
 			e.putInto(keep, f.name, v)
 		}
 	}
@@ -333,7 +348,7 @@ func (p *rename) run(e *event) (bool, error) {
 	for _, f := range p.fields {
 		if err := p.one(e, f, &undo); err != nil {
 			if p.failOnError {
-				undo.revert(e)
+				undo.revert()
 				e.setErrorMessage(p.failure + err.Error())
 				return false, err
 			}
@@ -346,25 +361,27 @@ func (p *rename) run(e *event) (bool, error) {
 }
 
 func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
-	v := e.get(f.from)
+	var from spot
+	_ = e.find(&from, &f.from, false, nil) // a path through a value that is not an object: absent
+	v := from.value()
 	if v == nil {
 		if p.ignoreMissing {
 			return nil
 		}
 		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, errKeyNotFound)
 	}
-	if e.get(f.to) != nil {
+	if e.get(&f.to) != nil {
 		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
 	}
 	if p.copy {
 		v = e.clone(v)
 	} else {
-		undo.add(f.from, v)
-		e.delete(f.from)
+		undo.add(from, v)
+		from.in.Delete(from.key)
 	}
 	// to is absent (checked above): the write takes one walk, and taking
 	// it back is deleting what it created.
-	_, created, err := e.putNew(f.to, v)
+	_, created, err := e.putNew(&f.to, v)
 	if err != nil {
 		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
 	}
@@ -408,14 +425,14 @@ func (p *truncateFields) run(e *event) (bool, error) {
 	defer func() { e.keepUndo(undo) }()
 	truncated := false
 	for _, f := range p.fields {
-		v := e.get(f)
+		v := e.get(&f)
 		if v == nil {
 			if p.ignoreMissing {
 				continue
 			}
 			err := fmt.Errorf("could not fetch value for key: %s, Error: %w", f.name, errKeyNotFound)
 			if p.failOnError {
-				undo.revert(e)
+				undo.revert()
 				return false, err
 			}
 			continue
@@ -424,7 +441,7 @@ func (p *truncateFields) run(e *event) (bool, error) {
 		if err != nil {
 			err := fmt.Errorf("value cannot be truncated: %s", v.String())
 			if p.failOnError {
-				undo.revert(e)
+				undo.revert()
 				return false, err
 			}
 			continue
@@ -434,8 +451,7 @@ func (p *truncateFields) run(e *event) (bool, error) {
 		if !ok {
 			continue
 		}
-		undo.record(e, f)
-		_ = e.putString(f, cut)
+		_ = undo.put(e, &f, e.arena.NewString(cut))
 		truncated = true
 	}
 	if truncated {
@@ -518,7 +534,7 @@ func (p *replace) run(e *event) (bool, error) {
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
 	for _, f := range p.fields {
-		s, found, ok := e.str(f.p)
+		s, found, ok := e.str(&f.p)
 		var err error
 		switch {
 		case !found && p.ignoreMissing:
@@ -530,14 +546,13 @@ func (p *replace) run(e *event) (bool, error) {
 		}
 		if err != nil {
 			if p.failOnError {
-				undo.revert(e)
+				undo.revert()
 				e.setErrorMessage("Failed to replace fields in processor: " + err.Error())
 				return false, err
 			}
 			continue
 		}
-		undo.record(e, f.p)
-		_ = e.putString(f.p, f.re.ReplaceAllString(s, f.replacement))
+		_ = undo.put(e, &f.p, e.arena.NewString(f.re.ReplaceAllString(s, f.replacement)))
 	}
 	return false, nil
 }

@@ -117,7 +117,7 @@ func buildGrok(o *options) (processor, error) {
 func (p *grokProcessor) run(e *event) (bool, error) {
 	matched := false
 	for _, f := range p.fields {
-		v := e.get(f.p)
+		v := e.get(&f.p)
 		if v == nil {
 			continue
 		}
@@ -137,7 +137,7 @@ func (p *grokProcessor) run(e *event) (bool, error) {
 	}
 	if !matched {
 		if len(p.tags) > 0 {
-			_ = e.appendStrings(tagsPath, p.tags, true)
+			_ = e.appendStrings(&tagsPath, p.tags, true)
 		}
 		return false, errGrokNoMatch
 	}
@@ -161,7 +161,7 @@ func (p *grokProcessor) matchValue(e *event, f grokField, v *jsontree.Value) boo
 				continue
 			}
 		}
-		p.set(e, tp, c.Field, grokValue(e, c))
+		p.set(e, &tp, c.Field, grokValue(e, c))
 	}
 	return true
 }
@@ -169,11 +169,17 @@ func (p *grokProcessor) matchValue(e *event, f grokField, v *jsontree.Value) boo
 // set stores a capture as Logstash's grok does: into an absent field, or
 // over one overwrite names; into an array already there, appended; a
 // string already there becomes an array of both. Other values stay.
-func (p *grokProcessor) set(e *event, tp path, field string, v *jsontree.Value) {
-	cur := e.get(tp)
+func (p *grokProcessor) set(e *event, tp *path, field string, v *jsontree.Value) {
+	// One walk for the read and the write: the objects it makes on the
+	// way are made only for a field that is absent, which is then set.
+	var at spot
+	if e.find(&at, tp, true, nil) != nil {
+		return // a path through a value that is not an object
+	}
+	cur := at.value()
 	switch {
 	case cur == nil || p.overwrite[field] || p.overwrite[tp.name]:
-		_ = e.put(tp, v)
+		at.set(v)
 	case cur.Type() == jsontree.TypeArray:
 		items, _ := cur.Array()
 		cur.SetArrayItem(len(items), v)
@@ -181,7 +187,7 @@ func (p *grokProcessor) set(e *event, tp path, field string, v *jsontree.Value) 
 		arr := e.arena.NewArray()
 		arr.SetArrayItem(0, cur)
 		arr.SetArrayItem(1, v)
-		_ = e.put(tp, arr)
+		at.set(arr)
 	}
 }
 

@@ -115,7 +115,7 @@ func tsLoadLocation(tz string) (*time.Location, error) {
 // leaves the event unchanged and is returned unless ignore_failure (or,
 // for a missing field, ignore_missing) says otherwise.
 func (p *tsProcessor) run(e *event) (bool, error) {
-	v, err := convLookup(e, p.field)
+	v, err := convLookup(e, &p.field)
 	if err != nil {
 		if p.ignoreFailure || p.ignoreMissing && err == convErrKeyNotFound {
 			return false, nil
@@ -129,7 +129,7 @@ func (p *tsProcessor) run(e *event) (bool, error) {
 		}
 		return false, err
 	}
-	if err := convPut(e, p.target, tsFormat(e, ts), nil); err != nil && !p.ignoreFailure {
+	if err := convPut(e, &p.target, tsFormat(e, ts), nil); err != nil && !p.ignoreFailure {
 		return false, err
 	}
 	return false, nil
