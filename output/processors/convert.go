@@ -158,8 +158,9 @@ func (p *convProcessor) run(e *event) (bool, error) {
 	}
 	// Filebeat clones the event when more than one field may have to be
 	// undone; a single write that fails has changed nothing.
-	var undo *convUndo
-	var u convUndo
+	u := e.undoLog()
+	defer func() { e.keepUndo(u) }()
+	var undo *undoLog
 	if p.failOnError && len(p.fields) > 1 {
 		undo = &u
 	}
@@ -178,7 +179,9 @@ func (p *convProcessor) run(e *event) (bool, error) {
 			v = e.clone(v) // Filebeat's cloneValue
 		}
 		if err := convPut(e, &f.to, v, undo); err != nil && p.failOnError {
-			undo.revert()
+			if undo != nil {
+				undo.revert()
+			}
 			return false, p.fail(f, err, "failed to put field ["+f.to.name+"]")
 		}
 		if p.rename {
@@ -437,24 +440,19 @@ func convNotMap(v *jsontree.Value) error {
 // the way are made, and a part that is not an object fails with
 // "expected map but type is T" (nothing is changed then). With undo, it
 // records what it changes.
-func convPut(e *event, p *path, v *jsontree.Value, undo *convUndo) error {
+func convPut(e *event, p *path, v *jsontree.Value, undo *undoLog) error {
 	var s, made spot
 	if err := e.find(&s, p, true, &made); err != nil {
 		return convErr(err)
 	}
-	if made.in != nil {
-		mo, _ := made.in.Object()
-		undo.set(mo, made.key, nil)
-	}
-	o, _ := s.in.Object()
-	undo.set(o, s.key, o.Get(s.key))
-	o.SetQuoted(s.key, s.quoted, v)
+	undo.set(made, s)
+	s.set(v)
 	return nil
 }
 
 // convDelete removes p when it is there (Filebeat's Delete, whose error
 // convert ignores), recording it in undo.
-func convDelete(e *event, p *path, undo *convUndo) {
+func convDelete(e *event, p *path, undo *undoLog) {
 	var s spot
 	if e.find(&s, p, false, nil) != nil || s.in == nil {
 		return
@@ -464,93 +462,8 @@ func convDelete(e *event, p *path, undo *convUndo) {
 	if prev == nil {
 		return
 	}
-	undo.del(o, s.key, prev)
+	undo.del(s, prev)
 	o.Del(s.key)
-}
-
-// convUndo records changes to objects, so that they can be reverted in
-// reverse order, leaving the objects as they were, member order
-// included. A nil *convUndo records nothing.
-type convUndo struct{ ops []convUndoOp }
-
-// convUndoOp is one recorded change.
-type convUndoOp struct {
-	o    *jsontree.Object
-	key  string
-	prev *jsontree.Value // nil: key was absent
-	at   int             // for a deletion, the member's position; -1 otherwise
-}
-
-// set records that key of o is about to be set; prev is its value (nil:
-// absent).
-func (u *convUndo) set(o *jsontree.Object, key string, prev *jsontree.Value) {
-	if u != nil {
-		u.add(convUndoOp{o: o, key: key, prev: prev, at: -1})
-	}
-}
-
-func (u *convUndo) add(op convUndoOp) {
-	if u.ops == nil {
-		u.ops = make([]convUndoOp, 0, 8)
-	}
-	u.ops = append(u.ops, op)
-}
-
-// del records that key of o, holding prev, is about to be removed.
-func (u *convUndo) del(o *jsontree.Object, key string, prev *jsontree.Value) {
-	if u == nil {
-		return
-	}
-	at, i := -1, 0
-	o.Visit(func(k []byte, _ *jsontree.Value) {
-		if at < 0 && string(k) == key {
-			at = i
-		}
-		i++
-	})
-	u.add(convUndoOp{o: o, key: key, prev: prev, at: at})
-}
-
-// revert undoes the recorded changes, last first.
-func (u *convUndo) revert() {
-	if u == nil {
-		return
-	}
-	for i := len(u.ops) - 1; i >= 0; i-- {
-		op := u.ops[i]
-		switch {
-		case op.at >= 0:
-			convInsertAt(op.o, op.key, op.prev, op.at)
-		case op.prev == nil:
-			op.o.Del(op.key)
-		default:
-			op.o.Set(op.key, op.prev) // replaces in place
-		}
-	}
-	u.ops = u.ops[:0]
-}
-
-// convInsertAt puts key back into o at position at.
-func convInsertAt(o *jsontree.Object, key string, v *jsontree.Value, at int) {
-	type kv struct {
-		k string
-		v *jsontree.Value
-	}
-	var tail []kv
-	i := 0
-	o.Visit(func(k []byte, m *jsontree.Value) {
-		if i >= at {
-			tail = append(tail, kv{string(k), m})
-		}
-		i++
-	})
-	for _, t := range tail {
-		o.Del(t.k)
-	}
-	o.Set(key, v)
-	for _, t := range tail {
-		o.Set(t.k, t.v)
-	}
 }
 
 // convNumber reads a number as Filebeat's JSON decoder does

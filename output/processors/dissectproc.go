@@ -208,7 +208,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 				return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
 			}
 			if err == nil {
-				undo.add(created, nil)
+				undo.add(created, nil, -1)
 			}
 		}
 		if err != nil {
@@ -264,7 +264,7 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 			}
 			continue
 		}
-		undo.add(spot{in: obj, key: n.key}, nil)
+		undo.add(spot{in: obj, key: n.key}, nil, -1)
 	}
 	return nil
 }

@@ -123,3 +123,27 @@ fields = ["log.level", "a.b.c"]
 `, `{"log.level":"warn","a":{"b.c":1},"z":1}`, `{"log":{"level":"warn"},"a":{"b":{"c":1}}}`},
 	})
 }
+
+// TestUndoKeepsMemberOrder checks that a processor that fails halfway
+// leaves the event's members where they were, not only their values.
+func TestUndoKeepsMemberOrder(t *testing.T) {
+	for _, c := range []struct{ name, doc, in, want string }{
+		{"rename", `
+[[processors]]
+[processors.rename]
+fields = [{from = "b", to = "z.b"}, {from = "nope", to = "y"}]
+`, `{"a":1,"b":2,"c":3}`, `{"a":1,"b":2,"c":3,"error":{"message":"Failed to rename fields in processor: could not fetch value for key: nope, Error: key not found"}}`},
+		{"convert in rename mode", `
+[[processors]]
+[processors.convert]
+mode = "rename"
+fields = [{from = "b", to = "z.b", type = "string"}, {from = "c", to = "a.x", type = "string"}]
+`, `{"a":1,"b":2,"c":3}`, `{"a":1,"b":2,"c":3}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := runOne(t, c.doc, c.in); got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}

@@ -28,63 +28,6 @@ func init() {
 // errKeyNotFound is Filebeat's error for a field that is not there.
 var errKeyNotFound = errors.New("key not found")
 
-// undoLog records edits so that a processor with fail_on_error can put
-// the event back as it was when a later field fails, as Filebeat restores
-// its backup of the event.
-type undoLog []undoEntry
-
-// undoLog returns the event's undo log, empty; give it back with
-// keepUndo so that its memory serves the next processor.
-func (e *event) undoLog() undoLog { return e.undo[:0] }
-
-func (e *event) keepUndo(u undoLog) { e.undo = u[:0] }
-
-type undoEntry struct {
-	at  spot
-	old *jsontree.Value // nil: the spot was empty
-}
-
-// put sets p to val as the event's put does, recording what it changes.
-func (u *undoLog) put(e *event, p *path, val *jsontree.Value) error {
-	var s, made spot
-	if err := e.find(&s, p, true, &made); err != nil {
-		return err
-	}
-	if made.in != nil {
-		u.add(made, nil)
-	} else {
-		u.add(s, s.value())
-	}
-	s.set(val)
-	return nil
-}
-
-// add records that the spot at held old (nil: was empty). The entry is
-// filled in place: appending an undoEntry literal builds it on the stack
-// and copies it, which costs more than the rest of a field write.
-func (u *undoLog) add(at spot, old *jsontree.Value) {
-	n := len(*u)
-	if n == cap(*u) {
-		*u = append(*u, undoEntry{at: at, old: old})
-		return
-	}
-	*u = (*u)[:n+1]
-	ent := &(*u)[n]
-	ent.at, ent.old = at, old
-}
-
-// revert takes the recorded writes back, last first: each spot's object
-// is then in the event as it was when the write was recorded.
-func (u undoLog) revert() {
-	for i := len(u) - 1; i >= 0; i-- {
-		if u[i].old == nil {
-			u[i].at.in.Delete(u[i].at.key)
-		} else {
-			u[i].at.set(u[i].old)
-		}
-	}
-}
-
 // --- add_fields ---
 
 type addFields struct {
@@ -376,7 +319,7 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if p.copy {
 		v = e.clone(v)
 	} else {
-		undo.add(from, v)
+		undo.del(from, v)
 		from.in.Delete(from.key)
 	}
 	// to is absent (checked above): the write takes one walk, and taking
@@ -385,7 +328,7 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if err != nil {
 		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
 	}
-	undo.add(created, nil)
+	undo.add(created, nil, -1)
 	return nil
 }
 
