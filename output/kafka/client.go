@@ -8,7 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -145,7 +144,10 @@ func (o *Output) partitioner() kgo.Partitioner {
 			}
 		})
 	}
-	fields := o.opts.HashFields
+	fields := make([]hashField, len(o.opts.HashFields))
+	for i, name := range o.opts.HashFields {
+		fields[i] = compileHashField(name)
+	}
 	return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
 		return func(r *kgo.Record, n int) int {
 			h := fnv.New32a()
@@ -154,7 +156,7 @@ func (o *Output) partitioner() kgo.Partitioner {
 				// The fields' values as text (a string without its
 				// quotes), as Filebeat hashes them.
 				for _, f := range fields {
-					h.Write([]byte(gjson.GetBytes(r.Value, f).String()))
+					h.Write([]byte(f.lookup(r.Value).String()))
 				}
 			case r.Key != nil:
 				h.Write(r.Key)

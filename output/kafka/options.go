@@ -49,7 +49,7 @@ type Options struct {
 	Key           *sprintf.Format // the record's key; nil for none
 
 	Partitioning Partitioning
-	HashFields   []string // PartitionHash: the fields hashed (gjson paths); none: the key
+	HashFields   []string // PartitionHash: the fields hashed (Filebeat's field names); none: the key
 	GroupEvents  int      // PartitionRandom, PartitionRoundRobin: records per partition before the next (1 when 0)
 
 	RequiredAcks     int    // -1 (all in-sync replicas), 1 or 0
