@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -291,6 +292,36 @@ func (o *Object) Del(key string) {
 	if i := o.index(key); i >= 0 {
 		o.kvs = append(o.kvs[:i], o.kvs[i+1:]...)
 	}
+}
+
+// A Member is a member taken out of an object by Take, with its place,
+// to be put back by Restore.
+type Member struct {
+	m   kv
+	pos int
+}
+
+// Take removes member key (its first occurrence, the one Get returns)
+// from o and returns it, key spelling and place included; ok is false
+// when o has no such member.
+func (o *Object) Take(key string) (m Member, ok bool) {
+	i := o.index(key)
+	if i < 0 {
+		return Member{}, false
+	}
+	m = Member{m: o.kvs[i], pos: i}
+	o.kvs = append(o.kvs[:i], o.kvs[i+1:]...)
+	return m, true
+}
+
+// Restore puts back a member Take removed from o, at its place: o must
+// hold the members it held then (as undoing later edits, last first,
+// leaves it), so that members with the same key, and the key as it was
+// written, come back as they were.
+func (o *Object) Restore(m Member) {
+	pos := min(m.pos, len(o.kvs))
+	o.kvs = slices.Insert(o.kvs, pos, m.m)
+	o.keys |= keyBit(m.m.k)
 }
 
 // Delete removes member key from the object v and reports whether it was

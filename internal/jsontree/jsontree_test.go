@@ -458,3 +458,33 @@ func TestKeyBits(t *testing.T) {
 	has = map[string]bool{"k1": true, "k7": true, "k150": true}
 	check("after expand")
 }
+
+// TestTakeRestore: a member taken and restored comes back at its place,
+// written as it was, beside a member with the same key.
+func TestTakeRestore(t *testing.T) {
+	const doc = `{"a":1,"b":2,"\u0061":3,"c":{"d":4}}`
+	for _, key := range []string{"a", "b", "c"} {
+		t.Run(key, func(t *testing.T) {
+			var p Parser
+			v, err := p.Parse(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, _ := v.Object()
+			m, ok := o.Take(key)
+			if !ok || o.Len() != 3 {
+				t.Fatalf("Take(%q): ok %v, %d members left", key, ok, o.Len())
+			}
+			o.Restore(m)
+			if got := string(v.MarshalTo(nil)); got != doc {
+				t.Fatalf("got  %s\nwant %s", got, doc)
+			}
+		})
+	}
+	var p Parser
+	v, _ := p.Parse(doc)
+	o, _ := v.Object()
+	if _, ok := o.Take("x"); ok {
+		t.Fatal("Take of an absent key reported a member")
+	}
+}

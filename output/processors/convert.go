@@ -175,9 +175,13 @@ func (p *convProcessor) run(e *event) (bool, error) {
 			_ = convPut(e, &f.from, v, undo)
 			continue
 		}
-		if !p.rename {
-			v = e.clone(v) // Filebeat's cloneValue
-		}
+		// Filebeat's copy mode clones the value; its rename mode moves
+		// it, which lets two fields read before the writes put an
+		// object inside itself (from b to a, then from b to a.c): a
+		// cycle, which serializing could not end. A copy in both modes
+		// writes the same event without one. Only objects and arrays
+		// are copied, and convert seldom writes those.
+		v = e.clone(v)
 		if err := convPut(e, &f.to, v, undo); err != nil && p.failOnError {
 			if undo != nil {
 				undo.revert()
@@ -426,7 +430,7 @@ func convLookup(e *event, p *path) (*jsontree.Value, error) {
 func convErr(err error) error {
 	var no *errNotObject
 	if errors.As(err, &no) {
-		return convNotMap(no.v)
+		return errors.New("expected map but type is " + no.goType)
 	}
 	return err
 }
@@ -457,13 +461,7 @@ func convDelete(e *event, p *path, undo *undoLog) {
 	if e.find(&s, p, false, nil) != nil || s.in == nil {
 		return
 	}
-	o, _ := s.in.Object()
-	prev := o.Get(s.key)
-	if prev == nil {
-		return
-	}
-	undo.del(s, prev)
-	o.Del(s.key)
+	undo.remove(s)
 }
 
 // convNumber reads a number as Filebeat's JSON decoder does

@@ -198,23 +198,22 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 			return false, fmt.Errorf("dissect: key %q: %w", f.Key, err)
 		}
 		if p.overwrite {
-			err = undo.put(e, &tp, dissectValue(e, f))
-		} else {
-			var existed bool
-			var created spot
-			existed, created, err = e.putNew(&tp, dissectValue(e, f))
-			if existed {
-				undo.revert()
-				return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
-			}
-			if err == nil {
-				undo.add(created, nil, -1)
-			}
+			// Filebeat writes over what is there, and leaves out a
+			// field whose path runs through a value that is not an
+			// object, without failing.
+			_ = undo.put(e, &tp, dissectValue(e, f))
+			continue
 		}
-		if err != nil {
+		existed, created, err := e.putNew(&tp, dissectValue(e, f))
+		switch {
+		case existed:
 			undo.revert()
-			return false, fmt.Errorf("dissect: %s: %w", tp.name, err)
+			return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
+		case err != nil:
+			undo.revert()
+			return false, fmt.Errorf("cannot override existing key with `%s`: %w", tp.name, convErr(err))
 		}
+		undo.add(created, nil)
 	}
 	return false, nil
 }
@@ -257,14 +256,15 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 			buf = appendWriteTree(buf, n.kids, fields)
 			o.SetNewQuoted(n.key, n.quoted, e.arena.NewText(buf, start))
 		case cur.Type() != jsontree.TypeObject:
-			return fmt.Errorf("dissect: %s: %w", n.name, &errNotObject{at: n.name, v: cur})
+			// Filebeat names a field it could not write.
+			return fmt.Errorf("cannot override existing key with `%s`: %w", n.whole[0].name, convNotMap(cur))
 		default:
 			if err := p.writeTree(e, cur, n.kids, fields, undo); err != nil {
 				return err
 			}
 			continue
 		}
-		undo.add(spot{in: obj, key: n.key}, nil, -1)
+		undo.add(spot{in: obj, key: n.key}, nil)
 	}
 	return nil
 }

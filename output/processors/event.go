@@ -75,13 +75,15 @@ type event struct {
 }
 
 // errNotObject says a path runs through a value that is not an object.
+// It holds no part of the event: an error may outlive it.
 type errNotObject struct {
-	at string          // the prefix of the path that is not an object
-	v  *jsontree.Value // what is there
+	at     string        // the prefix of the path that is not an object
+	kind   jsontree.Type // what is there
+	goType string        // and its type as Filebeat's errors name it
 }
 
 func (e *errNotObject) Error() string {
-	return fmt.Sprintf("expected an object at %q but it is %s", e.at, typeName(e.v.Type()))
+	return fmt.Sprintf("expected an object at %q but it is %s", e.at, typeName(e.kind))
 }
 
 func typeName(t jsontree.Type) string {
@@ -185,7 +187,7 @@ func (e *event) walk(s *spot, obj *jsontree.Value, p *path, create bool, made *s
 			}
 		case next.Type() != jsontree.TypeObject:
 			s.in = nil
-			return &errNotObject{at: p.name[:len(p.name)-len(rest)+len(k)], v: next}
+			return &errNotObject{at: p.name[:len(p.name)-len(rest)+len(k)], kind: next.Type(), goType: convGoType(next)}
 		}
 		obj, rest = next, rest[len(k)+1:]
 	}

@@ -304,8 +304,15 @@ func (p *rename) run(e *event) (bool, error) {
 }
 
 func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
+	// Filebeat's order: the target first, then the source, where only a
+	// missing part (not one that is not an object) is "missing".
+	if e.get(&f.to) != nil {
+		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
+	}
 	var from spot
-	_ = e.find(&from, &f.from, false, nil) // a path through a value that is not an object: absent
+	if err := e.find(&from, &f.from, false, nil); err != nil {
+		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, convErr(err))
+	}
 	v := from.value()
 	if v == nil {
 		if p.ignoreMissing {
@@ -313,22 +320,24 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 		}
 		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, errKeyNotFound)
 	}
-	if e.get(&f.to) != nil {
-		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
-	}
 	if p.copy {
 		v = e.clone(v)
 	} else {
-		undo.del(from, v)
-		from.in.Delete(from.key)
+		undo.remove(from)
 	}
-	// to is absent (checked above): the write takes one walk, and taking
-	// it back is deleting what it created.
-	_, created, err := e.putNew(&f.to, v)
-	if err != nil {
-		return fmt.Errorf("could not put value: %s: %w", f.to.name, err)
+	// to is absent (checked above), and removing from cannot make it
+	// appear: the write takes one walk, and taking it back is deleting
+	// what it created.
+	existed, created, err := e.putNew(&f.to, v)
+	switch {
+	case existed:
+		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
+	case err != nil && p.copy:
+		return fmt.Errorf("could not copy value to %s: %s, %w", f.to.name, convRender(v), convErr(err))
+	case err != nil:
+		return fmt.Errorf("could not put value: %s: %s, %w", f.to.name, convRender(v), convErr(err))
 	}
-	undo.add(created, nil, -1)
+	undo.add(created, nil)
 	return nil
 }
 

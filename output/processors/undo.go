@@ -15,12 +15,14 @@ func (e *event) undoLog() undoLog { return e.undo[:0] }
 
 func (e *event) keepUndo(u undoLog) { e.undo = u[:0] }
 
-// undoEntry is one recorded edit: the member at.key of the object at.in
-// held old (nil: was absent) before it.
+// undoEntry is one recorded edit of the member at.key of the object
+// at.in: a set, when it held old before (nil: was absent), or its
+// removal (taken).
 type undoEntry struct {
-	at  spot
-	old *jsontree.Value
-	pos int // for a member removed, where it was; -1 otherwise
+	at    spot
+	old   *jsontree.Value
+	taken jsontree.Member
+	took  bool
 }
 
 // put sets p to val as the event's put does, recording what it changes.
@@ -41,81 +43,56 @@ func (u *undoLog) set(made, s spot) {
 	switch {
 	case u == nil:
 	case made.in != nil:
-		u.add(made, nil, -1)
+		u.add(made, nil)
 	default:
-		u.add(s, s.value(), -1)
+		u.add(s, s.value())
 	}
 }
 
-// del records that the member at s, holding old, is about to be removed.
-func (u *undoLog) del(s spot, old *jsontree.Value) {
-	if u == nil {
+// remove removes the member at s (its first occurrence, the one s.value
+// returns), recording it, with its place and spelling, for revert.
+func (u *undoLog) remove(s spot) {
+	o, _ := s.in.Object()
+	m, ok := o.Take(s.key)
+	if !ok || u == nil {
 		return
 	}
-	o, _ := s.in.Object()
-	pos, i := -1, 0
-	o.Visit(func(k []byte, _ *jsontree.Value) {
-		if pos < 0 && string(k) == s.key {
-			pos = i
-		}
-		i++
-	})
-	u.add(s, old, pos)
+	u.add(s, nil)
+	ent := &(*u)[len(*u)-1]
+	ent.taken, ent.took = m, true
 }
 
-// add appends an entry. It is filled in place: appending an undoEntry
-// literal builds it on the stack and copies it, which costs more than
-// the rest of a field write.
-func (u *undoLog) add(at spot, old *jsontree.Value, pos int) {
+// add appends an entry for a set. It is filled in place: appending an
+// undoEntry literal builds it on the stack and copies it, which costs
+// more than the rest of a field write.
+func (u *undoLog) add(at spot, old *jsontree.Value) {
 	if u == nil {
 		return
 	}
 	n := len(*u)
 	if n == cap(*u) {
-		*u = append(*u, undoEntry{at: at, old: old, pos: pos})
+		*u = append(*u, undoEntry{at: at, old: old})
 		return
 	}
 	*u = (*u)[:n+1]
 	ent := &(*u)[n]
-	ent.at, ent.old, ent.pos = at, old, pos
+	ent.at, ent.old, ent.took = at, old, false
 }
 
 // revert takes the recorded edits back, last first: each entry's object
-// is then in the event as it was when the edit was recorded.
+// is then in the event as it was when the edit was recorded, so members
+// go back where they were.
 func (u undoLog) revert() {
 	for i := len(u) - 1; i >= 0; i-- {
 		ent := &u[i]
 		o, _ := ent.at.in.Object()
 		switch {
-		case ent.pos >= 0:
-			insertAt(o, ent.at.key, ent.old, ent.pos)
+		case ent.took:
+			o.Restore(ent.taken)
 		case ent.old == nil:
 			o.Del(ent.at.key)
 		default:
 			o.Set(ent.at.key, ent.old) // in place
 		}
-	}
-}
-
-// insertAt puts the member key back into o at position pos.
-func insertAt(o *jsontree.Object, key string, v *jsontree.Value, pos int) {
-	type kv struct {
-		k string
-		v *jsontree.Value
-	}
-	var tail []kv
-	i := 0
-	o.Visit(func(k []byte, m *jsontree.Value) {
-		if i >= pos {
-			tail = append(tail, kv{string(k), m})
-		}
-		i++
-	})
-	for _, t := range tail {
-		o.Del(t.k)
-	}
-	o.Set(key, v)
-	for _, t := range tail {
-		o.Set(t.k, t.v)
 	}
 }

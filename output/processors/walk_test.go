@@ -133,6 +133,16 @@ func TestUndoKeepsMemberOrder(t *testing.T) {
 [processors.rename]
 fields = [{from = "b", to = "z.b"}, {from = "nope", to = "y"}]
 `, `{"a":1,"b":2,"c":3}`, `{"a":1,"b":2,"c":3,"error":{"message":"Failed to rename fields in processor: could not fetch value for key: nope, Error: key not found"}}`},
+		{"rename, beside a repeated key", `
+[[processors]]
+[processors.rename]
+fields = [{from = "b", to = "z"}, {from = "nope", to = "y"}]
+`, `{"a":1,"b":2,"a":3}`, `{"a":1,"b":2,"a":3,"error":{"message":"Failed to rename fields in processor: could not fetch value for key: nope, Error: key not found"}}`},
+		{"rename, a key written with an escape", `
+[[processors]]
+[processors.rename]
+fields = [{from = "é", to = "z"}, {from = "nope", to = "y"}]
+`, `{"\u00e9":1,"b":2}`, `{"\u00e9":1,"b":2,"error":{"message":"Failed to rename fields in processor: could not fetch value for key: nope, Error: key not found"}}`},
 		{"convert in rename mode", `
 [[processors]]
 [processors.convert]
@@ -143,6 +153,76 @@ fields = [{from = "b", to = "z.b", type = "string"}, {from = "c", to = "a.x", ty
 		t.Run(c.name, func(t *testing.T) {
 			if got := runOne(t, c.doc, c.in); got != c.want {
 				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+// TestConvertWritesNoCycle: convert in rename mode, with two fields from
+// one object, puts it inside its own copy rather than inside itself
+// (which would make an event that cannot be written out).
+func TestConvertWritesNoCycle(t *testing.T) {
+	got := runOne(t, `
+[[processors]]
+[processors.convert]
+mode = "rename"
+fields = [{from = "b", to = "a"}, {from = "b", to = "a.c"}]
+`, `{"b":{"x":1}}`)
+	if want := `{"a":{"x":1,"c":{"x":1}}}`; !sameJSON(t, got, want) {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestFilebeatOrderAndErrors: rename and copy_fields check the target
+// before the source, and only a missing part (not one that is not an
+// object) counts as missing; their errors and dissect's read as
+// Filebeat's. Each expected event and error is what Filebeat's own
+// processors gave for the same event and settings.
+func TestFilebeatOrderAndErrors(t *testing.T) {
+	runCases(t, []processorCase{
+		{"rename checks the target first", `
+[[processors]]
+[processors.rename]
+ignore_missing = true
+fields = [{from = "nope", to = "x"}]
+`, `{"x":1}`, `{"x":1,"error":{"message":"Failed to rename fields in processor: target field x already exists, drop or rename this field first"}}`},
+		{"a source through a string is not missing", `
+[[processors]]
+[processors.rename]
+ignore_missing = true
+fields = [{from = "a.b", to = "x"}]
+`, `{"a":"s"}`, `{"a":"s","error":{"message":"Failed to rename fields in processor: could not fetch value for key: a.b, Error: expected map but type is string"}}`},
+		{"rename to a target through a string", `
+[[processors]]
+[processors.rename]
+fields = [{from = "m", to = "x.y"}]
+`, `{"m":1,"x":"s"}`, `{"m":1,"x":"s","error":{"message":"Failed to rename fields in processor: could not put value: x.y: 1, expected map but type is string"}}`},
+		{"copy to a target through a string", `
+[[processors]]
+[processors.copy_fields]
+fields = [{from = "m", to = "x.y"}]
+`, `{"m":"v","x":"s"}`, `{"m":"v","x":"s","error":{"message":"Failed to copy fields in copy_fields processor: could not copy value to x.y: v, expected map but type is string"}}`},
+		{"dissect with overwrite_keys leaves out a field it cannot write", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a} %{a.b}"
+target_prefix = ""
+overwrite_keys = true
+`, `{"message":"x y","a":{"q":1}}`, `{"message":"x y","a":"x"}`},
+	})
+	for _, c := range []struct{ name, opts, in string }{
+		{"one by one", `tokenizer = "%{a.b}"` + "\n" + `target_prefix = ""`, `{"message":"v","a":"s"}`},
+		{"in one descent", `tokenizer = "%{a.b} %{c}"` + "\n" + `target_prefix = ""`, `{"message":"v w","a":"s"}`},
+	} {
+		t.Run("dissect through a string, "+c.name, func(t *testing.T) {
+			p, err := djCompile(t, "dissect", c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := djRun(t, p, c.in)
+			const want = "cannot override existing key with `a.b`: expected map but type is string"
+			if err == nil || err.Error() != want || out != c.in {
+				t.Fatalf("event %s, error %v; want the event as it was and %q", out, err, want)
 			}
 		})
 	}
