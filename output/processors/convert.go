@@ -17,10 +17,9 @@ import (
 // options, defaults, conversion rules and error texts
 // (libbeat/processors/convert).
 //
-// The helpers at the end of this file (convLookup, convPut, convGoType,
-// convRender...) are shared with decode_json_fields and timestamp: they
-// read and write the event as Filebeat's GetValue and PutValue do, and
-// name types and print values as Filebeat's errors do.
+// The helpers at the end of this file (convPut, convGoType, convRender...)
+// are shared with other processors: they write the event as Filebeat's
+// PutValue does, and name types and print values as Filebeat's errors do.
 
 func init() { register("convert", convBuild) }
 
@@ -198,9 +197,9 @@ func (p *convProcessor) run(e *event) (bool, error) {
 // convertField reads f.from and converts it: nil, nil when it is missing
 // and ignore_missing is set.
 func (p *convProcessor) convertField(e *event, f convField) (*jsontree.Value, error) {
-	v, err := convLookup(e, &f.from)
+	v, err := e.lookup(&f.from)
 	if err != nil {
-		if p.ignoreMissing && err == convErrKeyNotFound {
+		if p.ignoreMissing && err == errKeyNotFound {
 			return nil, nil
 		}
 		return nil, p.fail(f, err, "field ["+f.from.name+"] is missing")
@@ -409,32 +408,6 @@ func convStrToInt(s string, bits int) (int64, error) {
 
 // --- reading and writing the event as Filebeat does ---
 
-// convErrKeyNotFound is Filebeat's mapstr.ErrKeyNotFound.
-var convErrKeyNotFound = errors.New("key not found")
-
-// convLookup returns the value at p as Filebeat's GetValue does: the
-// error is convErrKeyNotFound when a part of p is absent, and "expected
-// map but type is T" when p runs through a value that is not an object.
-func convLookup(e *event, p *path) (*jsontree.Value, error) {
-	var s spot
-	if err := e.find(&s, p, false, nil); err != nil {
-		return nil, convErr(err)
-	}
-	if v := s.value(); v != nil {
-		return v, nil
-	}
-	return nil, convErrKeyNotFound
-}
-
-// convErr words find's error as Filebeat's mapstr does.
-func convErr(err error) error {
-	var no *errNotObject
-	if errors.As(err, &no) {
-		return errors.New("expected map but type is " + no.goType)
-	}
-	return err
-}
-
 // convNotMap is Filebeat's error for a path through v, not an object.
 func convNotMap(v *jsontree.Value) error {
 	return errors.New("expected map but type is " + convGoType(v))
@@ -447,7 +420,7 @@ func convNotMap(v *jsontree.Value) error {
 func convPut(e *event, p *path, v *jsontree.Value, undo *undoLog) error {
 	var s, made spot
 	if err := e.find(&s, p, true, &made); err != nil {
-		return convErr(err)
+		return mapErr(err)
 	}
 	undo.set(made, s)
 	s.set(v)

@@ -174,9 +174,9 @@ func (e *djSyntaxErr) Error() string { return djSyntaxError(e.text) }
 // decodeField decodes the field f and puts the value where target says,
 // appending its failures to errs.
 func (p *djProcessor) decodeField(e *event, f path, errs []error) []error {
-	v, err := convLookup(e, &f)
+	v, err := e.lookup(&f)
 	if err != nil {
-		if err != convErrKeyNotFound {
+		if err != errKeyNotFound {
 			errs = append(errs, err)
 		}
 		return errs
@@ -607,7 +607,7 @@ func djExpand(e *event, m *jsontree.Value) error {
 func djMapPut(e *event, m *jsontree.Value, key string, v *jsontree.Value) (*jsontree.Value, error) {
 	var s spot
 	if err := e.walk(&s, m, &path{name: key}, true, nil); err != nil {
-		return nil, convErr(err)
+		return nil, mapErr(err)
 	}
 	cur := s.value()
 	s.set(v)

@@ -211,7 +211,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 			return false, fmt.Errorf("cannot override existing key with `%s`", tp.name)
 		case err != nil:
 			undo.revert()
-			return false, fmt.Errorf("cannot override existing key with `%s`: %w", tp.name, convErr(err))
+			return false, fmt.Errorf("cannot override existing key with `%s`: %w", tp.name, mapErr(err))
 		}
 		undo.add(created, nil)
 	}

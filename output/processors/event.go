@@ -203,6 +203,34 @@ func (e *event) get(p *path) *jsontree.Value {
 	return s.value()
 }
 
+// errKeyNotFound is Filebeat's mapstr.ErrKeyNotFound: a field, or a part
+// of the way to it, is not there.
+var errKeyNotFound = errors.New("key not found")
+
+// lookup returns the value at p as Filebeat's GetValue does: the error
+// is errKeyNotFound when a part of p is absent, and "expected map but
+// type is T" when p runs through a value that is not an object (which
+// ignore_missing does not skip).
+func (e *event) lookup(p *path) (*jsontree.Value, error) {
+	var s spot
+	if err := e.find(&s, p, false, nil); err != nil {
+		return nil, mapErr(err)
+	}
+	if v := s.value(); v != nil {
+		return v, nil
+	}
+	return nil, errKeyNotFound
+}
+
+// mapErr words find's error as Filebeat's mapstr does.
+func mapErr(err error) error {
+	var no *errNotObject
+	if errors.As(err, &no) {
+		return errors.New("expected map but type is " + no.goType)
+	}
+	return err
+}
+
 // peek is get for reading only: objects on the way that nothing has
 // split are searched rather than split (jsontree's Peek), so the value
 // returned must not be changed. Conditions read this way: most read one

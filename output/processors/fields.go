@@ -25,9 +25,6 @@ func init() {
 	register("drop_event", buildDropEvent)
 }
 
-// errKeyNotFound is Filebeat's error for a field that is not there.
-var errKeyNotFound = errors.New("key not found")
-
 // --- add_fields ---
 
 type addFields struct {
@@ -311,7 +308,7 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	}
 	var from spot
 	if err := e.find(&from, &f.from, false, nil); err != nil {
-		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, convErr(err))
+		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, mapErr(err))
 	}
 	v := from.value()
 	if v == nil {
@@ -333,9 +330,9 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	case existed:
 		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
 	case err != nil && p.copy:
-		return fmt.Errorf("could not copy value to %s: %s, %w", f.to.name, convRender(v), convErr(err))
+		return fmt.Errorf("could not copy value to %s: %s, %w", f.to.name, convRender(v), mapErr(err))
 	case err != nil:
-		return fmt.Errorf("could not put value: %s: %s, %w", f.to.name, convRender(v), convErr(err))
+		return fmt.Errorf("could not put value: %s: %s, %w", f.to.name, convRender(v), mapErr(err))
 	}
 	undo.add(created, nil)
 	return nil
@@ -375,38 +372,33 @@ func buildTruncateFields(o *options) (processor, error) {
 func (p *truncateFields) run(e *event) (bool, error) {
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
-	truncated := false
+	truncated := 0
 	for _, f := range p.fields {
-		v := e.get(&f)
-		if v == nil {
-			if p.ignoreMissing {
-				continue
-			}
-			err := fmt.Errorf("could not fetch value for key: %s, Error: %w", f.name, errKeyNotFound)
-			if p.failOnError {
-				undo.revert()
-				return false, err
-			}
+		v, err := e.lookup(&f)
+		switch {
+		case err == errKeyNotFound && p.ignoreMissing:
 			continue
+		case err != nil:
+			err = fmt.Errorf("could not fetch value for key '%s': %w", f.name, err)
+		case v.Type() != jsontree.TypeString:
+			err = fmt.Errorf("value cannot be truncated: %s", convRender(v))
 		}
-		b, err := v.StringBytes()
 		if err != nil {
-			err := fmt.Errorf("value cannot be truncated: %s", v.String())
 			if p.failOnError {
 				undo.revert()
 				return false, err
 			}
 			continue
 		}
-		s := unsafeString(b)
-		cut, ok := truncate(s, p.maxBytes, p.maxChars)
+		cut, ok := truncate(v.Str(), p.maxBytes, p.maxChars)
 		if !ok {
 			continue
 		}
 		_ = undo.put(e, &f, e.arena.NewString(cut))
-		truncated = true
+		truncated++
 	}
-	if truncated {
+	// Filebeat flags the event once for each field it truncated.
+	for range truncated {
 		e.flag("truncated")
 	}
 	return false, nil
@@ -486,15 +478,14 @@ func (p *replace) run(e *event) (bool, error) {
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
 	for _, f := range p.fields {
-		s, found, ok := e.str(&f.p)
-		var err error
+		v, err := e.lookup(&f.p)
 		switch {
-		case !found && p.ignoreMissing:
+		case err == errKeyNotFound && p.ignoreMissing:
 			continue
-		case !found:
-			err = fmt.Errorf("could not fetch value for key: %s, Error: %w", f.p.name, errKeyNotFound)
-		case !ok:
-			err = fmt.Errorf("could not replace in %s: the value is not a string", f.p.name)
+		case err != nil:
+			err = fmt.Errorf("could not fetch value for key: %s, Error: %w", f.p.name, err)
+		case v.Type() != jsontree.TypeString:
+			err = fmt.Errorf("key '%s' expected type string, but got %s with value '%s'", f.p.name, convGoType(v), convRender(v))
 		}
 		if err != nil {
 			if p.failOnError {
@@ -504,7 +495,7 @@ func (p *replace) run(e *event) (bool, error) {
 			}
 			continue
 		}
-		_ = undo.put(e, &f.p, e.arena.NewString(f.re.ReplaceAllString(s, f.replacement)))
+		_ = undo.put(e, &f.p, e.arena.NewString(f.re.ReplaceAllString(v.Str(), f.replacement)))
 	}
 	return false, nil
 }

@@ -115,9 +115,9 @@ func tsLoadLocation(tz string) (*time.Location, error) {
 // leaves the event unchanged and is returned unless ignore_failure (or,
 // for a missing field, ignore_missing) says otherwise.
 func (p *tsProcessor) run(e *event) (bool, error) {
-	v, err := convLookup(e, &p.field)
+	v, err := e.lookup(&p.field)
 	if err != nil {
-		if p.ignoreFailure || p.ignoreMissing && err == convErrKeyNotFound {
+		if p.ignoreFailure || p.ignoreMissing && err == errKeyNotFound {
 			return false, nil
 		}
 		return false, fmt.Errorf("failed to get time field %s: %w", p.field.name, err)

@@ -202,6 +202,24 @@ fields = [{from = "m", to = "x.y"}]
 [processors.copy_fields]
 fields = [{from = "m", to = "x.y"}]
 `, `{"m":"v","x":"s"}`, `{"m":"v","x":"s","error":{"message":"Failed to copy fields in copy_fields processor: could not copy value to x.y: v, expected map but type is string"}}`},
+		{"truncate_fields flags each field it cuts", `
+[[processors]]
+[processors.truncate_fields]
+fields = ["a", "b"]
+max_bytes = 2
+`, `{"a":"abcdef","b":"xyz"}`, `{"a":"ab","b":"xy","log":{"flags":["truncated","truncated"]}}`},
+		{"replace: a field through a string is not missing", `
+[[processors]]
+[processors.replace]
+ignore_missing = true
+fields = [{field = "a.b", pattern = "x", replacement = "y"}]
+`, `{"a":"s"}`, `{"a":"s","error":{"message":"Failed to replace fields in processor: could not fetch value for key: a.b, Error: expected map but type is string"}}`},
+		// Filebeat's JSON decoding (jsontransform) makes 5 an int64.
+		{"replace: a value that is not a string", `
+[[processors]]
+[processors.replace]
+fields = [{field = "a", pattern = "x", replacement = "y"}]
+`, `{"a":5}`, `{"a":5,"error":{"message":"Failed to replace fields in processor: key 'a' expected type string, but got int64 with value '5'"}}`},
 		{"dissect with overwrite_keys leaves out a field it cannot write", `
 [[processors]]
 [processors.dissect]
@@ -209,6 +227,16 @@ tokenizer = "%{a} %{a.b}"
 target_prefix = ""
 overwrite_keys = true
 `, `{"message":"x y","a":{"q":1}}`, `{"message":"x y","a":"x"}`},
+	})
+	t.Run("truncate_fields through a string", func(t *testing.T) {
+		p, err := djCompile(t, "truncate_fields", "fields = [\"a.b\"]\nmax_bytes = 2\nignore_missing = true\nfail_on_error = true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const in, want = `{"a":"abcdef"}`, "could not fetch value for key 'a.b': expected map but type is string"
+		if out, err := djRun(t, p, in); err == nil || err.Error() != want || out != in {
+			t.Fatalf("event %s, error %v; want the event as it was and %q", out, err, want)
+		}
 	})
 	for _, c := range []struct{ name, opts, in string }{
 		{"one by one", `tokenizer = "%{a.b}"` + "\n" + `target_prefix = ""`, `{"message":"v","a":"s"}`},
