@@ -408,11 +408,6 @@ func convStrToInt(s string, bits int) (int64, error) {
 
 // --- reading and writing the event as Filebeat does ---
 
-// convNotMap is Filebeat's error for a path through v, not an object.
-func convNotMap(v *jsontree.Value) error {
-	return errors.New("expected map but type is " + convGoType(v))
-}
-
 // convPut sets p to v as Filebeat's PutValue does: missing objects on
 // the way are made, and a part that is not an object fails with
 // "expected map but type is T" (nothing is changed then). With undo, it

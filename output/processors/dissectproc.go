@@ -257,7 +257,7 @@ func (p *dissectProcessor) writeTree(e *event, obj *jsontree.Value, nodes []*wri
 			o.SetNewQuoted(n.key, n.quoted, e.arena.NewText(buf, start))
 		case cur.Type() != jsontree.TypeObject:
 			// Filebeat names a field it could not write.
-			return fmt.Errorf("cannot override existing key with `%s`: %w", n.whole[0].name, convNotMap(cur))
+			return fmt.Errorf("cannot override existing key with `%s`: %w", n.whole[0].name, notMap(convGoType(cur)))
 		default:
 			if err := p.writeTree(e, cur, n.kids, fields, undo); err != nil {
 				return err

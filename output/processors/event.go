@@ -226,10 +226,14 @@ func (e *event) lookup(p *path) (*jsontree.Value, error) {
 func mapErr(err error) error {
 	var no *errNotObject
 	if errors.As(err, &no) {
-		return errors.New("expected map but type is " + no.goType)
+		return notMap(no.goType)
 	}
 	return err
 }
+
+// notMap is Filebeat's error for a path through a value of the Go type
+// goType (convGoType), not an object.
+func notMap(goType string) error { return errors.New("expected map but type is " + goType) }
 
 // peek is get for reading only: objects on the way that nothing has
 // split are searched rather than split (jsontree's Peek), so the value
