@@ -65,6 +65,12 @@ target_prefix = "p.q"
 tokenizer = "%{a} %{b}"
 overwrite_keys = true
 `, `{"message":"x y","dissect.b":"old","dissect":{"a":"o"}}`, `{"message":"x y","dissect.b":"y","dissect":{"a":"x"}}`},
+		{"add_fields merges into a flat target", `
+[[processors]]
+[processors.add_fields]
+target = "project.x"
+fields = {name = "n"}
+`, `{"project.x":{"y":1}}`, `{"project.x":{"y":1,"name":"n"}}`},
 		{"truncate_fields", `
 [[processors]]
 [processors.truncate_fields]
