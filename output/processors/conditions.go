@@ -530,10 +530,21 @@ func (c condRange) match(e *event) bool {
 
 func (t *condRangeTerm) holds(e *event) bool {
 	v := e.peek(&t.p)
-	if v == nil || v.Type() != jsontree.TypeNumber {
+	if v == nil {
 		return false
 	}
-	f, err := v.Float64()
+	var f float64
+	var err error
+	switch v.Type() {
+	case jsontree.TypeNumber:
+		f, err = v.Float64()
+	case jsontree.TypeString:
+		// Filebeat's ExtractFloat reads a string as a number: a status
+		// code that dissect cut without |integer is compared as one.
+		f, err = strconv.ParseFloat(v.Str(), 64)
+	default:
+		return false
+	}
 	if err != nil || math.IsNaN(f) {
 		return false
 	}
