@@ -425,6 +425,9 @@ func convPut(e *event, p *path, v *jsontree.Value, undo *undoLog) error {
 // convDelete removes p when it is there (Filebeat's Delete, whose error
 // convert ignores), recording it in undo.
 func convDelete(e *event, p *path, undo *undoLog) {
+	if deletable(p) != nil {
+		return // @timestamp and @metadata stay, as in Filebeat
+	}
 	var s spot
 	if e.find(&s, p, false, nil) != nil || s.in == nil {
 		return

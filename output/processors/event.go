@@ -295,17 +295,47 @@ func (e *event) put(p *path, val *jsontree.Value) error {
 	return nil
 }
 
-// delete removes the value at p; it reports whether there was one.
-func (e *event) delete(p *path) bool {
+// Filebeat keeps @timestamp and @metadata apart from the other fields,
+// and refuses to delete them: an event without @timestamp is refused by
+// Elasticsearch's data streams, and @metadata carries what the outputs
+// route by.
+var (
+	errDeleteTimestamp = errors.New(`deleting "@timestamp" key is not supported`)
+	errAlterMetadata   = errors.New(`deleting/replacing "@metadata" key is not supported`)
+)
+
+// deletable says whether p may be deleted: not @timestamp nor @metadata
+// whole, whose deletion Filebeat refuses with these errors.
+func deletable(p *path) error {
+	switch p.name {
+	case "@timestamp":
+		return errDeleteTimestamp
+	case "@metadata":
+		return errAlterMetadata
+	}
+	return nil
+}
+
+// delete removes the value at p as Filebeat's Delete does: the error is
+// errKeyNotFound when it is absent, "expected map but type is T" when p
+// runs through a value that is not an object, and deletable's for
+// @timestamp and @metadata.
+func (e *event) delete(p *path) error {
+	if err := deletable(p); err != nil {
+		return err
+	}
 	var s spot
-	if e.find(&s, p, false, nil) != nil || s.in == nil {
-		return false
+	if err := e.find(&s, p, false, nil); err != nil {
+		return mapErr(err)
 	}
 	// The object holding the field is not split for it (jsontree's
 	// Delete cuts the member out of its text): drop_fields on a few
 	// members of large objects (host, agent) is the common case. find
 	// splits only the objects it goes through.
-	return s.in.Delete(s.key)
+	if s.in == nil || !s.in.Delete(s.key) {
+		return errKeyNotFound
+	}
+	return nil
 }
 
 // str returns the value at p when it is a string, with ok false when it

@@ -154,15 +154,11 @@ func (p *dropFields) run(e *event) (bool, error) {
 			dropMatching(e.root, "", f.re)
 			continue
 		}
-		if f.p.name == "@timestamp" {
-			errs = append(errs, `failed to drop field [@timestamp]: deleting "@timestamp" key is not supported`)
-			continue
-		}
 		if f.p.name == "type" {
 			continue
 		}
-		if !e.delete(&f.p) && !p.ignoreMissing {
-			errs = append(errs, fmt.Sprintf("failed to drop field [%s]: %v", f.p.name, errKeyNotFound))
+		if err := e.delete(&f.p); err != nil && (err != errKeyNotFound || !p.ignoreMissing) {
+			errs = append(errs, fmt.Sprintf("failed to drop field [%s], error: %v", f.p.name, err))
 		}
 	}
 	if errs != nil {
@@ -320,6 +316,9 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if p.copy {
 		v = e.clone(v)
 	} else {
+		if err := deletable(&f.from); err != nil {
+			return fmt.Errorf("could not delete key: %s,  %w", f.from.name, err) // two spaces, as Filebeat's
+		}
 		undo.remove(from)
 	}
 	// to is absent (checked above), and removing from cannot make it

@@ -261,3 +261,34 @@ overwrite_keys = true
 		})
 	}
 }
+
+// TestTimestampAndMetadataStay: @timestamp and @metadata cannot be
+// deleted, as in Filebeat, which keeps them apart from the fields: an
+// event that lost @timestamp would be refused by a data stream.
+func TestTimestampAndMetadataStay(t *testing.T) {
+	const ts = `"@timestamp":"2024-05-01T10:00:00.123Z","@metadata":{"beat":"filebeat"}`
+	runCases(t, []processorCase{
+		{"rename from @timestamp fails", `
+[[processors]]
+[processors.rename]
+fields = [{from = "@timestamp", to = "ts"}]
+`, `{` + ts + `}`, `{` + ts + `,"error":{"message":"Failed to rename fields in processor: could not delete key: @timestamp,  deleting \"@timestamp\" key is not supported"}}`},
+		{"convert in rename mode copies @timestamp", `
+[[processors]]
+[processors.convert]
+mode = "rename"
+fields = [{from = "@timestamp", to = "event.created"}]
+`, `{` + ts + `}`, `{` + ts + `,"event":{"created":"2024-05-01T10:00:00.123Z"}}`},
+	})
+	p, err := djCompile(t, "drop_fields", `fields = ["a.b", "@metadata", "@timestamp", "nope"]`+"\nignore_missing = true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `{` + ts + `,"a":"s","m":1}`
+	out, err := djRun(t, p, in)
+	// Filebeat's message, word for word.
+	const want = `failed to drop field [a.b], error: expected map but type is string; failed to drop field [@metadata], error: deleting/replacing "@metadata" key is not supported; failed to drop field [@timestamp], error: deleting "@timestamp" key is not supported`
+	if err == nil || err.Error() != want || out != in {
+		t.Fatalf("event %s, error %v;\nwant the event as it was and %s", out, err, want)
+	}
+}
