@@ -112,7 +112,7 @@ func buildDissect(o *options) (processor, error) {
 		p.trim = func(s string) string { return strings.TrimLeft(s, trimChars) }
 	case "right":
 		p.trim = func(s string) string { return strings.TrimRight(s, trimChars) }
-	case "all":
+	case "all", "both": // both: Filebeat's other name for all
 		p.trim = func(s string) string { return strings.Trim(s, trimChars) }
 	default:
 		o.fail("trim_values", "unknown mode %q; known: none, left, right, all", mode)

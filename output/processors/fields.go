@@ -36,8 +36,12 @@ func buildAddFields(o *options) (processor, error) {
 	p := &addFields{}
 	target := o.str("target", "fields")
 	fields := o.table("fields")
-	if o.err == nil && fields == nil {
+	switch {
+	case o.err != nil:
+	case fields == nil:
 		o.fail("fields", "missing (required)")
+	case len(fields) == 0:
+		o.fail("fields", "empty: list at least one field to add") // as Filebeat refuses it
 	}
 	p.fields = compileStatic(fields)
 	if target != "" {

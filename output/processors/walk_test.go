@@ -292,3 +292,19 @@ fields = [{from = "@timestamp", to = "event.created"}]
 		t.Fatalf("event %s, error %v;\nwant the event as it was and %s", out, err, want)
 	}
 }
+
+// TestFilebeatSettings: settings Filebeat takes, or refuses, the same.
+func TestFilebeatSettings(t *testing.T) {
+	runCases(t, []processorCase{
+		{"dissect's trim_values = both is all", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{a}|%{b}"
+trim_values = "both"
+`, `{"message":" x | y "}`, `{"message":" x | y ","dissect":{"a":"x","b":"y"}}`},
+	})
+	_, err := djCompile(t, "add_fields", "fields = {}")
+	if want := "processors[0].add_fields.fields: empty: list at least one field to add"; err == nil || err.Error() != want {
+		t.Fatalf("add_fields with empty fields: error %v, want %q", err, want)
+	}
+}
