@@ -234,31 +234,29 @@ target_prefix = ""
 overwrite_keys = true
 `, `{"message":"x y","a":{"q":1}}`, `{"message":"x y","a":"x"}`},
 	})
-	t.Run("truncate_fields through a string", func(t *testing.T) {
-		p, err := djCompile(t, "truncate_fields", "fields = [\"a.b\"]\nmax_bytes = 2\nignore_missing = true\nfail_on_error = true")
-		if err != nil {
-			t.Fatal(err)
-		}
-		const in, want = `{"a":"abcdef"}`, "could not fetch value for key 'a.b': expected map but type is string"
-		if out, err := djRun(t, p, in); err == nil || err.Error() != want || out != in {
-			t.Fatalf("event %s, error %v; want the event as it was and %q", out, err, want)
-		}
-	})
-	for _, c := range []struct{ name, opts, in string }{
-		{"one by one", `tokenizer = "%{a.b}"` + "\n" + `target_prefix = ""`, `{"message":"v","a":"s"}`},
-		{"in one descent", `tokenizer = "%{a.b} %{c}"` + "\n" + `target_prefix = ""`, `{"message":"v w","a":"s"}`},
+	for _, c := range []struct{ name, proc, opts, in, want string }{
+		{"truncate_fields through a string", "truncate_fields", "fields = [\"a.b\"]\nmax_bytes = 2\nignore_missing = true\nfail_on_error = true",
+			`{"a":"abcdef"}`, "could not fetch value for key 'a.b': expected map but type is string"},
+		{"dissect through a string, one by one", "dissect", `tokenizer = "%{a.b}"` + "\n" + `target_prefix = ""`,
+			`{"message":"v","a":"s"}`, "cannot override existing key with `a.b`: expected map but type is string"},
+		{"dissect through a string, in one descent", "dissect", `tokenizer = "%{a.b} %{c}"` + "\n" + `target_prefix = ""`,
+			`{"message":"v w","a":"s"}`, "cannot override existing key with `a.b`: expected map but type is string"},
 	} {
-		t.Run("dissect through a string, "+c.name, func(t *testing.T) {
-			p, err := djCompile(t, "dissect", c.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := djRun(t, p, c.in)
-			const want = "cannot override existing key with `a.b`: expected map but type is string"
-			if err == nil || err.Error() != want || out != c.in {
-				t.Fatalf("event %s, error %v; want the event as it was and %q", out, err, want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { wantFailure(t, c.proc, c.opts, c.in, c.want) })
+	}
+}
+
+// wantFailure runs the processor proc with the TOML options opts on the
+// event in, and fails the test unless it fails with want, word for word,
+// and leaves the event as it was.
+func wantFailure(t *testing.T, proc, opts, in, want string) {
+	t.Helper()
+	p, err := djCompile(t, proc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := djRun(t, p, in); err == nil || err.Error() != want || out != in {
+		t.Fatalf("event %s, error %v;\nwant the event as it was and %s", out, err, want)
 	}
 }
 
@@ -280,17 +278,9 @@ mode = "rename"
 fields = [{from = "@timestamp", to = "event.created"}]
 `, `{` + ts + `}`, `{` + ts + `,"event":{"created":"2024-05-01T10:00:00.123Z"}}`},
 	})
-	p, err := djCompile(t, "drop_fields", `fields = ["a.b", "@metadata", "@timestamp", "nope"]`+"\nignore_missing = true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := `{` + ts + `,"a":"s","m":1}`
-	out, err := djRun(t, p, in)
 	// Filebeat's message, word for word.
-	const want = `failed to drop field [a.b], error: expected map but type is string; failed to drop field [@metadata], error: deleting/replacing "@metadata" key is not supported; failed to drop field [@timestamp], error: deleting "@timestamp" key is not supported`
-	if err == nil || err.Error() != want || out != in {
-		t.Fatalf("event %s, error %v;\nwant the event as it was and %s", out, err, want)
-	}
+	wantFailure(t, "drop_fields", `fields = ["a.b", "@metadata", "@timestamp", "nope"]`+"\nignore_missing = true", `{`+ts+`,"a":"s","m":1}`,
+		`failed to drop field [a.b], error: expected map but type is string; failed to drop field [@metadata], error: deleting/replacing "@metadata" key is not supported; failed to drop field [@timestamp], error: deleting "@timestamp" key is not supported`)
 }
 
 // TestFilebeatSettings: settings Filebeat takes, or refuses, the same.
