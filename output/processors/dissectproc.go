@@ -169,11 +169,11 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 		}
 		return false, err
 	}
-	// Each field is written unless its key is taken (and overwrite_keys
-	// is off): then what was written is taken back, and the processor
-	// fails with the event as it was, as in Filebeat. Writing fails
-	// otherwise only where a path runs through a value that is not an
-	// object.
+	// Each field is written unless its key is taken, or its path runs
+	// through a value that is not an object (and overwrite_keys is off):
+	// then what was written is taken back, and the processor fails with
+	// the event as it was, as in Filebeat. With overwrite_keys, such a
+	// path's field is left out, as there.
 	undo := e.undoLog()
 	defer func() { e.keepUndo(undo) }()
 	if p.tree != nil && p.inOrder(fields) {
