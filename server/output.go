@@ -239,11 +239,6 @@ func (out *outputRunner) Gauges() elasticsearch.Gauges {
 	return onRunning(out, func(d drain) elasticsearch.Gauges { return d.Gauges() })
 }
 
-// current is the running drain, nil while stopped.
-func (out *outputRunner) current() drain {
-	return onRunning(out, func(d drain) drain { return d })
-}
-
 // Waiting is the running drain's Waiting ("" while stopped).
 func (out *outputRunner) Waiting() string {
 	return onRunning(out, func(d drain) string { return d.Waiting() })

@@ -62,10 +62,6 @@ func main() {
 	os.Exit(runWithHUP(os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
-// run is main's work without a SIGHUP channel (tests): SIGHUP keeps its
-// default action.
-func run(args []string, stdout, stderr io.Writer) int { return runWithHUP(args, stdout, stderr, nil) }
-
 const usage = "usage: logpond -config FILE [-drain [-drain-timeout DURATION]] | logpond [-skip-host-checks] -check-config FILE | logpond -test-processors -config FILE [-output NAME] < events.ndjson | logpond -version"
 
 // exitDrainLeft is the exit code of a drain that stopped before it was

@@ -88,15 +88,6 @@ func Redact(h string) string {
 	return h[:start] + user + ":xxxxx" + h[at:]
 }
 
-// RedactAll is Redact of every entry, in a new slice.
-func RedactAll(hosts []string) []string {
-	out := make([]string, len(hosts))
-	for i, h := range hosts {
-		out[i] = Redact(h)
-	}
-	return out
-}
-
 // Same reports whether a and b name the same endpoint: scheme, host and
 // port (the scheme's default when none is written) and path compare equal,
 // host and scheme case-insensitively; user info does not count. A URL that
