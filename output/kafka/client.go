@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
-	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -149,21 +148,6 @@ func (o *Output) partitioner() kgo.Partitioner {
 		fields[i] = compileHashField(name)
 	}
 	return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-		return func(r *kgo.Record, n int) int {
-			h := fnv.New32a()
-			switch {
-			case len(fields) > 0:
-				// The fields' values as text (a string without its
-				// quotes), as Filebeat hashes them.
-				for _, f := range fields {
-					h.Write([]byte(f.lookup(r.Value).String()))
-				}
-			case r.Key != nil:
-				h.Write(r.Key)
-			default:
-				return rand.IntN(n)
-			}
-			return int(h.Sum32() % uint32(n))
-		}
+		return func(r *kgo.Record, n int) int { return hashPartition(fields, r.Key, r.Value, n) }
 	})
 }

@@ -1,10 +1,67 @@
 package kafka
 
 import (
+	"encoding/binary"
+	"hash"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 )
+
+// hashPartition is the partition of n that partition.hash gives a record
+// of the event value with the key: Filebeat's, to the partition, so that
+// Filebeat and logpond shipping one topic put a key's records in one
+// partition. The FNV-1a hash of the fields' values (fields set), or of
+// the key, made non-negative as a 32-bit signed number, modulo n. A
+// record with neither, or one of whose fields cannot be hashed (missing,
+// null, an object or an array), goes to a random partition, as Filebeat's
+// do with its default random = true.
+func hashPartition(fields []hashField, key, value []byte, n int) int {
+	h := fnv.New32a()
+	switch {
+	case len(fields) > 0:
+		for _, f := range fields {
+			if !hashValue(h, f.lookup(value)) {
+				return rand.IntN(n)
+			}
+		}
+	case key != nil:
+		h.Write(key)
+	default:
+		return rand.IntN(n)
+	}
+	return int((int32(h.Sum32()) & 0x7FFFFFFF) % int32(n))
+}
+
+// hashValue adds v to h as Filebeat hashes the value its JSON decoding
+// makes of it: a string's bytes; an integer that fits an int64 as its 8
+// bytes, little-endian; another number as its shortest text at 32-bit
+// precision; a boolean as one byte. It reports false for a value Filebeat
+// cannot hash.
+func hashValue(h hash.Hash32, v gjson.Result) bool {
+	switch v.Type {
+	case gjson.String:
+		h.Write([]byte(v.Str))
+	case gjson.Number:
+		if i, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], uint64(i))
+			h.Write(b[:])
+		} else {
+			h.Write([]byte(strconv.FormatFloat(v.Num, 'g', -1, 32)))
+		}
+	case gjson.True:
+		h.Write([]byte{1})
+	case gjson.False:
+		h.Write([]byte{0})
+	default:
+		return false
+	}
+	return true
+}
 
 // hashField is a field partition.hash hashes, compiled once: its name is
 // looked up in each record as Filebeat's GetValue finds a name. At each

@@ -18,9 +18,10 @@ import (
 type Partitioning int
 
 const (
-	// PartitionHash hashes HashFields' values (FNV-1a, Filebeat's hash),
-	// or the record key when there are none; a record with neither goes
-	// to a random partition. Filebeat's default.
+	// PartitionHash hashes HashFields' values, or the record key when
+	// there are none, to the partition Filebeat's hash partitioner picks
+	// (hashPartition); a record with neither, or with a field that cannot
+	// be hashed, goes to a random partition. Filebeat's default.
 	PartitionHash Partitioning = iota
 	// PartitionRandom picks a random partition, changing every
 	// GroupEvents records.
