@@ -188,7 +188,9 @@ func (p *convProcessor) run(e *event) (bool, error) {
 			return false, p.fail(f, err, "failed to put field ["+f.to.name+"]")
 		}
 		if p.rename {
-			convDelete(e, &f.from, undo)
+			// Filebeat ignores Delete's error here: a from that is
+			// gone, or @timestamp and @metadata, which stay.
+			_ = e.delete(&f.from, undo)
 		}
 	}
 	return false, nil
@@ -420,19 +422,6 @@ func convPut(e *event, p *path, v *jsontree.Value, undo *undoLog) error {
 	undo.set(made, s)
 	s.set(v)
 	return nil
-}
-
-// convDelete removes p when it is there (Filebeat's Delete, whose error
-// convert ignores), recording it in undo.
-func convDelete(e *event, p *path, undo *undoLog) {
-	if deletable(p) != nil {
-		return // @timestamp and @metadata stay, as in Filebeat
-	}
-	var s spot
-	if e.find(&s, p, false, nil) != nil || s.in == nil {
-		return
-	}
-	undo.remove(s)
 }
 
 // convNumber reads a number as Filebeat's JSON decoder does

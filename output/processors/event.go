@@ -319,8 +319,9 @@ func deletable(p *path) error {
 // delete removes the value at p as Filebeat's Delete does: the error is
 // errKeyNotFound when it is absent, "expected map but type is T" when p
 // runs through a value that is not an object, and deletable's for
-// @timestamp and @metadata.
-func (e *event) delete(p *path) error {
+// @timestamp and @metadata. With undo, it records the member removed,
+// with its place and spelling, for revert.
+func (e *event) delete(p *path, undo *undoLog) error {
 	if err := deletable(p); err != nil {
 		return err
 	}
@@ -328,13 +329,25 @@ func (e *event) delete(p *path) error {
 	if err := e.find(&s, p, false, nil); err != nil {
 		return mapErr(err)
 	}
-	// The object holding the field is not split for it (jsontree's
-	// Delete cuts the member out of its text): drop_fields on a few
-	// members of large objects (host, agent) is the common case. find
-	// splits only the objects it goes through.
-	if s.in == nil || !s.in.Delete(s.key) {
+	if s.in == nil {
 		return errKeyNotFound
 	}
+	if undo == nil {
+		// The object holding the field is not split for it (jsontree's
+		// Delete cuts the member out of its text): drop_fields on a few
+		// members of large objects (host, agent) is the common case.
+		// find splits only the objects it goes through.
+		if !s.in.Delete(s.key) {
+			return errKeyNotFound
+		}
+		return nil
+	}
+	o, _ := s.in.Object()
+	m, ok := o.Take(s.key)
+	if !ok {
+		return errKeyNotFound
+	}
+	undo.took(s, m)
 	return nil
 }
 

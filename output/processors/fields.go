@@ -161,7 +161,7 @@ func (p *dropFields) run(e *event) (bool, error) {
 		if f.p.name == "type" {
 			continue
 		}
-		if err := e.delete(&f.p); err != nil && (err != errKeyNotFound || !p.ignoreMissing) {
+		if err := e.delete(&f.p, nil); err != nil && (err != errKeyNotFound || !p.ignoreMissing) {
 			errs = append(errs, fmt.Sprintf("failed to drop field [%s], error: %v", f.p.name, err))
 		}
 	}
@@ -306,24 +306,17 @@ func (p *rename) one(e *event, f fromTo, undo *undoLog) error {
 	if e.get(&f.to) != nil {
 		return fmt.Errorf("target field %s already exists, drop or rename this field first", f.to.name)
 	}
-	var from spot
-	if err := e.find(&from, &f.from, false, nil); err != nil {
-		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, mapErr(err))
-	}
-	v := from.value()
-	if v == nil {
-		if p.ignoreMissing {
-			return nil
-		}
-		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, errKeyNotFound)
+	v, err := e.lookup(&f.from)
+	switch {
+	case err == errKeyNotFound && p.ignoreMissing:
+		return nil
+	case err != nil:
+		return fmt.Errorf("could not fetch value for key: %s, Error: %w", f.from.name, err)
 	}
 	if p.copy {
 		v = e.clone(v)
-	} else {
-		if err := deletable(&f.from); err != nil {
-			return fmt.Errorf("could not delete key: %s,  %w", f.from.name, err) // two spaces, as Filebeat's
-		}
-		undo.remove(from)
+	} else if err := e.delete(&f.from, undo); err != nil {
+		return fmt.Errorf("could not delete key: %s,  %w", f.from.name, err) // two spaces, as Filebeat's
 	}
 	// to is absent (checked above), and removing from cannot make it
 	// appear: the write takes one walk, and taking it back is deleting

@@ -49,14 +49,8 @@ func (u *undoLog) set(made, s spot) {
 	}
 }
 
-// remove removes the member at s (its first occurrence, the one s.value
-// returns), recording it, with its place and spelling, for revert.
-func (u *undoLog) remove(s spot) {
-	o, _ := s.in.Object()
-	m, ok := o.Take(s.key)
-	if !ok || u == nil {
-		return
-	}
+// took records that the member m was taken from the spot s.
+func (u *undoLog) took(s spot, m jsontree.Member) {
 	u.add(s, nil)
 	ent := &(*u)[len(*u)-1]
 	ent.taken, ent.took = m, true
