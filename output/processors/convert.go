@@ -17,9 +17,9 @@ import (
 // options, defaults, conversion rules and error texts
 // (libbeat/processors/convert).
 //
-// The helpers at the end of this file (convPut, convGoType, convRender...)
-// are shared with other processors: they write the event as Filebeat's
-// PutValue does, and name types and print values as Filebeat's errors do.
+// The helpers at the end of this file (convGoType, convRender...) are
+// shared with other processors: they name types and print values as
+// Filebeat's errors do.
 
 func init() { register("convert", convBuild) }
 
@@ -171,7 +171,7 @@ func (p *convProcessor) run(e *event) (bool, error) {
 		if !f.hasTo {
 			// In place: Filebeat ignores a failure (an earlier field made
 			// a part of from a value that is not an object).
-			_ = convPut(e, &f.from, v, undo)
+			_ = e.put(&f.from, v, undo)
 			continue
 		}
 		// Filebeat's copy mode clones the value; its rename mode moves
@@ -181,7 +181,7 @@ func (p *convProcessor) run(e *event) (bool, error) {
 		// writes the same event without one. Only objects and arrays
 		// are copied, and convert seldom writes those.
 		v = e.clone(v)
-		if err := convPut(e, &f.to, v, undo); err != nil && p.failOnError {
+		if err := e.put(&f.to, v, undo); err != nil && p.failOnError {
 			if undo != nil {
 				undo.revert()
 			}
@@ -409,20 +409,6 @@ func convStrToInt(s string, bits int) (int64, error) {
 }
 
 // --- reading and writing the event as Filebeat does ---
-
-// convPut sets p to v as Filebeat's PutValue does: missing objects on
-// the way are made, and a part that is not an object fails with
-// "expected map but type is T" (nothing is changed then). With undo, it
-// records what it changes.
-func convPut(e *event, p *path, v *jsontree.Value, undo *undoLog) error {
-	var s, made spot
-	if err := e.find(&s, p, true, &made); err != nil {
-		return mapErr(err)
-	}
-	undo.set(made, s)
-	s.set(v)
-	return nil
-}
 
 // convNumber reads a number as Filebeat's JSON decoder does
 // (jsontransform.TransformNumbers): an int64 when it is one, else a

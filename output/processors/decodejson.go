@@ -224,7 +224,7 @@ func (p *djProcessor) decodeField(e *event, f path, errs []error) []error {
 				djSetJSONError(e, err.Error())
 			}
 		}
-		if err := convPut(e, &target, out, nil); err != nil {
+		if err := e.put(&target, out, nil); err != nil {
 			return append(errs, err)
 		}
 	}

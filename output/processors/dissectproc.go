@@ -201,7 +201,7 @@ func (p *dissectProcessor) run(e *event) (bool, error) {
 			// Filebeat writes over what is there, and leaves out a
 			// field whose path runs through a value that is not an
 			// object, without failing.
-			_ = undo.put(e, &tp, dissectValue(e, f))
+			_ = e.put(&tp, dissectValue(e, f), &undo)
 			continue
 		}
 		existed, created, err := e.putNew(&tp, dissectValue(e, f))

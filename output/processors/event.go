@@ -285,12 +285,16 @@ func (e *event) putNew(p *path, val *jsontree.Value) (existed bool, undo spot, e
 	return false, s, nil
 }
 
-// put sets the value at p, creating the objects on the way.
-func (e *event) put(p *path, val *jsontree.Value) error {
-	var s spot
-	if err := e.find(&s, p, true, nil); err != nil {
-		return err
+// put sets the value at p as Filebeat's PutValue does: the objects on
+// the way are made, and a part that is not an object fails with
+// "expected map but type is T", changing nothing. With undo, it records
+// what it changes.
+func (e *event) put(p *path, val *jsontree.Value, undo *undoLog) error {
+	var s, made spot
+	if err := e.find(&s, p, true, &made); err != nil {
+		return mapErr(err)
 	}
+	undo.set(made, s)
 	s.set(val)
 	return nil
 }
@@ -367,7 +371,7 @@ func (e *event) str(p *path) (s string, found, ok bool) {
 
 // putString sets p to the string s.
 func (e *event) putString(p *path, s string) error {
-	return e.put(p, e.arena.NewString(s))
+	return e.put(p, e.arena.NewString(s), nil)
 }
 
 // appendStrings adds vals to the array at p (made when p is absent),

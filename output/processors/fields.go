@@ -65,7 +65,7 @@ func (p *addFields) run(e *event) (bool, error) {
 		merge(cur, val, true)
 		return false, nil
 	}
-	return false, e.put(&p.target, val)
+	return false, e.put(&p.target, val, nil)
 }
 
 // --- add_tags ---
@@ -390,7 +390,7 @@ func (p *truncateFields) run(e *event) (bool, error) {
 		if !ok {
 			continue
 		}
-		_ = undo.put(e, &f, e.arena.NewString(cut))
+		_ = e.put(&f, e.arena.NewString(cut), &undo)
 		truncated++
 	}
 	// Filebeat flags the event once for each field it truncated.
@@ -491,7 +491,7 @@ func (p *replace) run(e *event) (bool, error) {
 			}
 			continue
 		}
-		_ = undo.put(e, &f.p, e.arena.NewString(f.re.ReplaceAllString(v.Str(), f.replacement)))
+		_ = e.put(&f.p, e.arena.NewString(f.re.ReplaceAllString(v.Str(), f.replacement)), &undo)
 	}
 	return false, nil
 }

@@ -25,17 +25,6 @@ type undoEntry struct {
 	took  bool
 }
 
-// put sets p to val as the event's put does, recording what it changes.
-func (u *undoLog) put(e *event, p *path, val *jsontree.Value) error {
-	var s, made spot
-	if err := e.find(&s, p, true, &made); err != nil {
-		return err
-	}
-	u.set(made, s)
-	s.set(val)
-	return nil
-}
-
 // set records that the spot s is about to be set, after a walk that made
 // the object made (made.in nil: none). Taking the write back is then
 // deleting what the walk made, or putting back what s held.
