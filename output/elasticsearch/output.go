@@ -300,6 +300,27 @@ func (opts *Options) check(stores bool) error {
 	return nil
 }
 
+// dialFunc dials a connection, as net.Dialer's DialContext.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// newTransport is the output's HTTP transport: plain connections dialed
+// with dial and wrapped to write bulk bodies whole (bodyConn), https ones
+// with dialTLS.
+func newTransport(dial, dialTLS dialFunc, tlsCfg *tls.Config, workers int) *http.Transport {
+	return &http.Transport{
+		Proxy:       http.ProxyFromEnvironment,
+		DialContext: bodyDialer(dial),
+		// Through a proxy, the transport's own TLS, with the
+		// configuration at start; every other https connection takes the
+		// one in place when it opens (DialTLSContext), so that rotated
+		// TLS files apply without a restart.
+		TLSClientConfig:     tlsCfg,
+		DialTLSContext:      dialTLS,
+		MaxIdleConnsPerHost: workers,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
 // New prepares an Output over l. It contacts nobody until Run.
 func New(l *ledger.Ledger, opts Options) (*Output, error) {
 	if err := opts.check(true); err != nil {
@@ -324,18 +345,7 @@ func New(l *ledger.Ledger, opts Options) (*Output, error) {
 		currentTLS = func() *tls.Config { return tlsCfg }
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	transport := &http.Transport{
-		Proxy:       http.ProxyFromEnvironment,
-		DialContext: dialer.DialContext,
-		// Through a proxy, the transport's own TLS, with the
-		// configuration at start; every other https connection takes the
-		// one in place when it opens (DialTLSContext), so that rotated
-		// TLS files apply without a restart.
-		TLSClientConfig:     currentTLS(),
-		DialTLSContext:      tlsDialer(dialer, currentTLS),
-		MaxIdleConnsPerHost: opts.Workers,
-		IdleConnTimeout:     90 * time.Second,
-	}
+	transport := newTransport(dialer.DialContext, tlsDialer(dialer, currentTLS), currentTLS(), opts.Workers)
 	creds := opts.Credentials
 	if creds == nil {
 		creds = NewCredentials(opts.Username, opts.Password, opts.APIKey)
