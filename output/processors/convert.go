@@ -94,6 +94,12 @@ func convBuild(o *options) (processor, error) {
 			}
 			f.hasTo = true
 		}
+		switch {
+		case f.hasTo && f.to.name == "@timestamp":
+			return nil, &ConfigError{At: fo.key("to"), Err: errTimestampTarget}
+		case !f.hasTo && f.from.name == "@timestamp":
+			return nil, &ConfigError{At: fo.key("from"), Err: fmt.Errorf("converted in place: %w", errTimestampTarget)}
+		}
 		if typ != "" {
 			f.typ = convParseType(typ)
 			if f.typ == convUnset {

@@ -117,6 +117,9 @@ func djBuild(o *options) (processor, error) {
 			if err != nil {
 				o.fail("target", "%v", err)
 			}
+			if tp.name == "@timestamp" {
+				o.fail("target", "%w", errTimestampTarget)
+			}
 			p.target = tp
 		}
 	}

@@ -128,8 +128,11 @@ func buildDissect(o *options) (processor, error) {
 	p.paths = map[string]path{}
 	for _, k := range p.pattern.keys() {
 		tp, err := newPath(p.prefix + k)
+		if err == nil && tp.name == "@timestamp" {
+			err = errTimestampTarget
+		}
 		if err != nil {
-			o.fail("tokenizer", "key %q: %v", k, err)
+			o.fail("tokenizer", "key %q: %w", k, err)
 			return nil, o.err
 		}
 		p.paths[k] = tp

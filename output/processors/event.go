@@ -287,9 +287,21 @@ func (e *event) putNew(p *path, val *jsontree.Value) (existed bool, undo spot, e
 
 // put sets the value at p as Filebeat's PutValue does: the objects on
 // the way are made, and a part that is not an object fails with
-// "expected map but type is T", changing nothing. With undo, it records
-// what it changes.
+// "expected map but type is T", changing nothing. @timestamp is refused
+// (errNotTimestamp): Filebeat holds an event's time apart from its
+// fields, as a time, and only the timestamp processor sets it
+// (putTime). With undo, it records what it changes.
 func (e *event) put(p *path, val *jsontree.Value, undo *undoLog) error {
+	if p.name == "@timestamp" {
+		return errNotTimestamp
+	}
+	return e.putTime(p, val, undo)
+}
+
+// putTime is put without its refusal of @timestamp: for the timestamp
+// processor, whose value is a time it parsed and wrote as Filebeat's
+// encoder writes one.
+func (e *event) putTime(p *path, val *jsontree.Value, undo *undoLog) error {
 	var s, made spot
 	if err := e.find(&s, p, true, &made); err != nil {
 		return mapErr(err)
@@ -302,11 +314,20 @@ func (e *event) put(p *path, val *jsontree.Value, undo *undoLog) error {
 // Filebeat keeps @timestamp and @metadata apart from the other fields,
 // and refuses to delete them: an event without @timestamp is refused by
 // Elasticsearch's data streams, and @metadata carries what the outputs
-// route by.
+// route by. It holds @timestamp as a time, and refuses to put anything
+// else there: text written into it by dissect or convert would be a
+// date Elasticsearch may not read, where the timestamp processor parses
+// it with the layouts it is given.
 var (
 	errDeleteTimestamp = errors.New(`deleting "@timestamp" key is not supported`)
 	errAlterMetadata   = errors.New(`deleting/replacing "@metadata" key is not supported`)
+	errNotTimestamp    = errors.New("value is not a timestamp")
 )
+
+// errTimestampTarget refuses, when the configuration loads, a setting
+// that names @timestamp as the place a processor writes: Filebeat fails
+// or ignores such a write on every event (errNotTimestamp).
+var errTimestampTarget = errors.New("@timestamp is the event's time, which only the timestamp processor sets (Filebeat refuses or ignores other writes of it): write the text to another field and parse it with a timestamp processor")
 
 // deletable says whether p may be deleted: not @timestamp nor @metadata
 // whole, whose deletion Filebeat refuses with these errors.
@@ -519,6 +540,16 @@ func (st *static) put(parts []string, v *static) {
 	child := &static{t: jsontree.TypeObject}
 	child.put(parts[1:], v)
 	st.members = append(st.members, staticMember{key: parts[0], quoted: jsontree.Quote(parts[0]), val: child})
+}
+
+// member returns the value of st's member key (st an object), or nil.
+func (st *static) member(key string) *static {
+	for _, m := range st.members {
+		if m.key == key {
+			return m.val
+		}
+	}
+	return nil
 }
 
 // build makes the event's own copy of st.

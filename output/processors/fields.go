@@ -49,7 +49,12 @@ func buildAddFields(o *options) (processor, error) {
 		if err != nil {
 			o.fail("target", "%v", err)
 		}
+		if t.name == "@timestamp" {
+			o.fail("target", "%w", errTimestampTarget)
+		}
 		p.target = t
+	} else if p.fields.member("@timestamp") != nil {
+		o.fail("fields", "%w", errTimestampTarget)
 	}
 	return p, o.err
 }
@@ -390,8 +395,9 @@ func (p *truncateFields) run(e *event) (bool, error) {
 		if !ok {
 			continue
 		}
-		_ = e.put(&f, e.arena.NewString(cut), &undo)
-		truncated++
+		if e.put(&f, e.arena.NewString(cut), &undo) == nil { // not @timestamp
+			truncated++
+		}
 	}
 	// Filebeat flags the event once for each field it truncated.
 	for range truncated {

@@ -129,7 +129,7 @@ func (p *tsProcessor) run(e *event) (bool, error) {
 		}
 		return false, err
 	}
-	if err := e.put(&p.target, tsFormat(e, ts), nil); err != nil && !p.ignoreFailure {
+	if err := e.putTime(&p.target, tsFormat(e, ts), nil); err != nil && !p.ignoreFailure {
 		return false, err
 	}
 	return false, nil

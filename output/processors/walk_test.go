@@ -1,6 +1,10 @@
 package processors
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // TestDottedKeysFoundWhole checks that every processor finds a member
 // whose name holds a dot ("log.level" written flat) as Filebeat does:
@@ -297,4 +301,63 @@ trim_values = "both"
 	if want := "processors[0].add_fields.fields: empty: list at least one field to add"; err == nil || err.Error() != want {
 		t.Fatalf("add_fields with empty fields: error %v, want %q", err, want)
 	}
+}
+
+// TestTimestampWrittenOnlyByTimestamp: Filebeat holds @timestamp as a
+// time, and refuses or ignores every write of it but the timestamp
+// processor's. A setting that names it as the place to write is refused
+// when the configuration loads; a key known only per event (dissect's
+// indirect fields) is left out as Filebeat leaves it out, or fails as it
+// fails; truncate_fields and replace leave it as it is.
+func TestTimestampWrittenOnlyByTimestamp(t *testing.T) {
+	for _, c := range []struct{ name, proc, opts, at string }{
+		{"add_fields target", "add_fields", `target = "@timestamp"` + "\n" + `fields = {a = 1}`, "target"},
+		{"add_fields at the root", "add_fields", `target = ""` + "\n" + `fields = {"@timestamp" = "2020-01-01T00:00:00Z"}`, "fields"},
+		{"add_fields at the root, dotted", "add_fields", `target = ""` + "\n" + `fields = {"@timestamp.x" = 1}`, "fields"},
+		{"convert to", "convert", `fields = [{from = "ts", to = "@timestamp", type = "string"}]`, "fields[0].to"},
+		{"convert in place", "convert", `fields = [{from = "@timestamp", type = "string"}]`, "fields[0].from"},
+		{"decode_json_fields target", "decode_json_fields", `fields = ["message"]` + "\n" + `target = "@timestamp"`, "target"},
+		{"dissect key at the root", "dissect", `tokenizer = "%{@timestamp} %{msg}"` + "\n" + `target_prefix = ""` + "\n" + `overwrite_keys = true`, "tokenizer"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := djCompile(t, c.proc, c.opts)
+			if err == nil || !strings.Contains(err.Error(), "processors[0]."+c.proc+"."+c.at+": ") || !errors.Is(err, errTimestampTarget) {
+				t.Fatalf("error %v; want %s refused for writing @timestamp", err, c.at)
+			}
+		})
+	}
+	const ts = `"@timestamp":"2024-05-01T10:00:00.123Z"`
+	runCases(t, []processorCase{
+		{"the timestamp processor sets it", `
+[[processors]]
+[processors.timestamp]
+field = "ts"
+layouts = ["2006-01-02T15:04:05Z07:00"]
+`, `{` + ts + `,"ts":"2020-01-01T00:00:00Z"}`, `{"@timestamp":"2020-01-01T00:00:00.000Z","ts":"2020-01-01T00:00:00Z"}`},
+		{"a dissect key under a prefix is another field", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{@timestamp} %{msg}"
+`, `{` + ts + `,"message":"2020 x"}`, `{` + ts + `,"message":"2020 x","dissect":{"@timestamp":"2020","msg":"x"}}`},
+		{"dissect leaves an indirect @timestamp out with overwrite_keys", `
+[[processors]]
+[processors.dissect]
+tokenizer = "%{*k} %{&k} %{msg}"
+target_prefix = ""
+overwrite_keys = true
+`, `{` + ts + `,"message":"@timestamp 2020 x"}`, `{` + ts + `,"message":"@timestamp 2020 x","msg":"x"}`},
+		{"truncate_fields leaves it, unflagged", `
+[[processors]]
+[processors.truncate_fields]
+fields = ["@timestamp"]
+max_bytes = 4
+`, `{` + ts + `}`, `{` + ts + `}`},
+		{"replace leaves it", `
+[[processors]]
+[processors.replace]
+fields = [{field = "@timestamp", pattern = "2024", replacement = "1999"}]
+`, `{` + ts + `}`, `{` + ts + `}`},
+	})
+	wantFailure(t, "dissect", `tokenizer = "%{*k} %{&k} %{msg}"`+"\n"+`target_prefix = ""`, `{`+ts+`,"message":"@timestamp 2020 x"}`,
+		"cannot override existing key with `@timestamp`")
 }
