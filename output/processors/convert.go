@@ -94,11 +94,11 @@ func convBuild(o *options) (processor, error) {
 			}
 			f.hasTo = true
 		}
-		switch {
-		case f.hasTo && f.to.name == "@timestamp":
-			return nil, &ConfigError{At: fo.key("to"), Err: errTimestampTarget}
-		case !f.hasTo && f.from.name == "@timestamp":
-			return nil, &ConfigError{At: fo.key("from"), Err: fmt.Errorf("converted in place: %w", errTimestampTarget)}
+		if err := writable(&f.to); f.hasTo && err != nil {
+			return nil, &ConfigError{At: fo.key("to"), Err: err}
+		}
+		if err := writable(&f.from); !f.hasTo && err != nil {
+			return nil, &ConfigError{At: fo.key("from"), Err: fmt.Errorf("converted in place: %w", err)}
 		}
 		if typ != "" {
 			f.typ = convParseType(typ)

@@ -117,8 +117,8 @@ func djBuild(o *options) (processor, error) {
 			if err != nil {
 				o.fail("target", "%v", err)
 			}
-			if tp.name == "@timestamp" {
-				o.fail("target", "%w", errTimestampTarget)
+			if err := writable(&tp); err != nil {
+				o.fail("target", "%w", err)
 			}
 			p.target = tp
 		}

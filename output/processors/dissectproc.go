@@ -128,8 +128,8 @@ func buildDissect(o *options) (processor, error) {
 	p.paths = map[string]path{}
 	for _, k := range p.pattern.keys() {
 		tp, err := newPath(p.prefix + k)
-		if err == nil && tp.name == "@timestamp" {
-			err = errTimestampTarget
+		if err == nil {
+			err = writable(&tp)
 		}
 		if err != nil {
 			o.fail("tokenizer", "key %q: %w", k, err)

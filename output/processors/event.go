@@ -292,7 +292,7 @@ func (e *event) putNew(p *path, val *jsontree.Value) (existed bool, undo spot, e
 // fields, as a time, and only the timestamp processor sets it
 // (putTime). With undo, it records what it changes.
 func (e *event) put(p *path, val *jsontree.Value, undo *undoLog) error {
-	if p.name == "@timestamp" {
+	if writable(p) != nil {
 		return errNotTimestamp
 	}
 	return e.putTime(p, val, undo)
@@ -328,6 +328,15 @@ var (
 // that names @timestamp as the place a processor writes: Filebeat fails
 // or ignores such a write on every event (errNotTimestamp).
 var errTimestampTarget = errors.New("@timestamp is the event's time, which only the timestamp processor sets (Filebeat refuses or ignores other writes of it): write the text to another field and parse it with a timestamp processor")
+
+// writable says whether a processor may be set to write p: not
+// @timestamp (errTimestampTarget).
+func writable(p *path) error {
+	if p.name == "@timestamp" {
+		return errTimestampTarget
+	}
+	return nil
+}
 
 // deletable says whether p may be deleted: not @timestamp nor @metadata
 // whole, whose deletion Filebeat refuses with these errors.

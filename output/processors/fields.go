@@ -49,8 +49,8 @@ func buildAddFields(o *options) (processor, error) {
 		if err != nil {
 			o.fail("target", "%v", err)
 		}
-		if t.name == "@timestamp" {
-			o.fail("target", "%w", errTimestampTarget)
+		if err := writable(&t); err != nil {
+			o.fail("target", "%w", err)
 		}
 		p.target = t
 	} else if p.fields.member("@timestamp") != nil {
