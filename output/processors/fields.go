@@ -90,8 +90,11 @@ func buildAddTags(o *options) (processor, error) {
 		target = "tags" // as Filebeat reads an empty target
 	}
 	t, err := newPath(target)
+	if err == nil {
+		err = writable(&t)
+	}
 	if err != nil {
-		o.fail("target", "%v", err)
+		o.fail("target", "%w", err)
 	}
 	p.target = t
 	return p, o.err
@@ -259,8 +262,11 @@ func compileFromTo(o *options) []fromTo {
 		}
 		fp, err1 := newPath(from)
 		tp, err2 := newPath(to)
+		if err2 == nil {
+			err2 = writable(&tp)
+		}
 		if err := errors.Join(err1, err2); err != nil {
-			o.fail(at, "%v", err)
+			o.fail(at, "%w", err)
 			return nil
 		}
 		out = append(out, fromTo{fp, tp})
@@ -352,6 +358,9 @@ func buildTruncateFields(o *options) (processor, error) {
 	// say true).
 	p := &truncateFields{ignoreMissing: o.boolean("ignore_missing", false), failOnError: o.boolean("fail_on_error", false)}
 	for _, m := range compileFieldMatchers(o, "fields", false) {
+		if err := writable(&m.p); err != nil {
+			o.fail("fields", "%w", err)
+		}
 		p.fields = append(p.fields, m.p)
 	}
 	p.maxBytes = int(o.integer("max_bytes", 0))
@@ -395,9 +404,8 @@ func (p *truncateFields) run(e *event) (bool, error) {
 		if !ok {
 			continue
 		}
-		if e.put(&f, e.arena.NewString(cut), &undo) == nil { // not @timestamp
-			truncated++
-		}
+		_ = e.put(&f, e.arena.NewString(cut), &undo)
+		truncated++
 	}
 	// Filebeat flags the event once for each field it truncated.
 	for range truncated {
@@ -464,6 +472,9 @@ func buildReplace(o *options) (processor, error) {
 			return nil, err
 		}
 		fp, err := newPath(field)
+		if err == nil {
+			err = writable(&fp)
+		}
 		if err != nil {
 			return nil, &ConfigError{At: fo.key("field"), Err: err}
 		}

@@ -308,7 +308,7 @@ trim_values = "both"
 // processor's. A setting that names it as the place to write is refused
 // when the configuration loads; a key known only per event (dissect's
 // indirect fields) is left out as Filebeat leaves it out, or fails as it
-// fails; truncate_fields and replace leave it as it is.
+// fails.
 func TestTimestampWrittenOnlyByTimestamp(t *testing.T) {
 	for _, c := range []struct{ name, proc, opts, at string }{
 		{"add_fields target", "add_fields", `target = "@timestamp"` + "\n" + `fields = {a = 1}`, "target"},
@@ -318,6 +318,11 @@ func TestTimestampWrittenOnlyByTimestamp(t *testing.T) {
 		{"convert in place", "convert", `fields = [{from = "@timestamp", type = "string"}]`, "fields[0].from"},
 		{"decode_json_fields target", "decode_json_fields", `fields = ["message"]` + "\n" + `target = "@timestamp"`, "target"},
 		{"dissect key at the root", "dissect", `tokenizer = "%{@timestamp} %{msg}"` + "\n" + `target_prefix = ""` + "\n" + `overwrite_keys = true`, "tokenizer"},
+		{"rename to", "rename", `fields = [{from = "ts", to = "@timestamp"}]`, "fields[0]"},
+		{"copy_fields to", "copy_fields", `fields = [{from = "ts", to = "@timestamp"}]`, "fields[0]"},
+		{"add_tags target", "add_tags", `tags = ["x"]` + "\n" + `target = "@timestamp"`, "target"},
+		{"truncate_fields", "truncate_fields", `fields = ["message", "@timestamp"]` + "\n" + `max_bytes = 4`, "fields"},
+		{"replace", "replace", `fields = [{field = "@timestamp", pattern = "2024", replacement = "1999"}]`, "fields[0].field"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := djCompile(t, c.proc, c.opts)
@@ -346,17 +351,6 @@ tokenizer = "%{*k} %{&k} %{msg}"
 target_prefix = ""
 overwrite_keys = true
 `, `{` + ts + `,"message":"@timestamp 2020 x"}`, `{` + ts + `,"message":"@timestamp 2020 x","msg":"x"}`},
-		{"truncate_fields leaves it, unflagged", `
-[[processors]]
-[processors.truncate_fields]
-fields = ["@timestamp"]
-max_bytes = 4
-`, `{` + ts + `}`, `{` + ts + `}`},
-		{"replace leaves it", `
-[[processors]]
-[processors.replace]
-fields = [{field = "@timestamp", pattern = "2024", replacement = "1999"}]
-`, `{` + ts + `}`, `{` + ts + `}`},
 	})
 	wantFailure(t, "dissect", `tokenizer = "%{*k} %{&k} %{msg}"`+"\n"+`target_prefix = ""`, `{`+ts+`,"message":"@timestamp 2020 x"}`,
 		"cannot override existing key with `@timestamp`")
