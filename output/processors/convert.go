@@ -89,13 +89,10 @@ func convBuild(o *options) (processor, error) {
 			return nil, &ConfigError{At: fo.key("from"), Err: err}
 		}
 		if to != "" {
-			if f.to, err = newPath(to); err != nil {
+			if f.to, err = newTarget(to); err != nil {
 				return nil, &ConfigError{At: fo.key("to"), Err: err}
 			}
 			f.hasTo = true
-		}
-		if err := writable(&f.to); f.hasTo && err != nil {
-			return nil, &ConfigError{At: fo.key("to"), Err: err}
 		}
 		if err := writable(&f.from); !f.hasTo && err != nil {
 			return nil, &ConfigError{At: fo.key("from"), Err: fmt.Errorf("converted in place: %w", err)}

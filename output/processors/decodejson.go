@@ -113,11 +113,8 @@ func djBuild(o *options) (processor, error) {
 	if o.has("target") {
 		p.targetSet = true
 		if t := o.str("target", ""); t != "" {
-			tp, err := newPath(t)
+			tp, err := newTarget(t)
 			if err != nil {
-				o.fail("target", "%v", err)
-			}
-			if err := writable(&tp); err != nil {
 				o.fail("target", "%w", err)
 			}
 			p.target = tp

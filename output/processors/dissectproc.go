@@ -127,10 +127,7 @@ func buildDissect(o *options) (processor, error) {
 	}
 	p.paths = map[string]path{}
 	for _, k := range p.pattern.keys() {
-		tp, err := newPath(p.prefix + k)
-		if err == nil {
-			err = writable(&tp)
-		}
+		tp, err := newTarget(p.prefix + k)
 		if err != nil {
 			o.fail("tokenizer", "key %q: %w", k, err)
 			return nil, o.err

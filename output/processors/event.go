@@ -329,6 +329,16 @@ var (
 // or ignores such a write on every event (errNotTimestamp).
 var errTimestampTarget = errors.New("@timestamp is the event's time, which only the timestamp processor sets (Filebeat refuses or ignores other writes of it): write the text to another field and parse it with a timestamp processor")
 
+// newTarget is newPath for a field a processor is set to write: it
+// refuses what writable refuses.
+func newTarget(name string) (path, error) {
+	p, err := newPath(name)
+	if err == nil {
+		err = writable(&p)
+	}
+	return p, err
+}
+
 // writable says whether a processor may be set to write p: not
 // @timestamp (errTimestampTarget).
 func writable(p *path) error {

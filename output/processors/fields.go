@@ -45,11 +45,8 @@ func buildAddFields(o *options) (processor, error) {
 	}
 	p.fields = compileStatic(fields)
 	if target != "" {
-		t, err := newPath(target)
+		t, err := newTarget(target)
 		if err != nil {
-			o.fail("target", "%v", err)
-		}
-		if err := writable(&t); err != nil {
 			o.fail("target", "%w", err)
 		}
 		p.target = t
@@ -89,10 +86,7 @@ func buildAddTags(o *options) (processor, error) {
 	if target == "" {
 		target = "tags" // as Filebeat reads an empty target
 	}
-	t, err := newPath(target)
-	if err == nil {
-		err = writable(&t)
-	}
+	t, err := newTarget(target)
 	if err != nil {
 		o.fail("target", "%w", err)
 	}
@@ -261,10 +255,7 @@ func compileFromTo(o *options) []fromTo {
 			return nil
 		}
 		fp, err1 := newPath(from)
-		tp, err2 := newPath(to)
-		if err2 == nil {
-			err2 = writable(&tp)
-		}
+		tp, err2 := newTarget(to)
 		if err := errors.Join(err1, err2); err != nil {
 			o.fail(at, "%w", err)
 			return nil
@@ -471,10 +462,7 @@ func buildReplace(o *options) (processor, error) {
 		if err := fo.done("field", "pattern", "replacement"); err != nil {
 			return nil, err
 		}
-		fp, err := newPath(field)
-		if err == nil {
-			err = writable(&fp)
-		}
+		fp, err := newTarget(field)
 		if err != nil {
 			return nil, &ConfigError{At: fo.key("field"), Err: err}
 		}
