@@ -11,10 +11,10 @@ import (
 // body it knows the length of as an io.LimitedReader over the request's
 // Body, which hides the bytes behind it, and copies it through a 32 KiB
 // buffer in as many writes. Each write costs the kernel about as much
-// again as copying its bytes, and on loopback or a fast link that was a
-// sixth of the output's CPU per event (docs/benchmarks.md, the drain's
-// flame graph); with the body in one write the kernel makes 64 KiB
-// segments of it itself.
+// again as copying its bytes: on loopback or a fast link, a body sent in
+// 32 KiB writes costs the output's CPU about 40% more than one write,
+// whose bytes the kernel cuts into 64 KiB segments itself (docs/design.md,
+// "Measured choices on the drain path").
 //
 // ReadFrom recognizes a limited reader over a requestBody and writes the
 // bytes it has not sent straight from the batch buffer; it copies every
