@@ -12,7 +12,7 @@ import (
 // Body, which hides the bytes behind it, and copies it through a 32 KiB
 // buffer in as many writes. Each write costs the kernel about as much
 // again as copying its bytes: on loopback or a fast link, a body sent in
-// 32 KiB writes costs the output's CPU about 40% more than one write,
+// 32 KiB writes costs about 60% more CPU than in one write,
 // whose bytes the kernel cuts into 64 KiB segments itself (docs/design.md,
 // "Measured choices on the drain path").
 //
