@@ -98,7 +98,7 @@ func TLSConfig(key string, caPEM []byte, clientCert *tls.Certificate, insecure b
 
 // tlsDialer opens a TLS connection with the configuration in place
 // (current), verifying the host's name unless the configuration names one.
-func tlsDialer(d *net.Dialer, current func() *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func tlsDialer(d *net.Dialer, current func() *tls.Config) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := current()
 		if cfg.ServerName == "" {
